@@ -1,0 +1,32 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-deps
+RUN_DIR := $(shell mktemp -u /tmp/aibuddy-run.XXXXXX)
+
+.PHONY: install run test bench clean
+
+# Dependencies are installed once per pyproject change; the package itself is reinstalled
+# (not editable, as a user installs it) on every run so tests see the current source.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+	$(PY) -m pip install -q --no-deps --no-build-isolation --force-reinstall . 
+	rm -rf build aibuddy_cli.egg-info
+
+run: install
+	@bash scripts/demo.sh "$(VENV)/bin/aibuddy" "$(RUN_DIR)"
+
+test: install
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) bench/bench_memory.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,16 @@
+"""Entry point: `aibuddy` and `python -m aibuddy_cli`."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    from .cli.app import app
+
+    return app(args=args, prog_name="aibuddy", standalone_mode=True) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""Per-invocation state shared by the commands: global options, lazily opened vault and services."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..memory.service import MemoryService
+from ..vault import Vault, open_vault_and_user
+
+
+@dataclass
+class AppState:
+    vault_option: str | None = None
+    user_option: str | None = None
+    json: bool = False
+    _opened: tuple[Vault, str] | None = field(default=None, repr=False)
+
+    def open(self) -> tuple[Vault, str]:
+        if self._opened is None:
+            self._opened = open_vault_and_user(self.vault_option, self.user_option, os.environ, Path.cwd())
+        return self._opened
+
+    def memory(self) -> MemoryService:
+        vault, user = self.open()
+        return MemoryService(vault, user)
+
+
+def state_of(ctx: Any, json_mode: bool = False) -> AppState:
+    """The AppState of this run, remembering whether output is JSON (for error reporting)."""
+    state = ctx.find_root().obj
+    if not isinstance(state, AppState):
+        state = AppState()
+        ctx.find_root().obj = state
+    state.json = state.json or json_mode
+    return state
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()

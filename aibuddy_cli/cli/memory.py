@@ -1,0 +1,211 @@
+"""`aibuddy memory …`: save, update, delete, show, list, manifest, recall, clear."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Optional
+
+import typer
+
+from ..errors import UsageError
+from ..memory.records import TYPES, decode_body, read_body_file
+from ..vault import memory_key
+from . import output
+from .context import AppState, state_of, stdin_is_terminal, stdout_is_terminal
+
+app = typer.Typer(help="A user's long-term memory records.", no_args_is_help=True)
+
+JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+TypeHelp = f"One of: {', '.join(TYPES)}."
+
+
+def render(state: AppState, document: Callable[[], Any], text: Callable[[], str], rich: Callable[[], None]) -> None:
+    if state.json:
+        output.emit_json(document())
+    elif stdout_is_terminal():
+        rich()
+    else:
+        output.emit_text(text())
+
+
+def _body(body: str | None, body_file: str | None, *, stdin_allowed: bool) -> str | None:
+    if body is not None and body_file is not None:
+        raise UsageError("give either --body or --body-file, not both")
+    if body_file is not None:
+        return read_body_file(body_file, sys.stdin.buffer)
+    if body is not None:
+        return body
+    if stdin_allowed and not stdin_is_terminal():
+        return decode_body(sys.stdin.buffer.read(1024 * 1024 + 1), "standard input")
+    return None
+
+
+@app.command()
+def save(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Record name (file stem): lowercase letters, digits, - and _."),
+    type: str = typer.Option(..., "--type", "-t", help=TypeHelp),
+    description: str = typer.Option(..., "--description", "-d", help="One line: what recall sees."),
+    body: Optional[str] = typer.Option(None, "--body", "-b", help="The body text (Markdown)."),
+    body_file: Optional[str] = typer.Option(None, "--body-file", "-f", help="Read the body from a file ('-' for stdin)."),
+    json: bool = JsonOption,
+) -> None:
+    """Create a record (provenance manual). Without --body, the body is read from piped stdin."""
+    state = state_of(ctx, json)
+    memory = state.memory()
+    text = _body(body, body_file, stdin_allowed=True) or ""
+    record = memory.save(name, type=type, description=description, body=text)
+    key = memory_key(memory.user, record.name)
+    render(
+        state,
+        lambda: {"path": key, "changed": True, "record": record.to_json()},
+        lambda: f"saved {key}",
+        lambda: output.emit_text(f"saved {key}"),
+    )
+
+
+@app.command()
+def update(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The record to change."),
+    type: Optional[str] = typer.Option(None, "--type", "-t", help=TypeHelp),
+    description: Optional[str] = typer.Option(None, "--description", "-d", help="New one-line description."),
+    body: Optional[str] = typer.Option(None, "--body", "-b", help="New body text."),
+    body_file: Optional[str] = typer.Option(None, "--body-file", "-f", help="Read the new body from a file ('-' for stdin)."),
+    json: bool = JsonOption,
+) -> None:
+    """Change a record; name, provenance, created and recall telemetry are kept."""
+    state = state_of(ctx, json)
+    memory = state.memory()
+    result = memory.update(
+        name, type=type, description=description, body=_body(body, body_file, stdin_allowed=False)
+    )
+    key = memory_key(memory.user, name)
+    message = f"updated {key}" if result.changed else f"{key} unchanged"
+    render(
+        state,
+        lambda: {"path": key, "changed": result.changed, "record": result.record.to_json()},
+        lambda: message,
+        lambda: output.emit_text(message),
+    )
+
+
+@app.command()
+def delete(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The record to delete."),
+    json: bool = JsonOption,
+) -> None:
+    """Delete one record."""
+    state = state_of(ctx, json)
+    memory = state.memory()
+    memory.delete(name)
+    key = memory_key(memory.user, name)
+    render(state, lambda: {"path": key, "deleted": True}, lambda: f"deleted {key}", lambda: output.emit_text(f"deleted {key}"))
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The record to show."),
+    json: bool = JsonOption,
+) -> None:
+    """Show one record with its body and telemetry (does not count as a recall)."""
+    state = state_of(ctx, json)
+    record = state.memory().show(name)
+
+    def rich() -> None:
+        from . import rich_output
+
+        rich_output.show_record(record)
+
+    render(state, record.to_json, lambda: output.record_text(record), rich)
+
+
+@app.command("list")
+def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
+    """List the current user's records (malformed ones are reported on stderr and skipped)."""
+    state = state_of(ctx, json)
+    memory = state.memory()
+    result = memory.list()
+    output.report_problems(result.problems, memory.prefix)
+
+    def rich() -> None:
+        from . import rich_output
+
+        rich_output.show_list(result)
+
+    render(state, lambda: output.list_json(memory.user, result), lambda: output.list_text(result), rich)
+
+
+@app.command()
+def manifest(
+    ctx: typer.Context,
+    query: Optional[str] = typer.Option(None, "--query", "-q", help="Also reserve lines for this query's best matches."),
+    json: bool = JsonOption,
+) -> None:
+    """The recall window: at most 200 lines of type, file, modified date and description."""
+    state = state_of(ctx, json)
+    memory = state.memory()
+    result = memory.manifest(query)
+    output.report_problems(result.problems, memory.prefix)
+
+    def rich() -> None:
+        from . import rich_output
+
+        rich_output.show_manifest(result)
+
+    window = memory.vault.config.recall.window
+    render(
+        state,
+        lambda: output.manifest_json(memory.user, query, window, result),
+        lambda: output.manifest_text(result),
+        rich,
+    )
+
+
+@app.command()
+def recall(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="What the assistant is about to do or was asked."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Bodies to read (at most 5)."),
+    json: bool = JsonOption,
+) -> None:
+    """Select the relevant records (model, else lexical) and read at most 5 bodies."""
+    state = state_of(ctx, json)
+    memory = state.memory()
+    result = memory.recall(query, limit)
+    output.report_problems(result.problems, memory.prefix)
+    output.report_warnings(result.warnings)
+
+    def rich() -> None:
+        from . import rich_output
+
+        rich_output.show_recall(result)
+
+    render(state, lambda: output.recall_json(memory.user, result), lambda: output.recall_text(result), rich)
+
+
+@app.command()
+def clear(
+    ctx: typer.Context,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
+    json: bool = JsonOption,
+) -> None:
+    """Remove ALL of the current user's memory records. Asks first on a terminal."""
+    state = state_of(ctx, json)
+    memory = state.memory()
+    if not yes:
+        if not stdin_is_terminal():
+            raise UsageError("refusing to clear memory without --yes when stdin is not a terminal")
+        count = memory.count()
+        if not typer.confirm(f"Delete all {count} memory record(s) of user {memory.user}?", default=False):
+            raise typer.Exit(1)
+    removed = memory.clear()
+    message = f"removed {len(removed)} record(s) of user {memory.user}"
+    render(
+        state,
+        lambda: {"user": memory.user, "removed": removed},
+        lambda: message,
+        lambda: output.emit_text(message),
+    )

@@ -1,0 +1,77 @@
+"""Typed errors. Each carries a stable code string and the exit code the CLI maps it to."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    UNEXPECTED = 1
+    USAGE = 2
+    NOT_FOUND = 3
+    CONFLICT = 4
+    NOT_ALLOWED = 5
+    INVALID_INPUT = 6
+    MODEL_UNAVAILABLE = 7
+
+
+class AibuddyError(Exception):
+    """Base of every error a person or script is meant to see as a one-line message."""
+
+    code = "error"
+    exit_code = ExitCode.UNEXPECTED
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(AibuddyError):
+    code = "usage"
+    exit_code = ExitCode.USAGE
+
+
+class NotFound(AibuddyError):
+    code = "not_found"
+    exit_code = ExitCode.NOT_FOUND
+
+
+class Conflict(AibuddyError):
+    code = "conflict"
+    exit_code = ExitCode.CONFLICT
+
+
+class NotAllowed(AibuddyError):
+    code = "not_allowed"
+    exit_code = ExitCode.NOT_ALLOWED
+
+
+class InvalidInput(AibuddyError):
+    code = "invalid_input"
+    exit_code = ExitCode.INVALID_INPUT
+
+
+class MalformedRecord(InvalidInput):
+    """A file in the vault that cannot be read as what it claims to be."""
+
+    code = "malformed_record"
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+        self.name = name
+        self.problem = problem
+
+
+class ModelUnavailable(AibuddyError):
+    """No model answered usefully and the operation has no deterministic fallback."""
+
+    code = "model_unavailable"
+    exit_code = ExitCode.MODEL_UNAVAILABLE
+
+
+class ModelError(Exception):
+    """A model call failed (not configured, timeout, HTTP error, unusable reply).
+
+    Callers catch it and fall back; it is not meant to reach a person as-is.
+    """

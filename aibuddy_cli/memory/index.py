@@ -1,0 +1,269 @@
+"""The derived per-user memory index: record headers and an FTS5 table over name, description, body.
+
+It lives under .aibuddy/ and is only a cache. Each use first compares the folder with what the
+index saw (mtime, ctime, size per file) and re-reads what changed, so edits, deletions and a
+`git pull` behind the tool's back are picked up; deleting the file loses nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ..storage import Entry
+from ..text import fts_query, index_text
+from .records import MemoryRecord
+
+SCHEMA_VERSION = 1
+# bm25 column weights: a word in the name or description says more than one in the body.
+_WEIGHTS = "4.0, 3.0, 1.0"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    error TEXT,
+    description TEXT,
+    type TEXT,
+    provenance TEXT,
+    created TEXT,
+    updated TEXT,
+    recall_count INTEGER,
+    last_recalled_at TEXT
+);
+CREATE INDEX IF NOT EXISTS records_by_mtime ON records (mtime_ns DESC);
+CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
+    name, description, body, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+
+Loaded = tuple[Entry, MemoryRecord | None, str | None] | None
+"""What reading one file gave: its entry as read, the record or None, the problem or None;
+None when the file vanished before it could be read."""
+
+
+@dataclass(frozen=True)
+class IndexedRecord:
+    record: MemoryRecord  # header fields only; body is ""
+    modified_ns: int
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    message: str
+
+
+class MemoryIndex:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+
+    # --- connection -------------------------------------------------------------------
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            try:
+                self._db = self._open()
+            except sqlite3.DatabaseError:
+                self._discard()  # a corrupt cache is rebuilt, never repaired
+                self._db = self._open()
+        return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA busy_timeout = 30000")
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                db.execute("BEGIN IMMEDIATE")
+                if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                    db.execute("DROP TABLE IF EXISTS records")
+                    db.execute("DROP TABLE IF EXISTS records_fts")
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                db.execute("COMMIT")
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("SELECT 1 FROM records LIMIT 1").fetchall()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _discard(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # --- keeping it current -----------------------------------------------------------
+
+    def refresh(self, entries: Iterable[Entry], load: Callable[[Entry], Loaded]) -> None:
+        """Bring the index in line with the folder listing `entries` (stem -> file)."""
+        current = {entry.name[: -len(".md")]: entry for entry in entries}
+        seen = {
+            name: (mtime, ctime, size)
+            for name, mtime, ctime, size in self.db.execute(
+                "SELECT name, mtime_ns, ctime_ns, size FROM records"
+            )
+        }
+        changed = [entry for name, entry in current.items() if seen.get(name) != entry.signature]
+        removed = [name for name in seen if name not in current]
+        if not changed and not removed:
+            return
+        loaded = [load(entry) for entry in changed]
+        with self._write():
+            for name in removed:
+                self._delete(name)
+            for entry, outcome in zip(changed, loaded):
+                if outcome is None:
+                    self._delete(entry.name[: -len(".md")])
+                else:
+                    self._upsert(*outcome)
+
+    def record_written(self, entry: Entry, record: MemoryRecord) -> None:
+        """Tell the index about a write this process just made, so the next refresh skips it."""
+        with self._write():
+            self._upsert(entry, record, None)
+
+    def record_deleted(self, name: str) -> None:
+        with self._write():
+            self._delete(name)
+
+    class _Transaction:
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self.db = db
+
+        def __enter__(self) -> None:
+            self.db.execute("BEGIN IMMEDIATE")
+
+        def __exit__(self, kind: object, *_: object) -> None:
+            self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+    def _write(self) -> MemoryIndex._Transaction:
+        return MemoryIndex._Transaction(self.db)
+
+    def _delete(self, name: str) -> None:
+        row = self.db.execute("SELECT id FROM records WHERE name = ?", (name,)).fetchone()
+        if row:
+            self.db.execute("DELETE FROM records_fts WHERE rowid = ?", row)
+            self.db.execute("DELETE FROM records WHERE id = ?", row)
+
+    def _upsert(self, entry: Entry, record: MemoryRecord | None, problem: str | None) -> None:
+        name = entry.name[: -len(".md")]
+        self._delete(name)
+        values = (
+            (None,) * 7
+            if record is None
+            else (
+                record.description,
+                record.type,
+                record.provenance,
+                record.created,
+                record.updated,
+                record.recall_count,
+                record.last_recalled_at,
+            )
+        )
+        cursor = self.db.execute(
+            "INSERT INTO records (name, mtime_ns, ctime_ns, size, error, description, type,"
+            " provenance, created, updated, recall_count, last_recalled_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, *entry.signature, problem, *values),
+        )
+        if record is not None:
+            self.db.execute(
+                "INSERT INTO records_fts (rowid, name, description, body) VALUES (?, ?, ?, ?)",
+                (
+                    cursor.lastrowid,
+                    index_text(name.replace("-", " ").replace("_", " ")),
+                    index_text(record.description),
+                    index_text(record.body),
+                ),
+            )
+
+    # --- reading ----------------------------------------------------------------------
+
+    _COLUMNS = (
+        "name, description, type, provenance, created, updated, recall_count, last_recalled_at, mtime_ns"
+    )
+
+    @staticmethod
+    def _row(row: tuple) -> IndexedRecord:
+        name, description, type_, provenance, created, updated, count, last, mtime = row
+        record = MemoryRecord(
+            name=name,
+            description=description,
+            type=type_,
+            body="",
+            provenance=provenance,
+            created=created,
+            updated=updated,
+            recall_count=count,
+            last_recalled_at=last,
+        )
+        return IndexedRecord(record, mtime)
+
+    def records(self) -> list[IndexedRecord]:
+        """Every well-formed record, by name."""
+        return [
+            self._row(row)
+            for row in self.db.execute(
+                f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL ORDER BY name"
+            )
+        ]
+
+    def recent(self, limit: int) -> list[IndexedRecord]:
+        """The most recently modified well-formed records, newest first."""
+        return [
+            self._row(row)
+            for row in self.db.execute(
+                f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL"
+                " ORDER BY mtime_ns DESC, name LIMIT ?",
+                (limit,),
+            )
+        ]
+
+    def by_names(self, names: Iterable[str]) -> Iterator[IndexedRecord]:
+        for name in names:
+            row = self.db.execute(
+                f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL AND name = ?", (name,)
+            ).fetchone()
+            if row:
+                yield self._row(row)
+
+    def problems(self) -> list[Problem]:
+        return [
+            Problem(name, error)
+            for name, error in self.db.execute(
+                "SELECT name, error FROM records WHERE error IS NOT NULL ORDER BY name"
+            )
+        ]
+
+    def rank(self, query: str, limit: int) -> list[tuple[str, float]]:
+        """Best BM25 matches over all of the user's records: (name, score), best first."""
+        expression = fts_query(query)
+        if expression is None or limit <= 0:
+            return []
+        rows = self.db.execute(
+            f"SELECT r.name, bm25(records_fts, {_WEIGHTS}) AS score FROM records_fts"
+            " JOIN records r ON r.id = records_fts.rowid"
+            " WHERE records_fts MATCH ? AND r.error IS NULL ORDER BY score, r.name LIMIT ?",
+            (expression, limit),
+        )
+        return [(name, -score) for name, score in rows]

@@ -1,0 +1,65 @@
+"""The recall manifest: one line per record (type, filename, modified date, description).
+
+At most `window` lines. Up to `lexical_share` of them are the best lexical matches for the query
+over all of the user's records, so an old but relevant record is never hidden by newer ones; the
+rest are the most recently modified records.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from ..vault import RecallSettings
+from .index import IndexedRecord, MemoryIndex
+
+DESCRIPTION_CHARS = 200
+
+
+@dataclass(frozen=True)
+class ManifestLine:
+    name: str
+    type: str
+    description: str
+    modified_ns: int
+    matched: bool  # taken in for its lexical match, not its recency
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.md"
+
+    @property
+    def modified(self) -> str:
+        moment = dt.datetime.fromtimestamp(self.modified_ns / 1e9, dt.timezone.utc)
+        return moment.strftime("%Y-%m-%d")
+
+    def render(self) -> str:
+        description = self.description
+        if len(description) > DESCRIPTION_CHARS:
+            description = description[: DESCRIPTION_CHARS - 1] + "…"
+        return f"[{self.type}] {self.filename} ({self.modified}) {description}"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "type": self.type,
+            "filename": self.filename,
+            "modified": self.modified,
+            "description": self.description,
+            "matched": self.matched,
+        }
+
+
+def _line(item: IndexedRecord, matched: bool) -> ManifestLine:
+    record = item.record
+    return ManifestLine(record.name, record.type, record.description, item.modified_ns, matched)
+
+
+def build_manifest(index: MemoryIndex, query: str | None, settings: RecallSettings) -> list[ManifestLine]:
+    """Newest first; lexical matches reserved first, recency fills the rest of the window."""
+    matched = [name for name, _ in index.rank(query, settings.lexical_share)] if query else []
+    lines = {item.record.name: _line(item, True) for item in index.by_names(matched)}
+    for item in index.recent(settings.window):
+        if len(lines) >= settings.window:
+            break
+        lines.setdefault(item.record.name, _line(item, False))
+    return sorted(lines.values(), key=lambda line: (-line.modified_ns, line.name))

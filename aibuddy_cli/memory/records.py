@@ -1,0 +1,289 @@
+"""The memory record file format: YAML frontmatter in a fixed key order, then the body verbatim.
+
+Writing the same record twice gives the same bytes, so git diffs show only what changed.
+Reading is strict: a file that is not exactly one well-formed record is reported, not guessed at.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field, replace
+from typing import Any, BinaryIO
+
+from ..errors import InvalidInput, MalformedRecord, NotFound
+from ..vault import validate_record_name
+
+TYPES = ("user", "feedback", "project", "reference")
+PROVENANCES = ("manual", "auto")
+FIELD_ORDER = (
+    "name",
+    "description",
+    "type",
+    "provenance",
+    "created",
+    "updated",
+    "recallCount",
+    "lastRecalledAt",
+)
+REQUIRED = ("name", "description", "type")
+MAX_DESCRIPTION = 500
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    name: str
+    description: str
+    type: str
+    body: str
+    provenance: str = "manual"
+    created: str | None = None
+    updated: str | None = None
+    recall_count: int = 0
+    last_recalled_at: str | None = None
+    extra: tuple[tuple[str, Any], ...] = field(default=())  # keys a person added, kept in order
+
+    def to_json(self, *, body: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "type": self.type,
+            "provenance": self.provenance,
+            "created": self.created,
+            "updated": self.updated,
+            "recallCount": self.recall_count,
+            "lastRecalledAt": self.last_recalled_at,
+        }
+        if body:
+            data["body"] = self.body
+        return data
+
+    def recalled(self, when: str) -> MemoryRecord:
+        return replace(self, recall_count=self.recall_count + 1, last_recalled_at=when)
+
+
+def validate_type(value: str) -> str:
+    if value not in TYPES:
+        raise InvalidInput(f"invalid type {value!r}: use one of {', '.join(TYPES)}")
+    return value
+
+
+def validate_description(value: str) -> str:
+    text = value.strip()
+    if not text:
+        raise InvalidInput("the description is empty")
+    if "\n" in text or "\r" in text:
+        raise InvalidInput("the description must be one line (it is what recall sees in the manifest)")
+    if len(text) > MAX_DESCRIPTION:
+        raise InvalidInput(f"the description is longer than {MAX_DESCRIPTION} characters")
+    return text
+
+
+def validate_body(body: str) -> str:
+    if len(body.encode("utf-8")) > MAX_BODY_BYTES:
+        raise InvalidInput("the body is larger than 1 MB")
+    return body
+
+
+def decode_body(data: bytes, source: str) -> str:
+    """A body given as bytes (file or stdin): at most 1 MB of UTF-8."""
+    if len(data) > MAX_BODY_BYTES:
+        raise InvalidInput(f"{source} is larger than 1 MB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{source} is not UTF-8 text") from None
+
+
+def read_body_file(path: str, stdin: BinaryIO) -> str:
+    """The body given as --body-file: a path, or '-' for standard input."""
+    if path == "-":
+        return decode_body(stdin.read(MAX_BODY_BYTES + 1), "standard input")
+    try:
+        with open(path, "rb") as handle:
+            return decode_body(handle.read(MAX_BODY_BYTES + 1), path)
+    except FileNotFoundError:
+        raise NotFound(f"body file {path} not found") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"body file {path} is a folder") from None
+
+
+# --- YAML plumbing (imported lazily: only reads and writes of whole records need it) ---
+
+_yaml_cache: dict[str, Any] = {}
+
+
+def _yaml() -> tuple[Any, Any, Any]:
+    if not _yaml_cache:
+        import yaml
+
+        base_loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        base_dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+        class StrictLoader(base_loader):  # type: ignore[misc, valid-type]
+            """Safe loader that refuses duplicate keys instead of keeping the last one."""
+
+        def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
+            keys = [loader.construct_object(key, deep=deep) for key, _ in node.value]
+            duplicates = sorted({str(k) for k in keys if keys.count(k) > 1})
+            if duplicates:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {duplicates[0]!r}", node.start_mark
+                )
+            return loader.construct_mapping_plain(node, deep=deep)
+
+        StrictLoader.construct_mapping_plain = base_loader.construct_mapping  # type: ignore[attr-defined]
+        StrictLoader.add_constructor("tag:yaml.org,2002:map", construct_mapping)
+
+        class Timestamp(str):
+            """A timestamp string, emitted as a plain YAML timestamp rather than a quoted string."""
+
+        class RecordDumper(base_dumper):  # type: ignore[misc, valid-type]
+            pass
+
+        RecordDumper.add_representer(
+            Timestamp, lambda d, v: d.represent_scalar("tag:yaml.org,2002:timestamp", str(v))
+        )
+        _yaml_cache.update(yaml=yaml, loader=StrictLoader, dumper=RecordDumper, ts=Timestamp)
+    return _yaml_cache["yaml"], _yaml_cache["loader"], _yaml_cache["dumper"]
+
+
+def _split_frontmatter(name: str, text: str) -> tuple[str, str] | None:
+    """(header, body) when text opens with a '---' block closed by '---' or '...'."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    first_end = text.find("\n")
+    if first_end < 0 or text[:first_end].rstrip("\r ") != "---":
+        return None
+    position = first_end + 1
+    while position <= len(text):
+        end = text.find("\n", position)
+        line = text[position:] if end < 0 else text[position:end]
+        if line.rstrip("\r ") in ("---", "..."):
+            body_start = len(text) if end < 0 else end + 1
+            return text[first_end + 1 : position], text[body_start:]
+        if end < 0:
+            return None
+        position = end + 1
+    return None
+
+
+def _timestamp(value: Any, key: str, name: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, dt.date):
+        return f"{value.isoformat()}T00:00:00Z"
+    if isinstance(value, str):
+        try:
+            parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise MalformedRecord(name, f"{key} is not a timestamp: {value!r}") from None
+        return _timestamp(parsed, key, name)
+    raise MalformedRecord(name, f"{key} is not a timestamp: {value!r}")
+
+
+def parse_record(name: str, text: str) -> MemoryRecord:
+    """Parse the file text of record `name`; raise MalformedRecord saying what is wrong."""
+    try:
+        validate_record_name(name)
+    except InvalidInput:
+        raise MalformedRecord(name, "the file name is not a valid record name") from None
+    parts = _split_frontmatter(name, text)
+    if parts is None:
+        raise MalformedRecord(name, "no frontmatter block (the file must start with '---')")
+    header_text, body = parts
+    yaml, loader, _ = _yaml()
+    try:
+        header = yaml.load(header_text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise MalformedRecord(name, f"broken frontmatter YAML: {_yaml_problem(exc)}") from None
+    if not isinstance(header, dict):
+        raise MalformedRecord(name, "the frontmatter is not a mapping of keys to values")
+    missing = [key for key in REQUIRED if key not in header]
+    if missing:
+        raise MalformedRecord(name, f"missing key(s): {', '.join(missing)}")
+    if header["name"] != name:
+        raise MalformedRecord(name, f"name {header['name']!r} does not match the file name")
+    description = header["description"]
+    if isinstance(description, (int, float)) and not isinstance(description, bool):
+        description = str(description)
+    if not isinstance(description, str) or not description.strip():
+        raise MalformedRecord(name, "description must be a non-empty string (quote it if YAML reads it as something else)")
+    if header["type"] not in TYPES:
+        raise MalformedRecord(name, f"unknown type {header['type']!r}")
+    provenance = header.get("provenance", "manual")
+    if provenance not in PROVENANCES:
+        raise MalformedRecord(name, f"unknown provenance {provenance!r}")
+    count = header.get("recallCount", 0)
+    if count is None:
+        count = 0
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise MalformedRecord(name, f"recallCount is not a count: {count!r}")
+    if _looks_like_second_frontmatter(body, yaml, loader):
+        raise MalformedRecord(name, "a second frontmatter block follows the first (duplicate frontmatter)")
+    return MemoryRecord(
+        name=name,
+        description=description,
+        type=header["type"],
+        body=body,
+        provenance=provenance,
+        created=_timestamp(header.get("created"), "created", name),
+        updated=_timestamp(header.get("updated"), "updated", name),
+        recall_count=count,
+        last_recalled_at=_timestamp(header.get("lastRecalledAt"), "lastRecalledAt", name),
+        extra=tuple((k, v) for k, v in header.items() if k not in FIELD_ORDER),
+    )
+
+
+def _yaml_problem(exc: Exception) -> str:
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or "unreadable"
+    mark = getattr(exc, "problem_mark", None)
+    # The header starts on line 2 of the file (after the opening ---).
+    return f"{problem} (line {mark.line + 2})" if mark is not None else str(problem)
+
+
+def _looks_like_second_frontmatter(body: str, yaml: Any, loader: Any) -> bool:
+    stripped = body.lstrip("\r\n")
+    if not stripped.startswith("---"):
+        return False
+    parts = _split_frontmatter("", stripped)
+    if parts is None:
+        return False
+    try:
+        data = yaml.load(parts[0], Loader=loader)
+    except yaml.YAMLError:
+        return False
+    return isinstance(data, dict) and any(key in data for key in FIELD_ORDER)
+
+
+def render_record(record: MemoryRecord) -> str:
+    """The file text of record: a fixed-order header, then the body exactly as given."""
+    yaml, _, dumper = _yaml()
+    timestamp = _yaml_cache["ts"]
+
+    def ts(value: str | None) -> Any:
+        return None if value is None else timestamp(value)
+
+    header: dict[str, Any] = {
+        "name": record.name,
+        "description": record.description,
+        "type": record.type,
+        "provenance": record.provenance,
+        "created": ts(record.created),
+        "updated": ts(record.updated),
+        "recallCount": record.recall_count,
+        "lastRecalledAt": ts(record.last_recalled_at),
+    }
+    header.update(record.extra)
+    dumped = yaml.dump(
+        header, Dumper=dumper, sort_keys=False, allow_unicode=True, width=2**31 - 1, default_flow_style=False
+    )
+    return f"---\n{dumped}---\n{record.body}"

@@ -1,0 +1,166 @@
+"""The only module that talks to language models, through litellm, imported lazily.
+
+Each role (recall, extract, summary, knowledge, compact) resolves to a litellm model string or to
+"no model". Every failure (not configured, timeout, HTTP error, unusable reply) is a ModelError,
+which callers turn into their deterministic fallback. litellm's own printing never reaches stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .errors import InvalidInput, ModelError
+
+ROLES = ("recall", "extract", "summary", "knowledge", "compact")
+DEFAULT_TIMEOUT = 20.0
+_DISABLED = {"", "none", "off", "false", "0"}
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    role: str
+    model: str | None
+    api_base: str | None
+    timeout: float
+
+    @property
+    def configured(self) -> bool:
+        return self.model is not None
+
+
+def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, str]) -> ModelSettings:
+    """AIBUDDY_MODEL_<ROLE> > AIBUDDY_MODEL > [models].<role> > [models].default; "none" disables."""
+    if role not in ROLES:
+        raise ValueError(f"unknown model role {role!r}")
+    model: Any = None
+    for candidate in (
+        environ.get(f"AIBUDDY_MODEL_{role.upper()}"),
+        environ.get("AIBUDDY_MODEL"),
+        models.get(role),
+        models.get("default"),
+    ):
+        if candidate is not None:
+            model = candidate
+            break
+    if model is not None and not isinstance(model, str):
+        raise InvalidInput(f"aibuddy.toml: [models] {role} must be a litellm model string")
+    if model is not None and model.strip().lower() in _DISABLED:
+        model = None
+    raw_timeout = environ.get("AIBUDDY_TIMEOUT", models.get("timeout", DEFAULT_TIMEOUT))
+    try:
+        timeout = float(raw_timeout)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"model timeout must be a number of seconds, not {raw_timeout!r}") from None
+    if not 0 < timeout <= 600:
+        raise InvalidInput("model timeout must be between 0 and 600 seconds")
+    api_base = models.get("api_base")
+    if api_base is not None and not isinstance(api_base, str):
+        raise InvalidInput("aibuddy.toml: [models] api_base must be a URL string")
+    return ModelSettings(role=role, model=model.strip() if model else None, api_base=api_base, timeout=timeout)
+
+
+def _litellm() -> Any:
+    # Production mode stops litellm from loading a .env from the working directory; the local
+    # cost map avoids a network fetch at import. Both must be set before the import.
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.set_verbose = False
+    import logging
+
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return litellm
+
+
+def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
+    """One chat completion; returns litellm's response message. Raises ModelError on any failure.
+
+    The call runs in a worker thread so the configured timeout bounds it even if the provider
+    client ignores its own timeout; anything litellm prints is swallowed, never sent to stdout.
+    """
+    if settings.model is None:
+        raise ModelError(f"no model configured for the {settings.role} role")
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            litellm = _litellm()
+            kwargs: dict[str, Any] = dict(
+                model=settings.model,
+                messages=list(messages),
+                timeout=settings.timeout,
+                num_retries=0,
+                max_retries=0,
+                **options,
+            )
+            if settings.api_base:
+                kwargs["api_base"] = settings.api_base
+            outcome["response"] = litellm.completion(**kwargs)
+        except BaseException as exc:  # noqa: BLE001 - any provider failure becomes a ModelError
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=call, name=f"aibuddy-model-{settings.role}", daemon=True)
+    # litellm prints banners with print(); stdout belongs to the caller's JSON, so swallow them.
+    with contextlib.redirect_stdout(io.StringIO()):
+        worker.start()
+        # litellm's import alone can take seconds; the timeout bounds the request, not the import.
+        worker.join(settings.timeout + 30.0)
+    if worker.is_alive():
+        raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s")
+    if "error" in outcome:
+        raise ModelError(_describe(outcome["error"], settings))
+    try:
+        return outcome["response"].choices[0].message
+    except (AttributeError, IndexError, KeyError, TypeError):
+        raise ModelError(f"{settings.role} model returned no message") from None
+
+
+def _describe(exc: BaseException, settings: ModelSettings) -> str:
+    kind = type(exc).__name__
+    text = " ".join(str(exc).split())
+    if "timeout" in kind.lower() or "timed out" in text.lower():
+        return f"{settings.role} model timed out after {settings.timeout:g}s"
+    return f"{settings.role} model failed ({kind}): {text[:200]}"
+
+
+def complete_text(settings: ModelSettings, messages: Sequence[Mapping[str, Any]]) -> str:
+    message = complete(settings, messages, temperature=0)
+    content = getattr(message, "content", None)
+    if not isinstance(content, str) or not content.strip():
+        raise ModelError(f"{settings.role} model returned an empty reply")
+    return content
+
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """Leniently find the JSON object in a model reply (code fences, prose around it)."""
+    candidate = _FENCE.sub("", text.strip())
+    try:
+        value = json.loads(candidate)
+    except json.JSONDecodeError:
+        start, end = candidate.find("{"), candidate.rfind("}")
+        if start < 0 or end <= start:
+            raise ModelError("the model reply holds no JSON object") from None
+        try:
+            value = json.loads(candidate[start : end + 1])
+        except json.JSONDecodeError:
+            raise ModelError("the model reply is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise ModelError("the model reply is JSON but not an object")
+    return value
+
+
+def complete_json(settings: ModelSettings, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return parse_json_object(complete_text(settings, messages))

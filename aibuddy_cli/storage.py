@@ -1,0 +1,204 @@
+"""The narrow store the services write through, and its filesystem implementation.
+
+Keys are relative POSIX paths inside the vault ("memory/demo/x.md"). The filesystem store
+refuses keys that could leave the vault (absolute, "..", symlinks on the way) and writes
+atomically (temp file in the same folder, fsync, rename), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+import time
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Protocol
+
+from .errors import Conflict, InvalidInput, NotFound
+
+TEMP_PREFIX = ".aibuddy-tmp-"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stored file: its key and the stat fields a cache needs to notice a change."""
+
+    key: str
+    mtime_ns: int
+    ctime_ns: int
+    size: int
+
+    @property
+    def name(self) -> str:
+        return self.key.rsplit("/", 1)[-1]
+
+    @property
+    def signature(self) -> tuple[int, int, int]:
+        return (self.mtime_ns, self.ctime_ns, self.size)
+
+
+class Store(Protocol):
+    def scan(self, prefix: str, suffix: str) -> list[Entry]: ...
+
+    def read(self, key: str) -> tuple[bytes, Entry]: ...
+
+    def write(self, key: str, data: bytes, *, create: bool = False) -> Entry: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def touch(self, key: str) -> None: ...
+
+    def lock(self, name: str, timeout: float = 30.0) -> AbstractContextManager[None]: ...
+
+
+def check_key(key: str) -> str:
+    """Refuse keys that are not plain relative paths inside the vault."""
+    if not key or "\\" in key or "\x00" in key or key.startswith("/"):
+        raise InvalidInput(f"invalid path {key!r}")
+    parts = key.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise InvalidInput(f"invalid path {key!r}")
+    return key
+
+
+def _entry(key: str, st: os.stat_result) -> Entry:
+    return Entry(key, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class FileStore:
+    """Store over a folder on disk."""
+
+    def __init__(self, root: Path, locks_dir: Path) -> None:
+        self.root = root.resolve()
+        self.locks_dir = locks_dir
+
+    def path(self, key: str) -> Path:
+        """The on-disk path of key, refusing any symlink between the vault root and the file."""
+        check_key(key)
+        path = self.root / key
+        probe = self.root
+        for part in key.split("/"):
+            probe = probe / part
+            if probe.is_symlink():
+                raise InvalidInput(f"refusing {key}: {probe.relative_to(self.root)} is a symlink")
+        return path
+
+    def scan(self, prefix: str, suffix: str) -> list[Entry]:
+        """Regular files directly in prefix whose name ends with suffix (hidden files skipped)."""
+        folder = self.path(prefix)
+        entries: list[Entry] = []
+        try:
+            iterator = os.scandir(folder)
+        except FileNotFoundError:
+            return entries
+        with iterator:
+            for item in iterator:
+                name = item.name
+                if name.startswith(".") or not name.endswith(suffix):
+                    continue
+                # Symlinks are listed so that reading them is refused and reported, not skipped.
+                if not (item.is_file(follow_symlinks=False) or item.is_symlink()):
+                    continue
+                entries.append(_entry(f"{prefix}/{name}", item.stat(follow_symlinks=False)))
+        return entries
+
+    def read(self, key: str) -> tuple[bytes, Entry]:
+        path = self.path(key)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            raise NotFound(f"{key} not found") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InvalidInput(f"refusing {key}: it is a symlink") from None
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read()
+            return data, _entry(key, os.fstat(handle.fileno()))
+
+    def exists(self, key: str) -> bool:
+        return os.path.lexists(self.path(key))
+
+    def write(self, key: str, data: bytes, *, create: bool = False) -> Entry:
+        """Write atomically; with create=True refuse to replace an existing file.
+
+        Callers that check-then-create hold the matching lock, so create is race-free
+        among aibuddy processes.
+        """
+        path = self.path(key)
+        if create and os.path.lexists(path):
+            raise Conflict(f"{key} already exists")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            mode = os.stat(path).st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o666 & ~_current_umask()
+        fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temp, mode)
+            os.replace(temp, path)
+        except BaseException:
+            try:
+                os.unlink(temp)
+            except FileNotFoundError:
+                pass
+            raise
+        return _entry(key, os.stat(path))
+
+    def delete(self, key: str) -> None:
+        try:
+            os.unlink(self.path(key))
+        except FileNotFoundError:
+            raise NotFound(f"{key} not found") from None
+
+    def touch(self, key: str) -> None:
+        os.utime(self.path(key))
+
+    @contextmanager
+    def lock(self, name: str, timeout: float = 30.0) -> Iterator[None]:
+        """An exclusive advisory lock under .aibuddy/locks, shared by every aibuddy process."""
+        check_key(name)
+        self.locks_dir.mkdir(parents=True, exist_ok=True)
+        lock_path = self.locks_dir / f"{name}.lock"
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: fall back to the portable library
+            from filelock import FileLock, Timeout
+
+            try:
+                with FileLock(str(lock_path), timeout=timeout):
+                    yield
+            except Timeout:
+                raise Conflict(f"the vault is busy ({name} locked for {timeout:.0f}s)") from None
+            return
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise Conflict(f"the vault is busy ({name} locked for {timeout:.0f}s)") from None
+                    time.sleep(0.005)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)

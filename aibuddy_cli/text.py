@@ -1,0 +1,58 @@
+"""Tokenising for lexical search: English words and CJK characters, the same at index and query time.
+
+A CJK run has no spaces between words, so each character is a token and adjacent pairs are
+searched as phrases (bigrams). That lets "周报格式" find a record that mentions 周报 without any
+word segmenter.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
+
+STOPWORDS = frozenset(
+    """a an and are as at be but by do does for from has have how i if in is it its me my
+    of on or our so that the their them there these this to was we were what when where which
+    who why will with you your""".split()
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word and CJK-character tokens, in order."""
+    return _TOKEN.findall(text.lower())
+
+
+def is_cjk(token: str) -> bool:
+    return bool(_CJK_CHAR.fullmatch(token))
+
+
+def index_text(text: str) -> str:
+    """The text an FTS5 column stores: tokens joined by spaces, so FTS5 sees each CJK character."""
+    return " ".join(tokens(text))
+
+
+def fts_query(query: str) -> str | None:
+    """An FTS5 MATCH expression ORing the query's terms and CJK bigram phrases; None if empty."""
+    terms: list[str] = []
+    seen: set[str] = set()
+    previous_cjk: str | None = None
+
+    def add(term: str) -> None:
+        if term not in seen:
+            seen.add(term)
+            terms.append(term)
+
+    for token in tokens(query):
+        if is_cjk(token):
+            add(f'"{token}"')
+            if previous_cjk is not None:
+                add(f'"{previous_cjk} {token}"')
+            previous_cjk = token
+            continue
+        previous_cjk = None
+        if token not in STOPWORDS:
+            add(f'"{token}"')
+    return " OR ".join(terms) if terms else None

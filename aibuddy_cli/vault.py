@@ -1,0 +1,211 @@
+"""Locating the vault, reading its configuration, resolving the current user, naming its paths.
+
+Every path inside a vault is spelled here, as a relative key that `storage` resolves safely.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import Conflict, InvalidInput, NotFound, UsageError
+
+CONFIG_FILE = "aibuddy.toml"
+CACHE_DIR = ".aibuddy"
+
+_RECORD_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def validate_record_name(name: str) -> str:
+    """A record name is its file stem: lowercase letters, digits, '-' and '_', at most 64."""
+    if not _RECORD_NAME.fullmatch(name):
+        raise InvalidInput(
+            f"invalid record name {name!r}: use 1-64 lowercase letters, digits, '-' or '_', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def validate_user_name(user: str) -> str:
+    if not _USER_NAME.fullmatch(user):
+        raise InvalidInput(
+            f"invalid user name {user!r}: use 1-64 letters, digits, '.', '-' or '_', "
+            "starting with a letter or digit"
+        )
+    return user
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    window: int = 200
+    max_bodies: int = 5
+    lexical_share: int = 50  # manifest lines reserved for the best lexical matches
+
+
+@dataclass(frozen=True)
+class Config:
+    default_user: str | None = None
+    admins: tuple[str, ...] = ()
+    models: Mapping[str, Any] = field(default_factory=dict)
+    recall: RecallSettings = RecallSettings()
+
+
+def _int_setting(table: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"{CONFIG_FILE}: {key} must be a whole number from {low} to {high}")
+    return value
+
+
+def parse_config(text: str) -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{CONFIG_FILE}: {exc}") from None
+    default_user = data.get("default_user")
+    if default_user is not None:
+        if not isinstance(default_user, str):
+            raise InvalidInput(f"{CONFIG_FILE}: default_user must be a string")
+        validate_user_name(default_user)
+    admins = data.get("admins", [])
+    if not isinstance(admins, list) or not all(isinstance(a, str) for a in admins):
+        raise InvalidInput(f"{CONFIG_FILE}: admins must be a list of user names")
+    models = data.get("models", {})
+    recall = data.get("recall", {})
+    if not isinstance(models, dict) or not isinstance(recall, dict):
+        raise InvalidInput(f"{CONFIG_FILE}: [models] and [recall] must be tables")
+    max_bodies = _int_setting(recall, "max_bodies", 5, 1, 5)
+    window = _int_setting(recall, "window", 200, max_bodies, 200)
+    share = _int_setting(recall, "lexical_share", min(50, window), 0, window)
+    return Config(
+        default_user=default_user,
+        admins=tuple(admins),
+        models=models,
+        recall=RecallSettings(window=window, max_bodies=max_bodies, lexical_share=share),
+    )
+
+
+@dataclass(frozen=True)
+class Vault:
+    root: Path
+    config: Config
+
+    @classmethod
+    def open(cls, root: Path) -> Vault:
+        config_path = root / CONFIG_FILE
+        try:
+            text = config_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFound(f"no vault at {root} ({CONFIG_FILE} missing); run 'aibuddy init'") from None
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{config_path}: not UTF-8") from None
+        return cls(root=root.resolve(), config=parse_config(text))
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.root / CACHE_DIR
+
+    def memory_index_path(self, user: str) -> Path:
+        return self.cache_dir / "index" / f"memory-{validate_user_name(user)}.sqlite"
+
+    def locks_dir(self) -> Path:
+        return self.cache_dir / "locks"
+
+
+def memory_prefix(user: str) -> str:
+    return f"memory/{validate_user_name(user)}"
+
+
+def memory_key(user: str, name: str) -> str:
+    return f"{memory_prefix(user)}/{validate_record_name(name)}.md"
+
+
+def find_vault_root(start: Path) -> Path | None:
+    """Walk up from start to the first folder holding aibuddy.toml, as git does for .git."""
+    current = start.resolve()
+    for candidate in (current, *current.parents):
+        if (candidate / CONFIG_FILE).is_file():
+            return candidate
+    return None
+
+
+def locate_vault(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> Vault:
+    """--vault, then AIBUDDY_VAULT, then the nearest aibuddy.toml above the working directory."""
+    chosen = explicit or environ.get("AIBUDDY_VAULT")
+    if chosen:
+        return Vault.open(Path(chosen).expanduser())
+    root = find_vault_root(cwd)
+    if root is None:
+        raise NotFound(
+            f"no vault found in {cwd} or above; run 'aibuddy init', pass --vault or set AIBUDDY_VAULT"
+        )
+    return Vault.open(root)
+
+
+def resolve_user(explicit: str | None, environ: Mapping[str, str], config: Config) -> str:
+    """--user, then AIBUDDY_USER, then default_user from aibuddy.toml."""
+    user = explicit or environ.get("AIBUDDY_USER") or config.default_user
+    if not user:
+        raise UsageError("no current user: pass --user, set AIBUDDY_USER or default_user in aibuddy.toml")
+    return validate_user_name(user)
+
+
+def open_vault_and_user(
+    vault_option: str | None, user_option: str | None, environ: Mapping[str, str], cwd: Path
+) -> tuple[Vault, str]:
+    vault = locate_vault(vault_option, environ, cwd)
+    return vault, resolve_user(user_option, environ, vault.config)
+
+
+VAULT_FOLDERS = (
+    "memory",
+    "knowledge/system/pending",
+    "knowledge/system/ready",
+    "knowledge/personal",
+    "tasks",
+)
+
+
+def config_template(user: str) -> str:
+    return f"""# aibuddy vault configuration
+default_user = "{user}"
+admins = ["{user}"]
+
+[models]
+# litellm model strings per role (recall, extract, summary, knowledge, compact) or
+# `default` for all. Unset means "no model": the deterministic paths run.
+# default = "openai/gpt-4o-mini"
+# recall = "ollama/llama3.2"
+# api_base = "http://127.0.0.1:11434"
+timeout = 20
+
+[recall]
+window = 200
+max_bodies = 5
+"""
+
+
+def default_user_name(environ: Mapping[str, str]) -> str:
+    candidate = environ.get("AIBUDDY_USER") or environ.get("USER") or "me"
+    return candidate if _USER_NAME.fullmatch(candidate) else "me"
+
+
+def init_vault(path: Path, user: str) -> Vault:
+    """Create the vault layout, aibuddy.toml and a .gitignore for the derived cache."""
+    validate_user_name(user)
+    if (path / CONFIG_FILE).exists():
+        raise Conflict(f"{path / CONFIG_FILE} already exists")
+    path.mkdir(parents=True, exist_ok=True)
+    for folder in VAULT_FOLDERS:
+        (path / folder).mkdir(parents=True, exist_ok=True)
+    gitignore = path / ".gitignore"
+    existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    if f"{CACHE_DIR}/" not in existing.split():
+        gitignore.write_text(existing + ("" if existing.endswith("\n") or not existing else "\n") + f"{CACHE_DIR}/\n", encoding="utf-8")
+    (path / CONFIG_FILE).write_text(config_template(user), encoding="utf-8")
+    return Vault.open(path)
+
