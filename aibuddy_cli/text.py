@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import re
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
-_CJK_CHAR = re.compile(rf"[{_CJK}]")
+_WORD = re.compile(r"[^\W_]+")  # letters and digits; a CJK run comes out whole and is split below
+# Hiragana/katakana, CJK ideographs (with extension A and compatibility), Hangul syllables.
+_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xAC00, 0xD7AF))
+
+
+def _is_cjk_char(char: str) -> bool:
+    code = ord(char)
+    return any(low <= code <= high for low, high in _CJK_RANGES)
+
 
 STOPWORDS = frozenset(
     """a an and are as at be but by do does for from has have how i if in is it its me my
@@ -22,11 +28,27 @@ STOPWORDS = frozenset(
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word and CJK-character tokens, in order."""
-    return _TOKEN.findall(text.lower())
+    result: list[str] = []
+    for run in _WORD.findall(text.lower()):
+        if run.isascii():
+            result.append(run)
+            continue
+        word = ""
+        for char in run:
+            if _is_cjk_char(char):
+                if word:
+                    result.append(word)
+                    word = ""
+                result.append(char)
+            else:
+                word += char
+        if word:
+            result.append(word)
+    return result
 
 
 def is_cjk(token: str) -> bool:
-    return bool(_CJK_CHAR.fullmatch(token))
+    return len(token) == 1 and _is_cjk_char(token)
 
 
 def index_text(text: str) -> str:

@@ -1,0 +1,82 @@
+"""A lean route for the hot read command scripts call in loops (`memory recall`).
+
+It parses with argparse and renders through `cli.output`, so it never imports Typer, Rich or
+pydantic (~100-250 ms of start-up). It handles only well-formed calls whose output is JSON or not
+going to a terminal; anything else (help, a usage error, a person at a terminal) returns None and
+the Typer app runs instead. A parity test checks both routes print the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Sequence, TextIO
+
+_GLOBAL_OPTIONS = ("--vault", "--user")
+
+
+def _split_globals(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
+    """Leading --vault/--user options (both spellings), then the rest; None if malformed."""
+    options: dict[str, str] = {}
+    index = 0
+    while index < len(argv) and argv[index].startswith("--"):
+        arg = argv[index]
+        name, has_value, value = arg.partition("=")
+        if name not in _GLOBAL_OPTIONS:
+            return None
+        if not has_value:
+            if index + 1 >= len(argv):
+                return None
+            value = argv[index + 1]
+            index += 1
+        options[name[2:]] = value
+        index += 1
+    return options, list(argv[index:])
+
+
+def _recall_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aibuddy memory recall", add_help=False, allow_abbrev=False, exit_on_error=False)
+    parser.add_argument("query")
+    parser.add_argument("--limit", "-n", type=int)
+    parser.add_argument("--json", action="store_true")
+    return parser
+
+
+def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
+    """Run argv on the fast path and return its exit code, or None to let Typer handle it."""
+    if any(arg in ("--help", "-h", "--version") for arg in argv):
+        return None
+    split = _split_globals(argv)
+    if split is None:
+        return None
+    options, rest = split
+    if rest[:2] != ["memory", "recall"]:
+        return None
+    try:
+        args, extra = _recall_parser().parse_known_args(rest[2:])
+    except (argparse.ArgumentError, SystemExit):
+        return None
+    if extra or (args.limit is not None and args.limit < 1):
+        return None
+    if not args.json and stdout.isatty():
+        return None
+
+    from .cli import output
+    from .errors import AibuddyError
+    from .memory.service import MemoryService
+    from .vault import open_vault_and_user
+
+    try:
+        vault, user = open_vault_and_user(options.get("vault"), options.get("user"), os.environ, Path.cwd())
+        memory = MemoryService(vault, user)
+        result = memory.recall(args.query, args.limit)
+    except AibuddyError as error:
+        return output.report_error(error, args.json, stdout, stderr)
+    output.report_problems(result.problems, memory.prefix, stderr)
+    output.report_warnings(result.warnings, stderr)
+    if args.json:
+        output.emit_json(output.recall_json(user, result), stdout)
+    else:
+        output.emit_text(output.recall_text(result), stdout)
+    return 0

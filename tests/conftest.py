@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from typer.testing import CliRunner
+
+from aibuddy_cli.cli.app import app
+from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.vault import Vault, init_vault
+
+from fake_openai import FakeOpenAI
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_VAULT = REPO / "sample_vault"
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the developer's home, vault, model settings or provider keys."""
+    for name in list(os.environ):
+        if name.startswith(("AIBUDDY_", "OPENAI_", "LITELLM_", "ANTHROPIC_")):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Vault:
+    return init_vault(tmp_path / "vault", "demo")
+
+
+@pytest.fixture
+def memory(vault: Vault) -> MemoryService:
+    return MemoryService(vault, "demo", environ={})
+
+
+@pytest.fixture
+def cli(vault: Vault, monkeypatch: pytest.MonkeyPatch):
+    """Invoke the Typer app in-process against the test vault; stderr is kept apart."""
+    monkeypatch.setenv("AIBUDDY_VAULT", str(vault.root))
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | bytes | None = None) -> Any:
+        return runner.invoke(app, list(args), input=input, catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def aibuddy_exe() -> list[str]:
+    """The installed console script when present (as users run it), else the module."""
+    script = Path(sys.executable).parent / "aibuddy"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "aibuddy_cli"]
+
+
+def run_aibuddy(exe: list[str], *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+                input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*exe, *args], env=env, cwd=cwd, input=input, capture_output=True, timeout=120
+    )

@@ -1,0 +1,95 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1 for tests.
+
+Tests queue behaviours (a reply, an HTTP status, a delay, a raw body) and read back the
+requests the real litellm client sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Behaviour:
+    content: str | None = None
+    status: int = 200
+    delay: float = 0.0
+    raw: bytes | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._queue: list[Behaviour] = []
+        self._lock = threading.Lock()
+        self.default = Behaviour(content='{"selected": []}')
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server naming
+                length = int(self.headers.get("Content-Length", 0))
+                payload = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append({"path": self.path, "body": payload})
+                    behaviour = server._queue.pop(0) if server._queue else server.default
+                if behaviour.delay:
+                    time.sleep(behaviour.delay)
+                if behaviour.raw is not None:
+                    body = behaviour.raw
+                elif behaviour.status != 200:
+                    body = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}}).encode()
+                else:
+                    message: dict[str, Any] = {"role": "assistant", "content": behaviour.content}
+                    if behaviour.tool_calls:
+                        message["tool_calls"] = behaviour.tool_calls
+                    body = json.dumps(
+                        {
+                            "id": "chatcmpl-test",
+                            "object": "chat.completion",
+                            "created": int(time.time()),
+                            "model": payload.get("model", "test"),
+                            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                        }
+                    ).encode()
+                try:
+                    self.send_response(behaviour.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout tests)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def enqueue(self, **behaviour: Any) -> None:
+        with self._lock:
+            self._queue.append(Behaviour(**behaviour))
+
+    def reply_json(self, data: Any) -> None:
+        self.enqueue(content=json.dumps(data))
+
+    def start(self) -> FakeOpenAI:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
