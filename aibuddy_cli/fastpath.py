@@ -1,6 +1,6 @@
 """A lean route for the hot read command scripts call in loops (`memory recall`).
 
-It parses with argparse and renders through `cli.output`, so it never imports Typer, Rich or
+It parses its few options by hand and renders through `cli.output`, so it never imports Typer, Rich or
 pydantic (~100-250 ms of start-up). It handles only well-formed calls whose output is JSON or not
 going to a terminal; anything else (help, a usage error, a person at a terminal) returns None and
 the Typer app runs instead. A parity test checks both routes print the same bytes.
@@ -8,7 +8,6 @@ the Typer app runs instead. A parity test checks both routes print the same byte
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 from typing import Sequence, TextIO
@@ -35,12 +34,38 @@ def _split_globals(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | No
     return options, list(argv[index:])
 
 
-def _recall_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aibuddy memory recall", add_help=False, allow_abbrev=False, exit_on_error=False)
-    parser.add_argument("query")
-    parser.add_argument("--limit", "-n", type=int)
-    parser.add_argument("--json", action="store_true")
-    return parser
+def _parse_recall(args: Sequence[str]) -> tuple[str, int | None, bool] | None:
+    """QUERY [--limit N | -n N] [--json], in any order; None for anything else."""
+    query: str | None = None
+    limit: int | None = None
+    as_json = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--json":
+            as_json = True
+        elif arg in ("--limit", "-n") or arg.startswith("--limit="):
+            if "=" in arg:
+                value = arg.split("=", 1)[1]
+            elif index + 1 < len(args):
+                index += 1
+                value = args[index]
+            else:
+                return None
+            if not value.isdigit() or int(value) < 1:
+                return None
+            limit = int(value)
+        elif arg == "--":
+            rest = args[index + 1 :]
+            if query is not None or len(rest) != 1:
+                return None
+            return rest[0], limit, as_json
+        elif arg.startswith("-") or query is not None:
+            return None
+        else:
+            query = arg
+        index += 1
+    return None if query is None else (query, limit, as_json)
 
 
 def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
@@ -53,13 +78,11 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     options, rest = split
     if rest[:2] != ["memory", "recall"]:
         return None
-    try:
-        args, extra = _recall_parser().parse_known_args(rest[2:])
-    except (argparse.ArgumentError, SystemExit):
+    parsed = _parse_recall(rest[2:])
+    if parsed is None:
         return None
-    if extra or (args.limit is not None and args.limit < 1):
-        return None
-    if not args.json and stdout.isatty():
+    query, limit, as_json = parsed
+    if not as_json and stdout.isatty():
         return None
 
     from .cli import output
@@ -70,12 +93,12 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     try:
         vault, user = open_vault_and_user(options.get("vault"), options.get("user"), os.environ, Path.cwd())
         memory = MemoryService(vault, user)
-        result = memory.recall(args.query, args.limit)
+        result = memory.recall(query, limit)
     except AibuddyError as error:
-        return output.report_error(error, args.json, stdout, stderr)
+        return output.report_error(error, as_json, stdout, stderr)
     output.report_problems(result.problems, memory.prefix, stderr)
     output.report_warnings(result.warnings, stderr)
-    if args.json:
+    if as_json:
         output.emit_json(output.recall_json(user, result), stdout)
     else:
         output.emit_text(output.recall_text(result), stdout)

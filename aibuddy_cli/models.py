@@ -7,14 +7,10 @@ which callers turn into their deterministic fallback. litellm's own printing nev
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
-import threading
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .errors import InvalidInput, ModelError
 
@@ -23,8 +19,7 @@ DEFAULT_TIMEOUT = 20.0
 _DISABLED = {"", "none", "off", "false", "0"}
 
 
-@dataclass(frozen=True)
-class ModelSettings:
+class ModelSettings(NamedTuple):
     role: str
     model: str | None
     api_base: str | None
@@ -90,6 +85,10 @@ def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **o
     """
     if settings.model is None:
         raise ModelError(f"no model configured for the {settings.role} role")
+    import contextlib
+    import io
+    import threading
+
     outcome: dict[str, Any] = {}
 
     def call() -> None:

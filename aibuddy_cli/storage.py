@@ -9,21 +9,22 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 import time
+from stat import S_ISLNK, S_ISREG
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Iterator, NamedTuple, Protocol
 
 from .errors import Conflict, InvalidInput, NotFound
 
 TEMP_PREFIX = ".aibuddy-tmp-"
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One stored file: its key and the stat fields a cache needs to notice a change."""
+class Entry(NamedTuple):
+    """One stored file: its key and the stat fields a cache needs to notice a change.
+
+    A NamedTuple because a scan builds one per file, 10,000 for a large memory folder.
+    """
 
     key: str
     mtime_ns: int
@@ -40,7 +41,32 @@ class Entry:
 
 
 class Store(Protocol):
-    def scan(self, prefix: str, suffix: str) -> list[Entry]: ...
+    def scan(self, prefix: str, suffix: str) -> list[Entry]:
+        """Regular files directly in prefix whose name ends with suffix (hidden files skipped).
+
+        Symlinks are listed too, so that reading them is refused and reported, not skipped.
+        This loop runs over every record on the hot path, hence its plain style.
+        """
+        folder = self.path(prefix)
+        entries: list[Entry] = []
+        append = entries.append
+        base = f"{prefix}/"
+        try:
+            iterator = os.scandir(folder)
+        except FileNotFoundError:
+            return entries
+        with iterator:
+            for item in iterator:
+                name = item.name
+                if name[0] == "." or not name.endswith(suffix):
+                    continue
+                try:
+                    st = item.stat(follow_symlinks=False)
+                except FileNotFoundError:  # removed since the folder was listed
+                    continue
+                if S_ISREG(st.st_mode) or S_ISLNK(st.st_mode):
+                    append(Entry(base + name, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+        return entries
 
     def read(self, key: str) -> tuple[bytes, Entry]: ...
 
@@ -73,6 +99,43 @@ def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def _create_temp(folder: Path) -> tuple[int, Path]:
+    """A new, exclusive temp file in folder (what tempfile.mkstemp does, without its import cost)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        temp = folder / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
+        try:
+            return os.open(temp, flags, 0o600), temp
+        except FileExistsError:
+            continue
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace path with data so that readers see the old or the new file, never a mix.
+
+    Temp file in the same folder, fsync, then rename; the file keeps its permissions.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o666 & ~_current_umask()
+    fd, temp = _create_temp(path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 class FileStore:
@@ -109,7 +172,8 @@ class FileStore:
                 # Symlinks are listed so that reading them is refused and reported, not skipped.
                 if not (item.is_file(follow_symlinks=False) or item.is_symlink()):
                     continue
-                entries.append(_entry(f"{prefix}/{name}", item.stat(follow_symlinks=False)))
+                st = item.stat(follow_symlinks=False)
+                entries.append(Entry(f"{prefix}/{name}", st.st_mtime_ns, st.st_ctime_ns, st.st_size))
         return entries
 
     def read(self, key: str) -> tuple[bytes, Entry]:
@@ -138,25 +202,7 @@ class FileStore:
         path = self.path(key)
         if create and os.path.lexists(path):
             raise Conflict(f"{key} already exists")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            mode = os.stat(path).st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o666 & ~_current_umask()
-        fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temp, mode)
-            os.replace(temp, path)
-        except BaseException:
-            try:
-                os.unlink(temp)
-            except FileNotFoundError:
-                pass
-            raise
+        atomic_write(path, data)
         return _entry(key, os.stat(path))
 
     def delete(self, key: str) -> None:

@@ -5,13 +5,15 @@ Every path inside a vault is spelled here, as a relative key that `storage` reso
 
 from __future__ import annotations
 
+import json
+import os
 import re
-import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound, UsageError
+from .storage import atomic_write
 
 CONFIG_FILE = "aibuddy.toml"
 CACHE_DIR = ".aibuddy"
@@ -39,18 +41,16 @@ def validate_user_name(user: str) -> str:
     return user
 
 
-@dataclass(frozen=True)
-class RecallSettings:
+class RecallSettings(NamedTuple):
     window: int = 200
     max_bodies: int = 5
     lexical_share: int = 50  # manifest lines reserved for the best lexical matches
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     default_user: str | None = None
     admins: tuple[str, ...] = ()
-    models: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, Any] = MappingProxyType({})
     recall: RecallSettings = RecallSettings()
 
 
@@ -61,11 +61,8 @@ def _int_setting(table: Mapping[str, Any], key: str, default: int, low: int, hig
     return value
 
 
-def parse_config(text: str) -> Config:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{CONFIG_FILE}: {exc}") from None
+def config_from_data(data: Mapping[str, Any]) -> Config:
+    """Validate the parsed aibuddy.toml."""
     default_user = data.get("default_user")
     if default_user is not None:
         if not isinstance(default_user, str):
@@ -89,21 +86,14 @@ def parse_config(text: str) -> Config:
     )
 
 
-@dataclass(frozen=True)
-class Vault:
+class Vault(NamedTuple):
     root: Path
     config: Config
 
     @classmethod
     def open(cls, root: Path) -> Vault:
-        config_path = root / CONFIG_FILE
-        try:
-            text = config_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise NotFound(f"no vault at {root} ({CONFIG_FILE} missing); run 'aibuddy init'") from None
-        except UnicodeDecodeError:
-            raise InvalidInput(f"{config_path}: not UTF-8") from None
-        return cls(root=root.resolve(), config=parse_config(text))
+        root = root.resolve()
+        return cls(root=root, config=_load_config(root))
 
     @property
     def cache_dir(self) -> Path:
@@ -114,6 +104,40 @@ class Vault:
 
     def locks_dir(self) -> Path:
         return self.cache_dir / "locks"
+
+
+def _load_config(root: Path) -> Config:
+    """aibuddy.toml, parsed; the parse is cached as JSON under .aibuddy/ keyed by the file's stat,
+    because importing tomllib costs more than the rest of a fast command's set-up."""
+    config_path = root / CONFIG_FILE
+    cache_path = root / CACHE_DIR / "config.json"
+    try:
+        st = os.stat(config_path)
+    except FileNotFoundError:
+        raise NotFound(f"no vault at {root} ({CONFIG_FILE} missing); run 'aibuddy init'") from None
+    signature = [st.st_mtime_ns, st.st_ctime_ns, st.st_size]
+    try:
+        cached = json.loads(cache_path.read_bytes())
+        if cached["signature"] == signature:
+            return config_from_data(cached["data"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        text = config_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{config_path}: not UTF-8") from None
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{CONFIG_FILE}: {exc}") from None
+    config = config_from_data(data)
+    try:
+        atomic_write(cache_path, json.dumps({"signature": signature, "data": data}).encode())
+    except (OSError, TypeError, ValueError):
+        pass  # a cache that cannot be written (read-only vault, TOML dates) is simply not used
+    return config
 
 
 def memory_prefix(user: str) -> str:

@@ -86,3 +86,58 @@ def test_a_hand_written_record_gets_defaults_for_missing_telemetry() -> None:
 def test_descriptions_are_one_non_empty_line(bad: str) -> None:
     with pytest.raises(InvalidInput):
         validate_description(bad)
+
+
+# --- the YAML-free header parser must agree with the safe YAML loader ------------------
+
+import random  # noqa: E402
+
+import yaml  # noqa: E402
+
+from aibuddy_cli.memory.records import _parse_flat_header, mark_recalled_text  # noqa: E402
+
+TRICKY_VALUES = [
+    "plain text", "yes", "No", "on", "null", "~", "", "42", "-7", "007", "0x1f", "1_000", "1:30", "3.14",
+    ".inf", "1e3", "2026-11-29", "2026-11-29T18:00:00Z", "2026-11-29 18:00:00", "'single ''quoted'''",
+    "'broken ' quote'", '"double"', '"with \\"escape\\""', '"tab\\there"', "a: b", "a #comment", "C# and F#",
+    "http://example.com/x", "-dash", "- item", "[flow, list]", "{a: 1}", "&anchor", "*alias", "!tag x",
+    "|", ">", "%percent", "@at", "`tick`", "周报格式：三段式", "trailing spaces   ", "ends with colon:",
+    "=", "<< merge", "?question", "quote's inside", 'say "hi"', "\u00a0nbsp", "zero\u200bwidth", "\x07bell",
+]
+
+
+@pytest.mark.parametrize("value", TRICKY_VALUES)
+def test_flat_header_parser_agrees_with_yaml_or_declines(value: str) -> None:
+    header = f"name: x\ndescription: {value}\ntype: user\n"
+    flat = _parse_flat_header(header)
+    if flat is None:
+        return  # declined: the YAML loader decides
+    assert flat == yaml.safe_load(header)
+
+
+def test_flat_header_parser_agrees_with_yaml_on_random_headers() -> None:
+    rng = random.Random(7)
+    alphabet = list("abc XYZ019:#'\"-_.,[]{}!&*|>%@`~?=<\t\\周报") + ["yes", "null", ": ", " #", "''"]
+    for _ in range(3000):
+        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        header = f"name: x\ndescription: {value}\nrecallCount: {rng.randint(0, 9)}\n"
+        flat = _parse_flat_header(header)
+        if flat is None:
+            continue
+        assert flat == yaml.safe_load(header), header
+
+
+def test_a_recall_changes_only_the_telemetry_lines_of_a_hand_written_header() -> None:
+    text = (
+        "---\n# written by hand\nname: tea\ndescription: \"Drinks green tea\"\ntype: user\n"
+        "recallCount: 2\nlastRecalledAt: null\ntags: [drinks]\n---\nBody stays.\n"
+    )
+    record = parse_record("tea", text).recalled("2026-11-30T08:00:00Z")
+    updated = mark_recalled_text(text, record)
+    assert updated == text.replace("recallCount: 2", "recallCount: 3").replace(
+        "lastRecalledAt: null", "lastRecalledAt: 2026-11-30T08:00:00Z"
+    )
+    assert parse_record("tea", updated) == record
+    without_telemetry = "---\nname: tea\ndescription: Drinks green tea\ntype: user\n---\nBody stays.\n"
+    rendered = mark_recalled_text(without_telemetry, parse_record("tea", without_telemetry).recalled("2026-11-30T08:00:00Z"))
+    assert "recallCount: 1" in rendered and rendered.endswith("---\nBody stays.\n")

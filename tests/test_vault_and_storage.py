@@ -139,3 +139,15 @@ def test_the_lock_times_out_with_a_conflict(store: FileStore) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_config_edits_take_effect_despite_the_parse_cache(tmp_path: Path) -> None:
+    vault = init_vault(tmp_path / "v", "alice")
+    assert Vault.open(vault.root).config.recall.max_bodies == 5
+    assert (vault.cache_dir / "config.json").exists()
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("max_bodies = 5", "max_bodies = 3").replace('"alice"', '"bob"'))
+    reopened = Vault.open(vault.root).config
+    assert (reopened.recall.max_bodies, reopened.default_user) == (3, "bob")
+    (vault.cache_dir / "config.json").write_text("{not json")
+    assert Vault.open(vault.root).config.recall.max_bodies == 3

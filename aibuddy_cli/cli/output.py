@@ -83,7 +83,6 @@ def recall_json(user: str, result: RecallResult) -> dict[str, Any]:
         "user": user,
         "query": result.query,
         "method": result.method,
-        "manifestSize": result.manifest_size,
         "records": [record.to_json() for record in result.records],
         "dropped": result.dropped,
         "warnings": result.warnings,

@@ -42,7 +42,7 @@ def show_record(record: MemoryRecord) -> None:
 
 
 def show_recall(result: RecallResult) -> None:
-    console.print(f"[dim]recall by {result.method}, {result.manifest_size} manifest line(s)[/]")
+    console.print(f"[dim]recall by {result.method}[/]")
     if not result.records:
         console.print("no relevant memory")
     for record in result.records:

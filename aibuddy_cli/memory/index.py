@@ -9,22 +9,25 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass
+from zlib import crc32
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 from ..storage import Entry
 from ..text import fts_query, index_text
 from .records import MemoryRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 # bm25 column weights: a word in the name or description says more than one in the body.
 _WEIGHTS = "4.0, 3.0, 1.0"
 
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
+    key TEXT NOT NULL,
     mtime_ns INTEGER NOT NULL,
     ctime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
@@ -38,24 +41,45 @@ CREATE TABLE IF NOT EXISTS records (
     last_recalled_at TEXT
 );
 CREATE INDEX IF NOT EXISTS records_by_mtime ON records (mtime_ns DESC);
+CREATE INDEX IF NOT EXISTS records_with_errors ON records (name) WHERE error IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
     name, description, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 """
+
+_MASK = (1 << 64) - 1
+
+
+_K_CTIME, _K_SIZE = 1_000_003, 998_244_353
+
+
+def _entry_hash(key: str, mtime_ns: int, ctime_ns: int, size: int) -> int:
+    """A per-file hash, stable across processes; any change of key or stat fields changes it."""
+    return ((crc32(key.encode()) | 1) * (mtime_ns + ctime_ns * _K_CTIME + size * _K_SIZE + 1)) & _MASK
+
+
+def folder_digest(entries: Iterable[Entry]) -> int:
+    """Order-independent digest of a folder listing: the sum of its files' hashes.
+
+    Same arithmetic as _entry_hash, inlined: this runs over every record on the hot path.
+    """
+    return (
+        sum(((crc32(k.encode()) | 1) * (m + c * _K_CTIME + s * _K_SIZE + 1)) & _MASK for k, m, c, s in entries)
+        & _MASK
+    )
+
 
 Loaded = tuple[Entry, MemoryRecord | None, str | None] | None
 """What reading one file gave: its entry as read, the record or None, the problem or None;
 None when the file vanished before it could be read."""
 
 
-@dataclass(frozen=True)
-class IndexedRecord:
+class IndexedRecord(NamedTuple):
     record: MemoryRecord  # header fields only; body is ""
     modified_ns: int
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     name: str
     message: str
 
@@ -82,11 +106,13 @@ class MemoryIndex:
         db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         try:
             db.execute("PRAGMA busy_timeout = 30000")
+            # A disposable cache: losing the last commits to a power cut only costs a rebuild.
+            db.execute("PRAGMA synchronous = NORMAL")
             if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 db.execute("BEGIN IMMEDIATE")
                 if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                    db.execute("DROP TABLE IF EXISTS records")
-                    db.execute("DROP TABLE IF EXISTS records_fts")
+                    for table in ("meta", "records", "records_fts"):
+                        db.execute(f"DROP TABLE IF EXISTS {table}")
                     for statement in _SCHEMA.split(";"):
                         if statement.strip():
                             db.execute(statement)
@@ -113,8 +139,14 @@ class MemoryIndex:
 
     # --- keeping it current -----------------------------------------------------------
 
-    def refresh(self, entries: Iterable[Entry], load: Callable[[Entry], Loaded]) -> None:
-        """Bring the index in line with the folder listing `entries` (stem -> file)."""
+    def refresh(self, entries: list[Entry], load: Callable[[Entry], Loaded]) -> None:
+        """Bring the index in line with the folder listing `entries`.
+
+        The folder digest (a sum of per-file hashes, kept current by every upsert and delete)
+        answers "anything changed?" without reading 10,000 rows; only then are rows compared.
+        """
+        if folder_digest(entries) == self._stored_digest():
+            return
         current = {entry.name[: -len(".md")]: entry for entry in entries}
         seen = {
             name: (mtime, ctime, size)
@@ -124,8 +156,6 @@ class MemoryIndex:
         }
         changed = [entry for name, entry in current.items() if seen.get(name) != entry.signature]
         removed = [name for name in seen if name not in current]
-        if not changed and not removed:
-            return
         loaded = [load(entry) for entry in changed]
         with self._write():
             for name in removed:
@@ -136,37 +166,54 @@ class MemoryIndex:
                 else:
                     self._upsert(*outcome)
 
-    def record_written(self, entry: Entry, record: MemoryRecord) -> None:
-        """Tell the index about a write this process just made, so the next refresh skips it."""
+    def _stored_digest(self) -> int | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'digest'").fetchone()
+        return None if row is None else row[0] & _MASK
+
+    def _adjust_digest(self, remove: tuple | None, add: Entry | None) -> None:
+        digest = self._stored_digest() or 0
+        if remove is not None:
+            digest -= _entry_hash(*remove)
+        if add is not None:
+            digest += _entry_hash(*add)
+        digest &= _MASK
+        signed = digest - (1 << 64) if digest >= 1 << 63 else digest
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('digest', ?)", (signed,))
+
+    def records_written(self, written: Iterable[tuple[Entry, MemoryRecord]]) -> None:
+        """Tell the index about writes this process just made, so the next refresh skips them."""
         with self._write():
-            self._upsert(entry, record, None)
+            for entry, record in written:
+                self._upsert(entry, record, None)
 
     def record_deleted(self, name: str) -> None:
         with self._write():
             self._delete(name)
 
-    class _Transaction:
-        def __init__(self, db: sqlite3.Connection) -> None:
-            self.db = db
-
-        def __enter__(self) -> None:
-            self.db.execute("BEGIN IMMEDIATE")
-
-        def __exit__(self, kind: object, *_: object) -> None:
-            self.db.execute("COMMIT" if kind is None else "ROLLBACK")
-
-    def _write(self) -> MemoryIndex._Transaction:
-        return MemoryIndex._Transaction(self.db)
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction; BEGIN IMMEDIATE serialises concurrent refreshers."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def _delete(self, name: str) -> None:
-        row = self.db.execute("SELECT id FROM records WHERE name = ?", (name,)).fetchone()
+        row = self.db.execute(
+            "SELECT id, key, mtime_ns, ctime_ns, size FROM records WHERE name = ?", (name,)
+        ).fetchone()
         if row:
-            self.db.execute("DELETE FROM records_fts WHERE rowid = ?", row)
-            self.db.execute("DELETE FROM records WHERE id = ?", row)
+            self.db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
+            self.db.execute("DELETE FROM records WHERE id = ?", (row[0],))
+            self._adjust_digest(row[1:], None)
 
     def _upsert(self, entry: Entry, record: MemoryRecord | None, problem: str | None) -> None:
         name = entry.name[: -len(".md")]
         self._delete(name)
+        self._adjust_digest(None, entry)
         values = (
             (None,) * 7
             if record is None
@@ -181,10 +228,10 @@ class MemoryIndex:
             )
         )
         cursor = self.db.execute(
-            "INSERT INTO records (name, mtime_ns, ctime_ns, size, error, description, type,"
+            "INSERT INTO records (name, key, mtime_ns, ctime_ns, size, error, description, type,"
             " provenance, created, updated, recall_count, last_recalled_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, *entry.signature, problem, *values),
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, *entry, problem, *values),
         )
         if record is not None:
             self.db.execute(

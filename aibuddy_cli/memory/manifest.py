@@ -8,7 +8,7 @@ rest are the most recently modified records.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from typing import NamedTuple, Sequence
 
 from ..vault import RecallSettings
 from .index import IndexedRecord, MemoryIndex
@@ -16,8 +16,7 @@ from .index import IndexedRecord, MemoryIndex
 DESCRIPTION_CHARS = 200
 
 
-@dataclass(frozen=True)
-class ManifestLine:
+class ManifestLine(NamedTuple):
     name: str
     type: str
     description: str
@@ -54,10 +53,12 @@ def _line(item: IndexedRecord, matched: bool) -> ManifestLine:
     return ManifestLine(record.name, record.type, record.description, item.modified_ns, matched)
 
 
-def build_manifest(index: MemoryIndex, query: str | None, settings: RecallSettings) -> list[ManifestLine]:
-    """Newest first; lexical matches reserved first, recency fills the rest of the window."""
-    matched = [name for name, _ in index.rank(query, settings.lexical_share)] if query else []
-    lines = {item.record.name: _line(item, True) for item in index.by_names(matched)}
+def build_manifest(index: MemoryIndex, matched: Sequence[str], settings: RecallSettings) -> list[ManifestLine]:
+    """Newest first: the lexically `matched` names (best first, up to the reserved share) are
+    taken in whatever their age; the most recently modified records fill the rest."""
+    lines = {
+        item.record.name: _line(item, True) for item in index.by_names(matched[: settings.lexical_share])
+    }
     for item in index.recent(settings.window):
         if len(lines) >= settings.window:
             break

@@ -6,8 +6,7 @@ the manifest: anything else (another user's record, a path, an invented file) is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ..errors import ModelError
 from ..models import ModelSettings, complete_json
@@ -20,8 +19,7 @@ List at most LIMIT filenames, most relevant first, copied exactly from the manif
 Reply {"selected": []} when no record is clearly relevant. Never invent filenames."""
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     names: list[str]
     dropped: list[str]  # what the model named that is not in the manifest
 

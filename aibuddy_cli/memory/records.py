@@ -7,8 +7,8 @@ Reading is strict: a file that is not exactly one well-formed record is reported
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO
+import re
+from typing import Any, BinaryIO, NamedTuple
 
 from ..errors import InvalidInput, MalformedRecord, NotFound
 from ..vault import validate_record_name
@@ -34,8 +34,7 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True)
-class MemoryRecord:
+class MemoryRecord(NamedTuple):
     name: str
     description: str
     type: str
@@ -45,7 +44,7 @@ class MemoryRecord:
     updated: str | None = None
     recall_count: int = 0
     last_recalled_at: str | None = None
-    extra: tuple[tuple[str, Any], ...] = field(default=())  # keys a person added, kept in order
+    extra: tuple[tuple[str, Any], ...] = ()  # keys a person added, kept in order
 
     def to_json(self, *, body: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -63,7 +62,7 @@ class MemoryRecord:
         return data
 
     def recalled(self, when: str) -> MemoryRecord:
-        return replace(self, recall_count=self.recall_count + 1, last_recalled_at=when)
+        return self._replace(recall_count=self.recall_count + 1, last_recalled_at=when)
 
 
 def validate_type(value: str) -> str:
@@ -152,7 +151,7 @@ def _yaml() -> tuple[Any, Any, Any]:
     return _yaml_cache["yaml"], _yaml_cache["loader"], _yaml_cache["dumper"]
 
 
-def _split_frontmatter(name: str, text: str) -> tuple[str, str] | None:
+def _split_frontmatter(text: str) -> tuple[str, str] | None:
     """(header, body) when text opens with a '---' block closed by '---' or '...'."""
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -190,21 +189,87 @@ def _timestamp(value: Any, key: str, name: str) -> str | None:
     raise MalformedRecord(name, f"{key} is not a timestamp: {value!r}")
 
 
+_FLAT_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?")
+_YAML_BOOL_OR_NULL = frozenset(
+    "y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF "
+    "null Null NULL ~".split()
+)
+_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_PLAIN_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_NOT_FLAT = object()
+
+
+def _flat_scalar(raw: str) -> Any:
+    """The value YAML gives a one-line scalar, for the forms whose meaning is unambiguous;
+    _NOT_FLAT for anything else, which then goes to the real YAML parser."""
+    value = raw.strip(" ")
+    if not value.isprintable():  # stricter than YAML's own rule, so never more lenient
+        return _NOT_FLAT
+    if value in ("", "null", "~", "Null", "NULL"):
+        return None
+    if _PLAIN_INT.fullmatch(value):
+        return int(value)
+    if _PLAIN_TIMESTAMP.fullmatch(value):
+        return dt.datetime.fromisoformat(value[:-1]).replace(tzinfo=dt.timezone.utc)
+    first = value[0]
+    if first == "'":
+        inner = value[1:-1]
+        if len(value) > 1 and value.endswith("'") and "'" not in inner.replace("''", ""):
+            return inner.replace("''", "'")
+        return _NOT_FLAT
+    if first == '"':
+        inner = value[1:-1]
+        if len(value) > 1 and value.endswith('"') and '"' not in inner and "\\" not in inner:
+            return inner
+        return _NOT_FLAT
+    if (
+        first in "-?:,[]{}#&*!|>%@`.+=<0123456789 \t"
+        or value in _YAML_BOOL_OR_NULL
+        or ": " in value
+        or " #" in value
+        or "\t" in value
+        or value.endswith(":")
+    ):
+        return _NOT_FLAT
+    return value
+
+
+def _parse_flat_header(header_text: str) -> dict[str, Any] | None:
+    """Parse a header of one-line `key: value` pairs without YAML; None if it is not that simple.
+
+    Records written by aibuddy are always this simple, so recall and indexing skip importing
+    and running the YAML parser. The result equals what the safe YAML loader gives.
+    """
+    header: dict[str, Any] = {}
+    for line in header_text.splitlines():
+        if not line.strip():
+            continue
+        match = _FLAT_LINE.fullmatch(line.rstrip("\r"))
+        if match is None:
+            return None
+        key, raw = match.group(1), match.group(2) or ""
+        if key in header or key in _YAML_BOOL_OR_NULL:
+            return None
+        value = _flat_scalar(raw)
+        if value is _NOT_FLAT:
+            return None
+        header[key] = value
+    return header
+
+
 def parse_record(name: str, text: str) -> MemoryRecord:
     """Parse the file text of record `name`; raise MalformedRecord saying what is wrong."""
     try:
         validate_record_name(name)
     except InvalidInput:
         raise MalformedRecord(name, "the file name is not a valid record name") from None
-    parts = _split_frontmatter(name, text)
+    parts = _split_frontmatter(text)
     if parts is None:
         raise MalformedRecord(name, "no frontmatter block (the file must start with '---')")
     header_text, body = parts
-    yaml, loader, _ = _yaml()
-    try:
-        header = yaml.load(header_text, Loader=loader)
-    except yaml.YAMLError as exc:
-        raise MalformedRecord(name, f"broken frontmatter YAML: {_yaml_problem(exc)}") from None
+    header = _parse_flat_header(header_text)
+    if header is None:
+        header = _load_yaml_header(name, header_text)
     if not isinstance(header, dict):
         raise MalformedRecord(name, "the frontmatter is not a mapping of keys to values")
     missing = [key for key in REQUIRED if key not in header]
@@ -227,7 +292,7 @@ def parse_record(name: str, text: str) -> MemoryRecord:
         count = 0
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise MalformedRecord(name, f"recallCount is not a count: {count!r}")
-    if _looks_like_second_frontmatter(body, yaml, loader):
+    if _looks_like_second_frontmatter(body):
         raise MalformedRecord(name, "a second frontmatter block follows the first (duplicate frontmatter)")
     return MemoryRecord(
         name=name,
@@ -243,6 +308,14 @@ def parse_record(name: str, text: str) -> MemoryRecord:
     )
 
 
+def _load_yaml_header(name: str, header_text: str) -> Any:
+    yaml, loader, _ = _yaml()
+    try:
+        return yaml.load(header_text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise MalformedRecord(name, f"broken frontmatter YAML: {_yaml_problem(exc)}") from None
+
+
 def _yaml_problem(exc: Exception) -> str:
     problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or "unreadable"
     mark = getattr(exc, "problem_mark", None)
@@ -250,17 +323,19 @@ def _yaml_problem(exc: Exception) -> str:
     return f"{problem} (line {mark.line + 2})" if mark is not None else str(problem)
 
 
-def _looks_like_second_frontmatter(body: str, yaml: Any, loader: Any) -> bool:
+def _looks_like_second_frontmatter(body: str) -> bool:
     stripped = body.lstrip("\r\n")
     if not stripped.startswith("---"):
         return False
-    parts = _split_frontmatter("", stripped)
+    parts = _split_frontmatter(stripped)
     if parts is None:
         return False
-    try:
-        data = yaml.load(parts[0], Loader=loader)
-    except yaml.YAMLError:
-        return False
+    data = _parse_flat_header(parts[0])
+    if data is None:
+        try:
+            data = _load_yaml_header("", parts[0])
+        except MalformedRecord:
+            return False
     return isinstance(data, dict) and any(key in data for key in FIELD_ORDER)
 
 
@@ -287,3 +362,32 @@ def render_record(record: MemoryRecord) -> str:
         header, Dumper=dumper, sort_keys=False, allow_unicode=True, width=2**31 - 1, default_flow_style=False
     )
     return f"---\n{dumped}---\n{record.body}"
+
+
+def mark_recalled_text(text: str, record: MemoryRecord) -> str:
+    """The file text with only the telemetry lines changed to record's values.
+
+    A recall must not reformat what a person wrote, so when the header holds the two telemetry
+    keys on lines of their own, just those lines are replaced; otherwise it is rendered anew.
+    """
+    parts = _split_frontmatter(text)
+    if parts is not None and not text.startswith("\ufeff"):
+        header, body = parts
+        wanted = {
+            "recallCount": f"recallCount: {record.recall_count}",
+            "lastRecalledAt": f"lastRecalledAt: {record.last_recalled_at or 'null'}",
+        }
+        lines = header.split("\n")
+        positions = {
+            key: [i for i, line in enumerate(lines) if line.split(":", 1)[0] == key and ":" in line]
+            for key in wanted
+        }
+        if all(len(found) == 1 for found in positions.values()):
+            for key, (index,) in positions.items():
+                ending = "\r" if lines[index].endswith("\r") else ""
+                lines[index] = wanted[key] + ending
+            opening = text[: text.index("\n") + 1]
+            closing_start = len(opening) + len(header)
+            closing = text[closing_start : len(text) - len(body)]
+            return opening + "\n".join(lines) + closing + body
+    return render_record(record)

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from ..errors import Conflict, InvalidInput, MalformedRecord, ModelError, NotFound, UsageError
-from ..models import model_settings
 from ..storage import Entry, FileStore, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem
 from .manifest import ManifestLine, build_manifest
-from .recall import select_with_model
 from .records import (
     MemoryRecord,
+    mark_recalled_text,
     parse_record,
     render_record,
     utc_now,
@@ -24,31 +22,26 @@ from .records import (
 )
 
 
-@dataclass(frozen=True)
-class RecordList:
+class RecordList(NamedTuple):
     records: list[IndexedRecord]
     problems: list[Problem]
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(NamedTuple):
     lines: list[ManifestLine]
     problems: list[Problem]
 
 
-@dataclass(frozen=True)
-class RecallResult:
+class RecallResult(NamedTuple):
     query: str
     method: str  # "model" or "lexical"
     records: list[MemoryRecord]
-    manifest_size: int
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)  # model-named files not in the manifest
+    problems: list[Problem]
+    warnings: list[str]
+    dropped: list[str]  # model-named files not in the manifest
 
 
-@dataclass(frozen=True)
-class UpdateResult:
+class UpdateResult(NamedTuple):
     record: MemoryRecord
     changed: bool
 
@@ -101,7 +94,7 @@ class MemoryService:
         self._index.refresh(self.store.scan(self.prefix, ".md"), self._load)
         return self._index
 
-    def _read(self, name: str) -> MemoryRecord:
+    def _read_text(self, name: str) -> tuple[str, MemoryRecord]:
         try:
             data, _ = self.store.read(self._key(name))
         except NotFound:
@@ -110,12 +103,15 @@ class MemoryService:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise MalformedRecord(name, "not UTF-8 text") from None
-        return parse_record(name, text)
+        return text, parse_record(name, text)
+
+    def _read(self, name: str) -> MemoryRecord:
+        return self._read_text(name)[1]
 
     def _write(self, record: MemoryRecord, *, create: bool = False) -> None:
         entry = self.store.write(self._key(record.name), render_record(record).encode("utf-8"), create=create)
         if self._index is not None:
-            self._index.record_written(entry, record)
+            self._index.records_written([(entry, record)])
 
     # --- operations -------------------------------------------------------------------
 
@@ -191,8 +187,11 @@ class MemoryService:
         return RecordList(index.records(), index.problems())
 
     def manifest(self, query: str | None = None) -> Manifest:
+        """The recall window; with a query, its best lexical matches are reserved a place."""
+        settings = self.vault.config.recall
         index = self.index()
-        return Manifest(build_manifest(index, query, self.vault.config.recall), index.problems())
+        matched = [name for name, _ in index.rank(query, settings.lexical_share)] if query else []
+        return Manifest(build_manifest(index, matched, settings), index.problems())
 
     def count(self) -> int:
         return len(self.store.scan(self.prefix, ".md"))
@@ -225,54 +224,62 @@ class MemoryService:
             raise InvalidInput("--limit must be at least 1")
         limit = min(limit, settings.max_bodies)
         index = self.index()
-        manifest = build_manifest(index, query, settings)
+        ranked = [name for name, _ in index.rank(query, max(settings.lexical_share, limit))]
         warnings: list[str] = []
         dropped: list[str] = []
         method = "lexical"
-        names: list[str] | None = None
+        names = ranked[:limit]  # the lexical choice, unless a model answers usefully
+        from ..models import model_settings
+
         role = model_settings("recall", self.vault.config.models, self.environ)
-        if role.configured and manifest:
+        if role.configured:
+            from .recall import select_with_model
+
+            manifest = build_manifest(index, ranked, settings)
             try:
-                selection = select_with_model(role, query, manifest, limit)
-                names, dropped, method = selection.names, selection.dropped, "model"
+                selection = select_with_model(role, query, manifest, limit) if manifest else None
+                if selection is not None:
+                    names, dropped, method = selection.names, selection.dropped, "model"
                 if dropped:
                     warnings.append(f"dropped {len(dropped)} name(s) the recall model invented")
             except ModelError as exc:
                 warnings.append(f"{exc}; used lexical ranking instead")
-        if names is None:
-            in_manifest = {line.name for line in manifest}
-            ranked = index.rank(query, settings.window)
-            names = [name for name, _ in ranked if name in in_manifest][:limit]
         records = self._mark_recalled(names, warnings)
         return RecallResult(
             query=query,
             method=method,
             records=records,
-            manifest_size=len(manifest),
             problems=index.problems(),
             warnings=warnings,
             dropped=dropped,
         )
 
     def _mark_recalled(self, names: list[str], warnings: list[str]) -> list[MemoryRecord]:
-        """Read the chosen bodies and bump recallCount/lastRecalledAt under the user's lock."""
+        """Read the chosen bodies and bump recallCount/lastRecalledAt under the user's lock.
+
+        Only the telemetry lines of each file change, so a person's formatting survives.
+        """
         records: list[MemoryRecord] = []
+        written: list[tuple[Entry, MemoryRecord]] = []
         now = utc_now()
         try:
             with self._lock():
                 for name in names:
                     try:
-                        record = self._read(name)
+                        text, record = self._read_text(name)
                     except (NotFound, MalformedRecord) as exc:
                         warnings.append(f"skipped {name}: {exc.message}")
                         continue
                     recalled = record.recalled(now)
                     try:
-                        self._write(recalled)
+                        data = mark_recalled_text(text, recalled).encode("utf-8")
+                        written.append((self.store.write(self._key(name), data), recalled))
                     except OSError as exc:
                         warnings.append(f"could not record the recall of {name}: {exc.strerror or exc}")
                         recalled = record
                     records.append(recalled)
+                if written and self._index is not None:
+                    self._index.records_written(written)
         except Conflict as exc:
             warnings.append(f"{exc.message}; recall telemetry not updated")
             for name in names[len(records) :]:
