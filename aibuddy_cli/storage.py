@@ -144,17 +144,22 @@ class FileStore:
     def __init__(self, root: Path, locks_dir: Path) -> None:
         self.root = root.resolve()
         self.locks_dir = locks_dir
+        self._real_folders: set[str] = set()
 
     def path(self, key: str) -> Path:
         """The on-disk path of key, refusing any symlink between the vault root and the file."""
         check_key(key)
-        path = self.root / key
-        probe = self.root
-        for part in key.split("/"):
-            probe = probe / part
+        parts = key.split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            if prefix in self._real_folders:
+                continue
+            probe = self.root / prefix
             if probe.is_symlink():
-                raise InvalidInput(f"refusing {key}: {probe.relative_to(self.root)} is a symlink")
-        return path
+                raise InvalidInput(f"refusing {key}: {prefix} is a symlink")
+            if depth < len(parts) and probe.is_dir():
+                self._real_folders.add(prefix)  # checked once per process, not once per file
+        return self.root / key
 
     def scan(self, prefix: str, suffix: str) -> list[Entry]:
         """Regular files directly in prefix whose name ends with suffix (hidden files skipped)."""

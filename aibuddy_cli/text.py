@@ -20,16 +20,21 @@ def _is_cjk_char(char: str) -> bool:
 
 
 STOPWORDS = frozenset(
-    """a an and are as at be but by do does for from has have how i if in is it its me my
-    of on or our so that the their them there these this to was we were what when where which
-    who why will with you your""".split()
+    """a about after all also am an and any are as at be been before being but by can could did do
+    does for from had has have he her here him his how i if in into is it its just me more most my
+    no not of on or our out over she should so some such than that the their them then there these
+    they this those to too us very was we were what when where which while who whom why will with
+    would you your""".split()
 )
 
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word and CJK-character tokens, in order."""
+    runs = _WORD.findall(text.lower())
+    if text.isascii():
+        return runs
     result: list[str] = []
-    for run in _WORD.findall(text.lower()):
+    for run in runs:
         if run.isascii():
             result.append(run)
             continue
@@ -75,6 +80,6 @@ def fts_query(query: str) -> str | None:
             previous_cjk = token
             continue
         previous_cjk = None
-        if token not in STOPWORDS:
+        if token not in STOPWORDS and (len(token) > 1 or not token.isascii()):
             add(f'"{token}"')
     return " OR ".join(terms) if terms else None

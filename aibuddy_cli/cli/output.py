@@ -17,8 +17,11 @@ from ..memory.service import Manifest, RecallResult, RecordList
 
 
 def emit_json(data: Any, out: TextIO | None = None) -> None:
+    """One JSON document and a newline; indented only for a person at a terminal, because the
+    indenting encoder is pure Python and slow on a 10,000-record listing."""
     out = out or sys.stdout
-    out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    indent = 2 if out.isatty() else None
+    out.write(json.dumps(data, ensure_ascii=False, indent=indent) + "\n")
 
 
 def emit_text(text: str, out: TextIO | None = None) -> None:
@@ -106,7 +109,9 @@ def manifest_text(manifest: Manifest) -> str:
 
 
 def record_text(record: MemoryRecord) -> str:
-    header = "\n".join(f"{key}: {value}" for key, value in record.to_json(body=False).items())
+    header = "\n".join(
+        f"{key}: {'null' if value is None else value}" for key, value in record.to_json(body=False).items()
+    )
     return f"{header}\n\n{record.body}"
 
 

@@ -158,37 +158,32 @@ class MemoryIndex:
         removed = [name for name in seen if name not in current]
         loaded = [load(entry) for entry in changed]
         with self._write():
-            for name in removed:
-                self._delete(name)
+            delta = sum(self._delete(name) for name in removed)
             for entry, outcome in zip(changed, loaded):
                 if outcome is None:
-                    self._delete(entry.name[: -len(".md")])
+                    delta += self._delete(entry.name[: -len(".md")])
                 else:
-                    self._upsert(*outcome)
+                    delta += self._upsert(*outcome)
+            self._add_to_digest(delta)
 
     def _stored_digest(self) -> int | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'digest'").fetchone()
         return None if row is None else row[0] & _MASK
 
-    def _adjust_digest(self, remove: tuple | None, add: Entry | None) -> None:
-        digest = self._stored_digest() or 0
-        if remove is not None:
-            digest -= _entry_hash(*remove)
-        if add is not None:
-            digest += _entry_hash(*add)
-        digest &= _MASK
-        signed = digest - (1 << 64) if digest >= 1 << 63 else digest
-        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('digest', ?)", (signed,))
+    def _add_to_digest(self, delta: int) -> None:
+        if delta:
+            digest = ((self._stored_digest() or 0) + delta) & _MASK
+            signed = digest - (1 << 64) if digest >= 1 << 63 else digest
+            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('digest', ?)", (signed,))
 
     def records_written(self, written: Iterable[tuple[Entry, MemoryRecord]]) -> None:
         """Tell the index about writes this process just made, so the next refresh skips them."""
         with self._write():
-            for entry, record in written:
-                self._upsert(entry, record, None)
+            self._add_to_digest(sum(self._upsert(entry, record, None) for entry, record in written))
 
     def record_deleted(self, name: str) -> None:
         with self._write():
-            self._delete(name)
+            self._add_to_digest(self._delete(name))
 
     @contextmanager
     def _write(self) -> Iterator[None]:
@@ -201,19 +196,21 @@ class MemoryIndex:
             raise
         self.db.execute("COMMIT")
 
-    def _delete(self, name: str) -> None:
+    def _delete(self, name: str) -> int:
+        """Remove name's rows; returns the change to the folder digest."""
         row = self.db.execute(
             "SELECT id, key, mtime_ns, ctime_ns, size FROM records WHERE name = ?", (name,)
         ).fetchone()
-        if row:
-            self.db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
-            self.db.execute("DELETE FROM records WHERE id = ?", (row[0],))
-            self._adjust_digest(row[1:], None)
+        if row is None:
+            return 0
+        self.db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
+        self.db.execute("DELETE FROM records WHERE id = ?", (row[0],))
+        return -_entry_hash(*row[1:])
 
-    def _upsert(self, entry: Entry, record: MemoryRecord | None, problem: str | None) -> None:
+    def _upsert(self, entry: Entry, record: MemoryRecord | None, problem: str | None) -> int:
+        """Insert or replace the rows of entry's record; returns the change to the folder digest."""
         name = entry.name[: -len(".md")]
-        self._delete(name)
-        self._adjust_digest(None, entry)
+        delta = self._delete(name) + _entry_hash(*entry)
         values = (
             (None,) * 7
             if record is None
@@ -243,6 +240,7 @@ class MemoryIndex:
                     index_text(record.body),
                 ),
             )
+        return delta
 
     # --- reading ----------------------------------------------------------------------
 

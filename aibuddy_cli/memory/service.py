@@ -22,6 +22,9 @@ from .records import (
 )
 
 
+LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
+
+
 class RecordList(NamedTuple):
     records: list[IndexedRecord]
     problems: list[Problem]
@@ -224,11 +227,15 @@ class MemoryService:
             raise InvalidInput("--limit must be at least 1")
         limit = min(limit, settings.max_bodies)
         index = self.index()
-        ranked = [name for name, _ in index.rank(query, max(settings.lexical_share, limit))]
+        scored = index.rank(query, max(settings.lexical_share, limit))
+        ranked = [name for name, _ in scored]
         warnings: list[str] = []
         dropped: list[str] = []
         method = "lexical"
-        names = ranked[:limit]  # the lexical choice, unless a model answers usefully
+        # The lexical choice, unless a model answers usefully: the best matches, without the
+        # long tail that shares only a common word with the query.
+        floor = scored[0][1] * LEXICAL_FLOOR if scored else 0.0
+        names = [name for name, score in scored[:limit] if score >= floor]
         from ..models import model_settings
 
         role = model_settings("recall", self.vault.config.models, self.environ)

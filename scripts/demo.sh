@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The main job of `make run`: exercise aibuddy on a scratch copy of sample_vault/.
+# Usage: scripts/demo.sh PATH/TO/aibuddy SCRATCH_DIR   (the repository is never written to)
+set -euo pipefail
+aibuddy="$1"
+scratch="$2"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+
+rm -rf "$scratch"
+mkdir -p "$scratch"
+cp -Rp "$here/sample_vault" "$scratch/vault"
+rm -rf "$scratch/vault/.aibuddy"
+export AIBUDDY_VAULT="$scratch/vault"
+unset AIBUDDY_MODEL AIBUDDY_USER || true
+
+step() { printf "\n\033[1m$ aibuddy%s\033[0m\n" "$(printf " %q" "$@")"; "$aibuddy" "$@"; }
+
+echo "aibuddy demo on a scratch copy of sample_vault: $AIBUDDY_VAULT"
+step memory list
+step memory manifest --query "roll back the payments deployment"
+step memory recall "how should I format this week's report?"
+step memory recall "周报格式"
+step memory recall "roll back a bad kubernetes deploy" --limit 1 --json
+step memory save standup-time --type project --description "Daily standup moved to 09:45 from December" \
+  --body "The payments team standup is at 09:45 Berlin time from December 1."
+step memory update standup-time --description "Daily standup is at 09:45 Berlin time"
+step memory show standup-time
+printf '\n$ aibuddy memory save standup-time … (again: a conflict, exit 4)\n'
+"$aibuddy" memory save standup-time --type project --description "duplicate" --body "x" || echo "exit code $?"
+printf '\n$ aibuddy memory save ../escape … (a bad name, exit 6)\n'
+"$aibuddy" memory save ../escape --type user --description "x" --body "x" || echo "exit code $?"
+echo
+echo "Scratch vault left at $scratch/vault (git status of the repository is unchanged)."

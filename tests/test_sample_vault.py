@@ -1,0 +1,27 @@
+"""sample_vault/ is what newcomers see first: it must stay well-formed and realistic."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.text import tokens
+from aibuddy_cli.vault import Vault
+
+from conftest import SAMPLE_VAULT
+
+
+def test_sample_vault_is_well_formed_and_covers_every_type(tmp_path: Path) -> None:
+    copy = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, copy, ignore=shutil.ignore_patterns(".aibuddy"))
+    vault = Vault.open(copy)
+    assert vault.config.default_user == "demo"
+    listed = MemoryService(vault, "demo", environ={}).list()
+    assert listed.problems == []
+    records = [item.record for item in listed.records]
+    assert len(records) >= 10
+    assert {r.type for r in records} == {"user", "feedback", "project", "reference"}
+    assert any(len(tokens(r.description)) > 0 and not r.description.isascii() for r in records)
+    for folder in ("knowledge/system/pending", "knowledge/system/ready", "knowledge/personal", "tasks"):
+        assert (copy / folder).is_dir()
