@@ -9,8 +9,9 @@ the Typer app runs instead. A parity test checks both routes print the same byte
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import TextIO
 
 _GLOBAL_OPTIONS = ("--vault", "--user")
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from .errors import InvalidInput, ModelError
 
@@ -58,7 +59,9 @@ def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, s
     api_base = models.get("api_base")
     if api_base is not None and not isinstance(api_base, str):
         raise InvalidInput("aibuddy.toml: [models] api_base must be a URL string")
-    return ModelSettings(role=role, model=model.strip() if model else None, api_base=api_base, timeout=timeout)
+    return ModelSettings(
+        role=role, model=model.strip() if model else None, api_base=api_base, timeout=timeout
+    )
 
 
 def _litellm() -> Any:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import errno
 import os
 import time
-from stat import S_ISLNK, S_ISREG
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Iterator, NamedTuple, Protocol
+from stat import S_ISLNK, S_ISREG
+from typing import NamedTuple, Protocol
 
 from .errors import Conflict, InvalidInput, NotFound
 
@@ -41,32 +42,9 @@ class Entry(NamedTuple):
 
 
 class Store(Protocol):
-    def scan(self, prefix: str, suffix: str) -> list[Entry]:
-        """Regular files directly in prefix whose name ends with suffix (hidden files skipped).
+    """What the services need from storage; a database or object store would implement this."""
 
-        Symlinks are listed too, so that reading them is refused and reported, not skipped.
-        This loop runs over every record on the hot path, hence its plain style.
-        """
-        folder = self.path(prefix)
-        entries: list[Entry] = []
-        append = entries.append
-        base = f"{prefix}/"
-        try:
-            iterator = os.scandir(folder)
-        except FileNotFoundError:
-            return entries
-        with iterator:
-            for item in iterator:
-                name = item.name
-                if name[0] == "." or not name.endswith(suffix):
-                    continue
-                try:
-                    st = item.stat(follow_symlinks=False)
-                except FileNotFoundError:  # removed since the folder was listed
-                    continue
-                if S_ISREG(st.st_mode) or S_ISLNK(st.st_mode):
-                    append(Entry(base + name, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
-        return entries
+    def scan(self, prefix: str, suffix: str) -> list[Entry]: ...
 
     def read(self, key: str) -> tuple[bytes, Entry]: ...
 
@@ -75,8 +53,6 @@ class Store(Protocol):
     def delete(self, key: str) -> None: ...
 
     def exists(self, key: str) -> bool: ...
-
-    def touch(self, key: str) -> None: ...
 
     def lock(self, name: str, timeout: float = 30.0) -> AbstractContextManager[None]: ...
 
@@ -162,9 +138,15 @@ class FileStore:
         return self.root / key
 
     def scan(self, prefix: str, suffix: str) -> list[Entry]:
-        """Regular files directly in prefix whose name ends with suffix (hidden files skipped)."""
+        """Regular files directly in prefix whose name ends with suffix (hidden files skipped).
+
+        Symlinks are listed too, so that reading them is refused and reported, not skipped.
+        This loop runs over every record on the hot path, hence its plain style.
+        """
         folder = self.path(prefix)
         entries: list[Entry] = []
+        append = entries.append
+        base = f"{prefix}/"
         try:
             iterator = os.scandir(folder)
         except FileNotFoundError:
@@ -172,13 +154,14 @@ class FileStore:
         with iterator:
             for item in iterator:
                 name = item.name
-                if name.startswith(".") or not name.endswith(suffix):
+                if name[0] == "." or not name.endswith(suffix):
                     continue
-                # Symlinks are listed so that reading them is refused and reported, not skipped.
-                if not (item.is_file(follow_symlinks=False) or item.is_symlink()):
+                try:
+                    st = item.stat(follow_symlinks=False)
+                except FileNotFoundError:  # removed since the folder was listed
                     continue
-                st = item.stat(follow_symlinks=False)
-                entries.append(Entry(f"{prefix}/{name}", st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+                if S_ISREG(st.st_mode) or S_ISLNK(st.st_mode):
+                    append(Entry(base + name, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
         return entries
 
     def read(self, key: str) -> tuple[bytes, Entry]:
@@ -215,9 +198,6 @@ class FileStore:
             os.unlink(self.path(key))
         except FileNotFoundError:
             raise NotFound(f"{key} not found") from None
-
-    def touch(self, key: str) -> None:
-        os.utime(self.path(key))
 
     @contextmanager
     def lock(self, name: str, timeout: float = 30.0) -> Iterator[None]:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound, UsageError
 from .storage import atomic_write
@@ -229,7 +230,9 @@ def init_vault(path: Path, user: str) -> Vault:
     gitignore = path / ".gitignore"
     existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
     if f"{CACHE_DIR}/" not in existing.split():
-        gitignore.write_text(existing + ("" if existing.endswith("\n") or not existing else "\n") + f"{CACHE_DIR}/\n", encoding="utf-8")
+        gitignore.write_text(
+            existing + ("" if existing.endswith("\n") or not existing else "\n") + f"{CACHE_DIR}/\n",
+            encoding="utf-8",
+        )
     (path / CONFIG_FILE).write_text(config_template(user), encoding="utf-8")
     return Vault.open(path)
-

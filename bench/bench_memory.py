@@ -76,7 +76,7 @@ def make_body(rng: random.Random, chinese: bool) -> str:
 
 
 def iso(timestamp: float) -> str:
-    return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def make_records(n: int, now: float) -> list[tuple[MemoryRecord, float]]:
@@ -144,7 +144,9 @@ def restore_mtimes(vault: Path, mtimes: dict[str, float]) -> None:
 def run_once(argv: list[str], env: dict[str, str]) -> float:
     """Wall time of one whole process, in milliseconds."""
     start = time.perf_counter()
-    subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return (time.perf_counter() - start) * 1000
 
 
@@ -152,7 +154,10 @@ def check_run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProce
     """Run once with output captured (outside timing); warn on a failure."""
     done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if done.returncode != 0:
-        print(f"WARNING: {' '.join(argv[1:])} exited {done.returncode}: {done.stderr.strip()[:500]}", file=sys.stderr)
+        print(
+            f"WARNING: {' '.join(argv[1:])} exited {done.returncode}: {done.stderr.strip()[:500]}",
+            file=sys.stderr,
+        )
     return done
 
 
@@ -243,7 +248,10 @@ def report(results: dict[int, dict[str, float]], runs: int, notes: list[str]) ->
     if 1_000 in results and 10_000 in results:
         for row in (RECALL_EN, RECALL_ZH):
             growth = results[10_000][row] / results[1_000][row]
-            lines.append(f"- recall grows ≤ linearly ({row}): 10k/1k time ratio {growth:.2f} vs 10 — {verdict(growth <= 10)}")
+            lines.append(
+                f"- recall grows ≤ linearly ({row}): 10k/1k time ratio {growth:.2f} vs 10"
+                f" — {verdict(growth <= 10)}"
+            )
     else:
         lines.append("- recall growth 10k/1k: not measured")
     lines += ["", "Recall checks:", ""] + [f"- {note}" for note in notes]

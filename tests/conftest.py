@@ -3,17 +3,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from fake_openai import FakeOpenAI
 from typer.testing import CliRunner
 
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault, init_vault
-
-from fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_VAULT = REPO / "sample_vault"
@@ -68,8 +68,11 @@ def aibuddy_exe() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "aibuddy_cli"]
 
 
-def run_aibuddy(exe: list[str], *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-                input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*exe, *args], env=env, cwd=cwd, input=input, capture_output=True, timeout=120
-    )
+def run_aibuddy(
+    exe: list[str],
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*exe, *args], env=env, cwd=cwd, input=input, capture_output=True, timeout=120)

@@ -46,7 +46,9 @@ class FakeOpenAI:
                 if behaviour.raw is not None:
                     body = behaviour.raw
                 elif behaviour.status != 200:
-                    body = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}}).encode()
+                    body = json.dumps(
+                        {"error": {"message": "scripted failure", "type": "server_error"}}
+                    ).encode()
                 else:
                     message: dict[str, Any] = {"role": "assistant", "content": behaviour.content}
                     if behaviour.tool_calls:

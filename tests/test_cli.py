@@ -11,14 +11,24 @@ from aibuddy_cli.vault import Vault
 
 
 def save(cli, name: str = "tea", *extra: str, input: str | None = None):
-    return cli("memory", "save", name, "--type", "user", "--description", "Drinks green tea", *extra, input=input)
+    return cli(
+        "memory", "save", name, "--type", "user", "--description", "Drinks green tea", *extra, input=input
+    )
 
 
 def test_save_show_update_list_delete_in_json(cli, vault: Vault) -> None:
     created = json.loads(save(cli, "tea", "--body", "No sugar.", "--json").stdout)
     assert created["path"] == "memory/demo/tea.md"
     assert list(created["record"]) == [
-        "name", "description", "type", "provenance", "created", "updated", "recallCount", "lastRecalledAt", "body",
+        "name",
+        "description",
+        "type",
+        "provenance",
+        "created",
+        "updated",
+        "recallCount",
+        "lastRecalledAt",
+        "body",
     ]
     assert created["record"]["provenance"] == "manual"
     shown = json.loads(cli("memory", "show", "tea", "--json").stdout)
@@ -41,7 +51,11 @@ def test_plain_output_when_not_a_terminal(cli) -> None:
     save(cli, "tea", "--body", "No sugar.")
     assert cli("memory", "list").stdout.startswith("tea\tuser\tmanual\t")
     recall = cli("memory", "recall", "green tea")
-    assert recall.exit_code == 0 and "## tea [user] Drinks green tea" in recall.stdout and "No sugar." in recall.stdout
+    assert (
+        recall.exit_code == 0
+        and "## tea [user] Drinks green tea" in recall.stdout
+        and "No sugar." in recall.stdout
+    )
     manifest = cli("memory", "manifest").stdout
     assert manifest.startswith("[user] tea.md (")
 
@@ -60,7 +74,9 @@ def test_plain_output_when_not_a_terminal(cli) -> None:
         (("memory", "delete", "nope"), 3, "not_found"),
     ],
 )
-def test_errors_have_exit_codes_and_json_documents(cli, vault: Vault, args: tuple[str, ...], code: int, error: str) -> None:
+def test_errors_have_exit_codes_and_json_documents(
+    cli, vault: Vault, args: tuple[str, ...], code: int, error: str
+) -> None:
     result = cli(*args, "--json")
     assert result.exit_code == code
     assert json.loads(result.stdout)["error"]["code"] == error
@@ -127,7 +143,9 @@ def test_user_from_option_env_and_config(cli, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("AIBUDDY_USER", "bob")
     cli("memory", "save", "b", "-t", "user", "-d", "bob's")
     assert [r["name"] for r in json.loads(cli("memory", "list", "--json").stdout)["records"]] == ["b"]
-    assert [r["name"] for r in json.loads(cli("--user", "alice", "memory", "list", "--json").stdout)["records"]] == ["a"]
+    assert [
+        r["name"] for r in json.loads(cli("--user", "alice", "memory", "list", "--json").stdout)["records"]
+    ] == ["a"]
     monkeypatch.delenv("AIBUDDY_USER")
     assert json.loads(cli("memory", "list", "--json").stdout)["user"] == "demo"
 
@@ -141,7 +159,9 @@ def test_no_vault_is_not_found(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert result.exit_code == 3 and "aibuddy init" in json.loads(result.stdout)["error"]["message"]
 
 
-def test_init_creates_a_vault_the_tool_then_finds(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_init_creates_a_vault_the_tool_then_finds(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("AIBUDDY_VAULT")
     result = cli("--user", "zoe", "init", str(tmp_path / "fresh"), "--json")
     assert json.loads(result.stdout)["default_user"] == "zoe"

@@ -17,7 +17,9 @@ def record_file(vault: Vault, name: str, user: str = "demo") -> Path:
     return vault.root / "memory" / user / f"{name}.md"
 
 
-def test_save_creates_a_manual_record_and_refuses_an_existing_name(memory: MemoryService, vault: Vault) -> None:
+def test_save_creates_a_manual_record_and_refuses_an_existing_name(
+    memory: MemoryService, vault: Vault
+) -> None:
     record = memory.save("tea", type="user", description="Drinks green tea", body="No sugar.\n")
     assert record.provenance == "manual" and record.recall_count == 0 and record.created == record.updated
     assert record_file(vault, "tea").read_text().startswith("---\nname: tea\ndescription: Drinks green tea\n")
@@ -29,9 +31,17 @@ def test_save_creates_a_manual_record_and_refuses_an_existing_name(memory: Memor
 
 @pytest.mark.parametrize(
     "name, kind, description",
-    [("../escape", "user", "d"), ("a/b", "user", "d"), ("Tea", "user", "d"), ("ok", "opinion", "d"), ("ok", "user", "")],
+    [
+        ("../escape", "user", "d"),
+        ("a/b", "user", "d"),
+        ("Tea", "user", "d"),
+        ("ok", "opinion", "d"),
+        ("ok", "user", ""),
+    ],
 )
-def test_invalid_input_writes_nothing(memory: MemoryService, vault: Vault, name: str, kind: str, description: str) -> None:
+def test_invalid_input_writes_nothing(
+    memory: MemoryService, vault: Vault, name: str, kind: str, description: str
+) -> None:
     with pytest.raises(InvalidInput):
         memory.save(name, type=kind, description=description, body="b")
     assert not list((vault.root / "memory").rglob("*.md"))
@@ -50,11 +60,17 @@ def test_update_keeps_identity_provenance_and_telemetry(memory: MemoryService, v
     assert result.changed
     assert (after.name, after.provenance, after.created) == ("tea", "auto", before.created)
     assert (after.recall_count, after.last_recalled_at) == (1, before.last_recalled_at)
-    assert (after.description, after.type, after.body) == ("Drinks green or white tea", "feedback", "No sugar.\n")
+    assert (after.description, after.type, after.body) == (
+        "Drinks green or white tea",
+        "feedback",
+        "No sugar.\n",
+    )
     assert memory.show("tea") == after
 
 
-def test_an_update_that_changes_nothing_leaves_the_file_byte_identical(memory: MemoryService, vault: Vault) -> None:
+def test_an_update_that_changes_nothing_leaves_the_file_byte_identical(
+    memory: MemoryService, vault: Vault
+) -> None:
     memory.save("tea", type="user", description="Drinks green tea", body="No sugar.\n")
     before = record_file(vault, "tea").read_bytes()
     result = memory.update("tea", description="Drinks green tea", body="No sugar.\n")
@@ -92,9 +108,18 @@ def test_users_never_see_each_other(vault: Vault) -> None:
 
 
 def test_lexical_recall_ranks_english_and_chinese_and_counts_the_recall(memory: MemoryService) -> None:
-    memory.save("weekly-report", type="feedback", description="Use a concise format for every weekly report", body="Five bullets.")
-    memory.save("zh-report", type="feedback", description="周报要简洁", body="周报格式：三段式，每段不超过三行。")
-    memory.save("deploy", type="project", description="Deploys go through staging first", body="Then production.")
+    memory.save(
+        "weekly-report",
+        type="feedback",
+        description="Use a concise format for every weekly report",
+        body="Five bullets.",
+    )
+    memory.save(
+        "zh-report", type="feedback", description="周报要简洁", body="周报格式：三段式，每段不超过三行。"
+    )
+    memory.save(
+        "deploy", type="project", description="Deploys go through staging first", body="Then production."
+    )
     result = memory.recall("周报格式")
     assert result.method == "lexical"
     assert [r.name for r in result.records][0] == "zh-report"
@@ -123,28 +148,45 @@ def _write_raw(vault: Vault, record: MemoryRecord, mtime: float) -> None:
     os.utime(path, (mtime, mtime))
 
 
-def test_an_old_relevant_record_is_not_hidden_by_hundreds_of_newer_ones(memory: MemoryService, vault: Vault) -> None:
+def test_an_old_relevant_record_is_not_hidden_by_hundreds_of_newer_ones(
+    memory: MemoryService, vault: Vault
+) -> None:
     now = time.time()
     _write_raw(
         vault,
-        MemoryRecord(name="rollback-runbook", description="Kubernetes rollback runbook for the payments service",
-                     type="reference", body="kubectl rollout undo deployment/payments"),
+        MemoryRecord(
+            name="rollback-runbook",
+            description="Kubernetes rollback runbook for the payments service",
+            type="reference",
+            body="kubectl rollout undo deployment/payments",
+        ),
         now - 400 * 86400,
     )
     for i in range(300):
         _write_raw(
             vault,
-            MemoryRecord(name=f"note-{i:03d}", description=f"Meeting note {i} about budgets", type="project", body="budget"),
+            MemoryRecord(
+                name=f"note-{i:03d}",
+                description=f"Meeting note {i} about budgets",
+                type="project",
+                body="budget",
+            ),
             now - i * 60,
         )
     manifest = memory.manifest("kubernetes rollback").lines
     assert len(manifest) == 200
     assert "rollback-runbook" in [line.name for line in manifest]
-    assert "rollback-runbook" not in [line.name for line in memory.manifest().lines]  # only by recency: hidden
-    assert memory.recall("how do I roll back kubernetes? rollback runbook").records[0].name == "rollback-runbook"
+    assert "rollback-runbook" not in [
+        line.name for line in memory.manifest().lines
+    ]  # only by recency: hidden
+    assert (
+        memory.recall("how do I roll back kubernetes? rollback runbook").records[0].name == "rollback-runbook"
+    )
 
 
-def test_the_index_follows_edits_deletions_and_new_files_behind_its_back(memory: MemoryService, vault: Vault) -> None:
+def test_the_index_follows_edits_deletions_and_new_files_behind_its_back(
+    memory: MemoryService, vault: Vault
+) -> None:
     memory.save("tea", type="user", description="Drinks green tea", body="")
     assert memory.recall("coffee").records == []
     path = record_file(vault, "tea")
@@ -168,13 +210,18 @@ def test_a_corrupt_index_is_rebuilt(memory: MemoryService, vault: Vault) -> None
     assert [r.record.name for r in fresh.list().records] == ["tea"]
 
 
-def test_malformed_records_are_reported_skipped_and_never_rewritten(memory: MemoryService, vault: Vault) -> None:
+def test_malformed_records_are_reported_skipped_and_never_rewritten(
+    memory: MemoryService, vault: Vault
+) -> None:
     memory.save("tea", type="user", description="Drinks green tea", body="tea")
     folder = vault.root / "memory" / "demo"
     broken = {
         "broken-yaml.md": "---\nname: [tea\n---\ntea\n",
         "missing-keys.md": "---\nname: missing-keys\n---\ntea\n",
-        "twice.md": "---\nname: twice\ndescription: tea\ntype: user\n---\n---\nname: twice\ndescription: tea\n---\ntea\n",
+        "twice.md": (
+            "---\nname: twice\ndescription: tea\ntype: user\n---\n"
+            "---\nname: twice\ndescription: tea\n---\ntea\n"
+        ),
         "Bad Name.md": "---\nname: Bad Name\ndescription: tea\ntype: user\n---\ntea\n",
     }
     for filename, text in broken.items():
@@ -192,7 +239,9 @@ def test_malformed_records_are_reported_skipped_and_never_rewritten(memory: Memo
         memory.show("twice")
 
 
-def test_recall_on_a_read_only_vault_still_answers(memory: MemoryService, vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recall_on_a_read_only_vault_still_answers(
+    memory: MemoryService, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     memory.save("tea", type="user", description="Drinks green tea", body="tea")
 
     def refuse(*args: object, **kwargs: object) -> None:

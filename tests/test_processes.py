@@ -10,14 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import run_aibuddy
 from typer.testing import CliRunner
 
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.storage import TEMP_PREFIX
 from aibuddy_cli.vault import Vault
-
-from conftest import run_aibuddy
 
 
 @pytest.fixture
@@ -27,8 +26,18 @@ def env(vault: Vault) -> dict[str, str]:
 
 
 def test_a_real_process_saves_and_recalls(aibuddy_exe: list[str], env: dict[str, str]) -> None:
-    saved = run_aibuddy(aibuddy_exe, "memory", "save", "zh-report", "-t", "feedback", "-d", "周报要简洁",
-                        env=env, input="周报格式：三段式\n".encode())
+    saved = run_aibuddy(
+        aibuddy_exe,
+        "memory",
+        "save",
+        "zh-report",
+        "-t",
+        "feedback",
+        "-d",
+        "周报要简洁",
+        env=env,
+        input="周报格式：三段式\n".encode(),
+    )
     assert saved.returncode == 0, saved.stderr
     recalled = run_aibuddy(aibuddy_exe, "memory", "recall", "周报格式", "--json", env=env)
     assert recalled.returncode == 0, recalled.stderr
@@ -39,10 +48,23 @@ def test_a_real_process_saves_and_recalls(aibuddy_exe: list[str], env: dict[str,
     assert missing.returncode == 3 and json.loads(missing.stdout)["error"]["code"] == "not_found"
 
 
-def test_twenty_concurrent_saves_leave_twenty_intact_records(aibuddy_exe: list[str], env: dict[str, str], vault: Vault) -> None:
+def test_twenty_concurrent_saves_leave_twenty_intact_records(
+    aibuddy_exe: list[str], env: dict[str, str], vault: Vault
+) -> None:
     def save(i: int) -> subprocess.CompletedProcess[bytes]:
-        return run_aibuddy(aibuddy_exe, "memory", "save", f"note-{i:02d}", "-t", "project",
-                           "-d", f"Concurrent note {i}", "--body", f"body {i}\n", env=env)
+        return run_aibuddy(
+            aibuddy_exe,
+            "memory",
+            "save",
+            f"note-{i:02d}",
+            "-t",
+            "project",
+            "-d",
+            f"Concurrent note {i}",
+            "--body",
+            f"body {i}\n",
+            env=env,
+        )
 
     with ThreadPoolExecutor(max_workers=20) as pool:
         results = list(pool.map(save, range(20)))
@@ -55,7 +77,9 @@ def test_twenty_concurrent_saves_leave_twenty_intact_records(aibuddy_exe: list[s
     assert not [p for p in vault.root.rglob(f"{TEMP_PREFIX}*")]
 
 
-def test_twenty_concurrent_recalls_lose_no_update(aibuddy_exe: list[str], env: dict[str, str], vault: Vault) -> None:
+def test_twenty_concurrent_recalls_lose_no_update(
+    aibuddy_exe: list[str], env: dict[str, str], vault: Vault
+) -> None:
     memory = MemoryService(vault, "demo", environ={})
     memory.save("tea", type="user", description="Drinks green tea", body="tea")
 
@@ -73,7 +97,9 @@ HEAVY = ("typer", "click", "rich", "pydantic", "litellm", "markdown_it", "watchd
 
 
 def test_the_recall_fast_path_imports_no_heavy_module(vault: Vault, env: dict[str, str]) -> None:
-    MemoryService(vault, "demo", environ={}).save("tea", type="user", description="Drinks green tea", body="tea")
+    MemoryService(vault, "demo", environ={}).save(
+        "tea", type="user", description="Drinks green tea", body="tea"
+    )
     probe = (
         "import io, sys\n"
         "from aibuddy_cli import fastpath\n"
@@ -82,7 +108,9 @@ def test_the_recall_fast_path_imports_no_heavy_module(vault: Vault, env: dict[st
         "assert code == 0 and '\"tea\"' in out.getvalue(), (code, out.getvalue())\n"
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
@@ -94,7 +122,9 @@ def test_help_does_not_import_litellm(env: dict[str, str]) -> None:
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('litellm' in sys.modules, 'watchdog' in sys.modules)\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.stdout.strip().endswith("False False"), result.stdout + result.stderr
 
 
@@ -110,8 +140,9 @@ def test_help_does_not_import_litellm(env: dict[str, str]) -> None:
         ["--user", "../x", "memory", "recall", "tea"],
     ],
 )
-def test_fast_path_and_typer_app_print_the_same(vault: Vault, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                args: list[str]) -> None:
+def test_fast_path_and_typer_app_print_the_same(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: list[str]
+) -> None:
     import io
 
     from aibuddy_cli import fastpath
@@ -143,8 +174,14 @@ def test_fast_path_and_typer_app_print_the_same(vault: Vault, monkeypatch: pytes
 
 @pytest.mark.parametrize(
     "args",
-    [["memory", "recall", "--help"], ["memory", "recall"], ["memory", "recall", "x", "--limit", "0"],
-     ["memory", "recall", "x", "--bogus"], ["memory", "list"], ["--verbose", "memory", "recall", "x"]],
+    [
+        ["memory", "recall", "--help"],
+        ["memory", "recall"],
+        ["memory", "recall", "x", "--limit", "0"],
+        ["memory", "recall", "x", "--bogus"],
+        ["memory", "list"],
+        ["--verbose", "memory", "recall", "x"],
+    ],
 )
 def test_the_fast_path_leaves_anything_unusual_to_typer(args: list[str]) -> None:
     import io

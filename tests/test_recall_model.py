@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from fake_openai import FakeOpenAI
 
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
-
-from fake_openai import FakeOpenAI
 
 
 @pytest.fixture
@@ -23,13 +22,20 @@ def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[
 @pytest.fixture
 def stocked(vault: Vault, model_env: dict[str, str]) -> MemoryService:
     memory = MemoryService(vault, "demo", environ=model_env)
-    memory.save("weekly-report", type="feedback", description="Use a concise format for every weekly report", body="SECRET-BODY five bullets")
+    memory.save(
+        "weekly-report",
+        type="feedback",
+        description="Use a concise format for every weekly report",
+        body="SECRET-BODY five bullets",
+    )
     memory.save("deploy", type="project", description="Deploys go through staging first", body="staging")
     memory.save("tea", type="user", description="Drinks green tea", body="tea")
     return memory
 
 
-def test_the_model_selects_from_manifest_lines_and_never_sees_bodies(stocked: MemoryService, fake_openai: FakeOpenAI) -> None:
+def test_the_model_selects_from_manifest_lines_and_never_sees_bodies(
+    stocked: MemoryService, fake_openai: FakeOpenAI
+) -> None:
     fake_openai.reply_json({"selected": ["deploy.md", "tea"]})
     result = stocked.recall("how do we ship?")
     assert result.method == "model"
@@ -42,9 +48,15 @@ def test_the_model_selects_from_manifest_lines_and_never_sees_bodies(stocked: Me
     assert "SECRET-BODY" not in prompt
 
 
-def test_names_outside_the_manifest_are_dropped(vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI) -> None:
-    MemoryService(vault, "bob", environ={}).save("bob-secret", type="user", description="Bob's secret", body="BOB")
-    fake_openai.reply_json({"selected": ["../bob/bob-secret.md", "bob-secret.md", "/etc/passwd", "invented.md", 42, "tea.md"]})
+def test_names_outside_the_manifest_are_dropped(
+    vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI
+) -> None:
+    MemoryService(vault, "bob", environ={}).save(
+        "bob-secret", type="user", description="Bob's secret", body="BOB"
+    )
+    fake_openai.reply_json(
+        {"selected": ["../bob/bob-secret.md", "bob-secret.md", "/etc/passwd", "invented.md", 42, "tea.md"]}
+    )
     result = stocked.recall("anything")
     assert result.method == "model"
     assert [r.name for r in result.records] == ["tea"]
@@ -52,7 +64,9 @@ def test_names_outside_the_manifest_are_dropped(vault: Vault, stocked: MemorySer
     assert all("BOB" not in r.body for r in result.records)
 
 
-def test_more_than_five_names_are_cut_to_five(vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI) -> None:
+def test_more_than_five_names_are_cut_to_five(
+    vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI
+) -> None:
     memory = MemoryService(vault, "demo", environ=model_env)
     for i in range(8):
         memory.save(f"n-{i}", type="user", description=f"note {i}", body="")
@@ -81,7 +95,9 @@ def test_model_failures_fall_back_to_lexical_ranking(
     assert any(warning in w and "lexical" in w for w in result.warnings), result.warnings
 
 
-def test_a_model_timeout_falls_back(vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI, model_env: dict[str, str]) -> None:
+def test_a_model_timeout_falls_back(
+    vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI, model_env: dict[str, str]
+) -> None:
     memory = MemoryService(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": "1"})
     fake_openai.enqueue(content='{"selected": ["tea.md"]}', delay=4)
     result = memory.recall("weekly report format")
@@ -97,10 +113,16 @@ def test_an_empty_selection_is_respected(stocked: MemoryService, fake_openai: Fa
     assert (result.method, result.records) == ("model", [])
 
 
-def test_api_base_and_role_model_from_the_vault_config(vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_base_and_role_model_from_the_vault_config(
+    vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    config = (vault.root / "aibuddy.toml").read_text().replace(
-        "timeout = 20", f'recall = "openai/from-config"\napi_base = "{fake_openai.url}"\ntimeout = 5'
+    config = (
+        (vault.root / "aibuddy.toml")
+        .read_text()
+        .replace(
+            "timeout = 20", f'recall = "openai/from-config"\napi_base = "{fake_openai.url}"\ntimeout = 5'
+        )
     )
     (vault.root / "aibuddy.toml").write_text(config)
     memory = MemoryService(Vault.open(vault.root), "demo", environ={})
@@ -114,8 +136,13 @@ def test_api_base_and_role_model_from_the_vault_config(vault: Vault, fake_openai
     assert len(fake_openai.requests) == before
 
 
-def test_cli_json_stays_one_document_when_the_model_fails(cli, stocked: MemoryService, fake_openai: FakeOpenAI,
-                                                          model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_json_stays_one_document_when_the_model_fails(
+    cli,
+    stocked: MemoryService,
+    fake_openai: FakeOpenAI,
+    model_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     for key, value in model_env.items():
         monkeypatch.setenv(key, value)
     fake_openai.enqueue(status=500)

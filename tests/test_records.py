@@ -60,7 +60,10 @@ def test_keys_a_person_added_are_kept_in_place() -> None:
         ("---\nname: x\ndescription: d\ntype: opinion\n---\n", "unknown type"),
         ("---\nname: x\ndescription: d\ntype: user\nprovenance: model\n---\n", "unknown provenance"),
         ("---\nname: x\ndescription: d\ntype: user\nrecallCount: -1\n---\n", "recallCount"),
-        ("---\nname: x\ndescription: d\ntype: user\n---\n\n---\nname: x\ndescription: e\n---\nbody", "duplicate frontmatter"),
+        (
+            "---\nname: x\ndescription: d\ntype: user\n---\n\n---\nname: x\ndescription: e\n---\nbody",
+            "duplicate frontmatter",
+        ),
         ("---\n- a\n- b\n---\n", "not a mapping"),
         ("---\nname: x\ndescription: d\ntype: user\ncreated: someday\n---\n", "not a timestamp"),
     ],
@@ -97,12 +100,57 @@ import yaml  # noqa: E402
 from aibuddy_cli.memory.records import _parse_flat_header, mark_recalled_text  # noqa: E402
 
 TRICKY_VALUES = [
-    "plain text", "yes", "No", "on", "null", "~", "", "42", "-7", "007", "0x1f", "1_000", "1:30", "3.14",
-    ".inf", "1e3", "2026-11-29", "2026-11-29T18:00:00Z", "2026-11-29 18:00:00", "'single ''quoted'''",
-    "'broken ' quote'", '"double"', '"with \\"escape\\""', '"tab\\there"', "a: b", "a #comment", "C# and F#",
-    "http://example.com/x", "-dash", "- item", "[flow, list]", "{a: 1}", "&anchor", "*alias", "!tag x",
-    "|", ">", "%percent", "@at", "`tick`", "周报格式：三段式", "trailing spaces   ", "ends with colon:",
-    "=", "<< merge", "?question", "quote's inside", 'say "hi"', "\u00a0nbsp", "zero\u200bwidth", "\x07bell",
+    "plain text",
+    "yes",
+    "No",
+    "on",
+    "null",
+    "~",
+    "",
+    "42",
+    "-7",
+    "007",
+    "0x1f",
+    "1_000",
+    "1:30",
+    "3.14",
+    ".inf",
+    "1e3",
+    "2026-11-29",
+    "2026-11-29T18:00:00Z",
+    "2026-11-29 18:00:00",
+    "'single ''quoted'''",
+    "'broken ' quote'",
+    '"double"',
+    '"with \\"escape\\""',
+    '"tab\\there"',
+    "a: b",
+    "a #comment",
+    "C# and F#",
+    "http://example.com/x",
+    "-dash",
+    "- item",
+    "[flow, list]",
+    "{a: 1}",
+    "&anchor",
+    "*alias",
+    "!tag x",
+    "|",
+    ">",
+    "%percent",
+    "@at",
+    "`tick`",
+    "周报格式：三段式",
+    "trailing spaces   ",
+    "ends with colon:",
+    "=",
+    "<< merge",
+    "?question",
+    "quote's inside",
+    'say "hi"',
+    "\u00a0nbsp",
+    "zero\u200bwidth",
+    "\x07bell",
 ]
 
 
@@ -129,7 +177,7 @@ def test_flat_header_parser_agrees_with_yaml_on_random_headers() -> None:
 
 def test_a_recall_changes_only_the_telemetry_lines_of_a_hand_written_header() -> None:
     text = (
-        "---\n# written by hand\nname: tea\ndescription: \"Drinks green tea\"\ntype: user\n"
+        '---\n# written by hand\nname: tea\ndescription: "Drinks green tea"\ntype: user\n'
         "recallCount: 2\nlastRecalledAt: null\ntags: [drinks]\n---\nBody stays.\n"
     )
     record = parse_record("tea", text).recalled("2026-11-30T08:00:00Z")
@@ -139,5 +187,7 @@ def test_a_recall_changes_only_the_telemetry_lines_of_a_hand_written_header() ->
     )
     assert parse_record("tea", updated) == record
     without_telemetry = "---\nname: tea\ndescription: Drinks green tea\ntype: user\n---\nBody stays.\n"
-    rendered = mark_recalled_text(without_telemetry, parse_record("tea", without_telemetry).recalled("2026-11-30T08:00:00Z"))
+    rendered = mark_recalled_text(
+        without_telemetry, parse_record("tea", without_telemetry).recalled("2026-11-30T08:00:00Z")
+    )
     assert "recallCount: 1" in rendered and rendered.endswith("---\nBody stays.\n")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from conftest import SAMPLE_VAULT
+
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.text import tokens
 from aibuddy_cli.vault import Vault
-
-from conftest import SAMPLE_VAULT
 
 
 def test_sample_vault_is_well_formed_and_covers_every_type(tmp_path: Path) -> None:

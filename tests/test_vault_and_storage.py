@@ -21,7 +21,13 @@ from aibuddy_cli.vault import (
 
 def test_init_creates_the_layout_and_refuses_to_overwrite(tmp_path: Path) -> None:
     vault = init_vault(tmp_path / "v", "alice")
-    for folder in ("memory", "knowledge/system/pending", "knowledge/system/ready", "knowledge/personal", "tasks"):
+    for folder in (
+        "memory",
+        "knowledge/system/pending",
+        "knowledge/system/ready",
+        "knowledge/personal",
+        "tasks",
+    ):
         assert (vault.root / folder).is_dir()
     assert ".aibuddy/" in (vault.root / ".gitignore").read_text()
     assert vault.config.default_user == "alice" and vault.config.admins == ("alice",)
@@ -124,11 +130,15 @@ def test_a_failed_write_keeps_the_old_content(store: FileStore, monkeypatch: pyt
 def test_the_lock_times_out_with_a_conflict(store: FileStore) -> None:
     store.locks_dir.mkdir(parents=True, exist_ok=True)
     holder = subprocess.Popen(
-        [sys.executable, "-c", (
-            "import fcntl, os, sys, time\n"
-            f"fd = os.open({str(store.locks_dir / 'busy.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
-            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(30)\n"
-        )],
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, os, sys, time\n"
+                f"fd = os.open({str(store.locks_dir / 'busy.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+                "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(30)\n"
+            ),
+        ],
         stdout=subprocess.PIPE,
     )
     try:
@@ -146,7 +156,9 @@ def test_config_edits_take_effect_despite_the_parse_cache(tmp_path: Path) -> Non
     assert Vault.open(vault.root).config.recall.max_bodies == 5
     assert (vault.cache_dir / "config.json").exists()
     config = vault.root / "aibuddy.toml"
-    config.write_text(config.read_text().replace("max_bodies = 5", "max_bodies = 3").replace('"alice"', '"bob"'))
+    config.write_text(
+        config.read_text().replace("max_bodies = 5", "max_bodies = 3").replace('"alice"', '"bob"')
+    )
     reopened = Vault.open(vault.root).config
     assert (reopened.recall.max_bodies, reopened.default_user) == (3, "bob")
     (vault.cache_dir / "config.json").write_text("{not json")

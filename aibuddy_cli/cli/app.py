@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
@@ -46,9 +46,15 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    vault: Optional[str] = typer.Option(None, "--vault", help="Vault folder (else AIBUDDY_VAULT, else the nearest aibuddy.toml above)."),
-    user: Optional[str] = typer.Option(None, "--user", help="Current user (else AIBUDDY_USER, else default_user)."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    vault: str | None = typer.Option(
+        None, "--vault", help="Vault folder (else AIBUDDY_VAULT, else the nearest aibuddy.toml above)."
+    ),
+    user: str | None = typer.Option(
+        None, "--user", help="Current user (else AIBUDDY_USER, else default_user)."
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
 ) -> None:
     ctx.obj = AppState(vault_option=vault, user_option=user)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import typer
 
@@ -19,7 +20,9 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 TypeHelp = f"One of: {', '.join(TYPES)}."
 
 
-def render(state: AppState, document: Callable[[], Any], text: Callable[[], str], rich: Callable[[], None]) -> None:
+def render(
+    state: AppState, document: Callable[[], Any], text: Callable[[], str], rich: Callable[[], None]
+) -> None:
     if state.json:
         output.emit_json(document())
     elif stdout_is_terminal():
@@ -46,8 +49,10 @@ def save(
     name: str = typer.Argument(..., help="Record name (file stem): lowercase letters, digits, - and _."),
     type: str = typer.Option(..., "--type", "-t", help=TypeHelp),
     description: str = typer.Option(..., "--description", "-d", help="One line: what recall sees."),
-    body: Optional[str] = typer.Option(None, "--body", "-b", help="The body text (Markdown)."),
-    body_file: Optional[str] = typer.Option(None, "--body-file", "-f", help="Read the body from a file ('-' for stdin)."),
+    body: str | None = typer.Option(None, "--body", "-b", help="The body text (Markdown)."),
+    body_file: str | None = typer.Option(
+        None, "--body-file", "-f", help="Read the body from a file ('-' for stdin)."
+    ),
     json: bool = JsonOption,
 ) -> None:
     """Create a record (provenance manual). Without --body, the body is read from piped stdin."""
@@ -68,10 +73,12 @@ def save(
 def update(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="The record to change."),
-    type: Optional[str] = typer.Option(None, "--type", "-t", help=TypeHelp),
-    description: Optional[str] = typer.Option(None, "--description", "-d", help="New one-line description."),
-    body: Optional[str] = typer.Option(None, "--body", "-b", help="New body text."),
-    body_file: Optional[str] = typer.Option(None, "--body-file", "-f", help="Read the new body from a file ('-' for stdin)."),
+    type: str | None = typer.Option(None, "--type", "-t", help=TypeHelp),
+    description: str | None = typer.Option(None, "--description", "-d", help="New one-line description."),
+    body: str | None = typer.Option(None, "--body", "-b", help="New body text."),
+    body_file: str | None = typer.Option(
+        None, "--body-file", "-f", help="Read the new body from a file ('-' for stdin)."
+    ),
     json: bool = JsonOption,
 ) -> None:
     """Change a record; name, provenance, created and recall telemetry are kept."""
@@ -101,7 +108,12 @@ def delete(
     memory = state.memory()
     memory.delete(name)
     key = memory_key(memory.user, name)
-    render(state, lambda: {"path": key, "deleted": True}, lambda: f"deleted {key}", lambda: output.emit_text(f"deleted {key}"))
+    render(
+        state,
+        lambda: {"path": key, "deleted": True},
+        lambda: f"deleted {key}",
+        lambda: output.emit_text(f"deleted {key}"),
+    )
 
 
 @app.command()
@@ -141,7 +153,9 @@ def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
 @app.command()
 def manifest(
     ctx: typer.Context,
-    query: Optional[str] = typer.Option(None, "--query", "-q", help="Also reserve lines for this query's best matches."),
+    query: str | None = typer.Option(
+        None, "--query", "-q", help="Also reserve lines for this query's best matches."
+    ),
     json: bool = JsonOption,
 ) -> None:
     """The recall window: at most 200 lines of type, file, modified date and description."""
@@ -168,7 +182,7 @@ def manifest(
 def recall(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="What the assistant is about to do or was asked."),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Bodies to read (at most 5)."),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Bodies to read (at most 5)."),
     json: bool = JsonOption,
 ) -> None:
     """Select the relevant records (model, else lexical) and read at most 5 bodies."""

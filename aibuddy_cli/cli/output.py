@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterable, TextIO
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 from ..errors import AibuddyError
 from ..memory.index import IndexedRecord, Problem
@@ -33,7 +34,9 @@ def warn(message: str, err: TextIO | None = None) -> None:
     (err or sys.stderr).write(f"warning: {message}\n")
 
 
-def report_error(error: AibuddyError, json_mode: bool, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def report_error(
+    error: AibuddyError, json_mode: bool, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """The single place a typed error becomes output and an exit code."""
     message = " ".join(error.message.split())
     if json_mode:

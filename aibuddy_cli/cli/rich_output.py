@@ -28,7 +28,9 @@ def show_manifest(manifest: Manifest) -> None:
     for column in ("type", "file", "modified", "description", "why"):
         table.add_column(column, overflow="fold")
     for line in manifest.lines:
-        table.add_row(line.type, line.filename, line.modified, line.description, "match" if line.matched else "recent")
+        table.add_row(
+            line.type, line.filename, line.modified, line.description, "match" if line.matched else "recent"
+        )
     console.print(table)
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from zlib import crc32
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import NamedTuple
+from zlib import crc32
 
 from ..storage import Entry
 from ..text import fts_query, index_text
@@ -64,7 +65,9 @@ def folder_digest(entries: Iterable[Entry]) -> int:
     Same arithmetic as _entry_hash, inlined: this runs over every record on the hot path.
     """
     return (
-        sum(((crc32(k.encode()) | 1) * (m + c * _K_CTIME + s * _K_SIZE + 1)) & _MASK for k, m, c, s in entries)
+        sum(
+            ((crc32(k.encode()) | 1) * (m + c * _K_CTIME + s * _K_SIZE + 1)) & _MASK for k, m, c, s in entries
+        )
         & _MASK
     )
 
@@ -159,7 +162,7 @@ class MemoryIndex:
         loaded = [load(entry) for entry in changed]
         with self._write():
             delta = sum(self._delete(name) for name in removed)
-            for entry, outcome in zip(changed, loaded):
+            for entry, outcome in zip(changed, loaded, strict=True):
                 if outcome is None:
                     delta += self._delete(entry.name[: -len(".md")])
                 else:

@@ -8,7 +8,8 @@ rest are the most recently modified records.
 from __future__ import annotations
 
 import datetime as dt
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from ..vault import RecallSettings
 from .index import IndexedRecord, MemoryIndex
@@ -29,7 +30,7 @@ class ManifestLine(NamedTuple):
 
     @property
     def modified(self) -> str:
-        moment = dt.datetime.fromtimestamp(self.modified_ns / 1e9, dt.timezone.utc)
+        moment = dt.datetime.fromtimestamp(self.modified_ns / 1e9, dt.UTC)
         return moment.strftime("%Y-%m-%d")
 
     def render(self) -> str:
@@ -53,7 +54,9 @@ def _line(item: IndexedRecord, matched: bool) -> ManifestLine:
     return ManifestLine(record.name, record.type, record.description, item.modified_ns, matched)
 
 
-def build_manifest(index: MemoryIndex, matched: Sequence[str], settings: RecallSettings) -> list[ManifestLine]:
+def build_manifest(
+    index: MemoryIndex, matched: Sequence[str], settings: RecallSettings
+) -> list[ManifestLine]:
     """Newest first: the lexically `matched` names (best first, up to the reserved share) are
     taken in whatever their age; the most recently modified records fill the rest."""
     lines = {

@@ -6,7 +6,8 @@ the manifest: anything else (another user's record, a path, an invented file) is
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from ..errors import ModelError
 from ..models import ModelSettings, complete_json

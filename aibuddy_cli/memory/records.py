@@ -31,7 +31,7 @@ MAX_BODY_BYTES = 1024 * 1024
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class MemoryRecord(NamedTuple):
@@ -176,8 +176,8 @@ def _timestamp(value: Any, key: str, name: str) -> str | None:
         return None
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            value = value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if isinstance(value, dt.date):
         return f"{value.isoformat()}T00:00:00Z"
     if isinstance(value, str):
@@ -210,7 +210,7 @@ def _flat_scalar(raw: str) -> Any:
     if _PLAIN_INT.fullmatch(value):
         return int(value)
     if _PLAIN_TIMESTAMP.fullmatch(value):
-        return dt.datetime.fromisoformat(value[:-1]).replace(tzinfo=dt.timezone.utc)
+        return dt.datetime.fromisoformat(value[:-1]).replace(tzinfo=dt.UTC)
     first = value[0]
     if first == "'":
         inner = value[1:-1]
@@ -281,7 +281,9 @@ def parse_record(name: str, text: str) -> MemoryRecord:
     if isinstance(description, (int, float)) and not isinstance(description, bool):
         description = str(description)
     if not isinstance(description, str) or not description.strip():
-        raise MalformedRecord(name, "description must be a non-empty string (quote it if YAML reads it as something else)")
+        raise MalformedRecord(
+            name, "description must be a non-empty string (quote it if YAML reads it as something else)"
+        )
     if header["type"] not in TYPES:
         raise MalformedRecord(name, f"unknown type {header['type']!r}")
     provenance = header.get("provenance", "manual")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from ..errors import Conflict, InvalidInput, MalformedRecord, ModelError, NotFound, UsageError
 from ..storage import Entry, FileStore, Store
@@ -20,7 +21,6 @@ from .records import (
     validate_description,
     validate_type,
 )
-
 
 LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
 
@@ -153,7 +153,9 @@ class MemoryService:
             current = self._read(name)
             changes = {
                 "type": current.type if type is None else validate_type(type),
-                "description": current.description if description is None else validate_description(description),
+                "description": current.description
+                if description is None
+                else validate_description(description),
                 "body": current.body if body is None else validate_body(body),
             }
             if all(getattr(current, key) == value for key, value in changes.items()):
