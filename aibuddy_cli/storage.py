@@ -46,7 +46,13 @@ class Store(Protocol):
 
     def scan(self, prefix: str, suffix: str) -> list[Entry]: ...
 
+    def folders(self, prefix: str) -> list[str]: ...
+
     def read(self, key: str) -> tuple[bytes, Entry]: ...
+
+    def move(self, key: str, new_key: str) -> None: ...
+
+    def stat(self, key: str) -> Entry: ...
 
     def write(self, key: str, data: bytes, *, create: bool = False) -> Entry: ...
 
@@ -163,6 +169,35 @@ class FileStore:
                 if S_ISREG(st.st_mode) or S_ISLNK(st.st_mode):
                     append(Entry(base + name, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
         return entries
+
+    def folders(self, prefix: str) -> list[str]:
+        """Names of the sub-folders directly in prefix (hidden ones and symlinks skipped)."""
+        try:
+            with os.scandir(self.path(prefix)) as iterator:
+                return sorted(
+                    item.name
+                    for item in iterator
+                    if item.name[0] != "." and item.is_dir(follow_symlinks=False)
+                )
+        except FileNotFoundError:
+            return []
+
+    def stat(self, key: str) -> Entry:
+        try:
+            return _entry(key, os.stat(self.path(key), follow_symlinks=False))
+        except FileNotFoundError:
+            raise NotFound(f"{key} not found") from None
+
+    def move(self, key: str, new_key: str) -> None:
+        """Rename a file within the vault (atomic on one filesystem); the target must not exist."""
+        source, target = self.path(key), self.path(new_key)
+        if os.path.lexists(target):
+            raise Conflict(f"{new_key} already exists")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(source, target)
+        except FileNotFoundError:
+            raise NotFound(f"{key} not found") from None
 
     def read(self, key: str) -> tuple[bytes, Entry]:
         path = self.path(key)

@@ -1,8 +1,8 @@
 """Tokenising for lexical search: English words and CJK characters, the same at index and query time.
 
-A CJK run has no spaces between words, so each character is a token and adjacent pairs are
-searched as phrases (bigrams). That lets "周报格式" find a record that mentions 周报 without any
-word segmenter.
+A CJK run has no spaces between words, so each character is a token and a query searches the
+run's adjacent pairs as phrases (bigrams). That lets "周报格式" find a record that mentions 周报
+without any word segmenter.
 """
 
 from __future__ import annotations
@@ -61,25 +61,30 @@ def index_text(text: str) -> str:
     return " ".join(tokens(text))
 
 
-def fts_query(query: str) -> str | None:
-    """An FTS5 MATCH expression ORing the query's terms and CJK bigram phrases; None if empty."""
+def query_terms(query: str) -> list[str]:
+    """FTS5 phrases for a free-text query: each meaningful word, and for a run of CJK characters
+    its bigrams (a lone CJK character stands for itself), without repeats."""
     terms: list[str] = []
-    seen: set[str] = set()
-    previous_cjk: str | None = None
+    run: list[str] = []
 
-    def add(term: str) -> None:
-        if term not in seen:
-            seen.add(term)
-            terms.append(term)
+    def flush() -> None:
+        if len(run) == 1:
+            terms.append(f'"{run[0]}"')
+        terms.extend(f'"{a} {b}"' for a, b in zip(run, run[1:], strict=False))
+        run.clear()
 
     for token in tokens(query):
         if is_cjk(token):
-            add(f'"{token}"')
-            if previous_cjk is not None:
-                add(f'"{previous_cjk} {token}"')
-            previous_cjk = token
+            run.append(token)
             continue
-        previous_cjk = None
+        flush()
         if token not in STOPWORDS and (len(token) > 1 or not token.isascii()):
-            add(f'"{token}"')
+            terms.append(f'"{token}"')
+    flush()
+    return list(dict.fromkeys(terms))
+
+
+def fts_query(query: str) -> str | None:
+    """An FTS5 MATCH expression ORing the query's terms; None if nothing is searchable."""
+    terms = query_terms(query)
     return " OR ".join(terms) if terms else None

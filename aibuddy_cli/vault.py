@@ -48,11 +48,17 @@ class RecallSettings(NamedTuple):
     lexical_share: int = 50  # manifest lines reserved for the best lexical matches
 
 
+class KnowledgeSettings(NamedTuple):
+    page_chars: int = 4000  # characters in one page of `kb read`
+    max_steps: int = 8  # tool calls the knowledge subagent may make
+
+
 class Config(NamedTuple):
     default_user: str | None = None
     admins: tuple[str, ...] = ()
     models: Mapping[str, Any] = MappingProxyType({})
     recall: RecallSettings = RecallSettings()
+    knowledge: KnowledgeSettings = KnowledgeSettings()
 
 
 def _int_setting(table: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
@@ -74,8 +80,9 @@ def config_from_data(data: Mapping[str, Any]) -> Config:
         raise InvalidInput(f"{CONFIG_FILE}: admins must be a list of user names")
     models = data.get("models", {})
     recall = data.get("recall", {})
-    if not isinstance(models, dict) or not isinstance(recall, dict):
-        raise InvalidInput(f"{CONFIG_FILE}: [models] and [recall] must be tables")
+    knowledge = data.get("knowledge", {})
+    if not all(isinstance(table, dict) for table in (models, recall, knowledge)):
+        raise InvalidInput(f"{CONFIG_FILE}: [models], [recall] and [knowledge] must be tables")
     max_bodies = _int_setting(recall, "max_bodies", 5, 1, 5)
     window = _int_setting(recall, "window", 200, max_bodies, 200)
     share = _int_setting(recall, "lexical_share", min(50, window), 0, window)
@@ -84,6 +91,10 @@ def config_from_data(data: Mapping[str, Any]) -> Config:
         admins=tuple(admins),
         models=models,
         recall=RecallSettings(window=window, max_bodies=max_bodies, lexical_share=share),
+        knowledge=KnowledgeSettings(
+            page_chars=_int_setting(knowledge, "page_chars", 4000, 200, 100_000),
+            max_steps=_int_setting(knowledge, "max_steps", 8, 1, 50),
+        ),
     )
 
 
@@ -99,6 +110,9 @@ class Vault(NamedTuple):
     @property
     def cache_dir(self) -> Path:
         return self.root / CACHE_DIR
+
+    def knowledge_index_path(self) -> Path:
+        return self.cache_dir / "index" / "knowledge.sqlite"
 
     def memory_index_path(self, user: str) -> Path:
         return self.cache_dir / "index" / f"memory-{validate_user_name(user)}.sqlite"
@@ -211,6 +225,9 @@ timeout = 20
 [recall]
 window = 200
 max_bodies = 5
+
+[knowledge]
+page_chars = 4000
 """
 
 

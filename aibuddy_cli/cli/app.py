@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from typer.core import TyperGroup
 from .. import __version__
 from ..errors import AibuddyError
 from ..vault import default_user_name, init_vault
-from . import memory, output
+from . import kb, memory, output, task
 from .context import AppState, state_of
 
 
@@ -35,6 +36,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(memory.app, name="memory")
+app.add_typer(kb.app, name="kb")
+app.add_typer(task.app, name="task")
 
 
 def _version(value: bool) -> None:
@@ -66,8 +69,6 @@ def init(
     json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Create a vault: folders, aibuddy.toml and a .gitignore for the derived .aibuddy/ cache."""
-    import os
-
     state = state_of(ctx, json)
     created = init_vault(path, state.user_option or default_user_name(os.environ))
     if json:

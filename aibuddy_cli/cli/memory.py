@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any
 
 import typer
 
@@ -12,23 +10,13 @@ from ..errors import UsageError
 from ..memory.records import TYPES, decode_body, read_body_file
 from ..vault import memory_key
 from . import output
-from .context import AppState, state_of, stdin_is_terminal, stdout_is_terminal
+from .context import state_of, stdin_is_terminal
+from .output import render
 
 app = typer.Typer(help="A user's long-term memory records.", no_args_is_help=True)
 
 JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 TypeHelp = f"One of: {', '.join(TYPES)}."
-
-
-def render(
-    state: AppState, document: Callable[[], Any], text: Callable[[], str], rich: Callable[[], None]
-) -> None:
-    if state.json:
-        output.emit_json(document())
-    elif stdout_is_terminal():
-        rich()
-    else:
-        output.emit_text(text())
 
 
 def _body(body: str | None, body_file: str | None, *, stdin_allowed: bool) -> str | None:
@@ -62,7 +50,7 @@ def save(
     record = memory.save(name, type=type, description=description, body=text)
     key = memory_key(memory.user, record.name)
     render(
-        state,
+        state.json,
         lambda: {"path": key, "changed": True, "record": record.to_json()},
         lambda: f"saved {key}",
         lambda: output.emit_text(f"saved {key}"),
@@ -90,7 +78,7 @@ def update(
     key = memory_key(memory.user, name)
     message = f"updated {key}" if result.changed else f"{key} unchanged"
     render(
-        state,
+        state.json,
         lambda: {"path": key, "changed": result.changed, "record": result.record.to_json()},
         lambda: message,
         lambda: output.emit_text(message),
@@ -109,7 +97,7 @@ def delete(
     memory.delete(name)
     key = memory_key(memory.user, name)
     render(
-        state,
+        state.json,
         lambda: {"path": key, "deleted": True},
         lambda: f"deleted {key}",
         lambda: output.emit_text(f"deleted {key}"),
@@ -131,7 +119,7 @@ def show(
 
         rich_output.show_record(record)
 
-    render(state, record.to_json, lambda: output.record_text(record), rich)
+    render(state.json, record.to_json, lambda: output.record_text(record), rich)
 
 
 @app.command("list")
@@ -147,7 +135,7 @@ def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
 
         rich_output.show_list(result)
 
-    render(state, lambda: output.list_json(memory.user, result), lambda: output.list_text(result), rich)
+    render(state.json, lambda: output.list_json(memory.user, result), lambda: output.list_text(result), rich)
 
 
 @app.command()
@@ -171,7 +159,7 @@ def manifest(
 
     window = memory.vault.config.recall.window
     render(
-        state,
+        state.json,
         lambda: output.manifest_json(memory.user, query, window, result),
         lambda: output.manifest_text(result),
         rich,
@@ -197,7 +185,9 @@ def recall(
 
         rich_output.show_recall(result)
 
-    render(state, lambda: output.recall_json(memory.user, result), lambda: output.recall_text(result), rich)
+    render(
+        state.json, lambda: output.recall_json(memory.user, result), lambda: output.recall_text(result), rich
+    )
 
 
 @app.command()
@@ -218,7 +208,7 @@ def clear(
     removed = memory.clear()
     message = f"removed {len(removed)} record(s) of user {memory.user}"
     render(
-        state,
+        state.json,
         lambda: {"user": memory.user, "removed": removed},
         lambda: message,
         lambda: output.emit_text(message),

@@ -8,13 +8,25 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from ..errors import AibuddyError
 from ..memory.index import IndexedRecord, Problem
 from ..memory.records import MemoryRecord
 from ..memory.service import Manifest, RecallResult, RecordList
+
+
+def render(
+    json_mode: bool, document: Callable[[], Any], text: Callable[[], str], rich: Callable[[], None]
+) -> None:
+    """JSON when asked, Rich for a person at a terminal, plain text for pipes and files."""
+    if json_mode:
+        emit_json(document())
+    elif sys.stdout.isatty():
+        rich()
+    else:
+        emit_text(text())
 
 
 def emit_json(data: Any, out: TextIO | None = None) -> None:

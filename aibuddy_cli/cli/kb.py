@@ -1,0 +1,298 @@
+"""`aibuddy kb …`: import, review and publish documents; map, outline, search and read them."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import InvalidInput, UsageError
+from ..knowledge.service import KnowledgeService
+from . import kb_output, output
+from .context import AppState, state_of, stdin_is_terminal
+from .output import render
+
+app = typer.Typer(help="Reviewed knowledge documents, read section by section.", no_args_is_help=True)
+
+JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+TaskOption = typer.Option(None, "--task", help="Use only the documents attached to this task.")
+StatusOption = typer.Option("ready", "--status", help="ready, or pending to review what awaits you.")
+
+
+def _service(state: AppState) -> KnowledgeService:
+    vault, user = state.open()
+    return KnowledgeService(vault, user)
+
+
+def _finish(service: KnowledgeService) -> None:
+    output.report_warnings(service.warnings)
+
+
+def _simple(state: AppState, service: KnowledgeService, document: dict[str, Any], message: str) -> None:
+    _finish(service)
+    render(state.json, lambda: document, lambda: message, lambda: output.emit_text(message))
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    paths: list[str] = typer.Argument(..., help="Markdown or UTF-8 text files (folders with --recursive)."),
+    scope: str = typer.Option("personal", "--scope", help="system (published by admins) or personal."),
+    recursive: bool = typer.Option(False, "--recursive", "-r", help="Import the Markdown files in folders."),
+    json: bool = JsonOption,
+) -> None:
+    """Import documents into pending/ for review. Other formats are refused: convert them first."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    with ExitStack() as stack:
+        progress = None
+        if sys.stderr.isatty() and (recursive or len(paths) > 1):
+            from rich.console import Console
+            from rich.progress import Progress
+
+            bar = stack.enter_context(Progress(console=Console(stderr=True), transient=True))
+            task = bar.add_task("importing", total=None)
+
+            def progress(number: int, total: int, source: str) -> None:
+                bar.update(task, completed=number, total=total, description=Path(source).name[:40])
+
+        outcomes = service.import_paths(paths, scope=scope, recursive=recursive, progress=progress)
+    _finish(service)
+    render(
+        state.json,
+        lambda: kb_output.import_json(outcomes),
+        lambda: kb_output.import_text(outcomes),
+        lambda: output.emit_text(kb_output.import_text(outcomes)),
+    )
+    failed = [o for o in outcomes if o.status == "failed"]
+    if state.json:
+        for outcome in failed:
+            output.warn(f"not imported: {outcome.source}: {outcome.message}")
+    if failed:
+        raise typer.Exit(InvalidInput.exit_code)
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    status: str = typer.Option("all", "--status", help="pending, ready or all."),
+    json: bool = JsonOption,
+) -> None:
+    """Documents you may see: system documents and your personal ones."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    docs = service.documents(status)
+    _finish(service)
+
+    def rich() -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"{len(docs)} document(s)")
+        for column in ("doc", "status", "sections", "title"):
+            table.add_column(column, overflow="fold")
+        for d in docs:
+            table.add_row(d.ref.qualified, d.ref.status, str(d.section_count), d.title)
+        Console().print(table)
+
+    render(
+        state.json,
+        lambda: {"user": service.user, "documents": [kb_output.doc_json(d) for d in docs]},
+        lambda: kb_output.docs_text(docs),
+        rich,
+    )
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    doc: str = typer.Argument(..., help="ID, system/ID or personal/ID."),
+    json: bool = JsonOption,
+) -> None:
+    """A document's sidecar: title, owner, scope, status, sha256, outline, summary."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    ref, meta = service.show(doc)
+    _finish(service)
+    text = kb_output.outline_text(ref, meta)
+    render(state.json, lambda: kb_output.meta_json(ref, meta), lambda: text, lambda: output.emit_text(text))
+
+
+@app.command()
+def outline(
+    ctx: typer.Context,
+    doc: str = typer.Argument(..., help="ID, system/ID or personal/ID."),
+    task: str | None = TaskOption,
+    status: str = StatusOption,
+    json: bool = JsonOption,
+) -> None:
+    """read_doc: the outline (level, title, anchor, lines, size) of a usable document."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    ref, meta = service.outline(doc, task, status)
+    _finish(service)
+    text = kb_output.outline_text(ref, meta)
+    render(
+        state.json,
+        lambda: {"doc": ref.qualified, "title": meta.title, "outline": [s.to_json() for s in meta.outline]},
+        lambda: text,
+        lambda: output.emit_text(text),
+    )
+
+
+@app.command()
+def publish(ctx: typer.Context, doc: str = typer.Argument(...), json: bool = JsonOption) -> None:
+    """pending → ready. System documents: admins only; personal ones: their owner."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    ref = service.publish(doc)
+    _simple(state, service, {"doc": ref.qualified, "status": ref.status}, f"published {ref.qualified}")
+
+
+@app.command()
+def reject(ctx: typer.Context, doc: str = typer.Argument(...), json: bool = JsonOption) -> None:
+    """Remove a pending document from the vault (its source file is not touched)."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    ref = service.reject(doc)
+    _simple(state, service, {"doc": ref.qualified, "rejected": True}, f"rejected {ref.qualified}")
+
+
+@app.command()
+def reingest(
+    ctx: typer.Context,
+    doc: str = typer.Argument(...),
+    path: str | None = typer.Argument(None, help="Read from here instead of the original source."),
+    json: bool = JsonOption,
+) -> None:
+    """Read a document again: new outline, summary cleared, back to pending for review."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    ref, changed = service.reingest(doc, path)
+    message = f"{ref.qualified} re-ingested: pending review" if changed else f"{ref.qualified} unchanged"
+    _simple(state, service, {"doc": ref.qualified, "status": ref.status, "changed": changed}, message)
+
+
+@app.command()
+def edit(ctx: typer.Context, doc: str = typer.Argument(...), json: bool = JsonOption) -> None:
+    """Edit a document's body in $EDITOR; a change sends it back to pending for review."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    ref, body = service.body(doc)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor:
+        if not stdin_is_terminal():
+            raise UsageError("set EDITOR to edit a document")
+        editor = "vi"
+    with tempfile.TemporaryDirectory(prefix="aibuddy-edit-") as folder:
+        draft = Path(folder) / f"{ref.doc_id}.md"
+        draft.write_bytes(body)
+        if subprocess.run([*shlex.split(editor), str(draft)]).returncode != 0:
+            raise UsageError("the editor failed; nothing changed")
+        edited = draft.read_bytes()
+    ref, changed = service.replace_body(ref.qualified, edited) if edited != body else (ref, False)
+    message = f"{ref.qualified} edited: pending review" if changed else f"{ref.qualified} unchanged"
+    _simple(state, service, {"doc": ref.qualified, "status": ref.status, "changed": changed}, message)
+
+
+@app.command()
+def summarize(ctx: typer.Context, docs: list[str] = typer.Argument(...), json: bool = JsonOption) -> None:
+    """Summaries through the summary model role; a failure leaves documents as they were."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    results = service.summarize(docs)
+    _finish(service)
+    text = "\n".join(
+        f"{r['doc']}: {r['summary']}" if r["summarized"] else f"{r['doc']}: not summarized ({r['reason']})"
+        for r in results
+    )
+    render(state.json, lambda: {"results": results}, lambda: text, lambda: output.emit_text(text))
+
+
+@app.command("map")
+def map_(
+    ctx: typer.Context, task: str = typer.Option(..., "--task", help="The task."), json: bool = JsonOption
+) -> None:
+    """The document map of a task: title, scope, summary and section count of each usable document."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    entries, unavailable = service.map(task)
+    _finish(service)
+    text = kb_output.map_text(entries, unavailable)
+    render(
+        state.json,
+        lambda: kb_output.map_json(task, entries, unavailable),
+        lambda: text,
+        lambda: output.emit_text(text),
+    )
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help='Words, CJK text, "quoted phrases".'),
+    task: str | None = TaskOption,
+    limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many hits."),
+    status: str = StatusOption,
+    json: bool = JsonOption,
+) -> None:
+    """search_docs: ranked section hits (one per section) with their best line."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    hits = service.search(query, task=task, limit=limit, status=status)
+    _finish(service)
+    text = kb_output.hits_text(hits)
+    render(
+        state.json,
+        lambda: {"query": query, "task": task, "hits": [h.to_json() for h in hits]},
+        lambda: text,
+        lambda: output.emit_text(text),
+    )
+
+
+@app.command()
+def read(
+    ctx: typer.Context,
+    doc: str = typer.Argument(..., help="ID, system/ID or personal/ID."),
+    anchor: str = typer.Argument(..., help="The section anchor (see kb outline)."),
+    cursor: str | None = typer.Option(None, "--cursor", help="Continue where the previous page ended."),
+    max_chars: int | None = typer.Option(
+        None, "--max-chars", min=1, help="Page size (default [knowledge] page_chars)."
+    ),
+    task: str | None = TaskOption,
+    status: str = StatusOption,
+    json: bool = JsonOption,
+) -> None:
+    """read_section: one bounded page of a section, its child sections and a cursor for more."""
+    state = state_of(ctx, json)
+    service = _service(state)
+    section_page = service.read(doc, anchor, cursor=cursor, max_chars=max_chars, task=task, status=status)
+    _finish(service)
+    text = kb_output.page_text(section_page)
+    render(state.json, section_page.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+@app.command()
+def watch(
+    ctx: typer.Context,
+    debounce: float = typer.Option(0.5, "--debounce", min=0.05, help="Seconds of quiet before acting."),
+) -> None:
+    """Keep sidecars, review status and the search index current while files change (Ctrl-C stops)."""
+    from ..knowledge.watch import watch_vault
+
+    state = state_of(ctx)
+    service = _service(state)
+
+    def report(messages: list[str]) -> None:
+        for message in messages:
+            print(message, file=sys.stderr, flush=True)
+
+    print(f"watching {service.vault.root / 'knowledge'} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    watch_vault(service, debounce=debounce, report=report)

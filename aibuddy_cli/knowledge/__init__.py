@@ -1,0 +1,1 @@
+"""Knowledge documents: import, outline, review, visibility, search index, section reader."""

@@ -1,0 +1,154 @@
+"""Where knowledge documents live, what their sidecars hold, and what may be imported.
+
+A document is a body `<id>.md`, stored byte for byte, and a sidecar `<id>.meta.json` beside it
+holding everything derived (title, owner, scope, sha256, outline, summary). Its status is the
+folder it sits in: `pending/` until reviewed, `ready/` once published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, NamedTuple
+
+from ..errors import InvalidInput
+from ..vault import validate_user_name
+from .outline import Section
+
+SCOPES = ("system", "personal")
+STATUSES = ("pending", "ready")
+BODY_SUFFIX = ".md"
+SIDECAR_SUFFIX = ".meta.json"
+MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
+_DOC_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,79}")
+
+# Content signatures of formats people try to import: refused with a hint to convert.
+_MAGIC = (
+    (b"%PDF", "a PDF"),
+    (b"PK\x03\x04", "a ZIP container (DOCX, XLSX, ODT, …)"),
+    (b"\xd0\xcf\x11\xe0", "an old Office document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"{\\rtf", "an RTF document"),
+    (b"%!PS", "a PostScript file"),
+)
+
+
+def validate_doc_id(doc_id: str) -> str:
+    if not _DOC_ID.fullmatch(doc_id):
+        raise InvalidInput(f"invalid document id {doc_id!r}: use 1-80 lowercase letters, digits, '-' or '_'")
+    return doc_id
+
+
+def doc_id_from_name(stem: str, data: bytes) -> str:
+    """A document id from a file name: lower-case ASCII slug, else one from the content hash."""
+    slug = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-_")[:80].rstrip("-_")
+    return slug if slug and _DOC_ID.fullmatch(slug) else f"doc-{sha256(data)[:10]}"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def check_importable(data: bytes, source: str) -> str:
+    """The text of data if it is Markdown or UTF-8 text; InvalidInput saying how to fix it if not.
+
+    Decided by content, not by file name: a PDF renamed to .md is still refused.
+    """
+    problem = refusal(data)
+    if problem is not None:
+        raise InvalidInput(f"{source}: {problem}")
+    return data.decode("utf-8")
+
+
+def refusal(data: bytes) -> str | None:
+    """Why data cannot be imported as a document, or None if it can."""
+    if len(data) > MAX_DOCUMENT_BYTES:
+        return f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MB"
+    for magic, kind in _MAGIC:
+        if data.startswith(magic) or (magic == b"%PDF" and b"%PDF-" in data[:1024]):
+            return f"{kind}, not Markdown; convert it to Markdown first"
+    if b"\x00" in data[:8192]:
+        return "a binary file, not Markdown; convert it to Markdown first"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8 text; convert it to UTF-8 Markdown first (e.g. with iconv)"
+    return None
+
+
+class DocRef(NamedTuple):
+    """Which document: scope, owner (for personal documents), id; status is where it sits."""
+
+    scope: str
+    owner: str | None
+    doc_id: str
+    status: str
+
+    @property
+    def folder(self) -> str:
+        if self.scope == "system":
+            return f"knowledge/system/{self.status}"
+        return f"knowledge/personal/{self.owner}/{self.status}"
+
+    @property
+    def body_key(self) -> str:
+        return f"{self.folder}/{self.doc_id}{BODY_SUFFIX}"
+
+    @property
+    def sidecar_key(self) -> str:
+        return f"{self.folder}/{self.doc_id}{SIDECAR_SUFFIX}"
+
+    @property
+    def qualified(self) -> str:
+        """The unambiguous spelling: system/<id> or personal/<owner>/<id>."""
+        if self.scope == "system":
+            return f"system/{self.doc_id}"
+        return f"personal/{self.owner}/{self.doc_id}"
+
+    def moved(self, status: str) -> DocRef:
+        return self._replace(status=status)
+
+
+def doc_folders(users: list[str]) -> list[tuple[str, str | None, str, str]]:
+    """(scope, owner, status, folder key) of every document folder for the given users."""
+    folders = [("system", None, status, f"knowledge/system/{status}") for status in STATUSES]
+    for user in users:
+        validate_user_name(user)
+        folders += [("personal", user, s, f"knowledge/personal/{user}/{s}") for s in STATUSES]
+    return folders
+
+
+class Meta(NamedTuple):
+    """The sidecar: what aibuddy derived from a body and knows about its review."""
+
+    title: str
+    owner: str | None
+    scope: str
+    sha256: str
+    imported_at: str
+    source: str | None
+    outline: list[Section]
+    summary: str | None = None
+    summary_sha256: str | None = None
+    reviewed_by: str | None = None
+    reviewed_at: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = self._asdict()
+        data["outline"] = [section.to_json() for section in self.outline]
+        return data
+
+    def encode(self) -> bytes:
+        return (json.dumps(self.to_json(), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+    @classmethod
+    def decode(cls, data: bytes, source: str) -> Meta:
+        try:
+            raw = json.loads(data)
+            raw["outline"] = [Section(**section) for section in raw["outline"]]
+            return cls(**raw)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InvalidInput(f"{source}: unreadable sidecar ({exc})") from None

@@ -1,0 +1,243 @@
+"""The derived knowledge search index: documents, their sections, and an FTS5 table over sections.
+
+A cache under .aibuddy/: every use compares the knowledge folders with it (a digest of every
+body's and sidecar's stat) and re-indexes only what changed; deleting it loses nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+from zlib import crc32
+
+from ..storage import Entry
+from ..text import index_text
+from .documents import DocRef, Meta
+from .outline import heading_path
+
+SCHEMA_VERSION = 1
+_MASK = (1 << 64) - 1
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE docs (
+    id INTEGER PRIMARY KEY,
+    body_key TEXT NOT NULL UNIQUE,
+    scope TEXT NOT NULL,
+    owner TEXT,
+    status TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    summary TEXT,
+    section_count INTEGER NOT NULL,
+    signature INTEGER NOT NULL
+);
+CREATE TABLE sections (
+    id INTEGER PRIMARY KEY,
+    doc INTEGER NOT NULL,
+    ord INTEGER NOT NULL,
+    level INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    anchor TEXT NOT NULL,
+    path TEXT NOT NULL,
+    first_line INTEGER NOT NULL,
+    last_line INTEGER NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX sections_by_doc ON sections (doc, ord);
+CREATE VIRTUAL TABLE sections_fts USING fts5(
+    title, body, tokenize = 'porter unicode61 remove_diacritics 2'
+)
+"""
+
+
+def file_signature(entries: Iterable[Entry | None]) -> int:
+    """A stable hash of some files' keys and stat fields (a missing file counts as nothing)."""
+    total = 0
+    for entry in entries:
+        if entry is not None:
+            key, mtime, ctime, size = entry
+            total += (crc32(key.encode()) | 1) * (mtime + ctime * 1_000_003 + size * 998_244_353 + 1)
+    return total & _MASK
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+class IndexedDoc(NamedTuple):
+    ref: DocRef
+    title: str
+    sha256: str
+    summary: str | None
+    section_count: int
+
+
+class Hit(NamedTuple):
+    ref: DocRef
+    title: str
+    anchor: str
+    section_title: str
+    path: list[str]
+    start: int
+    end: int
+    text: str
+    score: float
+
+
+class KnowledgeIndex:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            try:
+                self._db = self._open()
+            except sqlite3.DatabaseError:
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    try:
+                        os.unlink(f"{self.path}{suffix}")
+                    except FileNotFoundError:
+                        pass
+                self._db = self._open()
+        return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA busy_timeout = 30000")
+            db.execute("PRAGMA synchronous = NORMAL")
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                db.execute("BEGIN IMMEDIATE")
+                if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                    for table in ("meta", "docs", "sections", "sections_fts"):
+                        db.execute(f"DROP TABLE IF EXISTS {table}")
+                    for statement in _SCHEMA.split(";"):
+                        db.execute(statement)
+                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                db.execute("COMMIT")
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("SELECT 1 FROM docs LIMIT 1").fetchall()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # --- freshness ----------------------------------------------------------------------
+
+    def stored_digest(self) -> int | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'digest'").fetchone()
+        return None if row is None else row[0] & _MASK
+
+    def set_digest(self, digest: int) -> None:
+        value = _signed(digest & _MASK)
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('digest', ?)", (value,))
+
+    def signatures(self) -> dict[str, int]:
+        return {key: sig & _MASK for key, sig in self.db.execute("SELECT body_key, signature FROM docs")}
+
+    # --- writing (inside write()) -------------------------------------------------------
+
+    def remove(self, body_key: str) -> None:
+        row = self.db.execute("SELECT id FROM docs WHERE body_key = ?", (body_key,)).fetchone()
+        if row is None:
+            return
+        ids = [r[0] for r in self.db.execute("SELECT id FROM sections WHERE doc = ?", row)]
+        self.db.executemany("DELETE FROM sections_fts WHERE rowid = ?", [(i,) for i in ids])
+        self.db.execute("DELETE FROM sections WHERE doc = ?", row)
+        self.db.execute("DELETE FROM docs WHERE id = ?", row)
+
+    def put(self, ref: DocRef, meta: Meta, text: str, signature: int) -> None:
+        """(Re-)index one document from its sidecar outline and its body text."""
+        self.remove(ref.body_key)
+        cursor = self.db.execute(
+            "INSERT INTO docs (body_key, scope, owner, status, doc_id, title, sha256, summary,"
+            " section_count, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ref.body_key,
+                ref.scope,
+                ref.owner,
+                ref.status,
+                ref.doc_id,
+                meta.title,
+                meta.sha256,
+                meta.summary if meta.summary_sha256 == meta.sha256 else None,
+                len(meta.outline),
+                _signed(signature),
+            ),
+        )
+        doc = cursor.lastrowid
+        lines = text.splitlines(keepends=True)
+        for order, section in enumerate(meta.outline):
+            body = "".join(lines[section.start - 1 : section.end])
+            path = " > ".join(heading_path(meta.outline, order))
+            row = self.db.execute(
+                "INSERT INTO sections (doc, ord, level, title, anchor, path, first_line, last_line, text)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    doc,
+                    order,
+                    section.level,
+                    section.title,
+                    section.anchor,
+                    path,
+                    section.start,
+                    section.end,
+                    body,
+                ),
+            )
+            self.db.execute(
+                "INSERT INTO sections_fts (rowid, title, body) VALUES (?, ?, ?)",
+                (row.lastrowid, index_text(section.title), index_text(body)),
+            )
+
+    # --- reading ------------------------------------------------------------------------
+
+    def docs(self) -> list[IndexedDoc]:
+        rows = self.db.execute(
+            "SELECT scope, owner, doc_id, status, title, sha256, summary, section_count FROM docs"
+            " ORDER BY scope, owner, doc_id"
+        )
+        return [IndexedDoc(DocRef(s, o, d, st), t, h, su, n) for s, o, d, st, t, h, su, n in rows]
+
+    def search(self, expression: str, allowed: list[DocRef], limit: int) -> list[Hit]:
+        """Sections matching the FTS5 expression within the allowed documents, best first."""
+        if not allowed:
+            return []
+        keys = [ref.body_key for ref in allowed]
+        marks = ",".join("?" * len(keys))
+        rows = self.db.execute(
+            "SELECT d.scope, d.owner, d.doc_id, d.status, d.title, s.anchor, s.title, s.path, s.first_line,"
+            " s.last_line, s.text, bm25(sections_fts, 3.0, 1.0) AS score"
+            " FROM sections_fts JOIN sections s ON s.id = sections_fts.rowid JOIN docs d ON d.id = s.doc"
+            f" WHERE sections_fts MATCH ? AND d.body_key IN ({marks})"
+            " ORDER BY score, d.doc_id, s.ord LIMIT ?",
+            (expression, *keys, limit),
+        )
+        return [
+            Hit(DocRef(sc, ow, di, st), t, a, stt, [p for p in pa.split(" > ") if p], b, e, tx, -score)
+            for sc, ow, di, st, t, a, stt, pa, b, e, tx, score in rows
+        ]

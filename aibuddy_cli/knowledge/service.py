@@ -1,0 +1,690 @@
+"""Knowledge documents of a vault as one user sees them: import, review, search, read.
+
+Visibility is decided here and nowhere else: a document is used for a task only when it is
+ready, the user may see it (system, or personal and owned) and it is attached to the task.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ..errors import (
+    Conflict,
+    InvalidInput,
+    ModelError,
+    ModelUnavailable,
+    NotAllowed,
+    NotFound,
+    UsageError,
+)
+from ..memory.records import utc_now
+from ..storage import Entry, FileStore, Store
+from ..vault import Vault, validate_user_name
+from .documents import (
+    BODY_SUFFIX,
+    MAX_DOCUMENT_BYTES,
+    SCOPES,
+    SIDECAR_SUFFIX,
+    DocRef,
+    Meta,
+    check_importable,
+    doc_folders,
+    doc_id_from_name,
+    refusal,
+    sha256,
+    validate_doc_id,
+)
+from .index import Hit, IndexedDoc, KnowledgeIndex, file_signature
+from .outline import Section, children, document_title, heading_path, parse_outline, split_lines
+from .reader import cursor_for, offset_from, page
+from .search import best_line, contains_phrases, parse_query
+
+IMPORTABLE_SUFFIXES = (".md", ".markdown", ".txt")
+
+
+class ImportOutcome(NamedTuple):
+    source: str
+    status: str  # imported | duplicate | failed | skipped
+    doc: str | None = None  # qualified reference
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+class SearchHit(NamedTuple):
+    hit: Hit
+    snippet_line: int
+    snippet: str
+
+    def to_json(self) -> dict[str, Any]:
+        hit = self.hit
+        return {
+            "doc": hit.ref.qualified,
+            "title": hit.title,
+            "anchor": hit.anchor,
+            "section": hit.section_title,
+            "path": hit.path,
+            "lines": [hit.start, hit.end],
+            "snippet_line": self.snippet_line,
+            "snippet": self.snippet,
+            "score": round(hit.score, 4),
+        }
+
+
+class SectionPage(NamedTuple):
+    ref: DocRef
+    title: str
+    section: Section
+    path: list[str]
+    text: str
+    offset: int
+    next_cursor: str | None
+    children: list[Section]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "doc": self.ref.qualified,
+            "title": self.title,
+            "anchor": self.section.anchor,
+            "section": self.section.title,
+            "path": self.path,
+            "lines": [self.section.start, self.section.end],
+            "offset": self.offset,
+            "text": self.text,
+            "next_cursor": self.next_cursor,
+            "children": [{"anchor": c.anchor, "title": c.title, "size": c.size} for c in self.children],
+        }
+
+
+class MapEntry(NamedTuple):
+    ref: DocRef
+    title: str
+    summary: str | None
+    section_count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "doc": self.ref.qualified,
+            "title": self.title,
+            "scope": self.ref.scope,
+            "summary": self.summary,
+            "sections": self.section_count,
+        }
+
+
+class KnowledgeService:
+    def __init__(
+        self,
+        vault: Vault,
+        user: str,
+        *,
+        store: Store | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.vault = vault
+        self.user = validate_user_name(user)
+        self.store: Store = store or FileStore(vault.root, vault.locks_dir())
+        self.environ = os.environ if environ is None else environ
+        self.warnings: list[str] = []  # what refreshing found (edited documents, new files, …)
+        self._index: KnowledgeIndex | None = None
+
+    # --- who may do what ----------------------------------------------------------------
+
+    def may_see(self, ref: DocRef) -> bool:
+        return ref.scope == "system" or ref.owner == self.user
+
+    def may_review(self, ref: DocRef) -> bool:
+        if ref.scope == "system":
+            return self.user in self.vault.config.admins
+        return ref.owner == self.user
+
+    def _require_reviewer(self, ref: DocRef, action: str) -> None:
+        if not self.may_see(ref):
+            raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
+        if not self.may_review(ref):
+            who = "an admin (admins in aibuddy.toml)" if ref.scope == "system" else f"its owner {ref.owner}"
+            raise NotAllowed(f"only {who} may {action} {ref.qualified}")
+
+    def _lock(self):  # noqa: ANN202 - a context manager from the store
+        return self.store.lock("knowledge")
+
+    # --- naming documents ---------------------------------------------------------------
+
+    def resolve(self, spec: str) -> DocRef:
+        """system/<id>, personal/<id> (own), personal/<owner>/<id>, or a bare <id> that is unique
+        among the system documents and the user's own."""
+        parts = spec.split("/")
+        if len(parts) == 1:
+            candidates = [("system", None, parts[0]), ("personal", self.user, parts[0])]
+        elif len(parts) == 2 and parts[0] in SCOPES:
+            candidates = [(parts[0], None if parts[0] == "system" else self.user, parts[1])]
+        elif len(parts) == 3 and parts[0] == "personal":
+            candidates = [("personal", validate_user_name(parts[1]), parts[2])]
+        else:
+            raise InvalidInput(f"invalid document reference {spec!r}: use ID, system/ID or personal/ID")
+        found = []
+        for scope, owner, doc_id in candidates:
+            validate_doc_id(doc_id)
+            for status in ("ready", "pending"):
+                ref = DocRef(scope, owner, doc_id, status)
+                if self.store.exists(ref.body_key):
+                    found.append(ref)
+        if not found:
+            raise NotFound(f"no document {spec!r}")
+        if len(found) > 1:
+            raise Conflict(f"{spec!r} is ambiguous: use one of {', '.join(r.qualified for r in found)}")
+        return found[0]
+
+    def _meta(self, ref: DocRef) -> Meta:
+        data, _ = self.store.read(ref.sidecar_key)
+        return Meta.decode(data, ref.sidecar_key)
+
+    # --- keeping sidecars and the index current ---------------------------------------
+
+    def index(self) -> KnowledgeIndex:
+        """The search index, after reconciling every changed document (see `refresh`)."""
+        if self._index is None:
+            self._index = KnowledgeIndex(self.vault.knowledge_index_path())
+        self.refresh()
+        return self._index
+
+    def refresh(self) -> None:
+        """Notice documents changed behind the tool's back and bring sidecars and index in line.
+
+        A body whose sha256 no longer matches its sidecar gets a fresh outline and no summary,
+        and if it was ready it goes back to pending: it is never served as reviewed. A Markdown
+        file dropped into a pending/ folder gets its sidecar.
+        """
+        if self._index is None:
+            self._index = KnowledgeIndex(self.vault.knowledge_index_path())
+        index = self._index
+        bodies, sidecars = self._scan()
+        digest = file_signature([*(entry for _, entry in bodies.values()), *sidecars.values()])
+        if digest == index.stored_digest():
+            return
+        known = index.signatures()
+        changed = [
+            ref
+            for key, (ref, entry) in bodies.items()
+            if known.get(key) != file_signature([entry, sidecars.get(ref.sidecar_key)])
+        ]
+        removed = [key for key in known if key not in bodies]
+        indexed: list[tuple[DocRef, Meta, str, int]] = []
+        if changed:
+            with self._lock():
+                for ref in changed:
+                    outcome = self._reconcile(ref)
+                    if outcome is not None:
+                        indexed.append(outcome)
+        with index.write():
+            for key in removed:
+                index.remove(key)
+            for ref, meta, text, signature in indexed:
+                for stale in (ref.moved("ready"), ref.moved("pending")):
+                    index.remove(stale.body_key)
+                index.put(ref, meta, text, signature)
+            index.set_digest(sum(index.signatures().values()))
+
+    def _scan(self) -> tuple[dict[str, tuple[DocRef, Entry]], dict[str, Entry]]:
+        bodies: dict[str, tuple[DocRef, Entry]] = {}
+        sidecars: dict[str, Entry] = {}
+        for scope, owner, status, folder in doc_folders(self._personal_owners()):
+            for entry in self.store.scan(folder, SIDECAR_SUFFIX):
+                sidecars[entry.key] = entry
+            for entry in self.store.scan(folder, BODY_SUFFIX):
+                doc_id = entry.name[: -len(BODY_SUFFIX)]
+                try:
+                    validate_doc_id(doc_id)
+                except InvalidInput:
+                    self.warnings.append(f"{entry.key}: not a valid document id; rename the file")
+                    continue
+                bodies[entry.key] = (DocRef(scope, owner, doc_id, status), entry)
+        sidecars = {
+            key: e for key, e in sidecars.items() if key[: -len(SIDECAR_SUFFIX)] + BODY_SUFFIX in bodies
+        }
+        return bodies, sidecars
+
+    def _personal_owners(self) -> list[str]:
+        owners = []
+        for name in self.store.folders("knowledge/personal"):
+            try:
+                owners.append(validate_user_name(name))
+            except InvalidInput:
+                self.warnings.append(f"knowledge/personal/{name}: not a valid user name; ignored")
+        return owners
+
+    def _reconcile(self, ref: DocRef) -> tuple[DocRef, Meta, str, int] | None:
+        """Check one changed document against its sidecar; rebuild what is stale."""
+        try:
+            data, body_entry = self.store.read(ref.body_key)
+        except (NotFound, InvalidInput):
+            return None
+        old: Meta | None = None
+        try:
+            old = self._meta(ref)
+        except NotFound:
+            pass
+        except InvalidInput as exc:
+            self.warnings.append(f"{exc.message}; rebuilt")
+        digest = sha256(data)
+        try:
+            text = check_importable(data, ref.body_key)
+        except InvalidInput as exc:
+            self.warnings.append(f"{exc.message}; not indexed")
+            return None
+        if old is not None and old.sha256 == digest:
+            sidecar_entry = self.store.stat(ref.sidecar_key)
+            return ref, old, text, file_signature([body_entry, sidecar_entry])
+        meta = self._derive(ref, text, digest, old)
+        if ref.status == "ready":
+            pending = ref.moved("pending")
+            if self.store.exists(pending.body_key):
+                self.warnings.append(f"{ref.qualified} changed since review, but a pending copy exists")
+                return None
+            self.store.write(pending.sidecar_key, meta.encode())
+            self.store.move(ref.body_key, pending.body_key)
+            if old is not None:
+                self.store.delete(ref.sidecar_key)
+            self.warnings.append(f"{ref.qualified} changed since it was reviewed: returned to pending")
+            ref = pending
+        else:
+            self.store.write(ref.sidecar_key, meta.encode())
+            what = "edited: outline rebuilt, summary cleared" if old else "found without a sidecar: added"
+            self.warnings.append(f"{ref.qualified} {what}")
+        signature = file_signature([self.store.stat(ref.body_key), self.store.stat(ref.sidecar_key)])
+        return ref, meta, text, signature
+
+    def _derive(
+        self, ref: DocRef, text: str, digest: str, old: Meta | None, source: str | None = None
+    ) -> Meta:
+        """A sidecar for a new or changed body: fresh outline, no summary, not reviewed."""
+        outline = parse_outline(text, ref.doc_id)
+        return Meta(
+            title=document_title(outline, ref.doc_id),
+            owner=ref.owner if ref.scope == "personal" else (old.owner if old else self.user),
+            scope=ref.scope,
+            sha256=digest,
+            imported_at=utc_now(),
+            source=source if source is not None else (old.source if old else None),
+            outline=outline,
+        )
+
+    # --- import -------------------------------------------------------------------------
+
+    def import_paths(
+        self,
+        paths: Iterable[str],
+        *,
+        scope: str = "personal",
+        recursive: bool = False,
+        progress: Callable[[int, int, str], None] | None = None,
+    ) -> list[ImportOutcome]:
+        """Import Markdown / UTF-8 text files into pending/. One failure never stops the rest."""
+        if scope not in SCOPES:
+            raise InvalidInput(f"invalid scope {scope!r}: use system or personal")
+        candidates, outcomes = self._collect(paths, recursive)
+        index = self.index()
+        known = {doc.sha256: doc.ref for doc in index.docs() if self.may_see(doc.ref)}
+        owner = self.user if scope == "personal" else None
+        total = len(candidates)
+        with self._lock():
+            for number, path in enumerate(candidates, 1):
+                if progress is not None:
+                    progress(number, total, str(path))
+                outcomes.append(self._import_one(path, scope, owner, known))
+        self.refresh()
+        return outcomes
+
+    def _collect(self, paths: Iterable[str], recursive: bool) -> tuple[list[Path], list[ImportOutcome]]:
+        """The files to import, and outcomes for what cannot even be tried."""
+        files: list[Path] = []
+        outcomes: list[ImportOutcome] = []
+        for raw in paths:
+            path = Path(raw)
+            if path.is_dir():
+                if not recursive:
+                    outcomes.append(ImportOutcome(raw, "failed", message="a folder: use --recursive"))
+                    continue
+                files.extend(self._walk(path, outcomes))
+            elif path.is_file():
+                files.append(path)
+            else:
+                outcomes.append(ImportOutcome(raw, "failed", message="no such file"))
+        return files, outcomes
+
+    def _walk(self, folder: Path, outcomes: list[ImportOutcome]) -> list[Path]:
+        """Markdown and text files under folder; a symlink that leads outside it is refused."""
+        root = folder.resolve()
+        found: list[Path] = []
+        for current, dirnames, filenames in os.walk(folder, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for link in [d for d in dirnames if (Path(current) / d).is_symlink()]:
+                dirnames.remove(link)
+                outcomes.append(
+                    ImportOutcome(str(Path(current) / link), "skipped", message="a linked folder")
+                )
+            for name in sorted(filenames):
+                path = Path(current) / name
+                if name.startswith("."):
+                    continue
+                if not name.lower().endswith(IMPORTABLE_SUFFIXES):
+                    outcomes.append(
+                        ImportOutcome(str(path), "skipped", message="not a Markdown or text file")
+                    )
+                    continue
+                if path.is_symlink() and not path.resolve().is_relative_to(root):
+                    outcomes.append(
+                        ImportOutcome(str(path), "failed", message="a symlink that leads outside the folder")
+                    )
+                    continue
+                found.append(path)
+        return found
+
+    def _import_one(
+        self, path: Path, scope: str, owner: str | None, known: dict[str, DocRef]
+    ) -> ImportOutcome:
+        source = str(path)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_DOCUMENT_BYTES + 1)
+        except OSError as exc:
+            return ImportOutcome(source, "failed", message=exc.strerror or str(exc))
+        problem = refusal(data)
+        if problem is not None:
+            return ImportOutcome(source, "failed", message=problem)
+        text = data.decode("utf-8")
+        digest = sha256(data)
+        if digest in known:
+            return ImportOutcome(
+                source, "duplicate", known[digest].qualified, f"same content as {known[digest].qualified}"
+            )
+        base = doc_id_from_name(path.stem, data)
+        doc_id, suffix = base, 1
+        while any(
+            self.store.exists(DocRef(scope, owner, doc_id, status).body_key)
+            for status in ("pending", "ready")
+        ):
+            suffix += 1
+            doc_id = f"{base[: 80 - len(str(suffix)) - 1]}-{suffix}"
+        ref = DocRef(scope, owner, doc_id, "pending")
+        meta = self._derive(ref, text, digest, None, source=str(path.resolve()))
+        self.store.write(ref.sidecar_key, meta.encode())
+        self.store.write(ref.body_key, data, create=True)
+        known[digest] = ref
+        return ImportOutcome(source, "imported", ref.qualified)
+
+    # --- review -------------------------------------------------------------------------
+
+    def publish(self, spec: str) -> DocRef:
+        """pending → ready, by an admin (system) or the owner (personal)."""
+        self.refresh()
+        ref = self.resolve(spec)
+        self._require_reviewer(ref, "publish")
+        if ref.status == "ready":
+            raise Conflict(f"{ref.qualified} is already published")
+        with self._lock():
+            meta = self._meta(ref)._replace(reviewed_by=self.user, reviewed_at=utc_now())
+            ready = ref.moved("ready")
+            if self.store.exists(ready.body_key):
+                raise Conflict(f"{ready.qualified} already has a published version")
+            self.store.write(ready.sidecar_key, meta.encode())
+            self.store.move(ref.body_key, ready.body_key)
+            self.store.delete(ref.sidecar_key)
+        self.refresh()
+        return ready
+
+    def reject(self, spec: str) -> DocRef:
+        """Remove a pending document (its source file is untouched)."""
+        self.refresh()
+        ref = self.resolve(spec)
+        self._require_reviewer(ref, "reject")
+        if ref.status != "pending":
+            raise Conflict(f"{ref.qualified} is published; only pending documents can be rejected")
+        with self._lock():
+            self.store.delete(ref.body_key)
+            try:
+                self.store.delete(ref.sidecar_key)
+            except NotFound:
+                pass
+        self.refresh()
+        return ref
+
+    def replace_body(self, spec: str, data: bytes, *, source: str | None = None) -> tuple[DocRef, bool]:
+        """A new body (re-ingest or edit): outline rebuilt, summary cleared, back to pending.
+
+        Returns the document and whether anything changed (identical content changes nothing).
+        """
+        self.refresh()
+        ref = self.resolve(spec)
+        self._require_reviewer(ref, "change")
+        text = check_importable(data, source or ref.body_key)
+        digest = sha256(data)
+        with self._lock():
+            old = self._meta(ref)
+            if old.sha256 == digest:
+                return ref, False
+            pending = ref.moved("pending")
+            meta = self._derive(pending, text, digest, old, source=source)
+            self.store.write(pending.sidecar_key, meta.encode())
+            self.store.write(pending.body_key, data)
+            if ref.status == "ready":
+                self.store.delete(ref.body_key)
+                self.store.delete(ref.sidecar_key)
+        self.refresh()
+        return pending, True
+
+    def reingest(self, spec: str, path: str | None = None) -> tuple[DocRef, bool]:
+        """Read the document again from PATH, or from the file it was imported from."""
+        ref = self.resolve(spec)
+        self._require_reviewer(ref, "re-ingest")
+        source = path or self._meta(ref).source
+        if not source:
+            raise UsageError(f"{ref.qualified} has no recorded source; give the PATH to read")
+        try:
+            with open(source, "rb") as handle:
+                data = handle.read(MAX_DOCUMENT_BYTES + 1)
+        except FileNotFoundError:
+            raise NotFound(f"source file {source} not found") from None
+        return self.replace_body(spec, data, source=str(Path(source).resolve()))
+
+    def body(self, spec: str) -> tuple[DocRef, bytes]:
+        ref = self.resolve(spec)
+        if not self.may_see(ref):
+            raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
+        return ref, self.store.read(ref.body_key)[0]
+
+    # --- listing and visibility ---------------------------------------------------------
+
+    def documents(self, status: str = "all") -> list[IndexedDoc]:
+        """Documents the user may see, by status (pending, ready or all)."""
+        if status not in ("pending", "ready", "all"):
+            raise InvalidInput(f"invalid status {status!r}: use pending, ready or all")
+        return [
+            doc for doc in self.index().docs() if self.may_see(doc.ref) and status in ("all", doc.ref.status)
+        ]
+
+    def show(self, spec: str) -> tuple[DocRef, Meta]:
+        self.refresh()
+        ref = self.resolve(spec)
+        if not self.may_see(ref):
+            raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
+        return ref, self._meta(ref)
+
+    def allowed(self, task: str | None = None, status: str = "ready") -> list[IndexedDoc]:
+        """The documents a retrieval may use.
+
+        With a task: ready, visible to the user and attached to the task; nothing else. Without
+        one, the user's management view: ready documents they may see, or with status "pending"
+        the pending documents they may review.
+        """
+        if task is not None:
+            from ..tasks.service import TaskService
+
+            attached = set(TaskService(self.vault, self.user, store=self.store).get(task).attached)
+            return [
+                doc
+                for doc in self.index().docs()
+                if doc.ref.status == "ready" and self.may_see(doc.ref) and doc.ref.qualified in attached
+            ]
+        if status == "pending":
+            return [
+                doc for doc in self.index().docs() if doc.ref.status == "pending" and self.may_review(doc.ref)
+            ]
+        if status != "ready":
+            raise InvalidInput(f"invalid status {status!r}: use ready or pending")
+        return [doc for doc in self.index().docs() if doc.ref.status == "ready" and self.may_see(doc.ref)]
+
+    def _usable(self, spec: str, task: str | None, status: str) -> tuple[DocRef, IndexedDoc]:
+        ref = self.resolve(spec)
+        for doc in self.allowed(task, status):
+            if doc.ref == ref:
+                return ref, doc
+        if not self.may_see(ref):
+            raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
+        if task is not None and ref.status == "ready":
+            raise NotAllowed(f"{ref.qualified} is not attached to task {task}")
+        if ref.status == "pending" and status != "pending":
+            raise NotAllowed(f"{ref.qualified} is pending review; it is not served until published")
+        raise NotAllowed(f"{ref.qualified} is not available here")
+
+    def outline(self, spec: str, task: str | None = None, status: str = "ready") -> tuple[DocRef, Meta]:
+        """read_doc: the document's outline, if the document is usable here."""
+        ref, _ = self._usable(spec, task, status)
+        return ref, self._meta(ref)
+
+    def map(self, task: str) -> tuple[list[MapEntry], list[dict[str, str]]]:
+        """The document map of a task, and the attached documents that cannot be used, and why."""
+        from ..tasks.service import TaskService
+
+        usable = {doc.ref.qualified: doc for doc in self.allowed(task)}
+        entries: list[MapEntry] = []
+        unavailable: list[dict[str, str]] = []
+        for qualified in TaskService(self.vault, self.user, store=self.store).get(task).attached:
+            doc = usable.get(qualified)
+            if doc is not None:
+                entries.append(MapEntry(doc.ref, doc.title, doc.summary, doc.section_count))
+                continue
+            try:
+                self._usable(qualified, task, "ready")
+                reason = "not available"
+            except (NotFound, NotAllowed, InvalidInput, Conflict) as exc:
+                reason = exc.message
+            unavailable.append({"doc": qualified, "reason": reason})
+        return entries, unavailable
+
+    # --- search and read ----------------------------------------------------------------
+
+    def search(
+        self, query: str, *, task: str | None = None, limit: int = 10, status: str = "ready"
+    ) -> list[SearchHit]:
+        """search_docs: at most one hit per section, ranked; quoted phrases must occur as written."""
+        if limit < 1:
+            raise InvalidInput("--limit must be at least 1")
+        parsed = parse_query(query)
+        if parsed.expression is None:
+            raise InvalidInput("the query has no searchable words")
+        allowed = [doc.ref for doc in self.allowed(task, status)]
+        hits = self._index_or_fail().search(
+            parsed.expression, allowed, limit * 5 if parsed.phrases else limit
+        )
+        if parsed.phrases:
+            hits = [hit for hit in hits if contains_phrases(hit.text, parsed.phrases)][:limit]
+        return [SearchHit(hit, *best_line(hit.text, hit.start, parsed)) for hit in hits]
+
+    def _index_or_fail(self) -> KnowledgeIndex:
+        assert self._index is not None  # allowed() has refreshed it
+        return self._index
+
+    def read(
+        self,
+        spec: str,
+        anchor: str,
+        *,
+        cursor: str | None = None,
+        max_chars: int | None = None,
+        task: str | None = None,
+        status: str = "ready",
+    ) -> SectionPage:
+        """read_section: one bounded page of a section's own text, its children, the next cursor."""
+        ref, _ = self._usable(spec, task, status)
+        meta = self._meta(ref)
+        anchors = [section.anchor for section in meta.outline]
+        if anchor not in anchors:
+            close = difflib.get_close_matches(anchor, anchors, n=3, cutoff=0.4)
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise NotFound(f"no section {anchor!r} in {ref.qualified}{hint}")
+        position = anchors.index(anchor)
+        section = meta.outline[position]
+        data, _ = self.store.read(ref.body_key)
+        if sha256(data) != meta.sha256:
+            raise Conflict(f"{ref.qualified} changed while being read; try again")
+        lines = split_lines(data.decode("utf-8"))
+        text = "".join(lines[section.start - 1 : section.end])
+        offset = 0 if cursor is None else offset_from(cursor, meta.sha256, anchor, len(text))
+        chunk = page(text, offset, max_chars or self.vault.config.knowledge.page_chars)
+        next_cursor = (
+            None if chunk.next_offset is None else cursor_for(meta.sha256, anchor, chunk.next_offset)
+        )
+        return SectionPage(
+            ref,
+            meta.title,
+            section,
+            heading_path(meta.outline, position),
+            chunk.text,
+            offset,
+            next_cursor,
+            children(meta.outline, position),
+        )
+
+    # --- summaries ----------------------------------------------------------------------
+
+    def summarize(self, specs: Iterable[str]) -> list[dict[str, Any]]:
+        """Summaries through the summary model role. A failure leaves the document as it was."""
+        from ..models import complete_text, model_settings
+
+        role = model_settings("summary", self.vault.config.models, self.environ)
+        if not role.configured:
+            raise ModelUnavailable("no model is configured for the summary role (AIBUDDY_MODEL_SUMMARY)")
+        results = []
+        for spec in specs:
+            ref, meta = self.show(spec)
+            body = self.store.read(ref.body_key)[0].decode("utf-8")
+            prompt = [
+                {"role": "system", "content": SUMMARY_PROMPT},
+                {"role": "user", "content": f"Title: {meta.title}\n\n{body[:12000]}"},
+            ]
+            try:
+                summary = " ".join(complete_text(role, prompt).split())[:1000]
+            except ModelError as exc:
+                self.warnings.append(f"{ref.qualified}: {exc}; summary left as it was")
+                results.append({"doc": ref.qualified, "summarized": False, "reason": str(exc)})
+                continue
+            results.append(self._store_summary(ref, meta.sha256, summary))
+        return results
+
+    def _store_summary(self, ref: DocRef, summarized_sha: str, summary: str) -> dict[str, Any]:
+        """Keep the summary only if the body is still the one it describes."""
+        with self._lock():
+            try:
+                current = self.resolve(ref.qualified)
+                meta = self._meta(current)
+            except (NotFound, InvalidInput):
+                meta = None
+            if meta is None or meta.sha256 != summarized_sha:
+                self.warnings.append(f"{ref.qualified} changed while it was summarized; summary discarded")
+                return {"doc": ref.qualified, "summarized": False, "reason": "document changed"}
+            self.store.write(
+                current.sidecar_key, meta._replace(summary=summary, summary_sha256=summarized_sha).encode()
+            )
+        return {"doc": ref.qualified, "summarized": True, "summary": summary}
+
+
+SUMMARY_PROMPT = (
+    "Summarise the document below in two to four sentences for someone deciding whether to read "
+    "it: what it covers and for whom. Plain text only, in the document's own language."
+)

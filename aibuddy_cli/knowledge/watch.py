@@ -1,0 +1,73 @@
+"""`kb watch`: keep sidecars, review status and the search index current while files change.
+
+watchdog reports raw events; editors save through temp files and renames and produce bursts, so
+events only mark the vault dirty and a refresh runs once things have been quiet for `debounce`
+seconds. The refresh itself decides what changed, by content hash, so no event is trusted blindly.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import AibuddyError
+from ..storage import TEMP_PREFIX
+from .service import KnowledgeService
+
+
+def watch_vault(
+    service: KnowledgeService,
+    *,
+    debounce: float = 0.5,
+    report: Callable[[list[str]], None],
+    stop: threading.Event | None = None,
+) -> None:
+    """Run until Ctrl-C, SIGTERM or `stop` is set."""
+    from watchdog.events import FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    stop = stop or threading.Event()
+    dirty = threading.Event()
+
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event: Any) -> None:
+            paths = [str(event.src_path), str(getattr(event, "dest_path", "") or "")]
+            if all(not path or TEMP_PREFIX in path for path in paths):
+                return  # our own atomic-write temp files
+            dirty.set()
+
+    def refresh() -> None:
+        service.warnings.clear()
+        try:
+            service.refresh()
+        except AibuddyError as exc:
+            service.warnings.append(f"error: {exc.message}")
+        report(list(service.warnings))
+
+    root = service.vault.root / "knowledge"
+    root.mkdir(parents=True, exist_ok=True)
+    observer = Observer()
+    observer.schedule(Handler(), str(root), recursive=True)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    observer.start()
+    try:
+        refresh()
+        while not stop.is_set():
+            if not dirty.wait(0.2):
+                continue
+            while True:  # wait for a quiet moment
+                dirty.clear()
+                if not dirty.wait(debounce) or stop.is_set():
+                    break
+            refresh()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        observer.stop()
+        observer.join()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

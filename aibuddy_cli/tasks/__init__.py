@@ -1,0 +1,1 @@
+"""Task scope: a goal and the knowledge documents attached to it."""
