@@ -29,5 +29,22 @@ printf '\n$ aibuddy memory save standup-time … (again: a conflict, exit 4)\n'
 "$aibuddy" memory save standup-time --type project --description "duplicate" --body "x" || echo "exit code $?"
 printf '\n$ aibuddy memory save ../escape … (a bad name, exit 6)\n'
 "$aibuddy" memory save ../escape --type user --description "x" --body "x" || echo "exit code $?"
+
+echo
+echo "--- knowledge: review, task, search, read ---"
+step kb list
+step kb import "$here/sample_vault/knowledge/system/ready/payments-deploy-policy.md" --scope personal
+step kb import "$here/README.md" --scope system
+step kb publish readme
+step task show t1
+step kb map --task t1
+step kb search "roll back a deploy" --task t1
+step kb search "周报格式" --task t1
+step kb search '"settlement batch"' --task t1 --json
+step kb outline payments-deploy-policy --task t1
+step kb read payments-deploy-policy rollback --task t1
+step kb read weekly-report-guide-zh 格式 --task t1 --max-chars 80
+printf '\n$ aibuddy kb read incident-review-template summary --task t1 (pending: not served, exit 5)\n'
+"$aibuddy" kb read incident-review-template summary --task t1 || echo "exit code $?"
 echo
 echo "Scratch vault left at $scratch/vault (git status of the repository is unchanged)."

@@ -8,13 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import CORPUS
 
 from aibuddy_cli.errors import Conflict, InvalidInput, NotAllowed, NotFound
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault, init_vault
-
-from conftest import CORPUS
 
 STRINGS = CORPUS / "rust-book-zh" / "ch08-02-strings.md"
 BODY = CORPUS / "fastapi-en" / "body.md"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import CORPUS
 
 from aibuddy_cli.knowledge.outline import (
     PREAMBLE_ANCHOR,
@@ -15,8 +16,6 @@ from aibuddy_cli.knowledge.outline import (
     split_lines,
 )
 from aibuddy_cli.knowledge.reader import page
-
-from conftest import CORPUS
 
 CORPUS_DOCS = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".md", ".txt"))
 

@@ -25,3 +25,18 @@ def test_sample_vault_is_well_formed_and_covers_every_type(tmp_path: Path) -> No
     assert any(len(tokens(r.description)) > 0 and not r.description.isascii() for r in records)
     for folder in ("knowledge/system/pending", "knowledge/system/ready", "knowledge/personal", "tasks"):
         assert (copy / folder).is_dir()
+
+
+def test_sample_vault_knowledge_covers_the_review_states(tmp_path: Path) -> None:
+    from aibuddy_cli.knowledge.service import KnowledgeService
+
+    copy = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, copy, ignore=shutil.ignore_patterns(".aibuddy"))
+    service = KnowledgeService(Vault.open(copy), "demo", environ={})
+    docs = {d.ref.qualified: d for d in service.documents()}
+    assert service.warnings == []  # every body matches its sidecar
+    assert {d.ref.status for d in docs.values()} == {"pending", "ready"}
+    assert any(d.ref.scope == "personal" and d.ref.status == "ready" for d in docs.values())
+    assert any(not d.title.isascii() and d.ref.status == "ready" for d in docs.values())
+    entries, unavailable = service.map("t1")
+    assert len(entries) >= 3 and unavailable
