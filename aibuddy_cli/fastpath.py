@@ -1,19 +1,42 @@
-"""A lean route for the hot read command scripts call in loops (`memory recall`).
+"""A lean route for the hot read commands scripts call in loops: `memory recall`, `kb search`,
+`kb read`.
 
-It parses its few options by hand and renders through `cli.output`, so it never imports Typer, Rich or
-pydantic (~100-250 ms of start-up). It handles only well-formed calls whose output is JSON or not
-going to a terminal; anything else (help, a usage error, a person at a terminal) returns None and
-the Typer app runs instead. A parity test checks both routes print the same bytes.
+It parses their few options by hand and renders through `cli.output` / `cli.kb_output`, so it
+never imports Typer, Rich or pydantic (~100-250 ms of start-up). It handles only well-formed
+calls whose output is JSON or not going to a terminal; anything else (help, a usage error, a
+person at a terminal) returns None and the Typer app runs instead. A parity test checks that both
+routes print the same bytes.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, NamedTuple, TextIO
 
 _GLOBAL_OPTIONS = ("--vault", "--user")
+
+
+class Route(NamedTuple):
+    positionals: tuple[str, ...]
+    options: dict[str, str]  # spelling -> argument name
+    numbers: frozenset[str]  # arguments that are whole numbers >= 1
+
+
+ROUTES = {
+    ("memory", "recall"): Route(("query",), {"--limit": "limit", "-n": "limit"}, frozenset({"limit"})),
+    ("kb", "search"): Route(
+        ("query",),
+        {"--limit": "limit", "-n": "limit", "--task": "task", "--status": "status"},
+        frozenset({"limit"}),
+    ),
+    ("kb", "read"): Route(
+        ("doc", "anchor"),
+        {"--cursor": "cursor", "--max-chars": "max_chars", "--task": "task", "--status": "status"},
+        frozenset({"max_chars"}),
+    ),
+}
 
 
 def _split_globals(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
@@ -21,52 +44,54 @@ def _split_globals(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | No
     options: dict[str, str] = {}
     index = 0
     while index < len(argv) and argv[index].startswith("--"):
-        arg = argv[index]
-        name, has_value, value = arg.partition("=")
+        name, has_value, value = argv[index].partition("=")
         if name not in _GLOBAL_OPTIONS:
             return None
         if not has_value:
             if index + 1 >= len(argv):
                 return None
-            value = argv[index + 1]
             index += 1
+            value = argv[index]
         options[name[2:]] = value
         index += 1
     return options, list(argv[index:])
 
 
-def _parse_recall(args: Sequence[str]) -> tuple[str, int | None, bool] | None:
-    """QUERY [--limit N | -n N] [--json], in any order; None for anything else."""
-    query: str | None = None
-    limit: int | None = None
-    as_json = False
+def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
+    """The route's arguments plus "json", or None for anything the Typer app should judge."""
+    parsed: dict[str, Any] = {"json": False}
+    positionals: list[str] = []
     index = 0
     while index < len(args):
         arg = args[index]
+        name, has_value, value = arg.partition("=")
         if arg == "--json":
-            as_json = True
-        elif arg in ("--limit", "-n") or arg.startswith("--limit="):
-            if "=" in arg:
-                value = arg.split("=", 1)[1]
-            elif index + 1 < len(args):
+            parsed["json"] = True
+        elif name in route.options:
+            if not has_value:
+                if index + 1 >= len(args):
+                    return None
                 index += 1
                 value = args[index]
+            key = route.options[name]
+            if key in route.numbers:
+                if not value.isdigit() or int(value) < 1:
+                    return None
+                parsed[key] = int(value)
             else:
-                return None
-            if not value.isdigit() or int(value) < 1:
-                return None
-            limit = int(value)
+                parsed[key] = value
         elif arg == "--":
-            rest = args[index + 1 :]
-            if query is not None or len(rest) != 1:
-                return None
-            return rest[0], limit, as_json
-        elif arg.startswith("-") or query is not None:
+            positionals.extend(args[index + 1 :])
+            break
+        elif arg.startswith("-"):
             return None
         else:
-            query = arg
+            positionals.append(arg)
         index += 1
-    return None if query is None else (query, limit, as_json)
+    if len(positionals) != len(route.positionals):
+        return None
+    parsed.update(zip(route.positionals, positionals, strict=True))
+    return parsed
 
 
 def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
@@ -77,30 +102,74 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     if split is None:
         return None
     options, rest = split
-    if rest[:2] != ["memory", "recall"]:
+    route = ROUTES.get(tuple(rest[:2]))
+    if route is None:
         return None
-    parsed = _parse_recall(rest[2:])
-    if parsed is None:
-        return None
-    query, limit, as_json = parsed
-    if not as_json and stdout.isatty():
+    args = parse(route, rest[2:])
+    if args is None or (not args["json"] and stdout.isatty()):
         return None
 
     from .cli import output
     from .errors import AibuddyError
-    from .memory.service import MemoryService
     from .vault import open_vault_and_user
 
     try:
         vault, user = open_vault_and_user(options.get("vault"), options.get("user"), os.environ, Path.cwd())
-        memory = MemoryService(vault, user)
-        result = memory.recall(query, limit)
+        handler = _HANDLERS[rest[1]]
+        document, text, warnings = handler(vault, user, args, stderr)
     except AibuddyError as error:
-        return output.report_error(error, as_json, stdout, stderr)
-    output.report_problems(result.problems, memory.prefix, stderr)
-    output.report_warnings(result.warnings, stderr)
-    if as_json:
-        output.emit_json(output.recall_json(user, result), stdout)
+        return output.report_error(error, args["json"], stdout, stderr)
+    output.report_warnings(warnings, stderr)
+    if args["json"]:
+        output.emit_json(document(), stdout)
     else:
-        output.emit_text(output.recall_text(result), stdout)
+        output.emit_text(text(), stdout)
     return 0
+
+
+Rendered = tuple[Callable[[], Any], Callable[[], str], list[str]]
+
+
+def _recall(vault: Any, user: str, args: dict[str, Any], stderr: TextIO) -> Rendered:
+    from .cli import output
+    from .memory.service import MemoryService
+
+    memory = MemoryService(vault, user)
+    result = memory.recall(args["query"], args.get("limit"))
+    output.report_problems(result.problems, memory.prefix, stderr)
+    return lambda: output.recall_json(user, result), lambda: output.recall_text(result), result.warnings
+
+
+def _search(vault: Any, user: str, args: dict[str, Any], stderr: TextIO) -> Rendered:
+    from .cli import kb_output
+    from .knowledge.service import KnowledgeService
+
+    service = KnowledgeService(vault, user)
+    task = args.get("task")
+    hits = service.search(
+        args["query"], task=task, limit=args.get("limit", 10), status=args.get("status", "ready")
+    )
+    return (
+        lambda: kb_output.search_json(args["query"], task, hits),
+        lambda: kb_output.hits_text(hits),
+        service.warnings,
+    )
+
+
+def _read(vault: Any, user: str, args: dict[str, Any], stderr: TextIO) -> Rendered:
+    from .cli import kb_output
+    from .knowledge.service import KnowledgeService
+
+    service = KnowledgeService(vault, user)
+    section_page = service.read(
+        args["doc"],
+        args["anchor"],
+        cursor=args.get("cursor"),
+        max_chars=args.get("max_chars"),
+        task=args.get("task"),
+        status=args.get("status", "ready"),
+    )
+    return section_page.to_json, lambda: kb_output.page_text(section_page), service.warnings
+
+
+_HANDLERS = {"recall": _recall, "search": _search, "read": _read}

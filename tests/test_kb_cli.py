@@ -12,12 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import CORPUS
+from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.vault import Vault
-
-from conftest import CORPUS
-from fake_openai import FakeOpenAI
 
 STRINGS = CORPUS / "rust-book-zh" / "ch08-02-strings.md"
 BODY = CORPUS / "fastapi-en" / "body.md"
@@ -42,17 +41,26 @@ def test_import_review_task_search_read_round_trip(cli, vault: Vault, tmp_path: 
     kb_map = ok(cli("kb", "map", "--task", "t1", "--json"))
     assert [d["doc"] for d in kb_map["documents"]] == ["system/ch08-02-strings"]
     assert kb_map["documents"][0] == {
-        "doc": "system/ch08-02-strings", "title": "使用字符串储存 UTF-8 编码的文本", "scope": "system",
-        "summary": None, "sections": 12,
+        "doc": "system/ch08-02-strings",
+        "title": "使用字符串储存 UTF-8 编码的文本",
+        "scope": "system",
+        "summary": None,
+        "sections": 12,
     }
     assert kb_map["unavailable"][0]["doc"] == "system/body"
     hits = ok(cli("kb", "search", "字符串 push_str", "--task", "t1", "--limit", "2", "--json"))["hits"]
     assert len(hits) == 2 and hits[0]["anchor"] == "使用-push_str-和-push-追加字符串"
     outline = ok(cli("kb", "outline", "ch08-02-strings", "--task", "t1", "--json"))
     assert outline["outline"][0]["anchor"] == "使用字符串储存-utf-8-编码的文本"
-    page = ok(cli("kb", "read", "ch08-02-strings", hits[0]["anchor"], "--task", "t1", "--max-chars", "200", "--json"))
+    page = ok(
+        cli(
+            "kb", "read", "ch08-02-strings", hits[0]["anchor"], "--task", "t1", "--max-chars", "200", "--json"
+        )
+    )
     assert page["text"].startswith("#### 使用 `push_str`") and page["next_cursor"]
-    more = ok(cli("kb", "read", "ch08-02-strings", hits[0]["anchor"], "--cursor", page["next_cursor"], "--json"))
+    more = ok(
+        cli("kb", "read", "ch08-02-strings", hits[0]["anchor"], "--cursor", page["next_cursor"], "--json")
+    )
     assert more["offset"] == len(page["text"])
     detached = ok(cli("task", "detach", "t1", "system/body", "--json"))
     assert detached["attached"] == ["system/ch08-02-strings"]
@@ -92,8 +100,9 @@ def test_a_failed_file_in_a_bulk_import_is_reported_at_the_end(cli, tmp_path: Pa
     assert "scan.pdf" in result.stderr
 
 
-def test_kb_edit_uses_the_editor_and_sends_the_document_back_to_review(cli, vault: Vault, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kb_edit_uses_the_editor_and_sends_the_document_back_to_review(
+    cli, vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ok(cli("kb", "import", str(BODY), "--scope", "system", "--json"))
     ok(cli("kb", "publish", "body", "--json"))
     editor = tmp_path / "editor.py"
@@ -110,8 +119,9 @@ def test_kb_edit_uses_the_editor_and_sends_the_document_back_to_review(cli, vaul
     assert ok(cli("kb", "edit", "body", "--json"))["changed"] is False
 
 
-def test_summaries_through_the_model_and_their_failures(cli, vault: Vault, fake_openai: FakeOpenAI,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summaries_through_the_model_and_their_failures(
+    cli, vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ok(cli("kb", "import", str(BODY), "--scope", "system", "--json"))
     no_model = cli("kb", "summarize", "body", "--json")
     assert no_model.exit_code == 7
@@ -140,8 +150,13 @@ def test_kb_watch_follows_edits_new_files_and_stops_on_ctrl_c(aibuddy_exe: list[
     service.import_paths([str(BODY)], scope="system")
     service.publish("body")
     env = {**os.environ, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo"}
-    watcher = subprocess.Popen([*aibuddy_exe, "kb", "watch", "--debounce", "0.2"], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watcher = subprocess.Popen(
+        [*aibuddy_exe, "kb", "watch", "--debounce", "0.2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "watching" in watcher.stderr.readline()
         ready = vault.root / "knowledge/system/ready/body.md"
@@ -154,12 +169,19 @@ def test_kb_watch_follows_edits_new_files_and_stops_on_ctrl_c(aibuddy_exe: list[
         deadline = time.monotonic() + 20
         pending = vault.root / "knowledge/system/pending"
         while time.monotonic() < deadline:
-            if (pending / "body.meta.json").exists() and (pending / "new-guide.meta.json").exists() and not ready.exists():
+            if (
+                (pending / "body.meta.json").exists()
+                and (pending / "new-guide.meta.json").exists()
+                and not ready.exists()
+            ):
                 break
             time.sleep(0.1)
         assert not ready.exists() and (pending / "body.md").exists()
         assert json.loads((pending / "body.meta.json").read_text())["title"] == "Request Bodies"
-        assert json.loads((pending / "new-guide.meta.json").read_text())["title"] == "使用字符串储存 UTF-8 编码的文本"
+        assert (
+            json.loads((pending / "new-guide.meta.json").read_text())["title"]
+            == "使用字符串储存 UTF-8 编码的文本"
+        )
         hits = KnowledgeService(Vault.open(vault.root), "demo", environ={}).search("Bodies", status="pending")
         assert hits and hits[0].hit.ref.doc_id == "body"
     finally:

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import run_aibuddy
+from conftest import REPO, run_aibuddy
 from typer.testing import CliRunner
 
 from aibuddy_cli.cli.app import app
@@ -22,7 +22,8 @@ from aibuddy_cli.vault import Vault
 @pytest.fixture
 def env(vault: Vault) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
-    return {**clean, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo"}
+    # PYTHONPATH: child processes run this checkout's code even if the installed copy is older.
+    return {**clean, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo", "PYTHONPATH": str(REPO)}
 
 
 def test_a_real_process_saves_and_recalls(aibuddy_exe: list[str], env: dict[str, str]) -> None:
@@ -181,6 +182,11 @@ def test_fast_path_and_typer_app_print_the_same(
         ["memory", "recall", "x", "--bogus"],
         ["memory", "list"],
         ["--verbose", "memory", "recall", "x"],
+        ["kb", "read", "doc"],
+        ["kb", "search", "x", "--max-chars", "3"],
+        ["kb", "read", "a", "b", "--limit", "2"],
+        ["kb", "read", "a", "b", "--max-chars", "zero"],
+        ["kb", "list"],
     ],
 )
 def test_the_fast_path_leaves_anything_unusual_to_typer(args: list[str]) -> None:
@@ -189,3 +195,69 @@ def test_the_fast_path_leaves_anything_unusual_to_typer(args: list[str]) -> None
     from aibuddy_cli import fastpath
 
     assert fastpath.run(args, io.StringIO(), io.StringIO()) is None
+
+
+KB_CALLS = [
+    ["kb", "search", "字符串 push_str", "--json"],
+    ["kb", "search", "字符串", "--task", "t1", "--limit", "2"],
+    ["kb", "search", '"UTF-8 编码"', "--json"],
+    ["kb", "search", "nothing-matches-this", "--json"],
+    ["kb", "search", "the", "--json"],
+    ["kb", "read", "ch08-02-strings", "更新字符串", "--json"],
+    ["kb", "read", "ch08-02-strings", "字符串-slice", "--max-chars", "100"],
+    ["kb", "read", "ch08-02-strings", "更新字符", "--json"],
+    ["kb", "read", "ch08-02-strings", "更新字符串", "--cursor", "bad", "--json"],
+    ["kb", "read", "../x", "a", "--json"],
+    ["--user", "bob", "kb", "read", "ch08-02-strings", "更新字符串", "--task", "t1", "--json"],
+]
+
+
+@pytest.fixture
+def kb_vault(vault: Vault) -> Vault:
+    from conftest import CORPUS
+
+    from aibuddy_cli.knowledge.service import KnowledgeService
+    from aibuddy_cli.tasks.service import TaskService
+
+    service = KnowledgeService(vault, "demo", environ={})
+    service.import_paths([str(CORPUS / "rust-book-zh" / "ch08-02-strings.md")], scope="system")
+    service.publish("ch08-02-strings")
+    tasks = TaskService(vault, "demo")
+    tasks.set_attached(tasks.new("strings").id, {"system/ch08-02-strings": True})
+    return vault
+
+
+@pytest.mark.parametrize("args", KB_CALLS)
+def test_kb_fast_path_and_typer_app_print_the_same(
+    kb_vault: Vault, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    import io
+
+    from aibuddy_cli import fastpath
+
+    monkeypatch.setenv("AIBUDDY_VAULT", str(kb_vault.root))
+    out, err = io.StringIO(), io.StringIO()
+    fast_code = fastpath.run(args, out, err)
+    assert fast_code is not None, "the fast path should handle this call"
+    typer_result = CliRunner().invoke(app, args)
+    assert (typer_result.exit_code, typer_result.stdout, typer_result.stderr) == (
+        fast_code,
+        out.getvalue(),
+        err.getvalue(),
+    )
+
+
+def test_the_kb_fast_path_imports_no_heavy_module(kb_vault: Vault, env: dict[str, str]) -> None:
+    probe = (
+        "import io, sys\n"
+        "from aibuddy_cli import fastpath\n"
+        "for args in (['kb', 'search', '字符串', '--json'], ['kb', 'read', 'ch08-02-strings', '更新字符串']):\n"
+        "    out = io.StringIO()\n"
+        "    assert fastpath.run(args, out, sys.stderr) == 0, out.getvalue()\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

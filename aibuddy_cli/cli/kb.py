@@ -251,7 +251,7 @@ def search(
     text = kb_output.hits_text(hits)
     render(
         state.json,
-        lambda: {"query": query, "task": task, "hits": [h.to_json() for h in hits]},
+        lambda: kb_output.search_json(query, task, hits),
         lambda: text,
         lambda: output.emit_text(text),
     )

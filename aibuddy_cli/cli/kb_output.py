@@ -94,3 +94,7 @@ def map_text(entries: list[MapEntry], unavailable: list[dict[str, str]]) -> str:
     ]
     lines += [f"unavailable\t{u['doc']}\t{u['reason']}" for u in unavailable]
     return "\n".join(lines)
+
+
+def search_json(query: str, task: str | None, hits: list[SearchHit]) -> dict[str, Any]:
+    return {"query": query, "task": task, "hits": [h.to_json() for h in hits]}
