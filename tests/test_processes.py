@@ -251,7 +251,8 @@ def test_the_kb_fast_path_imports_no_heavy_module(kb_vault: Vault, env: dict[str
     probe = (
         "import io, sys\n"
         "from aibuddy_cli import fastpath\n"
-        "for args in (['kb', 'search', '字符串', '--json'], ['kb', 'read', 'ch08-02-strings', '更新字符串']):\n"
+        "calls = (['kb', 'search', '字符串', '--json'], ['kb', 'read', 'ch08-02-strings', '更新字符串'])\n"
+        "for args in calls:\n"
         "    out = io.StringIO()\n"
         "    assert fastpath.run(args, out, sys.stderr) == 0, out.getvalue()\n"
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
