@@ -122,8 +122,8 @@ def test_review_permissions(kvault: Vault) -> None:
         alice.publish(bob_doc)
     with pytest.raises(NotAllowed):
         alice.reject(bob_doc)
-    assert alice.publish(system_doc).status == "ready"
-    assert bob.publish("ch08-02-strings").status == "ready"
+    assert [r.status for r in alice.publish(system_doc)] == ["ready"]
+    assert [r.status for r in bob.publish("ch08-02-strings")] == ["ready"]
     with pytest.raises(Conflict):
         alice.publish(system_doc)
     with pytest.raises(Conflict):
@@ -132,15 +132,24 @@ def test_review_permissions(kvault: Vault) -> None:
 
 def test_reject_removes_only_the_pending_copy(kvault: Vault) -> None:
     alice = kb(kvault, "alice")
-    (doc,) = imported(alice, BODY)
-    alice.reject(doc)
-    assert not list((kvault.root / "knowledge").rglob("body*"))
-    assert BODY.exists()
+    docs = imported(alice, BODY, STRINGS)
+    assert [r.qualified for r in alice.reject(*docs)] == docs
+    assert not list((kvault.root / "knowledge").rglob("*.md"))
+    assert BODY.exists() and STRINGS.exists()
+
+
+def test_a_refused_bulk_publish_publishes_nothing(kvault: Vault) -> None:
+    alice, bob = kb(kvault, "alice"), kb(kvault, "bob")
+    (mine,) = imported(bob, BODY, scope="personal")
+    (system,) = imported(bob, STRINGS)
+    with pytest.raises(NotAllowed):
+        bob.publish(mine, system)
+    assert {d.ref.status for d in bob.documents()} == {"pending"}
+    assert [r.qualified for r in alice.publish(system)] == [system]
 
 
 def publish_all(service: KnowledgeService, docs: list[str]) -> None:
-    for doc in docs:
-        service.publish(doc)
+    service.publish(*docs)
 
 
 def test_visibility_needs_ready_allowed_and_attached(kvault: Vault) -> None:

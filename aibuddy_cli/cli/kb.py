@@ -148,21 +148,22 @@ def outline(
 
 
 @app.command()
-def publish(ctx: typer.Context, doc: str = typer.Argument(...), json: bool = JsonOption) -> None:
+def publish(ctx: typer.Context, docs: list[str] = typer.Argument(..., help="Documents to publish."), json: bool = JsonOption) -> None:
     """pending → ready. System documents: admins only; personal ones: their owner."""
     state = state_of(ctx, json)
     service = _service(state)
-    ref = service.publish(doc)
-    _simple(state, service, {"doc": ref.qualified, "status": ref.status}, f"published {ref.qualified}")
+    refs = service.publish(*docs)
+    names = [ref.qualified for ref in refs]
+    _simple(state, service, {"published": names}, "\n".join(f"published {name}" for name in names))
 
 
 @app.command()
-def reject(ctx: typer.Context, doc: str = typer.Argument(...), json: bool = JsonOption) -> None:
-    """Remove a pending document from the vault (its source file is not touched)."""
+def reject(ctx: typer.Context, docs: list[str] = typer.Argument(..., help="Pending documents to reject."), json: bool = JsonOption) -> None:
+    """Remove pending documents from the vault (their source files are not touched)."""
     state = state_of(ctx, json)
     service = _service(state)
-    ref = service.reject(doc)
-    _simple(state, service, {"doc": ref.qualified, "rejected": True}, f"rejected {ref.qualified}")
+    names = [ref.qualified for ref in service.reject(*docs)]
+    _simple(state, service, {"rejected": names}, "\n".join(f"rejected {name}" for name in names))
 
 
 @app.command()

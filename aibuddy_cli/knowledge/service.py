@@ -420,39 +420,48 @@ class KnowledgeService:
 
     # --- review -------------------------------------------------------------------------
 
-    def publish(self, spec: str) -> DocRef:
-        """pending → ready, by an admin (system) or the owner (personal)."""
-        self.refresh()
-        ref = self.resolve(spec)
-        self._require_reviewer(ref, "publish")
-        if ref.status == "ready":
-            raise Conflict(f"{ref.qualified} is already published")
-        with self._lock():
-            meta = self._meta(ref)._replace(reviewed_by=self.user, reviewed_at=utc_now())
-            ready = ref.moved("ready")
-            if self.store.exists(ready.body_key):
-                raise Conflict(f"{ready.qualified} already has a published version")
-            self.store.write(ready.sidecar_key, meta.encode())
-            self.store.move(ref.body_key, ready.body_key)
-            self.store.delete(ref.sidecar_key)
-        self.refresh()
-        return ready
+    def publish(self, *specs: str) -> list[DocRef]:
+        """pending → ready, by an admin (system) or the owner (personal).
 
-    def reject(self, spec: str) -> DocRef:
-        """Remove a pending document (its source file is untouched)."""
+        Every document is checked before any moves, so a refusal publishes nothing.
+        """
         self.refresh()
-        ref = self.resolve(spec)
-        self._require_reviewer(ref, "reject")
-        if ref.status != "pending":
-            raise Conflict(f"{ref.qualified} is published; only pending documents can be rejected")
+        refs = [self.resolve(spec) for spec in specs]
+        for ref in refs:
+            self._require_reviewer(ref, "publish")
+            if ref.status == "ready":
+                raise Conflict(f"{ref.qualified} is already published")
+        published = []
         with self._lock():
-            self.store.delete(ref.body_key)
-            try:
+            for ref in refs:
+                meta = self._meta(ref)._replace(reviewed_by=self.user, reviewed_at=utc_now())
+                ready = ref.moved("ready")
+                if self.store.exists(ready.body_key):
+                    raise Conflict(f"{ready.qualified} already has a published version")
+                self.store.write(ready.sidecar_key, meta.encode())
+                self.store.move(ref.body_key, ready.body_key)
                 self.store.delete(ref.sidecar_key)
-            except NotFound:
-                pass
+                published.append(ready)
         self.refresh()
-        return ref
+        return published
+
+    def reject(self, *specs: str) -> list[DocRef]:
+        """Remove pending documents (their source files are untouched)."""
+        self.refresh()
+        refs = [self.resolve(spec) for spec in specs]
+        for ref in refs:
+            self._require_reviewer(ref, "reject")
+            if ref.status != "pending":
+                raise Conflict(f"{ref.qualified} is published; only pending documents can be rejected")
+        with self._lock():
+            for ref in refs:
+                self.store.delete(ref.body_key)
+                try:
+                    self.store.delete(ref.sidecar_key)
+                except NotFound:
+                    pass
+        self.refresh()
+        return refs
 
     def replace_body(self, spec: str, data: bytes, *, source: str | None = None) -> tuple[DocRef, bool]:
         """A new body (re-ingest or edit): outline rebuilt, summary cleared, back to pending.
