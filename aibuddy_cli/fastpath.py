@@ -131,13 +131,17 @@ Rendered = tuple[Callable[[], Any], Callable[[], str], list[str]]
 
 
 def _recall(vault: Any, user: str, args: dict[str, Any], stderr: TextIO) -> Rendered:
-    from .cli import output
+    from .cli import memory_output
     from .memory.service import MemoryService
 
     memory = MemoryService(vault, user)
     result = memory.recall(args["query"], args.get("limit"))
-    output.report_problems(result.problems, memory.prefix, stderr)
-    return lambda: output.recall_json(user, result), lambda: output.recall_text(result), result.warnings
+    memory_output.report_problems(result.problems, memory.prefix, stderr)
+    return (
+        lambda: memory_output.recall_json(user, result),
+        lambda: memory_output.recall_text(result),
+        result.warnings,
+    )
 
 
 def _search(vault: Any, user: str, args: dict[str, Any], stderr: TextIO) -> Rendered:

@@ -44,7 +44,7 @@ class Entry(NamedTuple):
 class Store(Protocol):
     """What the services need from storage; a database or object store would implement this."""
 
-    def scan(self, prefix: str, suffix: str) -> list[Entry]: ...
+    def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]: ...
 
     def folders(self, prefix: str) -> list[str]: ...
 
@@ -143,8 +143,9 @@ class FileStore:
                 self._real_folders.add(prefix)  # checked once per process, not once per file
         return self.root / key
 
-    def scan(self, prefix: str, suffix: str) -> list[Entry]:
-        """Regular files directly in prefix whose name ends with suffix (hidden files skipped).
+    def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]:
+        """Regular files directly in prefix whose name ends with suffix, or one of several
+        (hidden files skipped).
 
         Symlinks are listed too, so that reading them is refused and reported, not skipped.
         This loop runs over every record on the hot path, hence its plain style.

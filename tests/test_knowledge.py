@@ -226,6 +226,8 @@ def test_search_ranks_sections_across_languages_and_phrases(kvault: Vault) -> No
     assert [h.hit.anchor for h in phrase] == ["request-body-path-parameters"]
     # the words occur in order elsewhere, but not as written: no hit
     assert alice.search('"path parameters request body"') == []
+    # nor inside a longer word
+    assert alice.search('"Request body + path parameter"') == []
     english = alice.search("setext heading underline", limit=3)
     assert english and english[0].hit.ref.doc_id == "spec"
     with pytest.raises(InvalidInput):
@@ -314,3 +316,20 @@ def test_the_index_is_a_disposable_cache(kvault: Vault) -> None:
     publish_all(alice, imported(alice, STRINGS))
     shutil.rmtree(kvault.cache_dir)
     assert kb(kvault, "alice").search("字符串")[0].hit.ref.doc_id == "ch08-02-strings"
+
+
+def test_search_finds_visible_hits_behind_many_better_invisible_ones(kvault: Vault, tmp_path: Path) -> None:
+    bob, alice = kb(kvault, "bob"), kb(kvault, "alice")
+    folder = tmp_path / "bob-notes"
+    folder.mkdir()
+    for i in range(70):
+        (folder / f"note-{i}.md").write_text(f"# Zephyr note {i}\n\nzephyr zephyr zephyr {i}\n")
+    bob.publish(*[o.doc for o in bob.import_paths([str(folder)], recursive=True)])
+    (shared,) = imported(alice, BODY)
+    alice.publish(shared)
+    path = kvault.root / "knowledge/system/ready/body.md"
+    path.write_text(path.read_text() + "\n## Wind\n\nA gentle zephyr.\n")
+    alice.publish(shared)
+    hits = alice.search("zephyr", limit=2)
+    assert [(h.hit.ref.qualified, h.hit.anchor) for h in hits] == [(shared, "wind")]
+    assert len(bob.search("zephyr", limit=100)) == 71

@@ -148,7 +148,11 @@ def outline(
 
 
 @app.command()
-def publish(ctx: typer.Context, docs: list[str] = typer.Argument(..., help="Documents to publish."), json: bool = JsonOption) -> None:
+def publish(
+    ctx: typer.Context,
+    docs: list[str] = typer.Argument(..., help="Documents to publish."),
+    json: bool = JsonOption,
+) -> None:
     """pending → ready. System documents: admins only; personal ones: their owner."""
     state = state_of(ctx, json)
     service = _service(state)
@@ -158,7 +162,11 @@ def publish(ctx: typer.Context, docs: list[str] = typer.Argument(..., help="Docu
 
 
 @app.command()
-def reject(ctx: typer.Context, docs: list[str] = typer.Argument(..., help="Pending documents to reject."), json: bool = JsonOption) -> None:
+def reject(
+    ctx: typer.Context,
+    docs: list[str] = typer.Argument(..., help="Pending documents to reject."),
+    json: bool = JsonOption,
+) -> None:
     """Remove pending documents from the vault (their source files are not touched)."""
     state = state_of(ctx, json)
     service = _service(state)

@@ -9,7 +9,7 @@ import typer
 from ..errors import UsageError
 from ..memory.records import TYPES, decode_body, read_body_file
 from ..vault import memory_key
-from . import output
+from . import memory_output, output
 from .context import state_of, stdin_is_terminal
 from .output import render
 
@@ -119,7 +119,7 @@ def show(
 
         rich_output.show_record(record)
 
-    render(state.json, record.to_json, lambda: output.record_text(record), rich)
+    render(state.json, record.to_json, lambda: memory_output.record_text(record), rich)
 
 
 @app.command("list")
@@ -128,14 +128,19 @@ def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
     state = state_of(ctx, json)
     memory = state.memory()
     result = memory.list()
-    output.report_problems(result.problems, memory.prefix)
+    memory_output.report_problems(result.problems, memory.prefix)
 
     def rich() -> None:
         from . import rich_output
 
         rich_output.show_list(result)
 
-    render(state.json, lambda: output.list_json(memory.user, result), lambda: output.list_text(result), rich)
+    render(
+        state.json,
+        lambda: memory_output.list_json(memory.user, result),
+        lambda: memory_output.list_text(result),
+        rich,
+    )
 
 
 @app.command()
@@ -150,7 +155,7 @@ def manifest(
     state = state_of(ctx, json)
     memory = state.memory()
     result = memory.manifest(query)
-    output.report_problems(result.problems, memory.prefix)
+    memory_output.report_problems(result.problems, memory.prefix)
 
     def rich() -> None:
         from . import rich_output
@@ -160,8 +165,8 @@ def manifest(
     window = memory.vault.config.recall.window
     render(
         state.json,
-        lambda: output.manifest_json(memory.user, query, window, result),
-        lambda: output.manifest_text(result),
+        lambda: memory_output.manifest_json(memory.user, query, window, result),
+        lambda: memory_output.manifest_text(result),
         rich,
     )
 
@@ -177,7 +182,7 @@ def recall(
     state = state_of(ctx, json)
     memory = state.memory()
     result = memory.recall(query, limit)
-    output.report_problems(result.problems, memory.prefix)
+    memory_output.report_problems(result.problems, memory.prefix)
     output.report_warnings(result.warnings)
 
     def rich() -> None:
@@ -186,7 +191,10 @@ def recall(
         rich_output.show_recall(result)
 
     render(
-        state.json, lambda: output.recall_json(memory.user, result), lambda: output.recall_text(result), rich
+        state.json,
+        lambda: memory_output.recall_json(memory.user, result),
+        lambda: memory_output.recall_text(result),
+        rich,
     )
 
 

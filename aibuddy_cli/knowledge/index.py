@@ -90,6 +90,15 @@ class Hit(NamedTuple):
     score: float
 
 
+class SearchScope(NamedTuple):
+    """Which documents a search may return."""
+
+    status: str
+    user: str
+    system: bool  # system documents too (always for ready; for pending only for admins)
+    qualified: list[str] | None  # only these documents (a task's attachments), if given
+
+
 class KnowledgeIndex:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -223,21 +232,88 @@ class KnowledgeIndex:
         )
         return [IndexedDoc(DocRef(s, o, d, st), t, h, su, n) for s, o, d, st, t, h, su, n in rows]
 
-    def search(self, expression: str, allowed: list[DocRef], limit: int) -> list[Hit]:
-        """Sections matching the FTS5 expression within the allowed documents, best first."""
-        if not allowed:
-            return []
-        keys = [ref.body_key for ref in allowed]
-        marks = ",".join("?" * len(keys))
-        rows = self.db.execute(
-            "SELECT d.scope, d.owner, d.doc_id, d.status, d.title, s.anchor, s.title, s.path, s.first_line,"
-            " s.last_line, s.text, bm25(sections_fts, 3.0, 1.0) AS score"
-            " FROM sections_fts JOIN sections s ON s.id = sections_fts.rowid JOIN docs d ON d.id = s.doc"
-            f" WHERE sections_fts MATCH ? AND d.body_key IN ({marks})"
-            " ORDER BY score, d.doc_id, s.ord LIMIT ?",
-            (expression, *keys, limit),
-        )
-        return [
-            Hit(DocRef(sc, ow, di, st), t, a, stt, [p for p in pa.split(" > ") if p], b, e, tx, -score)
-            for sc, ow, di, st, t, a, stt, pa, b, e, tx, score in rows
+    def _rank(
+        self, expression: str, where: str, params: list[object], limit: int, *, selective: bool
+    ) -> list[tuple[int, float]]:
+        """(section id, bm25 score) of the best matches among the allowed documents.
+
+        A task allows a few documents: filter while ranking. Otherwise most documents are
+        allowed, so rank the FTS table alone (joining every match to its document costs more
+        than the search) and filter the best candidates, widening until enough are left.
+        """
+        join = " FROM sections_fts JOIN sections s ON s.id = sections_fts.rowid JOIN docs d ON d.id = s.doc"
+        if selective:
+            return self.db.execute(
+                f"SELECT s.id, bm25(sections_fts, 3.0, 1.0) AS score {join}"
+                f" WHERE sections_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
+                (expression, *params, limit),
+            ).fetchall()
+        window = max(limit * 4, 50)
+        while True:
+            candidates = self.db.execute(
+                "SELECT rowid, bm25(sections_fts, 3.0, 1.0) AS score FROM sections_fts"
+                " WHERE sections_fts MATCH ? ORDER BY score LIMIT ?",
+                (expression, window),
+            ).fetchall()
+            marks = ",".join("?" * len(candidates))
+            allowed = (
+                {
+                    row[0]
+                    for row in self.db.execute(
+                        "SELECT s.id FROM sections s JOIN docs d ON d.id = s.doc"
+                        f" WHERE s.id IN ({marks}) AND {where}",
+                        [section for section, _ in candidates] + list(params),
+                    )
+                }
+                if candidates
+                else set()
+            )
+            ranked = [(section, score) for section, score in candidates if section in allowed][:limit]
+            if len(ranked) == limit or len(candidates) < window:
+                return ranked
+            window *= 4
+
+    def search(self, expression: str, scope: SearchScope, limit: int) -> list[Hit]:
+        """Sections matching the FTS5 expression within the scope's documents, best first."""
+        where = [
+            "d.status = ?",
+            "(d.scope = 'personal' AND d.owner = ?" + (" OR d.scope = 'system')" if scope.system else ")"),
         ]
+        params: list[object] = [scope.status, scope.user]
+        if scope.qualified is not None:
+            if not scope.qualified:
+                return []
+            keys = [_body_key(q, scope.status) for q in scope.qualified]
+            where.append(f"d.body_key IN ({','.join('?' * len(keys))})")
+            params.extend(keys)
+        ranked = self._rank(
+            expression, " AND ".join(where), params, limit, selective=scope.qualified is not None
+        )
+        if not ranked:
+            return []
+        details = {
+            row[0]: row[1:]
+            for row in self.db.execute(
+                "SELECT s.id, d.scope, d.owner, d.doc_id, d.status, d.title, s.anchor, s.title, s.path,"
+                " s.first_line, s.last_line, s.text FROM sections s JOIN docs d ON d.id = s.doc"
+                f" WHERE s.id IN ({','.join('?' * len(ranked))})",
+                [section for section, _ in ranked],
+            )
+        }
+        hits = []
+        for section, score in ranked:
+            sc, ow, di, st, t, a, stt, pa, b, e, tx = details[section]
+            hits.append(
+                Hit(DocRef(sc, ow, di, st), t, a, stt, [p for p in pa.split(" > ") if p], b, e, tx, -score)
+            )
+        return hits
+
+
+def _body_key(qualified: str, status: str) -> str:
+    """The body key of a qualified reference (system/<id>, personal/<owner>/<id>) in a status."""
+    parts = qualified.split("/")
+    if parts[0] == "system" and len(parts) == 2:
+        return DocRef("system", None, parts[1], status).body_key
+    if parts[0] == "personal" and len(parts) == 3:
+        return DocRef("personal", parts[1], parts[2], status).body_key
+    return ""

@@ -42,9 +42,15 @@ def parse_query(text: str) -> Query:
 
 
 def contains_phrases(text: str, phrases: list[str]) -> bool:
-    """Each phrase occurs as written (case-insensitively), not just its words in order."""
-    folded = text.casefold()
-    return all(phrase.casefold() in folded for phrase in phrases)
+    """Each phrase occurs as written (ignoring case), not inside a longer word: "rolling restart
+    procedure" is not found in "rolling-restart procedure" nor in "...procedures"."""
+    return all(_phrase_pattern(phrase).search(text) for phrase in phrases)
+
+
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    before = r"(?<![A-Za-z0-9])" if phrase[0].isascii() and phrase[0].isalnum() else ""
+    after = r"(?![A-Za-z0-9])" if phrase[-1].isascii() and phrase[-1].isalnum() else ""
+    return re.compile(before + re.escape(phrase) + after, re.IGNORECASE)
 
 
 def best_line(text: str, first_line: int, query: Query) -> tuple[int, str]:

@@ -6,7 +6,6 @@ ready, the user may see it (system, or personal and owned) and it is attached to
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -38,7 +37,7 @@ from .documents import (
     sha256,
     validate_doc_id,
 )
-from .index import Hit, IndexedDoc, KnowledgeIndex, file_signature
+from .index import Hit, IndexedDoc, KnowledgeIndex, SearchScope, file_signature
 from .outline import Section, children, document_title, heading_path, parse_outline, split_lines
 from .reader import cursor_for, offset_from, page
 from .search import best_line, contains_phrases, parse_query
@@ -203,10 +202,14 @@ class KnowledgeService:
         if self._index is None:
             self._index = KnowledgeIndex(self.vault.knowledge_index_path())
         index = self._index
-        bodies, sidecars = self._scan()
-        digest = file_signature([*(entry for _, entry in bodies.values()), *sidecars.values()])
+        listing = [
+            (scope, owner, status, self.store.scan(folder, (BODY_SUFFIX, SIDECAR_SUFFIX)))
+            for scope, owner, status, folder in doc_folders(self._personal_owners())
+        ]
+        digest = file_signature(entry for *_, entries in listing for entry in entries)
         if digest == index.stored_digest():
             return
+        bodies, sidecars = self._classify(listing)
         known = index.signatures()
         changed = [
             ref
@@ -228,15 +231,21 @@ class KnowledgeService:
                 for stale in (ref.moved("ready"), ref.moved("pending")):
                     index.remove(stale.body_key)
                 index.put(ref, meta, text, signature)
-            index.set_digest(sum(index.signatures().values()))
+            # The listing this refresh started from: if a file changed since (or this refresh
+            # moved one), the next refresh sees a different digest and compares again.
+            index.set_digest(digest)
 
-    def _scan(self) -> tuple[dict[str, tuple[DocRef, Entry]], dict[str, Entry]]:
+    def _classify(
+        self, listing: list[tuple[str, str | None, str, list[Entry]]]
+    ) -> tuple[dict[str, tuple[DocRef, Entry]], dict[str, Entry]]:
+        """Bodies (by key, with their reference) and the sidecars that belong to a body."""
         bodies: dict[str, tuple[DocRef, Entry]] = {}
         sidecars: dict[str, Entry] = {}
-        for scope, owner, status, folder in doc_folders(self._personal_owners()):
-            for entry in self.store.scan(folder, SIDECAR_SUFFIX):
-                sidecars[entry.key] = entry
-            for entry in self.store.scan(folder, BODY_SUFFIX):
+        for scope, owner, status, entries in listing:
+            for entry in entries:
+                if entry.key.endswith(SIDECAR_SUFFIX):
+                    sidecars[entry.key] = entry
+                    continue
                 doc_id = entry.name[: -len(BODY_SUFFIX)]
                 try:
                     validate_doc_id(doc_id)
@@ -532,9 +541,7 @@ class KnowledgeService:
         the pending documents they may review.
         """
         if task is not None:
-            from ..tasks.service import TaskService
-
-            attached = set(TaskService(self.vault, self.user, store=self.store).get(task).attached)
+            attached = self._attached(task)
             return [
                 doc
                 for doc in self.index().docs()
@@ -548,22 +555,33 @@ class KnowledgeService:
             raise InvalidInput(f"invalid status {status!r}: use ready or pending")
         return [doc for doc in self.index().docs() if doc.ref.status == "ready" and self.may_see(doc.ref)]
 
-    def _usable(self, spec: str, task: str | None, status: str) -> tuple[DocRef, IndexedDoc]:
+    def _attached(self, task: str) -> set[str]:
+        from ..tasks.service import TaskService
+
+        return set(TaskService(self.vault, self.user, store=self.store).get(task).attached)
+
+    def _usable(self, spec: str, task: str | None, status: str) -> DocRef:
+        """The document, if a retrieval with this task (or management view) may use it."""
+        if status not in ("ready", "pending"):
+            raise InvalidInput(f"invalid status {status!r}: use ready or pending")
+        self.refresh()
         ref = self.resolve(spec)
-        for doc in self.allowed(task, status):
-            if doc.ref == ref:
-                return ref, doc
         if not self.may_see(ref):
             raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
-        if task is not None and ref.status == "ready":
+        wanted = "ready" if task is not None else status
+        if ref.status != wanted:
+            if ref.status == "pending":
+                raise NotAllowed(f"{ref.qualified} is pending review; it is not served until published")
+            raise NotAllowed(f"{ref.qualified} is published; drop --status pending")
+        if task is not None and ref.qualified not in self._attached(task):
             raise NotAllowed(f"{ref.qualified} is not attached to task {task}")
-        if ref.status == "pending" and status != "pending":
-            raise NotAllowed(f"{ref.qualified} is pending review; it is not served until published")
-        raise NotAllowed(f"{ref.qualified} is not available here")
+        if status == "pending" and task is None and not self.may_review(ref):
+            raise NotAllowed(f"you may not review {ref.qualified}")
+        return ref
 
     def outline(self, spec: str, task: str | None = None, status: str = "ready") -> tuple[DocRef, Meta]:
         """read_doc: the document's outline, if the document is usable here."""
-        ref, _ = self._usable(spec, task, status)
+        ref = self._usable(spec, task, status)
         return ref, self._meta(ref)
 
     def map(self, task: str) -> tuple[list[MapEntry], list[dict[str, str]]]:
@@ -597,17 +615,22 @@ class KnowledgeService:
         parsed = parse_query(query)
         if parsed.expression is None:
             raise InvalidInput("the query has no searchable words")
-        allowed = [doc.ref for doc in self.allowed(task, status)]
-        hits = self._index_or_fail().search(
-            parsed.expression, allowed, limit * 5 if parsed.phrases else limit
-        )
+        if status not in ("ready", "pending"):
+            raise InvalidInput(f"invalid status {status!r}: use ready or pending")
+        index = self.index()
+        if task is not None:
+            scope = SearchScope("ready", self.user, True, sorted(self._attached(task)))
+        elif status == "pending":
+            scope = SearchScope("pending", self.user, self.user in self.vault.config.admins, None)
+        else:
+            scope = SearchScope("ready", self.user, True, None)
+        # Phrases are checked as written after FTS5 has matched their words in order, so fetch
+        # a wider window first.
+        window = max(limit * 20, 200) if parsed.phrases else limit
+        hits = index.search(parsed.expression, scope, window)
         if parsed.phrases:
             hits = [hit for hit in hits if contains_phrases(hit.text, parsed.phrases)][:limit]
         return [SearchHit(hit, *best_line(hit.text, hit.start, parsed)) for hit in hits]
-
-    def _index_or_fail(self) -> KnowledgeIndex:
-        assert self._index is not None  # allowed() has refreshed it
-        return self._index
 
     def read(
         self,
@@ -620,10 +643,12 @@ class KnowledgeService:
         status: str = "ready",
     ) -> SectionPage:
         """read_section: one bounded page of a section's own text, its children, the next cursor."""
-        ref, _ = self._usable(spec, task, status)
+        ref = self._usable(spec, task, status)
         meta = self._meta(ref)
         anchors = [section.anchor for section in meta.outline]
         if anchor not in anchors:
+            import difflib
+
             close = difflib.get_close_matches(anchor, anchors, n=3, cutoff=0.4)
             hint = f"; closest: {', '.join(close)}" if close else ""
             raise NotFound(f"no section {anchor!r} in {ref.qualified}{hint}")
