@@ -27,6 +27,7 @@ test: install
 
 bench: install
 	$(PY) bench/bench_memory.py
+	$(PY) bench/bench_kb.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
