@@ -333,3 +333,25 @@ def test_search_finds_visible_hits_behind_many_better_invisible_ones(kvault: Vau
     hits = alice.search("zephyr", limit=2)
     assert [(h.hit.ref.qualified, h.hit.anchor) for h in hits] == [(shared, "wind")]
     assert len(bob.search("zephyr", limit=100)) == 71
+
+
+def test_odd_documents_import_search_and_read_without_a_crash(kvault: Vault, tmp_path: Path) -> None:
+    alice = kb(kvault, "alice")
+    (tmp_path / "empty.md").write_bytes(b"")
+    (tmp_path / "plain.txt").write_text("No headings here, just a note about quokkas.\n")
+    (tmp_path / "long-heading.md").write_text("# " + "quokka " * 300 + "\n\ntext\n")
+    block = "## Part\n\n" + "filler words for a big document " * 30 + "\n"
+    (tmp_path / "big.md").write_text(
+        "# Big\n\n" + block * (5 * 1024 * 1024 // len(block)) + "## End\n\nquokka\n"
+    )
+    docs = imported(alice, *(tmp_path / n for n in ("empty.md", "plain.txt", "long-heading.md", "big.md")))
+    alice.publish(*docs)
+    assert alice.show("empty")[1].outline == []
+    plain = alice.read("plain", "_preamble")
+    assert plain.text == "No headings here, just a note about quokkas.\n" and plain.next_cursor is None
+    found = {h.hit.ref.doc_id for h in alice.search("quokka", limit=10)}
+    assert found == {"plain", "long-heading", "big"}
+    big = alice.read("big", "end")
+    assert big.text == "## End\n\nquokka\n"
+    with pytest.raises(NotFound):
+        alice.read("empty", "anything")

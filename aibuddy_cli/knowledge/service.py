@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..clock import utc_now
 from ..errors import (
     Conflict,
     InvalidInput,
@@ -20,8 +21,8 @@ from ..errors import (
     NotFound,
     UsageError,
 )
-from ..memory.records import utc_now
 from ..storage import Entry, FileStore, Store
+from ..tasks.service import TaskService
 from ..vault import Vault, validate_user_name
 from .documents import (
     BODY_SUFFIX,
@@ -556,8 +557,6 @@ class KnowledgeService:
         return [doc for doc in self.index().docs() if doc.ref.status == "ready" and self.may_see(doc.ref)]
 
     def _attached(self, task: str) -> set[str]:
-        from ..tasks.service import TaskService
-
         return set(TaskService(self.vault, self.user, store=self.store).get(task).attached)
 
     def _usable(self, spec: str, task: str | None, status: str) -> DocRef:
@@ -586,8 +585,6 @@ class KnowledgeService:
 
     def map(self, task: str) -> tuple[list[MapEntry], list[dict[str, str]]]:
         """The document map of a task, and the attached documents that cannot be used, and why."""
-        from ..tasks.service import TaskService
-
         usable = {doc.ref.qualified: doc for doc in self.allowed(task)}
         entries: list[MapEntry] = []
         unavailable: list[dict[str, str]] = []

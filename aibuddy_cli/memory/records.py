@@ -30,10 +30,6 @@ MAX_DESCRIPTION = 500
 MAX_BODY_BYTES = 1024 * 1024
 
 
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class MemoryRecord(NamedTuple):
     name: str
     description: str

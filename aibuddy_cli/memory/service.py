@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from ..clock import utc_now
 from ..errors import Conflict, InvalidInput, MalformedRecord, ModelError, NotFound, UsageError
 from ..storage import Entry, FileStore, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
@@ -16,7 +17,6 @@ from .records import (
     mark_recalled_text,
     parse_record,
     render_record,
-    utc_now,
     validate_body,
     validate_description,
     validate_type,

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from ..clock import utc_now
 from ..errors import InvalidInput, NotFound, UsageError
-from ..memory.records import utc_now
 from ..storage import FileStore, Store
 from ..vault import Vault, validate_record_name, validate_user_name
 
