@@ -6,21 +6,14 @@ body's and sidecar's stat) and re-indexes only what changed; deleting it loses n
 
 from __future__ import annotations
 
-import os
-import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import NamedTuple
-from zlib import crc32
 
-from ..storage import Entry
+from ..cache_db import MASK, CacheDB, to_signed
 from ..text import index_text
 from .documents import DocRef, Meta
 from .outline import heading_path
 
 SCHEMA_VERSION = 1
-_MASK = (1 << 64) - 1
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -56,20 +49,6 @@ CREATE VIRTUAL TABLE sections_fts USING fts5(
 """
 
 
-def file_signature(entries: Iterable[Entry | None]) -> int:
-    """A stable hash of some files' keys and stat fields (a missing file counts as nothing)."""
-    total = 0
-    for entry in entries:
-        if entry is not None:
-            key, mtime, ctime, size = entry
-            total += (crc32(key.encode()) | 1) * (mtime + ctime * 1_000_003 + size * 998_244_353 + 1)
-    return total & _MASK
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
 class IndexedDoc(NamedTuple):
     ref: DocRef
     title: str
@@ -99,74 +78,13 @@ class SearchScope(NamedTuple):
     qualified: list[str] | None  # only these documents (a task's attachments), if given
 
 
-class KnowledgeIndex:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db: sqlite3.Connection | None = None
-
-    @property
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:
-            try:
-                self._db = self._open()
-            except sqlite3.DatabaseError:
-                for suffix in ("", "-wal", "-shm", "-journal"):
-                    try:
-                        os.unlink(f"{self.path}{suffix}")
-                    except FileNotFoundError:
-                        pass
-                self._db = self._open()
-        return self._db
-
-    def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        try:
-            db.execute("PRAGMA busy_timeout = 30000")
-            db.execute("PRAGMA synchronous = NORMAL")
-            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                db.execute("BEGIN IMMEDIATE")
-                if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                    for table in ("meta", "docs", "sections", "sections_fts"):
-                        db.execute(f"DROP TABLE IF EXISTS {table}")
-                    for statement in _SCHEMA.split(";"):
-                        db.execute(statement)
-                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                db.execute("COMMIT")
-                db.execute("PRAGMA journal_mode = WAL")
-            db.execute("SELECT 1 FROM docs LIMIT 1").fetchall()
-        except BaseException:
-            db.close()
-            raise
-        return db
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
-
-    # --- freshness ----------------------------------------------------------------------
-
-    def stored_digest(self) -> int | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'digest'").fetchone()
-        return None if row is None else row[0] & _MASK
-
-    def set_digest(self, digest: int) -> None:
-        value = _signed(digest & _MASK)
-        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('digest', ?)", (value,))
+class KnowledgeIndex(CacheDB):
+    schema = _SCHEMA
+    version = SCHEMA_VERSION
+    tables = ("meta", "docs", "sections", "sections_fts")
 
     def signatures(self) -> dict[str, int]:
-        return {key: sig & _MASK for key, sig in self.db.execute("SELECT body_key, signature FROM docs")}
+        return {key: sig & MASK for key, sig in self.db.execute("SELECT body_key, signature FROM docs")}
 
     # --- writing (inside write()) -------------------------------------------------------
 
@@ -195,7 +113,7 @@ class KnowledgeIndex:
                 meta.sha256,
                 meta.summary if meta.summary_sha256 == meta.sha256 else None,
                 len(meta.outline),
-                _signed(signature),
+                to_signed(signature),
             ),
         )
         doc = cursor.lastrowid

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..cache_db import files_digest
 from ..clock import utc_now
 from ..errors import (
     Conflict,
@@ -38,7 +39,7 @@ from .documents import (
     sha256,
     validate_doc_id,
 )
-from .index import Hit, IndexedDoc, KnowledgeIndex, SearchScope, file_signature
+from .index import Hit, IndexedDoc, KnowledgeIndex, SearchScope
 from .outline import Section, children, document_title, heading_path, parse_outline, split_lines
 from .reader import cursor_for, offset_from, page
 from .search import best_line, contains_phrases, parse_query
@@ -207,15 +208,15 @@ class KnowledgeService:
             (scope, owner, status, self.store.scan(folder, (BODY_SUFFIX, SIDECAR_SUFFIX)))
             for scope, owner, status, folder in doc_folders(self._personal_owners())
         ]
-        digest = file_signature(entry for *_, entries in listing for entry in entries)
-        if digest == index.stored_digest():
+        folder_digest = files_digest(entry for *_, entries in listing for entry in entries)
+        if folder_digest == index.stored_digest():
             return
         bodies, sidecars = self._classify(listing)
         known = index.signatures()
         changed = [
             ref
             for key, (ref, entry) in bodies.items()
-            if known.get(key) != file_signature([entry, sidecars.get(ref.sidecar_key)])
+            if known.get(key) != files_digest([entry, sidecars.get(ref.sidecar_key)])
         ]
         removed = [key for key in known if key not in bodies]
         indexed: list[tuple[DocRef, Meta, str, int]] = []
@@ -234,7 +235,7 @@ class KnowledgeService:
                 index.put(ref, meta, text, signature)
             # The listing this refresh started from: if a file changed since (or this refresh
             # moved one), the next refresh sees a different digest and compares again.
-            index.set_digest(digest)
+            index.set_digest(folder_digest)
 
     def _classify(
         self, listing: list[tuple[str, str | None, str, list[Entry]]]
@@ -281,16 +282,16 @@ class KnowledgeService:
             pass
         except InvalidInput as exc:
             self.warnings.append(f"{exc.message}; rebuilt")
-        digest = sha256(data)
+        content_sha = sha256(data)
         try:
             text = check_importable(data, ref.body_key)
         except InvalidInput as exc:
             self.warnings.append(f"{exc.message}; not indexed")
             return None
-        if old is not None and old.sha256 == digest:
+        if old is not None and old.sha256 == content_sha:
             sidecar_entry = self.store.stat(ref.sidecar_key)
-            return ref, old, text, file_signature([body_entry, sidecar_entry])
-        meta = self._derive(ref, text, digest, old)
+            return ref, old, text, files_digest([body_entry, sidecar_entry])
+        meta = self._derive(ref, text, content_sha, old)
         if ref.status == "ready":
             pending = ref.moved("pending")
             if self.store.exists(pending.body_key):
@@ -306,7 +307,7 @@ class KnowledgeService:
             self.store.write(ref.sidecar_key, meta.encode())
             what = "edited: outline rebuilt, summary cleared" if old else "found without a sidecar: added"
             self.warnings.append(f"{ref.qualified} {what}")
-        signature = file_signature([self.store.stat(ref.body_key), self.store.stat(ref.sidecar_key)])
+        signature = files_digest([self.store.stat(ref.body_key), self.store.stat(ref.sidecar_key)])
         return ref, meta, text, signature
 
     def _derive(

@@ -7,14 +7,10 @@ index saw (mtime, ctime, size per file) and re-reads what changed, so edits, del
 
 from __future__ import annotations
 
-import os
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import NamedTuple
-from zlib import crc32
 
+from ..cache_db import CacheDB, entry_hash, files_digest
 from ..storage import Entry
 from ..text import fts_query, index_text
 from .records import MemoryRecord
@@ -48,30 +44,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
 );
 """
 
-_MASK = (1 << 64) - 1
-
-
-_K_CTIME, _K_SIZE = 1_000_003, 998_244_353
-
-
-def _entry_hash(key: str, mtime_ns: int, ctime_ns: int, size: int) -> int:
-    """A per-file hash, stable across processes; any change of key or stat fields changes it."""
-    return ((crc32(key.encode()) | 1) * (mtime_ns + ctime_ns * _K_CTIME + size * _K_SIZE + 1)) & _MASK
-
-
-def folder_digest(entries: Iterable[Entry]) -> int:
-    """Order-independent digest of a folder listing: the sum of its files' hashes.
-
-    Same arithmetic as _entry_hash, inlined: this runs over every record on the hot path.
-    """
-    return (
-        sum(
-            ((crc32(k.encode()) | 1) * (m + c * _K_CTIME + s * _K_SIZE + 1)) & _MASK for k, m, c, s in entries
-        )
-        & _MASK
-    )
-
-
 Loaded = tuple[Entry, MemoryRecord | None, str | None] | None
 """What reading one file gave: its entry as read, the record or None, the problem or None;
 None when the file vanished before it could be read."""
@@ -87,58 +59,10 @@ class Problem(NamedTuple):
     message: str
 
 
-class MemoryIndex:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db: sqlite3.Connection | None = None
-
-    # --- connection -------------------------------------------------------------------
-
-    @property
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:
-            try:
-                self._db = self._open()
-            except sqlite3.DatabaseError:
-                self._discard()  # a corrupt cache is rebuilt, never repaired
-                self._db = self._open()
-        return self._db
-
-    def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        try:
-            db.execute("PRAGMA busy_timeout = 30000")
-            # A disposable cache: losing the last commits to a power cut only costs a rebuild.
-            db.execute("PRAGMA synchronous = NORMAL")
-            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                db.execute("BEGIN IMMEDIATE")
-                if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                    for table in ("meta", "records", "records_fts"):
-                        db.execute(f"DROP TABLE IF EXISTS {table}")
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            db.execute(statement)
-                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                db.execute("COMMIT")
-                db.execute("PRAGMA journal_mode = WAL")
-            db.execute("SELECT 1 FROM records LIMIT 1").fetchall()
-        except BaseException:
-            db.close()
-            raise
-        return db
-
-    def _discard(self) -> None:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            try:
-                os.unlink(f"{self.path}{suffix}")
-            except FileNotFoundError:
-                pass
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+class MemoryIndex(CacheDB):
+    schema = _SCHEMA
+    version = SCHEMA_VERSION
+    tables = ("meta", "records", "records_fts")
 
     # --- keeping it current -----------------------------------------------------------
 
@@ -148,7 +72,7 @@ class MemoryIndex:
         The folder digest (a sum of per-file hashes, kept current by every upsert and delete)
         answers "anything changed?" without reading 10,000 rows; only then are rows compared.
         """
-        if folder_digest(entries) == self._stored_digest():
+        if files_digest(entries) == self.stored_digest():
             return
         current = {entry.name[: -len(".md")]: entry for entry in entries}
         seen = {
@@ -160,7 +84,7 @@ class MemoryIndex:
         changed = [entry for name, entry in current.items() if seen.get(name) != entry.signature]
         removed = [name for name in seen if name not in current]
         loaded = [load(entry) for entry in changed]
-        with self._write():
+        with self.write():
             delta = sum(self._delete(name) for name in removed)
             for entry, outcome in zip(changed, loaded, strict=True):
                 if outcome is None:
@@ -169,35 +93,18 @@ class MemoryIndex:
                     delta += self._upsert(*outcome)
             self._add_to_digest(delta)
 
-    def _stored_digest(self) -> int | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'digest'").fetchone()
-        return None if row is None else row[0] & _MASK
-
     def _add_to_digest(self, delta: int) -> None:
         if delta:
-            digest = ((self._stored_digest() or 0) + delta) & _MASK
-            signed = digest - (1 << 64) if digest >= 1 << 63 else digest
-            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('digest', ?)", (signed,))
+            self.set_digest((self.stored_digest() or 0) + delta)
 
     def records_written(self, written: Iterable[tuple[Entry, MemoryRecord]]) -> None:
         """Tell the index about writes this process just made, so the next refresh skips them."""
-        with self._write():
+        with self.write():
             self._add_to_digest(sum(self._upsert(entry, record, None) for entry, record in written))
 
     def record_deleted(self, name: str) -> None:
-        with self._write():
+        with self.write():
             self._add_to_digest(self._delete(name))
-
-    @contextmanager
-    def _write(self) -> Iterator[None]:
-        """One write transaction; BEGIN IMMEDIATE serialises concurrent refreshers."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
 
     def _delete(self, name: str) -> int:
         """Remove name's rows; returns the change to the folder digest."""
@@ -208,12 +115,12 @@ class MemoryIndex:
             return 0
         self.db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
         self.db.execute("DELETE FROM records WHERE id = ?", (row[0],))
-        return -_entry_hash(*row[1:])
+        return -entry_hash(*row[1:])
 
     def _upsert(self, entry: Entry, record: MemoryRecord | None, problem: str | None) -> int:
         """Insert or replace the rows of entry's record; returns the change to the folder digest."""
         name = entry.name[: -len(".md")]
-        delta = self._delete(name) + _entry_hash(*entry)
+        delta = self._delete(name) + entry_hash(*entry)
         values = (
             (None,) * 7
             if record is None
