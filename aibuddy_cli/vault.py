@@ -53,12 +53,24 @@ class KnowledgeSettings(NamedTuple):
     max_steps: int = 8  # tool calls the knowledge subagent may make
 
 
+class ExtractionSettings(NamedTuple):
+    similarity: float = 0.6  # same-type description similarity at which a record is updated
+    min_salience: float = 0.5  # candidates below this are dropped
+
+
+class ContextSettings(NamedTuple):
+    compact_at_tokens: int = 6000  # estimated history size above which older messages are summarised
+    recent_messages: int = 6  # messages always kept verbatim
+
+
 class Config(NamedTuple):
     default_user: str | None = None
     admins: tuple[str, ...] = ()
     models: Mapping[str, Any] = MappingProxyType({})
     recall: RecallSettings = RecallSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
+    extraction: ExtractionSettings = ExtractionSettings()
+    context: ContextSettings = ContextSettings()
 
 
 def _int_setting(table: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
@@ -66,6 +78,13 @@ def _int_setting(table: Mapping[str, Any], key: str, default: int, low: int, hig
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidInput(f"{CONFIG_FILE}: {key} must be a whole number from {low} to {high}")
     return value
+
+
+def _fraction_setting(table: Mapping[str, Any], key: str, default: float) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InvalidInput(f"{CONFIG_FILE}: {key} must be a number from 0 to 1")
+    return float(value)
 
 
 def config_from_data(data: Mapping[str, Any]) -> Config:
@@ -81,8 +100,12 @@ def config_from_data(data: Mapping[str, Any]) -> Config:
     models = data.get("models", {})
     recall = data.get("recall", {})
     knowledge = data.get("knowledge", {})
-    if not all(isinstance(table, dict) for table in (models, recall, knowledge)):
-        raise InvalidInput(f"{CONFIG_FILE}: [models], [recall] and [knowledge] must be tables")
+    extraction = data.get("extraction", {})
+    context = data.get("context", {})
+    if not all(isinstance(table, dict) for table in (models, recall, knowledge, extraction, context)):
+        raise InvalidInput(
+            f"{CONFIG_FILE}: [models], [recall], [knowledge], [extraction], [context] must be tables"
+        )
     max_bodies = _int_setting(recall, "max_bodies", 5, 1, 5)
     window = _int_setting(recall, "window", 200, max_bodies, 200)
     share = _int_setting(recall, "lexical_share", min(50, window), 0, window)
@@ -94,6 +117,14 @@ def config_from_data(data: Mapping[str, Any]) -> Config:
         knowledge=KnowledgeSettings(
             page_chars=_int_setting(knowledge, "page_chars", 4000, 200, 100_000),
             max_steps=_int_setting(knowledge, "max_steps", 8, 1, 50),
+        ),
+        extraction=ExtractionSettings(
+            similarity=_fraction_setting(extraction, "similarity", 0.6),
+            min_salience=_fraction_setting(extraction, "min_salience", 0.5),
+        ),
+        context=ContextSettings(
+            compact_at_tokens=_int_setting(context, "compact_at_tokens", 6000, 100, 10_000_000),
+            recent_messages=_int_setting(context, "recent_messages", 6, 1, 1000),
         ),
     )
 
@@ -228,6 +259,13 @@ max_bodies = 5
 
 [knowledge]
 page_chars = 4000
+max_steps = 8
+
+[extraction]
+similarity = 0.6
+
+[context]
+compact_at_tokens = 6000
 """
 
 

@@ -305,3 +305,29 @@ def watch(
 
     print(f"watching {service.vault.root / 'knowledge'} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     watch_vault(service, debounce=debounce, report=report)
+
+
+@app.command()
+def ask(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="What you want to know from the task's documents."),
+    task: str = typer.Option(..., "--task", help="Answer from the documents attached to this task."),
+    json: bool = JsonOption,
+) -> None:
+    """Knowledge subagent: an answer with checked citations and gaps (excerpts without a model)."""
+    from ..knowledge.ask import KnowledgeAgent
+
+    state = state_of(ctx, json)
+    service = _service(state)
+    agent = KnowledgeAgent(service, task)
+    result = agent.ask(question)
+    service.warnings.extend(agent.warnings)
+    _finish(service)
+    lines = [result["answer"], ""]
+    lines += [
+        f"[{c['doc']}#{c['anchor']}] {c['title']} (lines {c['lines'][0]}-{c['lines'][1]})"
+        for c in result["citations"]
+    ]
+    lines += [f"gap: {gap}" for gap in result["gaps"]]
+    text = "\n".join(lines)
+    render(state.json, lambda: result, lambda: text, lambda: output.emit_text(text))

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from ..errors import UsageError
+from ..errors import InvalidInput, NotFound, UsageError
 from ..memory.records import TYPES, decode_body, read_body_file
 from ..vault import memory_key
 from . import memory_output, output
@@ -221,3 +221,32 @@ def clear(
         lambda: message,
         lambda: output.emit_text(message),
     )
+
+
+@app.command()
+def extract(
+    ctx: typer.Context,
+    transcript: str = typer.Option(
+        ..., "--transcript", help="JSONL of {role, content, tool_calls?} messages."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the decisions; write nothing."),
+    json: bool = JsonOption,
+) -> None:
+    """Automatic extraction over the latest turns of a transcript (cue-gated, reconciled)."""
+    from ..memory.extraction import Extractor, parse_transcript
+
+    state = state_of(ctx, json)
+    memory = state.memory()
+    try:
+        with open(transcript, encoding="utf-8") as handle:
+            messages, problems = parse_transcript(handle)
+    except FileNotFoundError:
+        raise NotFound(f"transcript {transcript} not found") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"transcript {transcript} is not UTF-8 text") from None
+    output.report_warnings(problems)
+    result = Extractor(memory).run(messages, dry_run=dry_run, source=transcript)
+    text = "\n".join(f"{d.step}\t{d.outcome}\t{d.name or '-'}\t{d.detail}" for d in result.decisions) + (
+        "\n(dry run: nothing written)" if dry_run else ""
+    )
+    render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))

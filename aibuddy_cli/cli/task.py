@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import NotAllowed
+from ..errors import InvalidInput, NotAllowed
 from ..knowledge.service import KnowledgeService
 from ..tasks.service import Task, TaskService
 from . import output
@@ -97,3 +97,112 @@ def detach(
     current = tasks.get(task)
     refs = [doc if doc in current.attached else _qualified(state, [doc])[0] for doc in docs]
     _show(state, tasks.set_attached(task, dict.fromkeys(refs, False)))
+
+
+@app.command("add-message")
+def add_message(
+    ctx: typer.Context,
+    task: str = typer.Argument(...),
+    text: str = typer.Argument(..., help="The message text ('-' reads standard input)."),
+    role: str = typer.Option(..., "--role", help="user, assistant or tool."),
+    tool_calls: str | None = typer.Option(
+        None,
+        "--tool-calls",
+        help='JSON list of the assistant\'s tool calls: [{"function": {"name", "arguments"}}].',
+    ),
+    json: bool = JsonOption,
+) -> None:
+    """Append a message to the task's log (it records the documents attached at that moment)."""
+    import json as json_module
+    import sys
+
+    state = state_of(ctx, json)
+    content = sys.stdin.read() if text == "-" else text
+    calls = None
+    if tool_calls is not None:
+        try:
+            calls = json_module.loads(tool_calls)
+        except ValueError as exc:
+            raise InvalidInput(f"--tool-calls is not JSON: {exc}") from None
+        if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+            raise InvalidInput("--tool-calls must be a JSON list of objects")
+    message = _tasks(state).add_message(task, role, content, calls)
+    summary = f"{task} message {message.n} ({message.role})"
+    render(state.json, message.to_json, lambda: summary, lambda: output.emit_text(summary))
+
+
+@app.command()
+def context(
+    ctx: typer.Context,
+    task: str = typer.Argument(...),
+    query: str | None = typer.Argument(
+        None, help="What the next step is about (default: goal + last user message)."
+    ),
+    json: bool = JsonOption,
+) -> None:
+    """The working set for the next model call: goal, plan, history, memories, document map."""
+    from ..tasks.context import ContextAssembler
+
+    state = state_of(ctx, json)
+    vault, user = state.open()
+    assembler = ContextAssembler(vault, user)
+    document = assembler.assemble(task, query)
+    output.report_warnings(assembler.warnings)
+    text = _context_text(document)
+    render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
+
+
+def _context_text(document: dict) -> str:
+    parts = [f"# {document['task']}: {document['goal']}"]
+    if document["plan"]:
+        parts.append(f"## Plan\n{document['plan']}")
+    if document["summary"]:
+        summary = document["summary"]
+        first, last = summary["covers"]
+        parts.append(f"## Earlier messages {first}-{last} ({summary['method']})\n{summary['text']}")
+    if document["messages"]:
+        parts.append(
+            "## Recent messages\n"
+            + "\n".join(f"#{m['n']} {m['role']}: {m['content']}" for m in document["messages"])
+        )
+    memories = document["memories"]
+    if memories["records"]:
+        parts.append(
+            "## Memories\n"
+            + "\n\n".join(
+                f"### {r['name']} [{r['type']}] {r['description']}\n{r['body'].rstrip()}"
+                for r in memories["records"]
+            )
+        )
+    if memories["already_in_context"]["count"]:
+        names = ", ".join(r["name"] for r in memories["already_in_context"]["records"])
+        parts.append(
+            f"({memories['already_in_context']['count']} memory record(s) already in context: {names})"
+        )
+    if document["documents"]:
+        parts.append(
+            "## Documents\n"
+            + "\n".join(
+                f"- {d['doc']}: {d['title']} ({d['sections']} sections)"
+                + (f" — {d['summary']}" if d["summary"] else "")
+                for d in document["documents"]
+            )
+        )
+    return "\n\n".join(parts)
+
+
+@app.command()
+def end(ctx: typer.Context, task: str = typer.Argument(...), json: bool = JsonOption) -> None:
+    """Close the task and run automatic memory extraction over its last messages."""
+    from ..memory.extraction import Extractor, Message
+
+    state = state_of(ctx, json)
+    tasks = _tasks(state)
+    closed = tasks.end(task)
+    messages = [Message(m.role, m.content, m.tool_names) for m in tasks.messages(task)]
+    result = Extractor(state.memory()).run(messages, source=f"task {task}")
+    document = {"task": closed.to_json(), "extraction": result.to_json()}
+    text = f"closed {task}\n" + "\n".join(
+        f"{d.step}\t{d.outcome}\t{d.name or '-'}\t{d.detail}" for d in result.decisions
+    )
+    render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))

@@ -173,6 +173,38 @@ class MemoryService:
             self._write(record)
         return UpdateResult(record, changed=True)
 
+    def create_auto(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
+        """Create a record written by automatic extraction (provenance auto)."""
+        validate_record_name(name)
+        now = utc_now()
+        record = MemoryRecord(
+            name=name,
+            description=validate_description(description),
+            type=validate_type(type),
+            body=validate_body(body),
+            provenance="auto",
+            created=now,
+            updated=now,
+        )
+        with self._lock():
+            if self.store.exists(self._key(name)):
+                raise Conflict(f"memory record {name!r} already exists")
+            self._write(record, create=True)
+        return record
+
+    def update_auto(self, name: str, *, description: str, body: str) -> MemoryRecord:
+        """Update a record automatic extraction wrote; a manual record is never touched."""
+        with self._lock():
+            current = self._read(name)
+            if current.provenance != "auto":
+                raise Conflict(f"memory record {name!r} was written by a person; extraction never changes it")
+            description, body = validate_description(description), validate_body(body)
+            if (description, body) == (current.description, current.body):
+                return current
+            record = current._replace(description=description, body=body, updated=utc_now())
+            self._write(record)
+        return record
+
     def delete(self, name: str) -> None:
         validate_record_name(name)
         with self._lock():

@@ -1,4 +1,9 @@
-"""Tasks of one user: tasks/<user>/<task-id>/task.json holds the goal and attached documents."""
+"""Tasks of one user, under tasks/<user>/<task-id>/.
+
+task.json holds the goal, plan, status, attached documents and which memory records the task's
+context has already delivered; messages.jsonl is the append-only message log (never truncated:
+compaction only changes what the assembled context shows).
+"""
 
 from __future__ import annotations
 
@@ -7,20 +12,47 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..clock import utc_now
-from ..errors import InvalidInput, NotFound, UsageError
+from ..errors import Conflict, InvalidInput, NotFound, UsageError
 from ..storage import FileStore, Store
 from ..vault import Vault, validate_record_name, validate_user_name
+
+ROLES = ("user", "assistant", "tool")
 
 
 class Task(NamedTuple):
     id: str
     goal: str
     created: str
-    status: str
+    status: str  # open | closed
     attached: list[str]  # qualified document references: system/<id>, personal/<owner>/<id>
+    plan: str | None = None
+    recalled: dict[str, int] = {}  # memory record -> message count when the context delivered it
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()
+
+
+class TaskMessage(NamedTuple):
+    n: int
+    role: str
+    content: str
+    at: str
+    attached: list[str]  # the task's documents when the message was added
+    tool_calls: list[dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = self._asdict()
+        if self.tool_calls is None:
+            del data["tool_calls"]
+        return data
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(
+            str(call.get("function", {}).get("name", ""))
+            for call in self.tool_calls or []
+            if isinstance(call, dict) and isinstance(call.get("function"), dict)
+        )
 
 
 def validate_task_id(task_id: str) -> str:
@@ -36,14 +68,15 @@ class TaskService:
         self.user = validate_user_name(user)
         self.store: Store = store or FileStore(vault.root, vault.locks_dir())
         self.prefix = f"tasks/{self.user}"
+        self.warnings: list[str] = []
 
-    def _key(self, task_id: str) -> str:
-        return f"{self.prefix}/{validate_task_id(task_id)}/task.json"
+    def _key(self, task_id: str, name: str = "task.json") -> str:
+        return f"{self.prefix}/{validate_task_id(task_id)}/{name}"
 
-    def _lock(self):  # noqa: ANN202 - a context manager from the store
+    def lock(self):  # noqa: ANN201 - a context manager from the store
         return self.store.lock(f"tasks-{self.user}")
 
-    def _save(self, task: Task) -> None:
+    def save(self, task: Task) -> None:
         data = json.dumps(task.to_json(), ensure_ascii=False, indent=2) + "\n"
         self.store.write(self._key(task.id), data.encode("utf-8"))
 
@@ -54,18 +87,19 @@ class TaskService:
             raise NotFound(f"no task {task_id!r} for user {self.user}") from None
         try:
             raw = json.loads(data)
-            return Task(**{field: raw[field] for field in Task._fields})
+            required = {field: raw[field] for field in ("id", "goal", "created", "status", "attached")}
+            return Task(**required, plan=raw.get("plan"), recalled=dict(raw.get("recalled") or {}))
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidInput(f"{self._key(task_id)}: unreadable task file ({exc})") from None
 
-    def new(self, goal: str) -> Task:
+    def new(self, goal: str, plan: str | None = None) -> Task:
         goal = " ".join(goal.split())
         if not goal:
             raise UsageError("the task goal is empty")
-        with self._lock():
-            numbers = [int(name[1:]) for name in self._ids() if name[1:].isdigit() and name[0] == "t"]
-            task = Task(f"t{max(numbers, default=0) + 1}", goal, utc_now(), "open", [])
-            self._save(task)
+        with self.lock():
+            numbers = [int(name[1:]) for name in self._ids() if name[0] == "t" and name[1:].isdigit()]
+            task = Task(f"t{max(numbers, default=0) + 1}", goal, utc_now(), "open", [], plan or None)
+            self.save(task)
         return task
 
     def _ids(self) -> list[str]:
@@ -76,16 +110,75 @@ class TaskService:
         for task_id in self._ids():
             try:
                 tasks.append(self.get(task_id))
-            except (NotFound, InvalidInput):
-                continue
+            except (NotFound, InvalidInput) as exc:
+                self.warnings.append(exc.message)
         return sorted(tasks, key=lambda task: (task.created, task.id))
 
     def set_attached(self, task_id: str, change: Mapping[str, bool]) -> Task:
-        """Attach (True) or detach (False) qualified document references."""
-        with self._lock():
+        """Attach (True) or detach (False) qualified document references; applies from the
+        next message on, earlier messages keep the attachments they were added with."""
+        with self.lock():
             task = self.get(task_id)
             attached = [ref for ref in task.attached if change.get(ref, True)]
             attached += [ref for ref, on in change.items() if on and ref not in attached]
             task = task._replace(attached=attached)
-            self._save(task)
+            self.save(task)
+        return task
+
+    # --- messages -----------------------------------------------------------------------
+
+    def messages(self, task_id: str) -> list[TaskMessage]:
+        self.get(task_id)
+        try:
+            data, _ = self.store.read(self._key(task_id, "messages.jsonl"))
+        except NotFound:
+            return []
+        messages = []
+        for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                messages.append(TaskMessage(**json.loads(line)))
+            except (ValueError, TypeError) as exc:
+                self.warnings.append(
+                    f"{self._key(task_id, 'messages.jsonl')} line {number} unreadable: {exc}"
+                )
+        return messages
+
+    def add_message(
+        self, task_id: str, role: str, content: str, tool_calls: list[dict[str, Any]] | None = None
+    ) -> TaskMessage:
+        if role not in ROLES:
+            raise InvalidInput(f"invalid role {role!r}: use {', '.join(ROLES)}")
+        with self.lock():
+            task = self.get(task_id)
+            if task.status != "open":
+                raise Conflict(f"task {task_id} is closed")
+            key = self._key(task_id, "messages.jsonl")
+            try:
+                existing, _ = self.store.read(key)
+            except NotFound:
+                existing = b""
+            count = sum(1 for line in existing.splitlines() if line.strip())
+            message = TaskMessage(count + 1, role, content, utc_now(), list(task.attached), tool_calls)
+            line = json.dumps(message.to_json(), ensure_ascii=False) + "\n"
+            prefix = existing if not existing or existing.endswith(b"\n") else existing + b"\n"
+            self.store.write(key, prefix + line.encode("utf-8"))
+        return message
+
+    def mark_recalled(self, task_id: str, names: list[str], at_message: int) -> None:
+        with self.lock():
+            task = self.get(task_id)
+            recalled = dict(task.recalled)
+            for name in names:
+                recalled.setdefault(name, at_message)
+            self.save(task._replace(recalled=recalled))
+
+    def end(self, task_id: str) -> Task:
+        with self.lock():
+            task = self.get(task_id)
+            if task.status == "closed":
+                raise Conflict(f"task {task_id} is already closed")
+            task = task._replace(status="closed")
+            self.save(task)
         return task
