@@ -59,7 +59,13 @@ class FakeOpenAI:
                             "object": "chat.completion",
                             "created": int(time.time()),
                             "model": payload.get("model", "test"),
-                            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": message,
+                                    "finish_reason": "tool_calls" if behaviour.tool_calls else "stop",
+                                }
+                            ],
                             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                         }
                     ).encode()
@@ -87,6 +93,21 @@ class FakeOpenAI:
 
     def reply_json(self, data: Any) -> None:
         self.enqueue(content=json.dumps(data))
+
+    def call_tools(self, *calls: tuple[str, dict[str, Any]]) -> None:
+        """Queue an assistant turn that calls tools: (name, arguments) pairs."""
+        with self._lock:
+            start = len(self.requests) + len(self._queue)
+        self.enqueue(
+            tool_calls=[
+                {
+                    "id": f"call_{start}_{i}",
+                    "type": "function",
+                    "function": {"name": n, "arguments": json.dumps(a)},
+                }
+                for i, (n, a) in enumerate(calls)
+            ]
+        )
 
     def start(self) -> FakeOpenAI:
         self.thread.start()

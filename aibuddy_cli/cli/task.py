@@ -32,11 +32,14 @@ def _show(state: AppState, task: Task) -> None:
 
 @app.command()
 def new(
-    ctx: typer.Context, goal: str = typer.Argument(..., help="What the task is for."), json: bool = JsonOption
+    ctx: typer.Context,
+    goal: str = typer.Argument(..., help="What the task is for."),
+    plan: str | None = typer.Option(None, "--plan", help="The plan, if there is one already."),
+    json: bool = JsonOption,
 ) -> None:
     """Start a task."""
     state = state_of(ctx, json)
-    _show(state, _tasks(state).new(goal))
+    _show(state, _tasks(state).new(goal, plan))
 
 
 @app.command("list")

@@ -239,19 +239,22 @@ class Extractor:
                         f"similar to {best.name} ({best_score:.2f}), written by a person",
                         best.name,
                     )
-                if not dry_run:
-                    self.memory.update_auto(
-                        best.name, description=candidate["description"], body=candidate["body"]
-                    )
-                return Decision("write", "updated", f"similar to {best.name} ({best_score:.2f})", best.name)
-        name = self._free_name(name)
-        if not dry_run:
-            try:
-                self.memory.create_auto(
-                    name, type=kind, description=candidate["description"], body=candidate["body"]
+                detail = f"similar to {best.name} ({best_score:.2f})"
+                if dry_run:
+                    return Decision("write", "would-update", detail, best.name)
+                self.memory.update_auto(
+                    best.name, description=candidate["description"], body=candidate["body"]
                 )
-            except AibuddyError as exc:
-                return Decision("write", "failed", exc.message, name)
+                return Decision("write", "updated", detail, best.name)
+        name = self._free_name(name)
+        if dry_run:
+            return Decision("write", "would-create", f"new {kind} record", name)
+        try:
+            self.memory.create_auto(
+                name, type=kind, description=candidate["description"], body=candidate["body"]
+            )
+        except AibuddyError as exc:
+            return Decision("write", "failed", exc.message, name)
         return Decision("write", "created", f"new {kind} record", name)
 
     def _free_name(self, name: str) -> str:

@@ -1,0 +1,255 @@
+"""Automatic extraction: cue gate, candidates from the real litellm client, reconciliation, log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI
+
+from aibuddy_cli.memory.extraction import Extractor, Message, find_cues, latest_window, parse_transcript
+from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.vault import Vault
+
+
+@pytest.fixture
+def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    return {"AIBUDDY_MODEL": "openai/extract-test", "AIBUDDY_TIMEOUT": "5"}
+
+
+@pytest.fixture
+def memory(vault: Vault, model_env: dict[str, str]) -> MemoryService:
+    return MemoryService(vault, "demo", environ=model_env)
+
+
+def talk(*turns: str, tool_calls: list[str] | None = None) -> list[Message]:
+    messages = [Message("user" if i % 2 == 0 else "assistant", text) for i, text in enumerate(turns)]
+    if tool_calls:
+        messages[-1] = messages[-1]._replace(tool_names=tuple(tool_calls))
+    return messages
+
+
+def candidate(**fields: object) -> dict[str, object]:
+    base = {
+        "type": "feedback",
+        "name": "weekly-report-format",
+        "description": "Use three sections in every weekly report",
+        "body": "Done, next, risks.",
+        "salience": 0.9,
+        "durable": True,
+        "recoverable": False,
+    }
+    base.update(fields)
+    return base
+
+
+def log_entries(vault: Vault) -> list[dict]:
+    path = vault.cache_dir / "logs" / "extraction.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_without_a_cue_no_model_is_called(
+    memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
+) -> None:
+    result = Extractor(memory).run(talk("What time is it in Tokyo?", "It is 9 pm."))
+    assert result.cues == [] and result.written == []
+    assert fake_openai.requests == []
+    assert [d.outcome for d in result.decisions] == ["no-cue"]
+    assert log_entries(vault)[-1]["decisions"][0]["outcome"] == "no-cue"
+
+
+def test_a_cue_leads_to_a_new_auto_record(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
+    fake_openai.reply_json({"candidates": [candidate(provenance="manual")]})
+    result = Extractor(memory).run(
+        talk(
+            "Write the weekly report.",
+            "Here it is: ...",
+            "From now on always use three sections: done, next, risks.",
+            "Noted.",
+        )
+    )
+    assert "preference" in result.cues and result.written == ["weekly-report-format"]
+    record = memory.show("weekly-report-format")
+    assert record.provenance == "auto"  # whatever the model said
+    assert record.body == "Done, next, risks."
+    sent = json.dumps(fake_openai.requests[-1]["body"]["messages"], ensure_ascii=False)
+    assert "From now on always use three sections" in sent
+
+
+def test_only_the_latest_three_pairs_are_read(memory: MemoryService) -> None:
+    turns = talk(
+        "I prefer tabs over spaces.", "ok", *[f"question {i}" if i % 2 == 0 else "answer" for i in range(6)]
+    )
+    window = latest_window(turns)
+    assert len(window) == 6 and window[0].content == "question 0"
+    assert find_cues(window) == []
+
+
+def test_a_near_duplicate_of_an_auto_record_updates_it_and_keeps_its_identity(
+    memory: MemoryService, fake_openai: FakeOpenAI
+) -> None:
+    memory.create_auto(
+        "report-style", type="feedback", description="Use three sections in every weekly report", body="old"
+    )
+    memory.recall("weekly report")
+    before = memory.show("report-style")
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                candidate(
+                    name="another-name", description="Use three sections in each weekly report", body="new"
+                )
+            ]
+        }
+    )
+    result = Extractor(memory).run(
+        talk("No, that's wrong: use three sections in each weekly report.", "Understood.")
+    )
+    assert result.written == ["report-style"]
+    after = memory.show("report-style")
+    assert (after.body, after.description) == ("new", "Use three sections in each weekly report")
+    assert (after.provenance, after.created, after.recall_count) == (
+        "auto",
+        before.created,
+        before.recall_count,
+    )
+    assert [item.record.name for item in memory.list().records] == ["report-style"]
+
+
+def test_a_near_duplicate_of_a_manual_record_is_never_written(
+    memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
+) -> None:
+    memory.save(
+        "report-style", type="feedback", description="Use three sections in every weekly report", body="mine"
+    )
+    path = vault.root / "memory" / "demo" / "report-style.md"
+    before = path.read_bytes()
+    fake_openai.reply_json(
+        {"candidates": [candidate(description="Use three sections in each weekly report", body="model")]}
+    )
+    result = Extractor(memory).run(talk("Please always use three sections in each weekly report.", "Sure."))
+    assert result.written == [] and result.decisions[-1].outcome == "protected"
+    assert path.read_bytes() == before
+    assert [item.record.name for item in memory.list().records] == ["report-style"]
+
+
+def test_equivalent_content_is_a_no_op(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
+    memory.create_auto(
+        "report-style", type="feedback", description="Use three sections in every weekly report", body="b"
+    )
+    fake_openai.reply_json({"candidates": [candidate()]})
+    result = Extractor(memory).run(talk("I prefer three sections in every weekly report.", "ok"))
+    assert result.decisions[-1].outcome == "no-op" and result.written == []
+
+
+def test_bad_candidates_are_skipped_and_the_others_go_through(
+    memory: MemoryService, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                candidate(name="../../escape"),
+                candidate(name="odd-type", type="opinion"),
+                candidate(name="minor", salience=0.1),
+                candidate(name="in-the-repo", recoverable=True),
+                candidate(name="passing", durable=False),
+                "not an object",
+                candidate(
+                    name="timezone", type="user", description="Works in the Berlin time zone", body="CET"
+                ),
+            ]
+        }
+    )
+    result = Extractor(memory).run(talk("I work at the Berlin office, my role is backend lead.", "Noted."))
+    assert result.written == ["timezone"]
+    outcomes = [d.outcome for d in result.decisions if d.step in ("candidate", "write")]
+    assert outcomes == ["dropped"] * 6 + ["created"]
+    assert [item.record.name for item in memory.list().records] == ["timezone"]
+
+
+@pytest.mark.parametrize(
+    "reply", [{"content": "I think you like reports."}, {"status": 500}, {"content": '{"candidates": "x"}'}]
+)
+def test_model_failures_are_logged_and_nothing_is_written(
+    memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault, reply: dict
+) -> None:
+    fake_openai.enqueue(**reply)
+    result = Extractor(memory).run(talk("I prefer short answers.", "ok"))
+    assert result.written == [] and result.decisions[-1].outcome == "failed"
+    assert memory.list().records == []
+    assert log_entries(vault)[-1]["decisions"][-1]["outcome"] == "failed"
+
+
+def test_an_explicit_memory_write_skips_the_window(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
+    result = Extractor(memory).run(talk("I prefer short answers.", "Saved.", tool_calls=["memory_save"]))
+    assert result.decisions[0].outcome == "skipped" and fake_openai.requests == []
+
+
+def test_without_a_model_the_cue_is_reported_and_nothing_written(vault: Vault) -> None:
+    memory = MemoryService(vault, "demo", environ={})
+    result = Extractor(memory).run(talk("以后周报都用三段式格式。", "好的。"))
+    assert result.cues == ["preference"]
+    assert result.decisions[-1].step == "model" and "nothing written" in result.decisions[-1].detail
+    assert memory.list().records == []
+
+
+def test_cli_extract_dry_run_writes_nothing(
+    cli,
+    vault: Vault,
+    fake_openai: FakeOpenAI,
+    model_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    for key, value in model_env.items():
+        monkeypatch.setenv(key, value)
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text(
+        "\n".join(
+            json.dumps(m)
+            for m in [
+                {"role": "user", "content": "From now on, answer me in German."},
+                {
+                    "role": "assistant",
+                    "content": "Verstanden.",
+                    "tool_calls": [{"function": {"name": "lookup", "arguments": "{}"}}],
+                },
+            ]
+        )
+        + "\nnot json\n"
+    )
+    fake_openai.reply_json(
+        {"candidates": [candidate(name="answer-language", type="user", description="Answer in German")]}
+    )
+    result = cli("memory", "extract", "--transcript", str(transcript), "--dry-run", "--json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["dry_run"] is True and document["written"] == []
+    assert document["decisions"][-1] == {
+        "step": "write",
+        "outcome": "would-create",
+        "detail": "new user record",
+        "name": "answer-language",
+    }
+    assert "line 3" in result.stderr
+    assert not list((vault.root / "memory").rglob("*.md"))
+    assert log_entries(vault) == []
+    fake_openai.reply_json(
+        {"candidates": [candidate(name="answer-language", type="user", description="Answer in German")]}
+    )
+    written = json.loads(cli("memory", "extract", "--transcript", str(transcript), "--json").stdout)
+    assert written["written"] == ["answer-language"]
+    assert cli("memory", "extract", "--transcript", str(tmp_path / "missing.jsonl")).exit_code == 3
+
+
+def test_parse_transcript_reads_tool_calls() -> None:
+    messages, problems = parse_transcript(
+        [
+            '{"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "memory_update"}}]}',
+            "[1, 2]",
+        ]
+    )
+    assert messages == [Message("assistant", "", ("memory_update",))] and len(problems) == 1

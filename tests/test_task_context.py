@@ -1,0 +1,164 @@
+"""Task messages, context assembly, compaction and `task end`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import CORPUS
+from fake_openai import FakeOpenAI
+
+from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.tasks.context import ContextAssembler
+from aibuddy_cli.tasks.service import TaskService
+from aibuddy_cli.vault import Vault
+
+BODY = CORPUS / "fastapi-en" / "body.md"
+STRINGS = CORPUS / "rust-book-zh" / "ch08-02-strings.md"
+
+
+def ok(result) -> dict:
+    assert result.exit_code == 0, result.stderr + result.stdout
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def stocked(vault: Vault) -> Vault:
+    knowledge = KnowledgeService(vault, "demo", environ={})
+    knowledge.publish(*[o.doc for o in knowledge.import_paths([str(BODY), str(STRINGS)], scope="system")])
+    memory = MemoryService(vault, "demo", environ={})
+    memory.save(
+        "report-style",
+        type="feedback",
+        description="Weekly reports use three sections",
+        body="Done, next, risks.",
+    )
+    memory.save("tea", type="user", description="Drinks green tea", body="No sugar.")
+    return vault
+
+
+def test_messages_record_the_attachments_of_their_moment(cli, stocked: Vault) -> None:
+    ok(cli("task", "new", "Write the weekly report", "--plan", "1. gather 2. write", "--json"))
+    ok(cli("task", "attach", "t1", "body", "--json"))
+    first = ok(cli("task", "add-message", "t1", "Draft the weekly report", "--role", "user", "--json"))
+    ok(cli("task", "detach", "t1", "body", "--json"))
+    ok(cli("task", "attach", "t1", "ch08-02-strings", "--json"))
+    second = ok(cli("task", "add-message", "t1", "Here is a draft.", "--role", "assistant", "--json"))
+    assert (first["n"], first["attached"]) == (1, ["system/body"])
+    assert (second["n"], second["attached"]) == (2, ["system/ch08-02-strings"])
+    log = stocked.root / "tasks" / "demo" / "t1" / "messages.jsonl"
+    assert [json.loads(line)["attached"] for line in log.read_text().splitlines()] == [
+        ["system/body"],
+        ["system/ch08-02-strings"],
+    ]
+    bad = cli("task", "add-message", "t1", "x", "--role", "system", "--json")
+    assert bad.exit_code == 6
+
+
+def test_context_assembles_goal_messages_memories_and_documents(cli, stocked: Vault) -> None:
+    ok(cli("task", "new", "Write the weekly report", "--plan", "gather, then write", "--json"))
+    ok(cli("task", "attach", "t1", "body", "--json"))
+    ok(
+        cli(
+            "task",
+            "add-message",
+            "t1",
+            "Please draft this week's report in three sections.",
+            "--role",
+            "user",
+            "--json",
+        )
+    )
+    context = ok(cli("task", "context", "t1", "--json"))
+    assert (context["goal"], context["plan"], context["summary"]) == (
+        "Write the weekly report",
+        "gather, then write",
+        None,
+    )
+    assert [m["n"] for m in context["messages"]] == [1]
+    assert [r["name"] for r in context["memories"]["records"]] == ["report-style"]
+    assert context["memories"]["records"][0]["body"] == "Done, next, risks."
+    assert context["documents"] == [
+        {"doc": "system/body", "title": "Request Body", "scope": "system", "summary": None, "sections": 11}
+    ]
+    ok(
+        cli(
+            "task",
+            "add-message",
+            "t1",
+            "Done. Anything else about the weekly report?",
+            "--role",
+            "user",
+            "--json",
+        )
+    )
+    again = ok(cli("task", "context", "t1", "--json"))
+    assert again["memories"]["records"] == []
+    assert again["memories"]["already_in_context"] == {
+        "count": 1,
+        "records": [{"name": "report-style", "since_message": 1}],
+    }
+
+
+def test_compaction_digests_older_messages_and_never_truncates_the_log(cli, stocked: Vault) -> None:
+    config = stocked.root / "aibuddy.toml"
+    config.write_text(
+        config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 200")
+        + "recent_messages = 2\n"
+    )
+    tasks = TaskService(Vault.open(stocked.root), "demo")
+    task = tasks.new("Investigate the outage")
+    for i in range(8):
+        tasks.add_message(task.id, "user", f"Question {i}: " + "details " * 40)
+        tasks.add_message(task.id, "tool", json.dumps({"error": "timeout"}) if i == 0 else "rows: 42\n" * 20)
+    context = ok(cli("task", "context", task.id, "--json"))
+    summary = context["summary"]
+    assert summary["method"] == "digest"
+    first, last = summary["covers"]
+    assert first == 1 and last == 16 - len(context["messages"])
+    assert "#1 user: Question 0: details" in summary["text"]
+    assert "#2 tool result: error" in summary["text"] and "#4 tool result: ok (180 chars)" in summary["text"]
+    assert [m["n"] for m in context["messages"]] == list(range(last + 1, 17))
+    assert len(tasks.messages(task.id)) == 16
+
+
+def test_compaction_through_the_compact_model_is_cached(
+    vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 100"))
+    vault = Vault.open(vault.root)
+    tasks = TaskService(vault, "demo")
+    task = tasks.new("Long task")
+    for i in range(10):
+        tasks.add_message(task.id, "user" if i % 2 == 0 else "assistant", f"message {i} " + "words " * 30)
+    environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "5"}
+    fake_openai.enqueue(content="The user asked ten things; all were answered.")
+    context = ContextAssembler(vault, "demo", environ=environ).assemble(task.id)
+    assert context["summary"]["method"] == "model"
+    assert context["summary"]["text"] == "The user asked ten things; all were answered."
+    compact_requests = [r for r in fake_openai.requests if r["body"]["model"] == "compact-test"]
+    assert len(compact_requests) == 1 and "message 0 words" in json.dumps(compact_requests[0]["body"])
+    again = ContextAssembler(vault, "demo", environ=environ).assemble(task.id)
+    assert again["summary"] == context["summary"]
+    assert len([r for r in fake_openai.requests if r["body"]["model"] == "compact-test"]) == 1
+    fake_openai.enqueue(status=500)
+    tasks.add_message(task.id, "user", "one more " * 40)
+    fallback = ContextAssembler(vault, "demo", environ=environ)
+    assert fallback.assemble(task.id)["summary"]["method"] == "digest"
+    assert any("digest" in w for w in fallback.warnings)
+
+
+def test_task_end_closes_and_extracts(cli, stocked: Vault) -> None:
+    ok(cli("task", "new", "Chat", "--json"))
+    ok(cli("task", "add-message", "t1", "What's the capital of France?", "--role", "user", "--json"))
+    ok(cli("task", "add-message", "t1", "Paris.", "--role", "assistant", "--json"))
+    ended = ok(cli("task", "end", "t1", "--json"))
+    assert ended["task"]["status"] == "closed"
+    assert ended["extraction"]["cues"] == [] and ended["extraction"]["decisions"][0]["outcome"] == "no-cue"
+    late = cli("task", "add-message", "t1", "more", "--role", "user", "--json")
+    assert late.exit_code == 4
+    assert cli("task", "end", "t1").exit_code == 4
