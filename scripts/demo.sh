@@ -46,5 +46,13 @@ step kb read payments-deploy-policy rollback --task t1
 step kb read weekly-report-guide-zh 格式 --task t1 --max-chars 80
 printf '\n$ aibuddy kb read incident-review-template summary --task t1 (pending: not served, exit 5)\n'
 "$aibuddy" kb read incident-review-template summary --task t1 || echo "exit code $?"
+
+echo
+echo "--- a task: messages, context, knowledge subagent, extraction ---"
+step task add-message t1 --role user "Which rollback steps apply to the payments API during the freeze?"
+step task add-message t1 --role assistant "Checking the deployment policy."
+step task context t1
+step kb ask "How do I roll back the payments API?" --task t1
+step memory extract --transcript "$here/scripts/sample-transcript.jsonl" --dry-run
 echo
 echo "Scratch vault left at $scratch/vault (git status of the repository is unchanged)."
