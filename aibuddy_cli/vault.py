@@ -50,7 +50,8 @@ class RecallSettings(NamedTuple):
 
 class KnowledgeSettings(NamedTuple):
     page_chars: int = 4000  # characters in one page of `kb read`
-    max_steps: int = 8  # tool calls the knowledge subagent may make
+    max_steps: int = 8  # model turns the knowledge subagent may take
+    tool_budget_tokens: int = 15_000  # estimated tokens all its tool results may add up to
 
 
 class ExtractionSettings(NamedTuple):
@@ -117,6 +118,7 @@ def config_from_data(data: Mapping[str, Any]) -> Config:
         knowledge=KnowledgeSettings(
             page_chars=_int_setting(knowledge, "page_chars", 4000, 200, 100_000),
             max_steps=_int_setting(knowledge, "max_steps", 8, 1, 50),
+            tool_budget_tokens=_int_setting(knowledge, "tool_budget_tokens", 15_000, 500, 1_000_000),
         ),
         extraction=ExtractionSettings(
             similarity=_fraction_setting(extraction, "similarity", 0.6),

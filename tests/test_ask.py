@@ -180,3 +180,18 @@ def test_a_failing_model_falls_back_to_excerpts(
     ask = agent(vault, task, model_env)
     result = ask.ask("request body")
     assert result["method"] == "extractive" and ask.warnings
+
+
+def test_tool_output_is_bounded(
+    vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
+) -> None:
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("max_steps = 8", "max_steps = 8\ntool_budget_tokens = 500"))
+    for anchor in ("新建字符串", "使用--运算符或-format-宏拼接字符串", "字符串-slice"):
+        fake_openai.call_tools(("read_section", {"doc": "ch08-02-strings", "anchor": anchor}))
+    fake_openai.reply_json({"answer": "ok", "citations": [], "gaps": []})
+    agent(vault, task, model_env).ask("字符串")
+    results = [m["content"] for m in fake_openai.requests[3]["body"]["messages"] if m["role"] == "tool"]
+    assert "error" not in json.loads(results[0])
+    assert "budget" in json.loads(results[-1])["error"]
+    assert sum(len(r) for r in results[:-1]) >= 2000

@@ -2,7 +2,8 @@
 
 The model gets the question and the task's document map, and three read-only tools over the
 task's usable documents: search_docs, read_doc, read_section. It never sees the task's messages
-or the user's memory. Steps and tool output are bounded. Only sections the loop actually read may
+or the user's memory. Steps and tool output are bounded
+(`[knowledge] max_steps`, `tool_budget_tokens`). Only sections the loop actually read may
 be cited; anything else is removed and reported. Without a model, or when the model fails, the
 answer is extractive: the best sections' relevant passages, labelled as excerpts.
 """
@@ -16,7 +17,6 @@ from typing import Any
 from ..errors import AibuddyError, InvalidInput, ModelError
 from .service import KnowledgeService
 
-MAX_TOOL_CHARS = 60_000  # all tool results of one question together
 EXCERPT_CHARS = 700
 
 SYSTEM_PROMPT = """You answer a question using only the documents attached to the user's task.
@@ -140,7 +140,8 @@ class KnowledgeAgent:
 
     def _run_tool(self, name: str, arguments: Any) -> str:
         """Run one read-only tool over the task's documents; errors go back to the model as data."""
-        if self._tool_chars >= MAX_TOOL_CHARS:
+        # About four characters a token, as for the task context estimate.
+        if self._tool_chars >= self.knowledge.vault.config.knowledge.tool_budget_tokens * 4:
             return json.dumps({"error": "reading budget used up; answer now with what you have"})
         try:
             args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
