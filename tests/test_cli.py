@@ -176,3 +176,35 @@ def test_every_command_has_help(cli) -> None:
     for command in ("save", "update", "delete", "show", "list", "manifest", "recall", "clear"):
         result = cli("memory", command, "--help")
         assert result.exit_code == 0 and len(result.stdout) > 100
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["memory", "list", "--bogus", "--json"], "No such option: --bogus"),
+        (["memory", "recall", "--json"], "Missing argument"),
+        (["memory", "recall", "x", "--limit", "zero", "--json"], "zero"),
+    ],
+)
+def test_usage_errors_are_json_documents_too(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, capsys, args, message
+) -> None:
+    from aibuddy_cli.__main__ import main
+
+    monkeypatch.setenv("AIBUDDY_VAULT", str(vault.root))
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert document["error"]["code"] == "usage" and message in document["error"]["message"]
+    assert "Usage: aibuddy" in captured.err
+
+
+def test_main_returns_the_exit_code_of_typed_errors(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from aibuddy_cli.__main__ import main
+
+    monkeypatch.setenv("AIBUDDY_VAULT", str(vault.root))
+    assert main(["memory", "show", "nope", "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "not_found"
+    assert main(["--version"]) == 0
