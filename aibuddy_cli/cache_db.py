@@ -6,14 +6,19 @@ per-file hashes of names and stat fields, so "did anything change?" costs one st
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 from zlib import crc32
 
+from .errors import Conflict
 from .storage import Entry
+
+Method = TypeVar("Method", bound=Callable[..., Any])
 
 MASK = (1 << 64) - 1
 _K_CTIME, _K_SIZE = 1_000_003, 998_244_353
@@ -44,6 +49,39 @@ def files_digest(entries: Iterable[Entry | None]) -> int:
     )
 
 
+def is_corrupt(error: sqlite3.DatabaseError) -> bool:
+    """Damage (rebuild the cache), as opposed to contention (another process holds a lock)."""
+    text = str(error).lower()
+    if "locked" in text or "busy" in text:
+        return False
+    return not isinstance(error, sqlite3.OperationalError) or any(
+        word in text for word in ("malformed", "not a database", "corrupt", "vtable constructor", "no such")
+    )
+
+
+def rebuild_if_corrupt(attribute: str) -> Callable[[Method], Method]:
+    """Run a service method again, once, on a fresh cache if the one in `attribute` is damaged;
+    turn lock contention into a typed "busy" error."""
+
+    def decorate(method: Method) -> Method:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.DatabaseError as error:
+                cache = getattr(self, attribute, None)
+                if not is_corrupt(error):
+                    raise Conflict(f"the vault's index is busy ({error}); try again") from None
+                if cache is None:
+                    raise
+                cache.discard()
+                return method(self, *args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
 class CacheDB:
     """A SQLite file whose tables are declared by `schema` at `version`; subclasses query it."""
 
@@ -60,8 +98,10 @@ class CacheDB:
         if self._db is None:
             try:
                 self._db = self._open()
-            except sqlite3.DatabaseError:
-                self._discard()  # a corrupt cache is rebuilt, never repaired
+            except sqlite3.DatabaseError as error:
+                if not is_corrupt(error):
+                    raise
+                self.discard()  # a corrupt cache is rebuilt, never repaired
                 self._db = self._open()
         return self._db
 
@@ -89,7 +129,9 @@ class CacheDB:
             raise
         return db
 
-    def _discard(self) -> None:
+    def discard(self) -> None:
+        """Close and delete the cache file; the next use rebuilds it."""
+        self.close()
         for suffix in ("", "-wal", "-shm", "-journal"):
             try:
                 os.unlink(f"{self.path}{suffix}")

@@ -63,6 +63,13 @@ class MalformedRecord(InvalidInput):
         self.problem = problem
 
 
+class Aborted(AibuddyError):
+    """The person declined a confirmation."""
+
+    code = "aborted"
+    exit_code = ExitCode.UNEXPECTED
+
+
 class ModelUnavailable(AibuddyError):
     """No model answered usefully and the operation has no deterministic fallback."""
 
@@ -75,3 +82,22 @@ class ModelError(Exception):
 
     Callers catch it and fall back; it is not meant to reach a person as-is.
     """
+
+
+def as_aibuddy_error(error: BaseException) -> AibuddyError:
+    """A typed error for anything a command may meet: filesystem errors get their exit codes."""
+    if isinstance(error, AibuddyError):
+        return error
+    if isinstance(error, OSError):
+        where = f": {error.filename}" if error.filename else ""
+        reason = f"{error.strerror or error}{where}"
+        if isinstance(error, FileNotFoundError):
+            return NotFound(reason)
+        if isinstance(error, PermissionError):
+            return NotAllowed(reason)
+        if isinstance(error, (IsADirectoryError, NotADirectoryError)):
+            return InvalidInput(reason)
+        return AibuddyError(reason)
+    if isinstance(error, UnicodeError):
+        return InvalidInput(f"not valid UTF-8 text: {error}")
+    return AibuddyError(str(error))

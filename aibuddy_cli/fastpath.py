@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
 _GLOBAL_OPTIONS = ("--vault", "--user")
+MAX_NUMBER = 1_000_000  # larger numbers go to Typer, which refuses them
 
 
 class Route(NamedTuple):
@@ -64,7 +65,8 @@ def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
     index = 0
     while index < len(args):
         arg = args[index]
-        name, has_value, value = arg.partition("=")
+        # Only long options take "=value" (click reads "-n=1" as the value "=1").
+        name, has_value, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
         if arg == "--json":
             parsed["json"] = True
         elif name in route.options:
@@ -75,7 +77,7 @@ def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
                 value = args[index]
             key = route.options[name]
             if key in route.numbers:
-                if not value.isdigit() or int(value) < 1:
+                if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_NUMBER:
                     return None
                 parsed[key] = int(value)
             else:
@@ -110,15 +112,15 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
         return None
 
     from .cli import output
-    from .errors import AibuddyError
+    from .errors import AibuddyError, as_aibuddy_error
     from .vault import open_vault_and_user
 
     try:
         vault, user = open_vault_and_user(options.get("vault"), options.get("user"), os.environ, Path.cwd())
         handler = _HANDLERS[rest[1]]
         document, text, warnings = handler(vault, user, args, stderr)
-    except AibuddyError as error:
-        return output.report_error(error, args["json"], stdout, stderr)
+    except (AibuddyError, OSError) as error:
+        return output.report_error(as_aibuddy_error(error), args["json"], stdout, stderr)
     output.report_warnings(warnings, stderr)
     if args["json"]:
         output.emit_json(document(), stdout)

@@ -126,22 +126,16 @@ class FileStore:
     def __init__(self, root: Path, locks_dir: Path) -> None:
         self.root = root.resolve()
         self.locks_dir = locks_dir
-        self._real_folders: set[str] = set()
 
     def path(self, key: str) -> Path:
         """The on-disk path of key, refusing any symlink between the vault root and the file."""
         check_key(key)
-        parts = key.split("/")
-        for depth in range(1, len(parts) + 1):
-            prefix = "/".join(parts[:depth])
-            if prefix in self._real_folders:
-                continue
-            probe = self.root / prefix
+        probe = self.root
+        for part in key.split("/"):
+            probe = probe / part
             if probe.is_symlink():
-                raise InvalidInput(f"refusing {key}: {prefix} is a symlink")
-            if depth < len(parts) and probe.is_dir():
-                self._real_folders.add(prefix)  # checked once per process, not once per file
-        return self.root / key
+                raise InvalidInput(f"refusing {key}: {probe.relative_to(self.root)} is a symlink")
+        return probe
 
     def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]:
         """Regular files directly in prefix whose name ends with suffix, or one of several
@@ -206,6 +200,8 @@ class FileStore:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except FileNotFoundError:
             raise NotFound(f"{key} not found") from None
+        except IsADirectoryError:
+            raise InvalidInput(f"{key} is a folder, not a file") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise InvalidInput(f"refusing {key}: it is a symlink") from None
@@ -234,6 +230,8 @@ class FileStore:
             os.unlink(self.path(key))
         except FileNotFoundError:
             raise NotFound(f"{key} not found") from None
+        except IsADirectoryError:
+            raise InvalidInput(f"{key} is a folder, not a file") from None
 
     @contextmanager
     def lock(self, name: str, timeout: float = 30.0) -> Iterator[None]:

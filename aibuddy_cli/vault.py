@@ -14,10 +14,12 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound, UsageError
-from .storage import atomic_write
+from .storage import TEMP_PREFIX, atomic_write
 
 CONFIG_FILE = "aibuddy.toml"
 CACHE_DIR = ".aibuddy"
+# The derived cache, and temp files an interrupted atomic write may leave behind.
+GITIGNORE_LINES = (f"{CACHE_DIR}/", f"{TEMP_PREFIX}*")
 
 _RECORD_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -161,7 +163,7 @@ def _load_config(root: Path) -> Config:
     cache_path = root / CACHE_DIR / "config.json"
     try:
         st = os.stat(config_path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise NotFound(f"no vault at {root} ({CONFIG_FILE} missing); run 'aibuddy init'") from None
     signature = [st.st_mtime_ns, st.st_ctime_ns, st.st_size]
     try:
@@ -286,10 +288,9 @@ def init_vault(path: Path, user: str) -> Vault:
         (path / folder).mkdir(parents=True, exist_ok=True)
     gitignore = path / ".gitignore"
     existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
-    if f"{CACHE_DIR}/" not in existing.split():
-        gitignore.write_text(
-            existing + ("" if existing.endswith("\n") or not existing else "\n") + f"{CACHE_DIR}/\n",
-            encoding="utf-8",
-        )
+    missing = [line for line in GITIGNORE_LINES if line not in existing.split()]
+    if missing:
+        separator = "" if existing.endswith("\n") or not existing else "\n"
+        gitignore.write_text(existing + separator + "\n".join(missing) + "\n", encoding="utf-8")
     (path / CONFIG_FILE).write_text(config_template(user), encoding="utf-8")
     return Vault.open(path)

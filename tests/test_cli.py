@@ -135,7 +135,7 @@ def test_clear_refuses_without_yes_when_stdin_is_not_a_terminal(cli) -> None:
     assert refused.exit_code == 2 and "--yes" in refused.stderr
     assert json.loads(cli("memory", "list", "--json").stdout)["records"]
     cleared = json.loads(cli("memory", "clear", "--yes", "--json").stdout)
-    assert cleared == {"user": "demo", "removed": ["tea"]}
+    assert cleared == {"user": "demo", "removed": ["tea"], "not_removed": []}
 
 
 def test_user_from_option_env_and_config(cli, monkeypatch: pytest.MonkeyPatch) -> None:

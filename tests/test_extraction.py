@@ -253,3 +253,24 @@ def test_parse_transcript_reads_tool_calls() -> None:
         ]
     )
     assert messages == [Message("assistant", "", ("memory_update",))] and len(problems) == 1
+
+
+def test_one_unusable_candidate_never_stops_the_run_or_the_log(
+    memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
+) -> None:
+    memory.create_auto(
+        "report-style", type="feedback", description="Use three sections in every weekly report", body="b"
+    )
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                candidate(name="new-one", type="user", description="Works from Berlin", body="CET"),
+                candidate(description="Use three sections in every weekly report\rplease", body="x"),
+                candidate(name="long", type="user", description="x" * 600),
+            ]
+        }
+    )
+    result = Extractor(memory).run(talk("I prefer short weekly reports; I work from Berlin.", "ok"))
+    assert result.written == ["new-one"]
+    assert [d.outcome for d in result.decisions[-3:]] == ["created", "dropped", "dropped"]
+    assert log_entries(vault)[-1]["written"] == ["new-one"]

@@ -103,7 +103,7 @@ def test_users_never_see_each_other(vault: Vault) -> None:
     assert [line.name for line in bob.manifest("Falcon").lines] == ["tea"]
     with pytest.raises(NotFound):
         bob.show("secret-plan")
-    assert bob.clear() == ["tea"]
+    assert bob.clear() == (["tea"], [])
     assert [r.record.name for r in alice.list().records] == ["secret-plan"]
 
 
@@ -259,6 +259,6 @@ def test_clear_removes_only_this_users_records(vault: Vault) -> None:
     for i in range(3):
         alice.save(f"a-{i}", type="user", description="alice", body="")
     bob.save("b", type="user", description="bob", body="")
-    assert alice.clear() == ["a-0", "a-1", "a-2"]
+    assert alice.clear() == (["a-0", "a-1", "a-2"], [])
     assert alice.list().records == []
     assert [r.record.name for r in bob.list().records] == ["b"]

@@ -10,7 +10,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from ..errors import AibuddyError
+from ..errors import AibuddyError, as_aibuddy_error
 from ..vault import default_user_name, init_vault
 from . import kb, memory, output, task
 from .context import AppState, state_of
@@ -22,9 +22,9 @@ class RootGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except AibuddyError as error:
+        except (AibuddyError, OSError, UnicodeError) as error:
             state = ctx.obj if isinstance(ctx.obj, AppState) else AppState()
-            raise typer.Exit(output.report_error(error, state.json)) from None
+            raise typer.Exit(output.report_error(as_aibuddy_error(error), state.json)) from None
 
 
 app = typer.Typer(

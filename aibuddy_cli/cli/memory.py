@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from ..errors import InvalidInput, NotFound, UsageError
+from ..errors import Aborted, InvalidInput, NotFound, UsageError
 from ..memory.records import TYPES, decode_body, read_body_file
 from ..vault import memory_key
 from . import memory_output, output
@@ -211,13 +211,15 @@ def clear(
         if not stdin_is_terminal():
             raise UsageError("refusing to clear memory without --yes when stdin is not a terminal")
         count = memory.count()
-        if not typer.confirm(f"Delete all {count} memory record(s) of user {memory.user}?", default=False):
-            raise typer.Exit(1)
-    removed = memory.clear()
+        question = f"Delete all {count} memory record(s) of user {memory.user}?"
+        if not typer.confirm(question, default=False, err=True):  # stdout may be JSON
+            raise Aborted("nothing removed")
+    removed, problems = memory.clear()
+    output.report_warnings(f"not removed: {problem}" for problem in problems)
     message = f"removed {len(removed)} record(s) of user {memory.user}"
     render(
         state.json,
-        lambda: {"user": memory.user, "removed": removed},
+        lambda: {"user": memory.user, "removed": removed, "not_removed": problems},
         lambda: message,
         lambda: output.emit_text(message),
     )
@@ -244,6 +246,8 @@ def extract(
         raise NotFound(f"transcript {transcript} not found") from None
     except UnicodeDecodeError:
         raise InvalidInput(f"transcript {transcript} is not UTF-8 text") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"transcript {transcript} is a folder") from None
     output.report_warnings(problems)
     result = Extractor(memory).run(messages, dry_run=dry_run, source=transcript)
     text = "\n".join(f"{d.step}\t{d.outcome}\t{d.name or '-'}\t{d.detail}" for d in result.decisions) + (

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..cache_db import files_digest
+from ..cache_db import files_digest, rebuild_if_corrupt
 from ..clock import utc_now
 from ..errors import (
     Conflict,
@@ -194,6 +194,7 @@ class KnowledgeService:
         self.refresh()
         return self._index
 
+    @rebuild_if_corrupt("_index")
     def refresh(self) -> None:
         """Notice documents changed behind the tool's back and bring sidecars and index in line.
 
@@ -520,6 +521,7 @@ class KnowledgeService:
 
     # --- listing and visibility ---------------------------------------------------------
 
+    @rebuild_if_corrupt("_index")
     def documents(self, status: str = "all") -> list[IndexedDoc]:
         """Documents the user may see, by status (pending, ready or all)."""
         if status not in ("pending", "ready", "all"):
@@ -604,6 +606,7 @@ class KnowledgeService:
 
     # --- search and read ----------------------------------------------------------------
 
+    @rebuild_if_corrupt("_index")
     def search(
         self, query: str, *, task: str | None = None, limit: int = 10, status: str = "ready"
     ) -> list[SearchHit]:

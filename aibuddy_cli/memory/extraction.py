@@ -11,6 +11,7 @@ anything else becomes a new record with provenance `auto`. Every decision is log
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from difflib import SequenceMatcher
@@ -20,7 +21,7 @@ from ..clock import utc_now
 from ..errors import AibuddyError, InvalidInput, ModelError
 from ..text import tokens
 from ..vault import validate_record_name
-from .records import TYPES
+from .records import TYPES, validate_body, validate_description
 from .service import MemoryService
 
 MEMORY_WRITE_TOOLS = frozenset({"memory_save", "memory_update", "memory_delete"})
@@ -198,7 +199,10 @@ class Extractor:
             return self._log(result, source)
         decisions.append(Decision("model", "answered", f"{len(candidates)} candidate(s)"))
         for candidate in candidates:
-            decision = self._reconcile(candidate, dry_run)
+            try:
+                decision = self._reconcile(candidate, dry_run)
+            except AibuddyError as exc:  # one bad candidate never stops the others
+                decision = Decision("candidate", "failed", exc.message)
             decisions.append(decision)
             if decision.outcome in ("created", "updated") and decision.name:
                 written.append(decision.name)
@@ -227,7 +231,7 @@ class Extractor:
         if best is not None:
             existing = self.memory.show(best.name)
             equivalent = existing.description.strip() == candidate["description"] or (
-                existing.body.strip() == candidate["body"].strip()
+                bool(candidate["body"].strip()) and existing.body.strip() == candidate["body"].strip()
             )
             if equivalent:
                 return Decision("candidate", "no-op", f"equivalent to {best.name}", best.name)
@@ -274,8 +278,11 @@ class Extractor:
         entry = {"at": utc_now(), "user": self.memory.user, "source": source, **result.to_json()}
         log = self.memory.vault.cache_dir / "logs" / "extraction.jsonl"
         log.parent.mkdir(parents=True, exist_ok=True)
-        with self.memory.store.lock("extraction-log"), open(log, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)  # never via a symlink
+        with self.memory.store.lock("extraction-log"):
+            fd = os.open(log, flags, 0o644)
+            with os.fdopen(fd, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
         return result
 
 
@@ -291,17 +298,20 @@ def _validate(raw: Any) -> dict[str, Any]:
     if kind not in TYPES:
         raise InvalidInput(f"{name}: unknown type {kind!r}")
     description, body = raw.get("description"), raw.get("body", "")
-    if not isinstance(description, str) or not description.strip() or "\n" in description.strip():
-        raise InvalidInput(f"{name}: the description must be one line")
-    if not isinstance(body, str):
-        raise InvalidInput(f"{name}: the body must be text")
+    if not isinstance(description, str) or not isinstance(body, str):
+        raise InvalidInput(f"{name}: description and body must be text")
+    try:
+        description = validate_description(description)
+        validate_body(body)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{name}: {exc.message}") from None
     salience = raw.get("salience", 0)
     if isinstance(salience, bool) or not isinstance(salience, int | float):
         raise InvalidInput(f"{name}: salience must be a number")
     return {
         "name": name,
         "type": kind,
-        "description": description.strip(),
+        "description": description,
         "body": body,
         "salience": float(salience),
         "durable": raw.get("durable") is True,

@@ -44,6 +44,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
 );
 """
 
+
+def _stored(entry: Entry) -> tuple[str, int, int, int]:
+    """An entry as SQLite can hold it: a timestamp past the year 2262 is clamped to the maximum."""
+    largest = (1 << 63) - 1
+    return entry.key, min(entry.mtime_ns, largest), min(entry.ctime_ns, largest), entry.size
+
+
 Loaded = tuple[Entry, MemoryRecord | None, str | None] | None
 """What reading one file gave: its entry as read, the record or None, the problem or None;
 None when the file vanished before it could be read."""
@@ -81,7 +88,7 @@ class MemoryIndex(CacheDB):
                 "SELECT name, mtime_ns, ctime_ns, size FROM records"
             )
         }
-        changed = [entry for name, entry in current.items() if seen.get(name) != entry.signature]
+        changed = [entry for name, entry in current.items() if seen.get(name) != _stored(entry)[1:]]
         removed = [name for name in seen if name not in current]
         loaded = [load(entry) for entry in changed]
         with self.write():
@@ -138,7 +145,7 @@ class MemoryIndex(CacheDB):
             "INSERT INTO records (name, key, mtime_ns, ctime_ns, size, error, description, type,"
             " provenance, created, updated, recall_count, last_recalled_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, *entry, problem, *values),
+            (name, *_stored(entry), problem, *values),
         )
         if record is not None:
             self.db.execute(

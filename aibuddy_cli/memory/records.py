@@ -68,6 +68,10 @@ def validate_type(value: str) -> str:
 
 
 def validate_description(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("the description is not valid UTF-8 text") from None
     text = value.strip()
     if not text:
         raise InvalidInput("the description is empty")
@@ -79,8 +83,16 @@ def validate_description(value: str) -> str:
 
 
 def validate_body(body: str) -> str:
-    if len(body.encode("utf-8")) > MAX_BODY_BYTES:
+    try:
+        size = len(body.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInput("the body is not valid UTF-8 text") from None
+    if size > MAX_BODY_BYTES:
         raise InvalidInput("the body is larger than 1 MB")
+    if _looks_like_second_frontmatter(body):
+        raise InvalidInput(
+            "the body starts with its own frontmatter block; remove it or put a line of text before it"
+        )
     return body
 
 
@@ -173,13 +185,17 @@ def _timestamp(value: Any, key: str, name: str) -> str | None:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except (ValueError, OverflowError):
+            raise MalformedRecord(name, f"{key} is not a usable timestamp: {value!r}") from None
     if isinstance(value, dt.date):
         return f"{value.isoformat()}T00:00:00Z"
     if isinstance(value, str):
         try:
             parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
+            parsed.astimezone(dt.UTC)
+        except (ValueError, OverflowError):
             raise MalformedRecord(name, f"{key} is not a timestamp: {value!r}") from None
         return _timestamp(parsed, key, name)
     raise MalformedRecord(name, f"{key} is not a timestamp: {value!r}")
@@ -191,7 +207,7 @@ _YAML_BOOL_OR_NULL = frozenset(
     "null Null NULL ~".split()
 )
 _PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_PLAIN_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_PLAIN_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 _NOT_FLAT = object()
 
 
@@ -206,7 +222,10 @@ def _flat_scalar(raw: str) -> Any:
     if _PLAIN_INT.fullmatch(value):
         return int(value)
     if _PLAIN_TIMESTAMP.fullmatch(value):
-        return dt.datetime.fromisoformat(value[:-1]).replace(tzinfo=dt.UTC)
+        try:
+            return dt.datetime.fromisoformat(value[:-1]).replace(tzinfo=dt.UTC)
+        except ValueError:  # an impossible date: let YAML report it
+            return _NOT_FLAT
     first = value[0]
     if first == "'":
         inner = value[1:-1]
@@ -237,10 +256,13 @@ def _parse_flat_header(header_text: str) -> dict[str, Any] | None:
     and running the YAML parser. The result equals what the safe YAML loader gives.
     """
     header: dict[str, Any] = {}
-    for line in header_text.splitlines():
-        if not line.strip():
+    # Only "\n" (and a "\r" before it) ends a line here: YAML does not break lines at form
+    # feeds or Unicode separators, which str.splitlines would.
+    for line in header_text.split("\n"):
+        line = line.removesuffix("\r")
+        if not line.strip(" \t"):
             continue
-        match = _FLAT_LINE.fullmatch(line.rstrip("\r"))
+        match = _FLAT_LINE.fullmatch(line)
         if match is None:
             return None
         key, raw = match.group(1), match.group(2) or ""
@@ -312,6 +334,8 @@ def _load_yaml_header(name: str, header_text: str) -> Any:
         return yaml.load(header_text, Loader=loader)
     except yaml.YAMLError as exc:
         raise MalformedRecord(name, f"broken frontmatter YAML: {_yaml_problem(exc)}") from None
+    except (ValueError, OverflowError) as exc:  # e.g. an impossible date such as 2026-02-30
+        raise MalformedRecord(name, f"broken frontmatter YAML: {exc}") from None
 
 
 def _yaml_problem(exc: Exception) -> str:
@@ -365,8 +389,10 @@ def render_record(record: MemoryRecord) -> str:
 def mark_recalled_text(text: str, record: MemoryRecord) -> str:
     """The file text with only the telemetry lines changed to record's values.
 
-    A recall must not reformat what a person wrote, so when the header holds the two telemetry
-    keys on lines of their own, just those lines are replaced; otherwise it is rendered anew.
+    A recall must not reformat what a person wrote, so the two telemetry lines are replaced in
+    place, and the result is kept only if it reads back as exactly `record`; anything that
+    fails that check (continuation lines, odd line breaks, a key inside a quoted value) is
+    rendered anew.
     """
     parts = _split_frontmatter(text)
     if parts is not None and not text.startswith("\ufeff"):
@@ -376,16 +402,17 @@ def mark_recalled_text(text: str, record: MemoryRecord) -> str:
             "lastRecalledAt": f"lastRecalledAt: {record.last_recalled_at or 'null'}",
         }
         lines = header.split("\n")
-        positions = {
-            key: [i for i, line in enumerate(lines) if line.split(":", 1)[0] == key and ":" in line]
-            for key in wanted
-        }
+        positions = {key: [i for i, line in enumerate(lines) if line.startswith(f"{key}:")] for key in wanted}
         if all(len(found) == 1 for found in positions.values()):
             for key, (index,) in positions.items():
                 ending = "\r" if lines[index].endswith("\r") else ""
                 lines[index] = wanted[key] + ending
             opening = text[: text.index("\n") + 1]
-            closing_start = len(opening) + len(header)
-            closing = text[closing_start : len(text) - len(body)]
-            return opening + "\n".join(lines) + closing + body
+            closing = text[len(opening) + len(header) : len(text) - len(body)]
+            edited = opening + "\n".join(lines) + closing + body
+            try:
+                if parse_record(record.name, edited) == record:
+                    return edited
+            except MalformedRecord:
+                pass
     return render_record(record)

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
 from ..errors import Conflict, InvalidInput, MalformedRecord, ModelError, NotFound, UsageError
 from ..storage import Entry, FileStore, Store
@@ -83,6 +84,8 @@ class MemoryService:
             return None
         except InvalidInput as exc:
             return entry, None, exc.message
+        except OSError as exc:  # unreadable (permissions): reported like a malformed record
+            return entry, None, f"cannot be read: {exc.strerror or exc}"
         try:
             return as_read, parse_record(name, data.decode("utf-8")), None
         except UnicodeDecodeError:
@@ -91,7 +94,7 @@ class MemoryService:
             return as_read, None, exc.problem
 
     def index(self) -> MemoryIndex:
-        """The derived index, brought up to date with the folder."""
+        """The derived index, brought up to date with the folder (rebuilt if it is corrupt)."""
         if self._index is None:
             self._index = MemoryIndex(self.vault.memory_index_path(self.user))
         self._index.refresh(self.store.scan(self.prefix, ".md"), self._load)
@@ -219,10 +222,12 @@ class MemoryService:
         validate_record_name(name)
         return self._read(name)
 
+    @rebuild_if_corrupt("_index")
     def list(self) -> RecordList:
         index = self.index()
         return RecordList(index.records(), index.problems())
 
+    @rebuild_if_corrupt("_index")
     def manifest(self, query: str | None = None) -> Manifest:
         """The recall window; with a query, its best lexical matches are reserved a place."""
         settings = self.vault.config.recall
@@ -233,21 +238,29 @@ class MemoryService:
     def count(self) -> int:
         return len(self.store.scan(self.prefix, ".md"))
 
-    def clear(self) -> list[str]:
-        """Remove every record file of this user (malformed ones too). Never offered to a model."""
+    def clear(self) -> tuple[list[str], list[str]]:
+        """Remove every record file of this user (malformed ones too). Never offered to a model.
+
+        Returns (removed, problems): a file that cannot be removed is reported, not a stop.
+        """
         removed: list[str] = []
+        problems: list[str] = []
         with self._lock():
             for entry in self.store.scan(self.prefix, ".md"):
                 try:
                     self.store.delete(entry.key)
                 except NotFound:
                     continue
+                except (InvalidInput, OSError) as exc:
+                    problems.append(f"{entry.key}: {getattr(exc, 'message', None) or exc}")
+                    continue
                 removed.append(entry.name[: -len(".md")])
             if self._index is not None:
                 for name in removed:
                     self._index.record_deleted(name)
-        return sorted(removed)
+        return sorted(removed), problems
 
+    @rebuild_if_corrupt("_index")
     def recall(self, query: str, limit: int | None = None) -> RecallResult:
         """Manifest → selection (model, else lexical) → at most max_bodies bodies, telemetry updated.
 
