@@ -44,7 +44,8 @@ def test_impossible_dates_make_a_record_malformed_not_a_crash(
     [
         "recallCount:\n  3\nlastRecalledAt: null\n",  # value on a continuation line
         "recallCount: 3\rowner: alice\nlastRecalledAt: null\n",  # an old Mac line break inside
-        'description2: "two\nrecallCount: 9"\nrecallCount: 1\nlastRecalledAt: null\n',  # key inside a quoted value
+        # a telemetry key inside a quoted value
+        'description2: "two\nrecallCount: 9"\nrecallCount: 1\nlastRecalledAt: null\n',
     ],
 )
 def test_a_recall_never_corrupts_or_drops_part_of_a_header(
