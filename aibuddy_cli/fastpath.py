@@ -16,26 +16,26 @@ from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
 _GLOBAL_OPTIONS = ("--vault", "--user")
-MAX_NUMBER = 1_000_000  # larger numbers go to Typer, which refuses them
+MAX_NUMBER = 1_000_000  # larger numbers go to Typer, which judges them
 
 
 class Route(NamedTuple):
     positionals: tuple[str, ...]
     options: dict[str, str]  # spelling -> argument name
-    numbers: frozenset[str]  # arguments that are whole numbers >= 1
+    numbers: dict[str, int]  # arguments that are whole numbers, 1 to this maximum (as in Typer)
 
 
 ROUTES = {
-    ("memory", "recall"): Route(("query",), {"--limit": "limit", "-n": "limit"}, frozenset({"limit"})),
+    ("memory", "recall"): Route(("query",), {"--limit": "limit", "-n": "limit"}, {"limit": MAX_NUMBER}),
     ("kb", "search"): Route(
         ("query",),
         {"--limit": "limit", "-n": "limit", "--task": "task", "--status": "status"},
-        frozenset({"limit"}),
+        {"limit": 1000},
     ),
     ("kb", "read"): Route(
         ("doc", "anchor"),
         {"--cursor": "cursor", "--max-chars": "max_chars", "--task": "task", "--status": "status"},
-        frozenset({"max_chars"}),
+        {"max_chars": MAX_NUMBER},
     ),
 }
 
@@ -77,7 +77,7 @@ def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
                 value = args[index]
             key = route.options[name]
             if key in route.numbers:
-                if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_NUMBER:
+                if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= route.numbers[key]:
                     return None
                 parsed[key] = int(value)
             else:

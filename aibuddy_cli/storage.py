@@ -52,6 +52,8 @@ class Store(Protocol):
 
     def move(self, key: str, new_key: str) -> None: ...
 
+    def replace(self, key: str, new_key: str) -> None: ...
+
     def stat(self, key: str) -> Entry: ...
 
     def write(self, key: str, data: bytes, *, create: bool = False) -> Entry: ...
@@ -188,6 +190,15 @@ class FileStore:
         source, target = self.path(key), self.path(new_key)
         if os.path.lexists(target):
             raise Conflict(f"{new_key} already exists")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(source, target)
+        except FileNotFoundError:
+            raise NotFound(f"{key} not found") from None
+
+    def replace(self, key: str, new_key: str) -> None:
+        """Rename a file within the vault over whatever new_key holds (atomic on one filesystem)."""
+        source, target = self.path(key), self.path(new_key)
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.replace(source, target)

@@ -195,3 +195,27 @@ def test_tool_output_is_bounded(
     assert "error" not in json.loads(results[0])
     assert "budget" in json.loads(results[-1])["error"]
     assert sum(len(r) for r in results[:-1]) >= 2000
+
+
+def test_odd_tool_arguments_and_replies_do_not_crash_the_loop(
+    vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
+) -> None:
+    fake_openai.enqueue(
+        tool_calls=[
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "search_docs", "arguments": '{"query": "body", "limit": 1e400}'},
+            },
+            {"id": "c2", "type": "function", "function": {"name": "read_section", "arguments": "not json"}},
+            {"id": "c3", "type": "function", "function": {"name": "read_doc", "arguments": '{"doc": 42}'}},
+        ]
+    )
+    fake_openai.reply_json({"answer": "x", "citations": 5, "gaps": 7})
+    result = agent(vault, task, model_env).ask("body")
+    assert result["method"] == "model" and result["citations"] == [] and result["gaps"] == []
+    assert result["dropped_citations"] == [{"value": 5}]
+    tools = [
+        json.loads(m["content"]) for m in fake_openai.requests[1]["body"]["messages"] if m["role"] == "tool"
+    ]
+    assert "hits" in tools[0] and "error" in tools[1] and "error" in tools[2]

@@ -104,23 +104,23 @@ def test_context_assembles_goal_messages_memories_and_documents(cli, stocked: Va
 def test_compaction_digests_older_messages_and_never_truncates_the_log(cli, stocked: Vault) -> None:
     config = stocked.root / "aibuddy.toml"
     config.write_text(
-        config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 200")
+        config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 2400")
         + "recent_messages = 2\n"
     )
     tasks = TaskService(Vault.open(stocked.root), "demo")
     task = tasks.new("Investigate the outage")
-    for i in range(8):
+    for i in range(24):
         tasks.add_message(task.id, "user", f"Question {i}: " + "details " * 40)
         tasks.add_message(task.id, "tool", json.dumps({"error": "timeout"}) if i == 0 else "rows: 42\n" * 20)
     context = ok(cli("task", "context", task.id, "--json"))
     summary = context["summary"]
     assert summary["method"] == "digest"
     first, last = summary["covers"]
-    assert first == 1 and last == 16 - len(context["messages"])
+    assert first == 1 and last == 48 - len(context["messages"])
     assert "#1 user: Question 0: details" in summary["text"]
     assert "#2 tool result: error" in summary["text"] and "#4 tool result: ok (180 chars)" in summary["text"]
-    assert [m["n"] for m in context["messages"]] == list(range(last + 1, 17))
-    assert len(tasks.messages(task.id)) == 16
+    assert [m["n"] for m in context["messages"]] == list(range(last + 1, 49))
+    assert len(tasks.messages(task.id)) == 48
 
 
 def test_compaction_through_the_compact_model_is_cached(
@@ -162,3 +162,33 @@ def test_task_end_closes_and_extracts(cli, stocked: Vault) -> None:
     late = cli("task", "add-message", "t1", "more", "--role", "user", "--json")
     assert late.exit_code == 4
     assert cli("task", "end", "t1").exit_code == 4
+
+
+def test_a_long_history_digest_stays_within_the_budget(stocked: Vault) -> None:
+    tasks = TaskService(stocked, "demo")
+    task = tasks.new("Very long task")
+    for i in range(400):
+        tasks.add_message(task.id, "user", f"message number {i} " + "text " * 30)
+    context = ContextAssembler(Vault.open(stocked.root), "demo", environ={}).assemble(task.id)
+    summary = context["summary"]["text"]
+    assert len(summary) // 4 <= 6000 // 2 + 50
+    assert summary.startswith("(messages 1-") and "more, not shown" in summary.splitlines()[0]
+    assert summary.splitlines()[-1].startswith(f"#{context['summary']['covers'][1]} user: message number")
+
+
+def test_damaged_task_files_are_reported_not_fatal(cli, stocked: Vault) -> None:
+    ok(cli("task", "new", "Chat", "--json"))
+    ok(cli("task", "add-message", "t1", "I prefer tea.", "--role", "user", "--json"))
+    log = stocked.root / "tasks" / "demo" / "t1" / "messages.jsonl"
+    with open(log, "ab") as handle:
+        handle.write(b'{"n": 2, "role": "user", "content": null, "at": "x", "attached": []}\n\xff\xfe\n')
+    context = cli("task", "context", "t1", "--json")
+    assert (
+        context.exit_code == 0 and "line 2 skipped" in context.stderr and "line 3 skipped" in context.stderr
+    )
+    assert [m["n"] for m in json.loads(context.stdout)["messages"]] == [1]
+    ended = ok(cli("task", "end", "t1", "--json"))
+    assert ended["task"]["status"] == "closed"
+    task_file = stocked.root / "tasks" / "demo" / "t1" / "task.json"
+    task_file.write_text(task_file.read_text().replace('"attached": []', '"attached": null'))
+    assert cli("task", "context", "t1", "--json").exit_code == 6

@@ -248,7 +248,7 @@ def search(
     ctx: typer.Context,
     query: str = typer.Argument(..., help='Words, CJK text, "quoted phrases".'),
     task: str | None = TaskOption,
-    limit: int = typer.Option(10, "--limit", "-n", min=1, help="At most this many hits."),
+    limit: int = typer.Option(10, "--limit", "-n", min=1, max=1000, help="At most this many hits."),
     status: str = StatusOption,
     json: bool = JsonOption,
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import InvalidInput, NotAllowed
+from ..errors import Conflict, InvalidInput, NotAllowed
 from ..knowledge.service import KnowledgeService
 from ..tasks.service import Task, TaskService
 from . import output
@@ -201,9 +201,12 @@ def end(ctx: typer.Context, task: str = typer.Argument(...), json: bool = JsonOp
 
     state = state_of(ctx, json)
     tasks = _tasks(state)
-    closed = tasks.end(task)
+    if tasks.get(task).status == "closed":
+        raise Conflict(f"task {task} is already closed")
     messages = [Message(m.role, m.content, m.tool_names) for m in tasks.messages(task)]
+    output.report_warnings(tasks.warnings)
     result = Extractor(state.memory()).run(messages, source=f"task {task}")
+    closed = tasks.end(task)  # after extraction, so a failure leaves the task open to retry
     document = {"task": closed.to_json(), "extraction": result.to_json()}
     text = f"closed {task}\n" + "\n".join(
         f"{d.step}\t{d.outcome}\t{d.name or '-'}\t{d.detail}" for d in result.decisions

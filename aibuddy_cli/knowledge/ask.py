@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import AibuddyError, InvalidInput, ModelError
+from .outline import split_lines
 from .service import KnowledgeService
 
 EXCERPT_CHARS = 700
@@ -148,7 +149,7 @@ class KnowledgeAgent:
             if not isinstance(args, dict):
                 raise ValueError("arguments must be an object")
             result = self._dispatch(name, args)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             result = {"error": f"bad arguments for {name}: {exc}"}
         except AibuddyError as exc:
             result = {"error": exc.message}
@@ -159,7 +160,7 @@ class KnowledgeAgent:
     def _dispatch(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         if name == "search_docs":
             limit = args.get("limit", 5)
-            limit = max(1, min(int(limit), 10)) if isinstance(limit, int | float) else 5
+            limit = int(max(1, min(limit, 10))) if isinstance(limit, int | float) and limit == limit else 5
             hits = self.knowledge.search(str(args.get("query", "")), task=self.task, limit=limit)
             return {"hits": [hit.to_json() for hit in hits]}
         if name == "read_doc":
@@ -187,7 +188,11 @@ class KnowledgeAgent:
         if not isinstance(answer, str) or not answer.strip():
             raise ModelError('the knowledge model reply has no "answer"')
         citations, dropped = [], []
-        for cited in reply.get("citations") or []:
+        cited_list = reply.get("citations") or []
+        if not isinstance(cited_list, list):
+            dropped.append({"value": cited_list})
+            cited_list = []
+        for cited in cited_list:
             citation = self._checked(cited)
             if citation is None:
                 dropped.append(cited if isinstance(cited, dict) else {"value": cited})
@@ -195,7 +200,8 @@ class KnowledgeAgent:
                 citations.append(citation)
         if dropped:
             self.warnings.append(f"removed {len(dropped)} citation(s) of sections the model never read")
-        gaps = [g for g in reply.get("gaps") or [] if isinstance(g, str) and g.strip()]
+        raw_gaps = reply.get("gaps") or []
+        gaps = [g for g in raw_gaps if isinstance(g, str) and g.strip()] if isinstance(raw_gaps, list) else []
         return {
             "method": "model",
             "answer": answer.strip(),
@@ -227,9 +233,9 @@ class KnowledgeAgent:
             hits = []
         citations, passages = [], []
         for hit in hits:
-            lines = hit.hit.text.splitlines()
+            lines = split_lines(hit.hit.text)
             focus = hit.snippet_line - hit.hit.start
-            excerpt = "\n".join(lines[max(0, focus - 2) : focus + 3]).strip()[:EXCERPT_CHARS]
+            excerpt = "".join(lines[max(0, focus - 2) : focus + 3]).strip()[:EXCERPT_CHARS]
             passages.append(f"[{hit.hit.ref.qualified}#{hit.hit.anchor}]\n{excerpt}")
             citations.append(
                 {

@@ -68,9 +68,9 @@ def refusal(data: bytes) -> str | None:
     if len(data) > MAX_DOCUMENT_BYTES:
         return f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MB"
     for magic, kind in _MAGIC:
-        if data.startswith(magic) or (magic == b"%PDF" and b"%PDF-" in data[:1024]):
+        if data.startswith(magic):
             return f"{kind}, not Markdown; convert it to Markdown first"
-    if b"\x00" in data[:8192]:
+    if b"\x00" in data:
         return "a binary file, not Markdown; convert it to Markdown first"
     try:
         data.decode("utf-8")

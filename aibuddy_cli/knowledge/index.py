@@ -11,7 +11,7 @@ from typing import NamedTuple
 from ..cache_db import MASK, CacheDB, to_signed
 from ..text import index_text
 from .documents import DocRef, Meta
-from .outline import heading_path
+from .outline import heading_path, split_lines
 
 SCHEMA_VERSION = 1
 
@@ -117,7 +117,7 @@ class KnowledgeIndex(CacheDB):
             ),
         )
         doc = cursor.lastrowid
-        lines = text.splitlines(keepends=True)
+        lines = split_lines(text)
         for order, section in enumerate(meta.outline):
             body = "".join(lines[section.start - 1 : section.end])
             path = " > ".join(heading_path(meta.outline, order))

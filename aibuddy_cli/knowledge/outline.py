@@ -29,9 +29,19 @@ class Section(NamedTuple):
         return self._asdict()
 
 
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
 def split_lines(text: str) -> list[str]:
-    """Lines with their endings, so that joining them gives the text back exactly."""
-    return text.splitlines(keepends=True)
+    """Lines with their endings, so that joining them gives the text back exactly.
+
+    Only "\n", "\r\n" and "\r" end a line, as in CommonMark (str.splitlines would also break at
+    form feeds and Unicode separators, and line numbers would drift from markdown-it's).
+    """
+    lines = _LINE_END.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def slugify(title: str) -> str:
@@ -80,6 +90,8 @@ def parse_outline(text: str, fallback_title: str = "") -> list[Section]:
     skipped = _front_matter_lines(lines)
     # Blank out front matter instead of cutting it, so token line numbers stay those of the file.
     source = "\n" * skipped + "".join(lines[skipped:])
+    if source.startswith("\ufeff"):
+        source = source[1:]  # a byte-order mark is not text (the body keeps it)
     tokens = _parser().parse(source)
     headings: list[tuple[int, int, str, str | None]] = []  # (line0, level, title, explicit anchor)
     for index, token in enumerate(tokens):

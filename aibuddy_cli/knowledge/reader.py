@@ -24,7 +24,7 @@ def cursor_for(sha256: str, anchor: str, offset: int) -> str:
 def offset_from(cursor: str, sha256: str, anchor: str, length: int) -> int:
     """The position a cursor points to, if it belongs to this section of this version."""
     parts = cursor.split(".")
-    if len(parts) != 3 or not parts[2].isdigit():
+    if len(parts) != 3 or not (parts[2].isascii() and parts[2].isdigit()) or len(parts[2]) > 12:
         raise InvalidInput(f"malformed cursor {cursor!r}")
     version, section, position = parts
     if version != sha256[:12]:

@@ -6,6 +6,7 @@ import re
 from typing import NamedTuple
 
 from ..text import STOPWORDS, is_cjk, query_terms, tokens
+from .outline import split_lines
 
 _QUOTED = re.compile(r'"([^"]+)"')
 
@@ -48,16 +49,18 @@ def contains_phrases(text: str, phrases: list[str]) -> bool:
 
 
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    """The phrase as written, with any run of white space (a wrapped line) between its words."""
     before = r"(?<![A-Za-z0-9])" if phrase[0].isascii() and phrase[0].isalnum() else ""
     after = r"(?![A-Za-z0-9])" if phrase[-1].isascii() and phrase[-1].isalnum() else ""
-    return re.compile(before + re.escape(phrase) + after, re.IGNORECASE)
+    words = r"\s+".join(re.escape(word) for word in phrase.split())
+    return re.compile(before + words + after, re.IGNORECASE)
 
 
 def best_line(text: str, first_line: int, query: Query) -> tuple[int, str]:
     """(line number, line) of the section line that matches the query best, for a snippet."""
     wanted = query.all_tokens
     best = (first_line, "", -1.0)
-    for offset, line in enumerate(text.splitlines()):
+    for offset, line in enumerate(split_lines(text)):
         stripped = line.strip()
         if not stripped:
             continue

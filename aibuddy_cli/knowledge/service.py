@@ -45,6 +45,7 @@ from .reader import cursor_for, offset_from, page
 from .search import best_line, contains_phrases, parse_query
 
 IMPORTABLE_SUFFIXES = (".md", ".markdown", ".txt")
+MAX_HITS = 1000
 
 
 class ImportOutcome(NamedTuple):
@@ -156,9 +157,10 @@ class KnowledgeService:
 
     # --- naming documents ---------------------------------------------------------------
 
-    def resolve(self, spec: str) -> DocRef:
+    def resolve(self, spec: str, prefer: str = "ready") -> DocRef:
         """system/<id>, personal/<id> (own), personal/<owner>/<id>, or a bare <id> that is unique
-        among the system documents and the user's own."""
+        among the system documents and the user's own. When a document has both a published and
+        a pending version, `prefer` says which one is meant."""
         parts = spec.split("/")
         if len(parts) == 1:
             candidates = [("system", None, parts[0]), ("personal", self.user, parts[0])]
@@ -169,12 +171,13 @@ class KnowledgeService:
         else:
             raise InvalidInput(f"invalid document reference {spec!r}: use ID, system/ID or personal/ID")
         found = []
+        order = ("ready", "pending") if prefer == "ready" else ("pending", "ready")
         for scope, owner, doc_id in candidates:
             validate_doc_id(doc_id)
-            for status in ("ready", "pending"):
-                ref = DocRef(scope, owner, doc_id, status)
-                if self.store.exists(ref.body_key):
-                    found.append(ref)
+            versions = [DocRef(scope, owner, doc_id, s) for s in order]
+            existing = [ref for ref in versions if self.store.exists(ref.body_key)]
+            if existing:
+                found.append(existing[0])
         if not found:
             raise NotFound(f"no document {spec!r}")
         if len(found) > 1:
@@ -225,14 +228,14 @@ class KnowledgeService:
             with self._lock():
                 for ref in changed:
                     outcome = self._reconcile(ref)
+                    if outcome is None or outcome[0] != ref:  # not indexable, or moved
+                        removed.append(ref.body_key)
                     if outcome is not None:
                         indexed.append(outcome)
         with index.write():
             for key in removed:
                 index.remove(key)
             for ref, meta, text, signature in indexed:
-                for stale in (ref.moved("ready"), ref.moved("pending")):
-                    index.remove(stale.body_key)
                 index.put(ref, meta, text, signature)
             # The listing this refresh started from: if a file changed since (or this refresh
             # moved one), the next refresh sees a different digest and compares again.
@@ -253,7 +256,8 @@ class KnowledgeService:
                 try:
                     validate_doc_id(doc_id)
                 except InvalidInput:
-                    self.warnings.append(f"{entry.key}: not a valid document id; rename the file")
+                    if scope == "system" or owner == self.user:
+                        self.warnings.append(f"{entry.key}: not a valid document id; rename the file")
                     continue
                 bodies[entry.key] = (DocRef(scope, owner, doc_id, status), entry)
         sidecars = {
@@ -270,11 +274,23 @@ class KnowledgeService:
                 self.warnings.append(f"knowledge/personal/{name}: not a valid user name; ignored")
         return owners
 
+    def _warn(self, ref: DocRef, message: str) -> None:
+        """Report what refreshing found, to those who may see the document only."""
+        if self.may_see(ref):
+            self.warnings.append(message)
+
     def _reconcile(self, ref: DocRef) -> tuple[DocRef, Meta, str, int] | None:
-        """Check one changed document against its sidecar; rebuild what is stale."""
+        """Check one changed document against its sidecar; rebuild what is stale.
+
+        None means "do not index it": a body that cannot be read as text is reported, and if it
+        was published it goes back to pending all the same, so it is never served as reviewed.
+        """
         try:
             data, body_entry = self.store.read(ref.body_key)
-        except (NotFound, InvalidInput):
+        except NotFound:
+            return None
+        except (InvalidInput, OSError) as exc:
+            self._warn(ref, f"{ref.qualified}: {getattr(exc, 'message', None) or exc}; not indexed")
             return None
         old: Meta | None = None
         try:
@@ -282,34 +298,51 @@ class KnowledgeService:
         except NotFound:
             pass
         except InvalidInput as exc:
-            self.warnings.append(f"{exc.message}; rebuilt")
+            self._warn(ref, f"{exc.message}; rebuilt")
         content_sha = sha256(data)
-        try:
-            text = check_importable(data, ref.body_key)
-        except InvalidInput as exc:
-            self.warnings.append(f"{exc.message}; not indexed")
+        problem = refusal(data)
+        if problem is not None:
+            self._warn(ref, f"{ref.qualified}: {problem}; not indexed")
+            if ref.status == "ready":
+                self._unpublish(ref, old)
             return None
+        text = data.decode("utf-8")
         if old is not None and old.sha256 == content_sha:
             sidecar_entry = self.store.stat(ref.sidecar_key)
             return ref, old, text, files_digest([body_entry, sidecar_entry])
         meta = self._derive(ref, text, content_sha, old)
         if ref.status == "ready":
-            pending = ref.moved("pending")
-            if self.store.exists(pending.body_key):
-                self.warnings.append(f"{ref.qualified} changed since review, but a pending copy exists")
+            pending = self._unpublish(ref, old, meta)
+            if pending is None:
                 return None
-            self.store.write(pending.sidecar_key, meta.encode())
-            self.store.move(ref.body_key, pending.body_key)
-            if old is not None:
-                self.store.delete(ref.sidecar_key)
-            self.warnings.append(f"{ref.qualified} changed since it was reviewed: returned to pending")
             ref = pending
         else:
             self.store.write(ref.sidecar_key, meta.encode())
             what = "edited: outline rebuilt, summary cleared" if old else "found without a sidecar: added"
-            self.warnings.append(f"{ref.qualified} {what}")
+            self._warn(ref, f"{ref.qualified} {what}")
         signature = files_digest([self.store.stat(ref.body_key), self.store.stat(ref.sidecar_key)])
         return ref, meta, text, signature
+
+    def _unpublish(self, ref: DocRef, old: Meta | None, meta: Meta | None = None) -> DocRef | None:
+        """Move a published document whose body changed behind the tool's back to pending."""
+        pending = ref.moved("pending")
+        if self.store.exists(pending.body_key):
+            self._warn(
+                ref,
+                f"{ref.qualified} changed since review and a pending version exists: not served until "
+                "one of them is published",
+            )
+            return None
+        if meta is not None:
+            self.store.write(pending.sidecar_key, meta.encode())
+        self.store.move(ref.body_key, pending.body_key)
+        if old is not None:
+            if meta is None:
+                self.store.move(ref.sidecar_key, pending.sidecar_key)
+            else:
+                self.store.delete(ref.sidecar_key)
+        self._warn(ref, f"{ref.qualified} changed since it was reviewed: returned to pending")
+        return pending
 
     def _derive(
         self, ref: DocRef, text: str, digest: str, old: Meta | None, source: str | None = None
@@ -394,6 +427,9 @@ class KnowledgeService:
                         ImportOutcome(str(path), "failed", message="a symlink that leads outside the folder")
                     )
                     continue
+                if not path.is_file():  # a FIFO or device would block the import
+                    outcomes.append(ImportOutcome(str(path), "skipped", message="not a regular file"))
+                    continue
                 found.append(path)
         return found
 
@@ -435,10 +471,11 @@ class KnowledgeService:
     def publish(self, *specs: str) -> list[DocRef]:
         """pending → ready, by an admin (system) or the owner (personal).
 
-        Every document is checked before any moves, so a refusal publishes nothing.
+        Every document is checked before any moves, so a refusal publishes nothing. A pending
+        version of a published document replaces it.
         """
         self.refresh()
-        refs = [self.resolve(spec) for spec in specs]
+        refs = list(dict.fromkeys(self.resolve(spec, prefer="pending") for spec in specs))
         for ref in refs:
             self._require_reviewer(ref, "publish")
             if ref.status == "ready":
@@ -448,10 +485,8 @@ class KnowledgeService:
             for ref in refs:
                 meta = self._meta(ref)._replace(reviewed_by=self.user, reviewed_at=utc_now())
                 ready = ref.moved("ready")
-                if self.store.exists(ready.body_key):
-                    raise Conflict(f"{ready.qualified} already has a published version")
                 self.store.write(ready.sidecar_key, meta.encode())
-                self.store.move(ref.body_key, ready.body_key)
+                self.store.replace(ref.body_key, ready.body_key)
                 self.store.delete(ref.sidecar_key)
                 published.append(ready)
         self.refresh()
@@ -460,7 +495,7 @@ class KnowledgeService:
     def reject(self, *specs: str) -> list[DocRef]:
         """Remove pending documents (their source files are untouched)."""
         self.refresh()
-        refs = [self.resolve(spec) for spec in specs]
+        refs = list(dict.fromkeys(self.resolve(spec, prefer="pending") for spec in specs))
         for ref in refs:
             self._require_reviewer(ref, "reject")
             if ref.status != "pending":
@@ -481,7 +516,7 @@ class KnowledgeService:
         Returns the document and whether anything changed (identical content changes nothing).
         """
         self.refresh()
-        ref = self.resolve(spec)
+        ref = self.resolve(spec, prefer="pending")
         self._require_reviewer(ref, "change")
         text = check_importable(data, source or ref.body_key)
         digest = sha256(data)
@@ -501,7 +536,7 @@ class KnowledgeService:
 
     def reingest(self, spec: str, path: str | None = None) -> tuple[DocRef, bool]:
         """Read the document again from PATH, or from the file it was imported from."""
-        ref = self.resolve(spec)
+        ref = self.resolve(spec, prefer="pending")
         self._require_reviewer(ref, "re-ingest")
         source = path or self._meta(ref).source
         if not source:
@@ -513,10 +548,19 @@ class KnowledgeService:
             raise NotFound(f"source file {source} not found") from None
         return self.replace_body(spec, data, source=str(Path(source).resolve()))
 
-    def body(self, spec: str) -> tuple[DocRef, bytes]:
-        ref = self.resolve(spec)
+    def _readable(self, spec: str) -> tuple[DocRef, Meta]:
+        """A document and its sidecar, if the user may look at it outside a task: published
+        documents they may see; pending ones only if they review them or proposed them."""
+        ref = self.resolve(spec, prefer="pending")
         if not self.may_see(ref):
             raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
+        meta = self._meta(ref)
+        if ref.status == "pending" and not (self.may_review(ref) or meta.owner == self.user):
+            raise NotAllowed(f"{ref.qualified} is pending review; only its reviewers and its proposer see it")
+        return ref, meta
+
+    def body(self, spec: str) -> tuple[DocRef, bytes]:
+        ref, _ = self._readable(spec)
         return ref, self.store.read(ref.body_key)[0]
 
     # --- listing and visibility ---------------------------------------------------------
@@ -532,10 +576,7 @@ class KnowledgeService:
 
     def show(self, spec: str) -> tuple[DocRef, Meta]:
         self.refresh()
-        ref = self.resolve(spec)
-        if not self.may_see(ref):
-            raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
-        return ref, self._meta(ref)
+        return self._readable(spec)
 
     def allowed(self, task: str | None = None, status: str = "ready") -> list[IndexedDoc]:
         """The documents a retrieval may use.
@@ -611,8 +652,8 @@ class KnowledgeService:
         self, query: str, *, task: str | None = None, limit: int = 10, status: str = "ready"
     ) -> list[SearchHit]:
         """search_docs: at most one hit per section, ranked; quoted phrases must occur as written."""
-        if limit < 1:
-            raise InvalidInput("--limit must be at least 1")
+        if not 1 <= limit <= MAX_HITS:
+            raise InvalidInput(f"--limit must be from 1 to {MAX_HITS}")
         parsed = parse_query(query)
         if parsed.expression is None:
             raise InvalidInput("the query has no searchable words")
@@ -625,12 +666,18 @@ class KnowledgeService:
             scope = SearchScope("pending", self.user, self.user in self.vault.config.admins, None)
         else:
             scope = SearchScope("ready", self.user, True, None)
-        # Phrases are checked as written after FTS5 has matched their words in order, so fetch
-        # a wider window first.
-        window = max(limit * 20, 200) if parsed.phrases else limit
-        hits = index.search(parsed.expression, scope, window)
-        if parsed.phrases:
-            hits = [hit for hit in hits if contains_phrases(hit.text, parsed.phrases)][:limit]
+        if not parsed.phrases:
+            hits = index.search(parsed.expression, scope, limit)
+        else:
+            # FTS5 matches a phrase's words in order; whether it occurs as written is checked
+            # here, widening the window until enough hits pass or the matches run out.
+            window = max(limit * 20, 200)
+            while True:
+                found = index.search(parsed.expression, scope, window)
+                hits = [hit for hit in found if contains_phrases(hit.text, parsed.phrases)][:limit]
+                if len(hits) == limit or len(found) < window:
+                    break
+                window *= 4
         return [SearchHit(hit, *best_line(hit.text, hit.start, parsed)) for hit in hits]
 
     def read(

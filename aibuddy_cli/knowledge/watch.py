@@ -8,6 +8,7 @@ seconds. The refresh itself decides what changed, by content hash, so no event i
 from __future__ import annotations
 
 import signal
+import sqlite3
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -42,8 +43,8 @@ def watch_vault(
         service.warnings.clear()
         try:
             service.refresh()
-        except AibuddyError as exc:
-            service.warnings.append(f"error: {exc.message}")
+        except (AibuddyError, OSError, sqlite3.Error) as exc:  # keep watching; the next change retries
+            service.warnings.append(f"error: {getattr(exc, 'message', None) or exc}")
         report(list(service.warnings))
 
     root = service.vault.root / "knowledge"

@@ -135,7 +135,20 @@ class ContextAssembler:
                 return text.strip(), "model"
             except ModelError as exc:
                 self.warnings.append(f"{exc}; used a deterministic digest of the older messages")
-        return "\n".join(digest_line(m) for m in older), "digest"
+        return self._digest(older), "digest"
+
+    def _digest(self, older: list[TaskMessage]) -> str:
+        """One line per message, newest kept first, within half the compaction threshold."""
+        budget = self.vault.config.context.compact_at_tokens // 2
+        lines: list[str] = []
+        for message in reversed(older):
+            line = digest_line(message)
+            if lines and estimate_tokens("\n".join([line, *lines])) > budget:
+                skipped = message.n - older[0].n + 1
+                lines.insert(0, f"(messages {older[0].n}-{message.n}: {skipped} more, not shown)")
+                break
+            lines.insert(0, line)
+        return "\n".join(lines)
 
     @staticmethod
     def _default_query(goal: str, messages: list[TaskMessage]) -> str:

@@ -88,7 +88,12 @@ class TaskService:
         try:
             raw = json.loads(data)
             required = {field: raw[field] for field in ("id", "goal", "created", "status", "attached")}
-            return Task(**required, plan=raw.get("plan"), recalled=dict(raw.get("recalled") or {}))
+            task = Task(**required, plan=raw.get("plan"), recalled=dict(raw.get("recalled") or {}))
+            if not isinstance(task.attached, list) or not all(isinstance(a, str) for a in task.attached):
+                raise TypeError("attached must be a list of document references")
+            if not isinstance(task.goal, str) or task.status not in ("open", "closed"):
+                raise TypeError("goal must be text and status open or closed")
+            return task
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidInput(f"{self._key(task_id)}: unreadable task file ({exc})") from None
 
@@ -134,15 +139,18 @@ class TaskService:
         except NotFound:
             return []
         messages = []
-        for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        for number, line in enumerate(data.split(b"\n"), 1):
             if not line.strip():
                 continue
             try:
-                messages.append(TaskMessage(**json.loads(line)))
-            except (ValueError, TypeError) as exc:
-                self.warnings.append(
-                    f"{self._key(task_id, 'messages.jsonl')} line {number} unreadable: {exc}"
-                )
+                message = TaskMessage(**json.loads(line))
+                if not isinstance(message.content, str) or message.role not in ROLES:
+                    raise TypeError("content must be text and role user, assistant or tool")
+                if not isinstance(message.attached, list):
+                    message = message._replace(attached=[])
+                messages.append(message)
+            except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+                self.warnings.append(f"{self._key(task_id, 'messages.jsonl')} line {number} skipped: {exc}")
         return messages
 
     def add_message(
