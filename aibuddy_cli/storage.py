@@ -187,14 +187,9 @@ class FileStore:
 
     def move(self, key: str, new_key: str) -> None:
         """Rename a file within the vault (atomic on one filesystem); the target must not exist."""
-        source, target = self.path(key), self.path(new_key)
-        if os.path.lexists(target):
+        if os.path.lexists(self.path(new_key)):
             raise Conflict(f"{new_key} already exists")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(source, target)
-        except FileNotFoundError:
-            raise NotFound(f"{key} not found") from None
+        self.replace(key, new_key)
 
     def replace(self, key: str, new_key: str) -> None:
         """Rename a file within the vault over whatever new_key holds (atomic on one filesystem)."""

@@ -22,7 +22,8 @@ CACHE_DIR = ".aibuddy"
 GITIGNORE_LINES = (f"{CACHE_DIR}/", f"{TEMP_PREFIX}*")
 
 _RECORD_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# Lower case only: on a case-insensitive file system "Alice" would open alice's folders.
+_USER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
 def validate_record_name(name: str) -> str:
@@ -38,7 +39,7 @@ def validate_record_name(name: str) -> str:
 def validate_user_name(user: str) -> str:
     if not _USER_NAME.fullmatch(user):
         raise InvalidInput(
-            f"invalid user name {user!r}: use 1-64 letters, digits, '.', '-' or '_', "
+            f"invalid user name {user!r}: use 1-64 lowercase letters, digits, '.', '-' or '_', "
             "starting with a letter or digit"
         )
     return user
@@ -274,7 +275,7 @@ compact_at_tokens = 6000
 
 
 def default_user_name(environ: Mapping[str, str]) -> str:
-    candidate = environ.get("AIBUDDY_USER") or environ.get("USER") or "me"
+    candidate = (environ.get("AIBUDDY_USER") or environ.get("USER") or "me").lower()
     return candidate if _USER_NAME.fullmatch(candidate) else "me"
 
 

@@ -168,3 +168,8 @@ def test_slugify_follows_github() -> None:
     assert slugify("Request body + path parameters") == "request-body--path-parameters"
     assert slugify("使用 + 运算符或 format! 宏拼接字符串") == "使用--运算符或-format-宏拼接字符串"
     assert slugify("snake_case and-dash") == "snake_case-and-dash"
+
+
+def test_html_tags_and_images_in_headings_become_plain_titles() -> None:
+    sections = parse_outline("# Hello <span>x</span>\n\n## ![Logo](logo.png) Setup\n", "x")
+    assert [(s.title, s.anchor) for s in sections] == [("Hello x", "hello-x"), ("Logo Setup", "logo-setup")]

@@ -62,7 +62,7 @@ def test_bad_record_names_are_refused(name: str) -> None:
         validate_record_name(name)
 
 
-@pytest.mark.parametrize("user", ["../bob", "a/b", "", ".hidden", "a b", "x" * 65])
+@pytest.mark.parametrize("user", ["../bob", "a/b", "", ".hidden", "a b", "x" * 65, "Alice"])
 def test_bad_user_names_are_refused(user: str) -> None:
     with pytest.raises(InvalidInput):
         validate_user_name(user)

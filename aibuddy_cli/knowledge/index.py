@@ -173,19 +173,18 @@ class KnowledgeIndex(CacheDB):
                 " WHERE sections_fts MATCH ? ORDER BY score LIMIT ?",
                 (expression, window),
             ).fetchall()
-            marks = ",".join("?" * len(candidates))
-            allowed = (
-                {
+            ids = [section for section, _ in candidates]
+            allowed: set[int] = set()
+            for start in range(0, len(ids), 500):  # SQLite caps the number of parameters
+                chunk = ids[start : start + 500]
+                allowed.update(
                     row[0]
                     for row in self.db.execute(
                         "SELECT s.id FROM sections s JOIN docs d ON d.id = s.doc"
-                        f" WHERE s.id IN ({marks}) AND {where}",
-                        [section for section, _ in candidates] + list(params),
+                        f" WHERE s.id IN ({','.join('?' * len(chunk))}) AND {where}",
+                        [*chunk, *params],
                     )
-                }
-                if candidates
-                else set()
-            )
+                )
             ranked = [(section, score) for section, score in candidates if section in allowed][:limit]
             if len(ranked) == limit or len(candidates) < window:
                 return ranked

@@ -67,10 +67,10 @@ def _front_matter_lines(lines: list[str]) -> int:
 
 
 def _plain_title(inline: Any) -> str:
-    """The heading's text without Markdown markup (code spans keep their text)."""
+    """The heading's text without Markdown markup or HTML tags (code spans keep their text)."""
     parts: list[str] = []
     for child in inline.children or []:
-        if child.type in ("text", "code_inline", "html_inline"):
+        if child.type in ("text", "code_inline", "image"):  # an image stands for its alt text
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
