@@ -62,6 +62,15 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture
+def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Every model role pointed at the fake server; provider settings come from litellm's own
+    variables, as a user would set them."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    return {"AIBUDDY_MODEL": "openai/test-model", "AIBUDDY_TIMEOUT": "5"}
+
+
+@pytest.fixture
 def aibuddy_exe() -> list[str]:
     """The installed console script when present (as users run it), else the module."""
     script = Path(sys.executable).parent / "aibuddy"

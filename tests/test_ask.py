@@ -20,13 +20,6 @@ BODY = CORPUS / "fastapi-en" / "body.md"
 
 
 @pytest.fixture
-def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
-    return {"AIBUDDY_MODEL": "openai/knowledge-test", "AIBUDDY_TIMEOUT": "5"}
-
-
-@pytest.fixture
 def task(vault: Vault, tmp_path: Path) -> str:
     service = KnowledgeService(vault, "demo", environ={})
     injected = tmp_path / "notes.md"

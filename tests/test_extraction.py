@@ -14,13 +14,6 @@ from aibuddy_cli.vault import Vault
 
 
 @pytest.fixture
-def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
-    return {"AIBUDDY_MODEL": "openai/extract-test", "AIBUDDY_TIMEOUT": "5"}
-
-
-@pytest.fixture
 def memory(vault: Vault, model_env: dict[str, str]) -> MemoryService:
     return MemoryService(vault, "demo", environ=model_env)
 

@@ -12,14 +12,6 @@ from aibuddy_cli.vault import Vault
 
 
 @pytest.fixture
-def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    # Provider settings come from litellm's own variables, as a user would set them.
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
-    return {"AIBUDDY_MODEL": "openai/recall-test", "AIBUDDY_TIMEOUT": "5"}
-
-
-@pytest.fixture
 def stocked(vault: Vault, model_env: dict[str, str]) -> MemoryService:
     memory = MemoryService(vault, "demo", environ=model_env)
     memory.save(
@@ -42,7 +34,7 @@ def test_the_model_selects_from_manifest_lines_and_never_sees_bodies(
     assert [r.name for r in result.records] == ["deploy", "tea"]
     assert stocked.show("deploy").recall_count == 1 and stocked.show("weekly-report").recall_count == 0
     request = fake_openai.requests[-1]["body"]
-    assert request["model"] == "recall-test"
+    assert request["model"] == "test-model"
     prompt = json.dumps(request["messages"])
     assert "[project] deploy.md (" in prompt and "Deploys go through staging first" in prompt
     assert "SECRET-BODY" not in prompt

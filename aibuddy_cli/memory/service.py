@@ -123,6 +123,13 @@ class MemoryService:
 
     def save(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
         """Create a record with manual provenance; an existing name is a conflict."""
+        return self._create(name, type, description, body, "manual")
+
+    def create_auto(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
+        """Create a record written by automatic extraction (provenance auto)."""
+        return self._create(name, type, description, body, "auto")
+
+    def _create(self, name: str, type: str, description: str, body: str, provenance: str) -> MemoryRecord:
         validate_record_name(name)
         now = utc_now()
         record = MemoryRecord(
@@ -130,7 +137,7 @@ class MemoryService:
             description=validate_description(description),
             type=validate_type(type),
             body=validate_body(body),
-            provenance="manual",
+            provenance=provenance,
             created=now,
             updated=now,
         )
@@ -175,25 +182,6 @@ class MemoryService:
             )
             self._write(record)
         return UpdateResult(record, changed=True)
-
-    def create_auto(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
-        """Create a record written by automatic extraction (provenance auto)."""
-        validate_record_name(name)
-        now = utc_now()
-        record = MemoryRecord(
-            name=name,
-            description=validate_description(description),
-            type=validate_type(type),
-            body=validate_body(body),
-            provenance="auto",
-            created=now,
-            updated=now,
-        )
-        with self._lock():
-            if self.store.exists(self._key(name)):
-                raise Conflict(f"memory record {name!r} already exists")
-            self._write(record, create=True)
-        return record
 
     def update_auto(self, name: str, *, description: str, body: str) -> MemoryRecord:
         """Update a record automatic extraction wrote; a manual record is never touched."""
