@@ -39,9 +39,5 @@ def state_of(ctx: Any, json_mode: bool = False) -> AppState:
     return state
 
 
-def stdout_is_terminal() -> bool:
-    return sys.stdout.isatty()
-
-
 def stdin_is_terminal() -> bool:
     return sys.stdin.isatty()

@@ -7,8 +7,6 @@ from zlib import crc32
 
 from ..errors import InvalidInput
 
-DEFAULT_PAGE_CHARS = 4000
-
 
 class Page(NamedTuple):
     text: str
