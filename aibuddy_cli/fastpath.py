@@ -115,11 +115,13 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     from .errors import AibuddyError, as_aibuddy_error
     from .vault import open_vault_and_user
 
+    warnings: list[str] = []  # filled by the handler's service, printed even if it fails
     try:
         vault, user = open_vault_and_user(options.get("vault"), options.get("user"), os.environ, Path.cwd())
         handler = _HANDLERS[rest[1]]
-        document, text, warnings = handler(vault, user, args, stderr)
+        document, text = handler(vault, user, args, stderr, warnings)
     except (AibuddyError, OSError) as error:
+        output.report_warnings(warnings, stderr)
         return output.report_error(as_aibuddy_error(error), args["json"], stdout, stderr)
     output.report_warnings(warnings, stderr)
     if args["json"]:
@@ -129,44 +131,39 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     return 0
 
 
-Rendered = tuple[Callable[[], Any], Callable[[], str], list[str]]
+Rendered = tuple[Callable[[], Any], Callable[[], str]]
 
 
-def _recall(vault: Any, user: str, args: dict[str, Any], stderr: TextIO) -> Rendered:
+def _recall(vault: Any, user: str, args: dict[str, Any], stderr: TextIO, warnings: list[str]) -> Rendered:
     from .cli import memory_output
     from .memory.service import MemoryService
 
     memory = MemoryService(vault, user)
     result = memory.recall(args["query"], args.get("limit"))
     memory_output.report_problems(result.problems, memory.prefix, stderr)
-    return (
-        lambda: memory_output.recall_json(user, result),
-        lambda: memory_output.recall_text(result),
-        result.warnings,
-    )
+    warnings.extend(result.warnings)
+    return lambda: memory_output.recall_json(user, result), lambda: memory_output.recall_text(result)
 
 
-def _search(vault: Any, user: str, args: dict[str, Any], stderr: TextIO) -> Rendered:
+def _search(vault: Any, user: str, args: dict[str, Any], stderr: TextIO, warnings: list[str]) -> Rendered:
     from .cli import kb_output
     from .knowledge.service import KnowledgeService
 
     service = KnowledgeService(vault, user)
+    service.warnings = warnings
     task = args.get("task")
     hits = service.search(
         args["query"], task=task, limit=args.get("limit", 10), status=args.get("status", "ready")
     )
-    return (
-        lambda: kb_output.search_json(args["query"], task, hits),
-        lambda: kb_output.hits_text(hits),
-        service.warnings,
-    )
+    return lambda: kb_output.search_json(args["query"], task, hits), lambda: kb_output.hits_text(hits)
 
 
-def _read(vault: Any, user: str, args: dict[str, Any], stderr: TextIO) -> Rendered:
+def _read(vault: Any, user: str, args: dict[str, Any], stderr: TextIO, warnings: list[str]) -> Rendered:
     from .cli import kb_output
     from .knowledge.service import KnowledgeService
 
     service = KnowledgeService(vault, user)
+    service.warnings = warnings
     section_page = service.read(
         args["doc"],
         args["anchor"],
@@ -175,7 +172,7 @@ def _read(vault: Any, user: str, args: dict[str, Any], stderr: TextIO) -> Render
         task=args.get("task"),
         status=args.get("status", "ready"),
     )
-    return section_page.to_json, lambda: kb_output.page_text(section_page), service.warnings
+    return section_page.to_json, lambda: kb_output.page_text(section_page)
 
 
 _HANDLERS = {"recall": _recall, "search": _search, "read": _read}

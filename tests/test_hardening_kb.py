@@ -175,3 +175,34 @@ def test_odd_numbers_are_refused_cleanly(cli, vault: Vault, tmp_path: Path) -> N
     with pytest.raises(InvalidInput):
         service.search("box", limit=10**9)
     assert cli("kb", "reingest", "box", str(tmp_path), "--json").exit_code == 6
+
+
+def test_what_a_failing_command_noticed_is_still_reported(vault: Vault, tmp_path: Path) -> None:
+    import io
+
+    from typer.testing import CliRunner
+
+    from aibuddy_cli import fastpath
+    from aibuddy_cli.cli.app import app
+
+    service = KnowledgeService(vault, "demo", environ={})
+    for name in ("fast", "slow"):
+        (ref,) = [
+            o.doc
+            for o in service.import_paths([str(doc(tmp_path, f"{name}.md", f"# {name}\n"))], scope="system")
+        ]
+        service.publish(ref)
+
+    def tamper(name: str) -> None:
+        (vault.root / f"knowledge/system/ready/{name}.md").write_text(
+            f"# {name}\n\nchanged behind the tool's back\n"
+        )
+
+    tamper("fast")
+    out, err = io.StringIO(), io.StringIO()
+    assert fastpath.run(["--vault", str(vault.root), "kb", "read", "fast", "fast", "--json"], out, err) == 5
+    tamper("slow")
+    typer_run = CliRunner().invoke(app, ["--vault", str(vault.root), "kb", "read", "slow", "slow", "--json"])
+    assert typer_run.exit_code == 5
+    for stderr in (err.getvalue(), typer_run.stderr):
+        assert "returned to pending" in stderr and "pending review" in stderr

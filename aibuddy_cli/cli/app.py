@@ -24,6 +24,8 @@ class RootGroup(TyperGroup):
             return super().invoke(ctx)
         except (AibuddyError, OSError, UnicodeError) as error:
             state = ctx.obj if isinstance(ctx.obj, AppState) else AppState()
+            for warnings in state.warning_lists:  # what a service noticed before it failed
+                output.report_warnings(warnings)
             raise typer.Exit(output.report_error(as_aibuddy_error(error), state.json)) from None
 
 

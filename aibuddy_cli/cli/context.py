@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..knowledge.service import KnowledgeService
 from ..memory.service import MemoryService
 from ..vault import Vault, open_vault_and_user
 
@@ -18,6 +19,8 @@ class AppState:
     user_option: str | None = None
     json: bool = False
     _opened: tuple[Vault, str] | None = field(default=None, repr=False)
+    # Warning lists of the services this run opened, printed before an error too.
+    warning_lists: list[list[str]] = field(default_factory=list, repr=False)
 
     def open(self) -> tuple[Vault, str]:
         if self._opened is None:
@@ -27,6 +30,12 @@ class AppState:
     def memory(self) -> MemoryService:
         vault, user = self.open()
         return MemoryService(vault, user)
+
+    def knowledge(self) -> KnowledgeService:
+        vault, user = self.open()
+        service = KnowledgeService(vault, user)
+        self.warning_lists.append(service.warnings)
+        return service
 
 
 def state_of(ctx: Any, json_mode: bool = False) -> AppState:

@@ -27,12 +27,12 @@ StatusOption = typer.Option("ready", "--status", help="ready, or pending to revi
 
 
 def _service(state: AppState) -> KnowledgeService:
-    vault, user = state.open()
-    return KnowledgeService(vault, user)
+    return state.knowledge()
 
 
 def _finish(service: KnowledgeService) -> None:
     output.report_warnings(service.warnings)
+    service.warnings.clear()
 
 
 def _simple(state: AppState, service: KnowledgeService, document: dict[str, Any], message: str) -> None:
