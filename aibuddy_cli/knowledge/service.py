@@ -609,6 +609,11 @@ class KnowledgeService:
             raise InvalidInput(f"invalid status {status!r}: use ready or pending")
         self.refresh()
         ref = self.resolve(spec)
+        self._check_usable(ref, task, status, self._attached(task) if task is not None else set())
+        return ref
+
+    def _check_usable(self, ref: DocRef, task: str | None, status: str, attached: set[str]) -> None:
+        """Raise NotAllowed saying why ref may not be used (attached: the task's documents)."""
         if not self.may_see(ref):
             raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
         wanted = "ready" if task is not None else status
@@ -616,11 +621,10 @@ class KnowledgeService:
             if ref.status == "pending":
                 raise NotAllowed(f"{ref.qualified} is pending review; it is not served until published")
             raise NotAllowed(f"{ref.qualified} is published; drop --status pending")
-        if task is not None and ref.qualified not in self._attached(task):
+        if task is not None and ref.qualified not in attached:
             raise NotAllowed(f"{ref.qualified} is not attached to task {task}")
         if status == "pending" and task is None and not self.may_review(ref):
             raise NotAllowed(f"you may not review {ref.qualified}")
-        return ref
 
     def outline(self, spec: str, task: str | None = None, status: str = "ready") -> tuple[DocRef, Meta]:
         """read_doc: the document's outline, if the document is usable here."""
@@ -629,16 +633,17 @@ class KnowledgeService:
 
     def map(self, task: str) -> tuple[list[MapEntry], list[dict[str, str]]]:
         """The document map of a task, and the attached documents that cannot be used, and why."""
-        usable = {doc.ref.qualified: doc for doc in self.allowed(task)}
+        usable = {doc.ref.qualified: doc for doc in self.allowed(task)}  # refreshes the index once
+        attached = TaskService(self.vault, self.user, store=self.store).get(task).attached
         entries: list[MapEntry] = []
         unavailable: list[dict[str, str]] = []
-        for qualified in TaskService(self.vault, self.user, store=self.store).get(task).attached:
+        for qualified in attached:
             doc = usable.get(qualified)
             if doc is not None:
                 entries.append(MapEntry(doc.ref, doc.title, doc.summary, doc.section_count))
                 continue
             try:
-                self._usable(qualified, task, "ready")
+                self._check_usable(self.resolve(qualified), task, "ready", set(attached))
                 reason = "not available"
             except (NotFound, NotAllowed, InvalidInput, Conflict) as exc:
                 reason = exc.message
