@@ -250,7 +250,7 @@ def extract(
         raise InvalidInput(f"transcript {transcript} is a folder") from None
     output.report_warnings(problems)
     result = Extractor(memory).run(messages, dry_run=dry_run, source=transcript)
-    text = "\n".join(f"{d.step}\t{d.outcome}\t{d.name or '-'}\t{d.detail}" for d in result.decisions) + (
+    text = memory_output.decisions_text(result.decisions) + (
         "\n(dry run: nothing written)" if dry_run else ""
     )
     render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))

@@ -84,3 +84,8 @@ def recall_text(result: RecallResult) -> str:
     for record in result.records:
         parts.append(f"\n## {record.name} [{record.type}] {record.description}\n\n{record.body.rstrip()}")
     return "\n".join(parts)
+
+
+def decisions_text(decisions: Iterable[Any]) -> str:
+    """Extraction decisions, one tab-separated line each: step, outcome, record, detail."""
+    return "\n".join(f"{d.step}\t{d.outcome}\t{d.name or '-'}\t{d.detail}" for d in decisions)

@@ -7,7 +7,7 @@ import typer
 from ..errors import Conflict, InvalidInput, NotAllowed
 from ..knowledge.service import KnowledgeService
 from ..tasks.service import Task, TaskService
-from . import output
+from . import memory_output, output
 from .context import AppState, state_of
 from .output import render
 
@@ -208,7 +208,5 @@ def end(ctx: typer.Context, task: str = typer.Argument(...), json: bool = JsonOp
     result = Extractor(state.memory()).run(messages, source=f"task {task}")
     closed = tasks.end(task)  # after extraction, so a failure leaves the task open to retry
     document = {"task": closed.to_json(), "extraction": result.to_json()}
-    text = f"closed {task}\n" + "\n".join(
-        f"{d.step}\t{d.outcome}\t{d.name or '-'}\t{d.detail}" for d in result.decisions
-    )
+    text = f"closed {task}\n" + memory_output.decisions_text(result.decisions)
     render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
