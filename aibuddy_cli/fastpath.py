@@ -23,6 +23,9 @@ class Route(NamedTuple):
     positionals: tuple[str, ...]
     options: dict[str, str]  # spelling -> argument name
     numbers: dict[str, int]  # arguments that are whole numbers, 1 to this maximum (as in Typer)
+    # The last two positionals are DOC ANCHOR or one citation DOC#ANCHOR, and a word that begins
+    # with one '-' is a positional (an anchor such as `-operator`), as in the Typer app.
+    citation: bool = False
 
 
 ROUTES = {
@@ -36,6 +39,7 @@ ROUTES = {
         ("doc", "anchor"),
         {"--cursor": "cursor", "--max-chars": "max_chars", "--task": "task", "--status": "status"},
         {"max_chars": MAX_NUMBER},
+        citation=True,
     ),
 }
 
@@ -85,15 +89,30 @@ def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
         elif arg == "--":
             positionals.extend(args[index + 1 :])
             break
-        elif arg.startswith("-"):
+        elif arg.startswith("-") and (arg.startswith("--") or not route.citation):
             return None
         else:
             positionals.append(arg)
         index += 1
+    if route.citation:
+        positionals = _cited(positionals, len(route.positionals))
     if len(positionals) != len(route.positionals):
         return None
     parsed.update(zip(route.positionals, positionals, strict=True))
     return parsed
+
+
+def _cited(positionals: list[str], count: int) -> list[str]:
+    """positionals with a final citation DOC#ANCHOR split in two; [] if the call is malformed
+    (no anchor, or a citation and an anchor), which the Typer app then reports."""
+    from .knowledge.documents import split_citation
+
+    citation = split_citation(positionals[-1]) if positionals else None
+    if len(positionals) == count - 1 and citation is not None:
+        return [*positionals[:-1], *citation]
+    if len(positionals) == count and split_citation(positionals[-2]) is not None:
+        return []
+    return positionals
 
 
 def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:

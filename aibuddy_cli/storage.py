@@ -60,6 +60,8 @@ class Store(Protocol):
 
     def delete(self, key: str) -> None: ...
 
+    def append(self, key: str, data: bytes) -> None: ...
+
     def exists(self, key: str) -> bool: ...
 
     def lock(self, name: str, timeout: float = 30.0) -> AbstractContextManager[None]: ...
@@ -230,6 +232,22 @@ class FileStore:
             raise Conflict(f"{key} already exists")
         atomic_write(path, data)
         return _entry(key, os.stat(path))
+
+    def append(self, key: str, data: bytes) -> None:
+        """Add data at the end of key (a log), creating it; appends of aibuddy processes never
+        interleave. Not atomic like write: a crash may leave a partial last line, which log
+        readers skip."""
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        with self.lock("append-" + key.replace("/", "-")):
+            fd = os.open(path, flags, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
 
     def delete(self, key: str) -> None:
         try:

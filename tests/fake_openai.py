@@ -21,6 +21,7 @@ class Behaviour:
     delay: float = 0.0
     raw: bytes | None = None
     tool_calls: list[dict[str, Any]] | None = None
+    hold: threading.Event | None = None  # the reply waits until the test sets it
 
 
 class FakeOpenAI:
@@ -43,6 +44,8 @@ class FakeOpenAI:
                     behaviour = server._queue.pop(0) if server._queue else server.default
                 if behaviour.delay:
                     time.sleep(behaviour.delay)
+                if behaviour.hold is not None:
+                    behaviour.hold.wait(timeout=120)
                 if behaviour.raw is not None:
                     body = behaviour.raw
                 elif behaviour.status != 200:

@@ -131,11 +131,46 @@ def test_a_near_duplicate_of_a_manual_record_is_never_written(
 
 def test_equivalent_content_is_a_no_op(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
     memory.create_auto(
-        "report-style", type="feedback", description="Use three sections in every weekly report", body="b"
+        "report-style", type="feedback", description="Weekly reports in three sections", body="Done, next, risks."
     )
-    fake_openai.reply_json({"candidates": [candidate()]})
+    path = memory.vault.root / "memory" / "demo" / "report-style.md"
+    before = path.read_bytes()
+    fake_openai.reply_json({"candidates": [candidate(body="Done,  next,\nrisks.")]})
     result = Extractor(memory).run(talk("I prefer three sections in every weekly report.", "ok"))
     assert result.decisions[-1].outcome == "no-op" and result.written == []
+    assert path.read_bytes() == before
+
+
+def test_a_changed_fact_with_the_same_description_updates_the_auto_record(
+    memory: MemoryService, fake_openai: FakeOpenAI
+) -> None:
+    memory.create_auto(
+        "release-deadline", type="project", description="Release deadline of the mobile app", body="March 3"
+    )
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                candidate(
+                    type="project", name="deadline", description="Release deadline of the mobile app", body="March 17"
+                )
+            ]
+        }
+    )
+    result = Extractor(memory).run(talk("Our release deadline moved to March 17.", "Noted."))
+    assert result.written == ["release-deadline"] and result.decisions[-1].outcome == "updated"
+    assert memory.show("release-deadline").body == "March 17"
+
+
+def test_a_changed_fact_never_overwrites_what_a_person_wrote(
+    memory: MemoryService, fake_openai: FakeOpenAI
+) -> None:
+    memory.save("release-deadline", type="project", description="Release deadline of the mobile app", body="March 3")
+    fake_openai.reply_json(
+        {"candidates": [candidate(type="project", description="Release deadline of the mobile app", body="March 17")]}
+    )
+    result = Extractor(memory).run(talk("Our release deadline moved to March 17.", "Noted."))
+    assert result.written == [] and result.decisions[-1].outcome == "protected"
+    assert memory.show("release-deadline").body == "March 3"
 
 
 def test_bad_candidates_are_skipped_and_the_others_go_through(
@@ -179,6 +214,82 @@ def test_model_failures_are_logged_and_nothing_is_written(
 def test_an_explicit_memory_write_skips_the_window(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
     result = Extractor(memory).run(talk("I prefer short answers.", "Saved.", tool_calls=["memory_save"]))
     assert result.decisions[0].outcome == "skipped" and fake_openai.requests == []
+
+
+@pytest.mark.parametrize("tool", ["memory_save", "memory_update", "memory_delete"])
+def test_the_usual_tool_call_shape_of_an_explicit_write_skips_the_window(
+    memory: MemoryService, fake_openai: FakeOpenAI, tool: str
+) -> None:
+    """Assistant turn with the tool call, the tool result, then the assistant's closing reply."""
+    messages = [
+        Message("user", "What's on my calendar?"),
+        Message("assistant", "Two meetings."),
+        Message("user", "From now on, I prefer short answers."),
+        Message("assistant", "", (tool,)),
+        Message("tool", '{"ok": true}'),
+        Message("assistant", "Saved: you prefer short answers."),
+    ]
+    result = Extractor(memory).run(messages)
+    assert result.decisions[0].outcome == "skipped" and fake_openai.requests == []
+    # A later exchange without a memory write is looked at again.
+    later = [*messages, Message("user", "Also, I'm vegetarian."), Message("assistant", "Good to know.")]
+    fake_openai.reply_json({"candidates": []})
+    assert Extractor(memory).run(later).decisions[0].step == "cue"
+    assert len(fake_openai.requests) == 1
+
+
+def test_an_earlier_exchange_that_wrote_memory_does_not_skip_the_latest(
+    memory: MemoryService, fake_openai: FakeOpenAI
+) -> None:
+    messages = [
+        Message("user", "Remember that I prefer tea."),
+        Message("assistant", "", ("memory_save",)),
+        Message("tool", "saved"),
+        Message("assistant", "Saved."),
+        Message("user", "From now on, always answer in French."),
+        Message("assistant", "D'accord."),
+    ]
+    fake_openai.reply_json({"candidates": []})
+    result = Extractor(memory).run(messages)
+    assert [d.outcome for d in result.decisions[:2]] == ["found", "answered"]
+
+
+def test_a_run_of_one_role_does_not_grow_the_window(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
+    """A cue 40 messages back must not open the gate."""
+    messages = [Message("user", "From now on, always answer in French.")]
+    messages += [Message("user", f"Line {i} of the log I am pasting: ok") for i in range(40)]
+    messages += [Message("assistant", "The log looks fine.")]
+    window = latest_window(messages)
+    assert len(window) == 6 and "French" not in " ".join(m.content for m in window)
+    result = Extractor(memory).run(messages)
+    assert [d.outcome for d in result.decisions] == ["no-cue"] and fake_openai.requests == []
+    replies = [Message("assistant", f"part {i}") for i in range(40)]
+    window = latest_window([Message("user", "I prefer tea."), *replies])
+    assert len(window) == 6 and all(m.role == "assistant" for m in window)
+
+
+def test_the_window_holds_three_pairs_at_most(memory: MemoryService) -> None:
+    messages = [
+        Message("user", "a"), Message("user", "b"), Message("assistant", "c"),
+        Message("user", "d"), Message("assistant", "e"), Message("assistant", "f"),
+        Message("user", "g"), Message("assistant", "h"), Message("user", "i"), Message("assistant", "j"),
+    ]  # fmt: skip
+    assert [m.content for m in latest_window(messages)] == ["e", "f", "g", "h", "i", "j"]
+    tool_in_between = [Message("user", "x"), Message("tool", "t"), Message("assistant", "y")]
+    assert [m.content for m in latest_window(tool_in_between)] == ["x", "y"]
+
+
+def test_an_unwritable_log_is_a_warning_and_the_records_stay(
+    memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
+) -> None:
+    logs = vault.cache_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "extraction.jsonl").mkdir()  # a folder where the log file should be
+    fake_openai.reply_json({"candidates": [candidate()]})
+    extractor = Extractor(memory)
+    result = extractor.run(talk("From now on always use three sections in the weekly report.", "ok"))
+    assert result.written == ["weekly-report-format"]
+    assert any("extraction log not written" in w for w in extractor.warnings)
 
 
 def test_without_a_model_the_cue_is_reported_and_nothing_written(vault: Vault) -> None:

@@ -7,13 +7,16 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
 from ..errors import InvalidInput, UsageError
+from ..knowledge.documents import split_citation
 from ..knowledge.service import KnowledgeService
 from . import kb_output, output
 from .context import AppState, state_of, stdin_is_terminal
@@ -212,10 +215,18 @@ def edit(ctx: typer.Context, doc: str = typer.Argument(...), json: bool = JsonOp
 
 
 @app.command()
-def summarize(ctx: typer.Context, docs: list[str] = typer.Argument(...), json: bool = JsonOption) -> None:
+def summarize(
+    ctx: typer.Context,
+    docs: list[str] = typer.Argument(...),
+    background: bool = typer.Option(False, "--background", hidden=True),  # started by import
+    json: bool = JsonOption,
+) -> None:
     """Summaries through the summary model role; a failure leaves documents as they were."""
     state = state_of(ctx, json)
     service = _service(state)
+    if background:
+        service.summarize_in_background(docs)
+        return
     results = service.summarize(docs)
     _finish(service)
     text = "\n".join(
@@ -266,11 +277,49 @@ def search(
     )
 
 
-@app.command()
+class _ReadCommand(TyperCommand):
+    """`kb read`: a word that begins with one '-' is an argument, not an unknown option, so an anchor
+    such as `-operator` (the slug of "`?` operator") needs no `--`. Words with `--` stay options,
+    so `--bogus` is still a usage error; the fast path parses the same way."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _dashed_words_last(self.get_params(ctx), args))
+
+
+def _dashed_words_last(params: Sequence[Any], args: list[str]) -> list[str]:
+    """args with its arguments moved after a `--` when one of them begins with '-'. params are the
+    command's (Typer's own copy of click's) parameters, read by duck typing."""
+    spelled = [(p, [*p.opts, *p.secondary_opts]) for p in params if p.param_type_name == "option"]
+    known = {name for _, names in spelled for name in names}
+    takes_value = {name for param, names in spelled if not param.is_flag for name in names}
+    options: list[str] = []
+    words: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            words.extend(args[index + 1 :])
+            break
+        if arg.startswith("--") or arg in known:
+            options.append(arg)
+            if arg in takes_value and index + 1 < len(args):
+                index += 1
+                options.append(args[index])
+        else:
+            words.append(arg)
+        index += 1
+    return [*options, "--", *words] if any(word.startswith("-") for word in words) else args
+
+
+@app.command(cls=_ReadCommand)
 def read(
     ctx: typer.Context,
-    doc: str = typer.Argument(..., help="ID, system/ID or personal/ID."),
-    anchor: str = typer.Argument(..., help="The section anchor (see kb outline)."),
+    doc: str = typer.Argument(
+        ..., help="ID, system/ID or personal/ID; or a citation DOC#ANCHOR, as search and read print it."
+    ),
+    anchor: str | None = typer.Argument(
+        None, help="The section anchor (see kb outline); may begin with '-'. Omit it for DOC#ANCHOR."
+    ),
     cursor: str | None = typer.Option(None, "--cursor", help="Continue where the previous page ended."),
     max_chars: int | None = typer.Option(
         None, "--max-chars", min=1, help="Page size (default [knowledge] page_chars)."
@@ -279,7 +328,17 @@ def read(
     status: str = StatusOption,
     json: bool = JsonOption,
 ) -> None:
-    """read_section: one bounded page of a section, its child sections and a cursor for more."""
+    """read_section: one bounded page of a section, its child sections and a cursor for more.
+
+    Name the section as DOC ANCHOR or as one citation DOC#ANCHOR (e.g. system/guide#install).
+    """
+    if anchor is None:
+        citation = split_citation(doc)
+        if citation is None:
+            ctx.fail("Missing argument 'ANCHOR': give DOC ANCHOR, or one citation DOC#ANCHOR as printed.")
+        doc, anchor = citation
+    elif split_citation(doc) is not None:
+        ctx.fail(f"{doc!r} is a citation already: give DOC ANCHOR or DOC#ANCHOR.")
     state = state_of(ctx, json)
     service = _service(state)
     section_page = service.read(doc, anchor, cursor=cursor, max_chars=max_chars, task=task, status=status)

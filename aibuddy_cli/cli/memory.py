@@ -249,7 +249,9 @@ def extract(
     except IsADirectoryError:
         raise InvalidInput(f"transcript {transcript} is a folder") from None
     output.report_warnings(problems)
-    result = Extractor(memory).run(messages, dry_run=dry_run, source=transcript)
+    extractor = Extractor(memory)
+    result = extractor.run(messages, dry_run=dry_run, source=transcript)
+    output.report_warnings(extractor.warnings)
     text = memory_output.decisions_text(result.decisions) + (
         "\n(dry run: nothing written)" if dry_run else ""
     )

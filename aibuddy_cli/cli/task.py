@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import Conflict, InvalidInput, NotAllowed
+from ..errors import InvalidInput, NotAllowed
 from ..knowledge.service import KnowledgeService
 from ..tasks.service import Task, TaskService
 from . import memory_output, output
@@ -197,16 +197,10 @@ def _context_text(document: dict) -> str:
 @app.command()
 def end(ctx: typer.Context, task: str = typer.Argument(...), json: bool = JsonOption) -> None:
     """Close the task and run automatic memory extraction over its last messages."""
-    from ..memory.extraction import Extractor, Message
+    from ..tasks.ending import end_task
 
     state = state_of(ctx, json)
-    tasks = _tasks(state)
-    if tasks.get(task).status == "closed":
-        raise Conflict(f"task {task} is already closed")
-    messages = [Message(m.role, m.content, m.tool_names) for m in tasks.messages(task)]
-    output.report_warnings(tasks.warnings)
-    result = Extractor(state.memory()).run(messages, source=f"task {task}")
-    closed = tasks.end(task)  # after extraction, so a failure leaves the task open to retry
-    document = {"task": closed.to_json(), "extraction": result.to_json()}
-    text = f"closed {task}\n" + memory_output.decisions_text(result.decisions)
-    render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
+    ended = end_task(_tasks(state), state.memory(), task)
+    output.report_warnings(ended.warnings)
+    text = f"closed {task}\n" + memory_output.decisions_text(ended.extraction.decisions)
+    render(state.json, ended.to_json, lambda: text, lambda: output.emit_text(text))

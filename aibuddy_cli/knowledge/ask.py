@@ -91,14 +91,23 @@ class KnowledgeAgent:
         from ..models import model_settings
 
         documents, _ = self.knowledge.map(self.task)  # also checks that the task exists
+        if not documents:  # nothing to consult: no model call, so no general knowledge either
+            return self.nothing_to_consult(question)
         role = model_settings("knowledge", self.knowledge.vault.config.models, self.environ)
         if not role.configured:
             return self.extractive(question)
         try:
-            return self._loop(role, question, documents)
+            answer = self._loop(role, question, documents)
         except ModelError as exc:
             self.warnings.append(f"{exc}; answered with excerpts instead")
             return self.extractive(question)
+        if not answer["citations"]:
+            # An answer that cites nothing it read is not grounded in the user's documents.
+            self.warnings.append(
+                "the knowledge model's answer cites no section it read; answered with excerpts instead"
+            )
+            return {**self.extractive(question), "dropped_citations": answer["dropped_citations"]}
+        return answer
 
     # --- the model loop -----------------------------------------------------------------
 
@@ -224,6 +233,16 @@ class KnowledgeAgent:
         return self._read.get((qualified, anchor))
 
     # --- without a model ----------------------------------------------------------------
+
+    def nothing_to_consult(self, question: str) -> dict[str, Any]:
+        return {
+            "method": "extractive",
+            "answer": f"Task {self.task} has no ready documents attached that you may use: "
+            "there is nothing to consult.",
+            "citations": [],
+            "gaps": [question.strip()],
+            "dropped_citations": [],
+        }
 
     def extractive(self, question: str) -> dict[str, Any]:
         """The best sections' relevant passages, with citations; clearly not a synthesis."""

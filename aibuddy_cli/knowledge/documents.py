@@ -42,6 +42,15 @@ def validate_doc_id(doc_id: str) -> str:
     return doc_id
 
 
+def split_citation(citation: str) -> tuple[str, str] | None:
+    """DOC and ANCHOR of a citation `DOC#ANCHOR` as aibuddy prints it (DOC as `kb read` takes it:
+    ID, system/ID, personal/ID or personal/OWNER/ID), split at the first '#'. None unless both
+    parts are non-empty: `#x` and `doc#` are no citations. The anchor is kept as written, so it
+    may begin with '-' or hold any character."""
+    doc, _, anchor = citation.partition("#")
+    return (doc, anchor) if doc and anchor else None
+
+
 def doc_id_from_name(stem: str, data: bytes) -> str:
     """A document id from a file name: lower-case ASCII slug, else one from the content hash."""
     slug = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-_")[:80].rstrip("-_")

@@ -45,6 +45,7 @@ from .reader import cursor_for, offset_from, page
 from .search import best_line, contains_phrases, parse_query
 
 IMPORTABLE_SUFFIXES = (".md", ".markdown", ".txt")
+SUMMARY_LOG = ".aibuddy/logs/summaries.jsonl"
 MAX_HITS = 1000
 
 
@@ -127,11 +128,14 @@ class KnowledgeService:
         *,
         store: Store | None = None,
         environ: Mapping[str, str] | None = None,
+        start_summaries: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.vault = vault
         self.user = validate_user_name(user)
         self.store: Store = store or FileStore(vault.root, vault.locks_dir())
         self.environ = os.environ if environ is None else environ
+        # How summaries of new bodies start without the import waiting for the model.
+        self.start_summaries = start_summaries or self._spawn_summaries
         self.warnings: list[str] = []  # what refreshing found (edited documents, new files, …)
         self._index: KnowledgeIndex | None = None
 
@@ -383,6 +387,7 @@ class KnowledgeService:
                     progress(number, total, str(path))
                 outcomes.append(self._import_one(path, scope, owner, known))
         self.refresh()
+        self._summarize_later([o.doc for o in outcomes if o.status == "imported" and o.doc])
         return outcomes
 
     def _collect(self, paths: Iterable[str], recursive: bool) -> tuple[list[Path], list[ImportOutcome]]:
@@ -532,6 +537,7 @@ class KnowledgeService:
                 self.store.delete(ref.body_key)
                 self.store.delete(ref.sidecar_key)
         self.refresh()
+        self._summarize_later([pending.qualified])
         return pending, True
 
     def reingest(self, spec: str, path: str | None = None) -> tuple[DocRef, bool]:
@@ -601,7 +607,7 @@ class KnowledgeService:
         return [doc for doc in self.index().docs() if doc.ref.status == "ready" and self.may_see(doc.ref)]
 
     def _attached(self, task: str) -> set[str]:
-        return set(TaskService(self.vault, self.user, store=self.store).get(task).attached)
+        return set(TaskService(self.vault, self.user, store=self.store).attached_in_use(task)[0])
 
     def _usable(self, spec: str, task: str | None, status: str) -> DocRef:
         """The document, if a retrieval with this task (or management view) may use it."""
@@ -634,9 +640,14 @@ class KnowledgeService:
     def map(self, task: str) -> tuple[list[MapEntry], list[dict[str, str]]]:
         """The document map of a task, and the attached documents that cannot be used, and why."""
         usable = {doc.ref.qualified: doc for doc in self.allowed(task)}  # refreshes the index once
-        attached = TaskService(self.vault, self.user, store=self.store).get(task).attached
+        tasks = TaskService(self.vault, self.user, store=self.store)
+        attached, since = tasks.attached_in_use(task)
         entries: list[MapEntry] = []
-        unavailable: list[dict[str, str]] = []
+        unavailable: list[dict[str, str]] = [
+            {"doc": ref, "reason": f"attached after message {since}; used from the next message on"}
+            for ref in tasks.get(task).attached
+            if ref not in attached
+        ]
         for qualified in attached:
             doc = usable.get(qualified)
             if doc is not None:
@@ -755,20 +766,53 @@ class KnowledgeService:
         return results
 
     def _store_summary(self, ref: DocRef, summarized_sha: str, summary: str) -> dict[str, Any]:
-        """Keep the summary only if the body is still the one it describes."""
+        """Keep the summary only if the body is still the one it describes: the version it was
+        made from, or that version after a publication moved it (never another version)."""
         with self._lock():
-            try:
-                current = self.resolve(ref.qualified)
-                meta = self._meta(current)
-            except (NotFound, InvalidInput):
-                meta = None
-            if meta is None or meta.sha256 != summarized_sha:
-                self.warnings.append(f"{ref.qualified} changed while it was summarized; summary discarded")
-                return {"doc": ref.qualified, "summarized": False, "reason": "document changed"}
-            self.store.write(
-                current.sidecar_key, meta._replace(summary=summary, summary_sha256=summarized_sha).encode()
-            )
-        return {"doc": ref.qualified, "summarized": True, "summary": summary}
+            for current in (ref, ref.moved("ready" if ref.status == "pending" else "pending")):
+                try:
+                    meta = self._meta(current)
+                except (NotFound, InvalidInput):
+                    continue
+                if meta.sha256 == summarized_sha:
+                    new_meta = meta._replace(summary=summary, summary_sha256=summarized_sha)
+                    self.store.write(current.sidecar_key, new_meta.encode())
+                    return {"doc": ref.qualified, "summarized": True, "summary": summary}
+        self.warnings.append(f"{ref.qualified} changed while it was summarized; summary discarded")
+        return {"doc": ref.qualified, "summarized": False, "reason": "document changed"}
+
+    def _summarize_later(self, docs: list[str]) -> None:
+        """Start summaries of new bodies when a summary model is configured; never wait for them."""
+        if not docs:
+            return
+        from ..models import model_settings
+
+        try:
+            if not model_settings("summary", self.vault.config.models, self.environ).configured:
+                return
+            self.start_summaries(docs)
+        except (InvalidInput, OSError) as exc:
+            self.warnings.append(f"summaries not started: {getattr(exc, 'message', None) or exc}")
+
+    def _spawn_summaries(self, docs: list[str]) -> None:
+        from ..background import spawn_aibuddy
+
+        spawn_aibuddy(self.vault.root, self.user, ["kb", "summarize", "--background", *docs], self.environ)
+
+    def summarize_in_background(self, specs: Iterable[str]) -> None:
+        """`kb summarize --background`: summaries whose outcome goes to .aibuddy/logs/summaries.jsonl,
+        since nobody waits for the output."""
+        import json
+
+        try:
+            results = self.summarize(specs)
+        except Exception as exc:  # noqa: BLE001 - nobody sees this process fail but the log
+            results = [{"summarized": False, "reason": f"{type(exc).__name__}: {exc}"}]
+        lines = [
+            json.dumps({"at": utc_now(), "user": self.user, **result}, ensure_ascii=False) + "\n"
+            for result in results
+        ] + [json.dumps({"at": utc_now(), "user": self.user, "warning": w}, ensure_ascii=False) + "\n" for w in self.warnings]
+        self.store.append(SUMMARY_LOG, "".join(lines).encode("utf-8"))
 
 
 SUMMARY_PROMPT = (

@@ -11,8 +11,6 @@ anything else becomes a new record with provenance `auto`. Every decision is log
 from __future__ import annotations
 
 import json
-import os
-import re
 from collections.abc import Iterable, Mapping
 from difflib import SequenceMatcher
 from typing import Any, NamedTuple
@@ -21,38 +19,13 @@ from ..clock import utc_now
 from ..errors import AibuddyError, InvalidInput, ModelError
 from ..text import tokens
 from ..vault import validate_record_name
+from .cues import find_cues as cue_kinds
 from .records import TYPES, validate_body, validate_description
 from .service import MemoryService
 
+EXTRACTION_LOG = ".aibuddy/logs/extraction.jsonl"
 MEMORY_WRITE_TOOLS = frozenset({"memory_save", "memory_update", "memory_delete"})
 PAIRS = 3
-
-# Deterministic cues, English and Chinese. A cue only opens the gate; the model decides what to keep.
-CUES: dict[str, re.Pattern[str]] = {
-    "preference": re.compile(
-        r"\b(i (really )?(prefer|like|love|hate|dislike|want|need)|i'd rather|i don't (like|want)|"
-        r"please (always|never|use|don't)|from now on|always use|never use|by default)\b"
-        r"|我(更)?(喜欢|希望|想要|讨厌|不喜欢)|以后(都|请)?|总是|请(用|不要|别)|默认",
-        re.IGNORECASE,
-    ),
-    "identity": re.compile(
-        r"\b(i am an? |i'm an? |my name is|call me|i work (at|on|as|for|in)|my role is|my team)\b"
-        r"|我(是|叫)|我在.{1,12}(工作|负责)|我的(角色|团队|职位)",
-        re.IGNORECASE,
-    ),
-    "feedback": re.compile(
-        r"\b(no,|that's (wrong|not right|incorrect)|that is (wrong|incorrect)|don't do|stop doing|"
-        r"instead of|you should(n't| not)?|next time|too (long|verbose|short)|not what i asked)\b"
-        r"|不对|错了|别再|不要再|下次|太(长|啰嗦|短)|应该",
-        re.IGNORECASE,
-    ),
-    "project": re.compile(
-        r"\b(our (team|project|repo|service|product|company|release)|we use|we decided|deadline|"
-        r"code freeze|merge freeze|the project|is due|launch(es)? on)\b"
-        r"|我们(的)?(项目|团队|仓库|服务|产品)|我们(用|决定)|截止|上线|冻结",
-        re.IGNORECASE,
-    ),
-}
 
 EXTRACT_PROMPT = """You decide what, if anything, from the latest turns of a conversation is worth
 keeping in the user's long-term memory. Keep only stable preferences, facts about who the user is,
@@ -123,26 +96,43 @@ def parse_transcript(lines: Iterable[str]) -> tuple[list[Message], list[str]]:
 
 
 def latest_window(messages: list[Message], pairs: int = PAIRS) -> list[Message]:
-    """The latest `pairs` user/assistant pairs (tool and system messages left out)."""
+    """The latest `pairs` user/assistant pairs and nothing more (tool and system messages left out).
+
+    Walking back from the newest message, the window takes at most 2 × pairs messages and stops
+    before a (pairs + 1)-th user turn, so a run of messages of one role never makes it grow.
+    """
     talk = [m for m in messages if m.role in ("user", "assistant")]
     window: list[Message] = []
-    count = 0
-    index = len(talk) - 1
-    while index >= 0 and count < pairs:
-        if talk[index].role == "assistant" and index > 0 and talk[index - 1].role == "user":
-            window[:0] = talk[index - 1 : index + 1]
-            count += 1
-            index -= 2
-        else:
-            window.insert(0, talk[index])
-            index -= 1
+    user_turns = 0
+    for message in reversed(talk):
+        if len(window) == 2 * pairs:
+            break
+        starts_turn = message.role == "user" and (not window or window[0].role != "user")
+        if starts_turn:
+            if user_turns == pairs:
+                break
+            user_turns += 1
+        window.insert(0, message)
     return window
+
+
+def latest_exchange_wrote_memory(messages: list[Message]) -> bool:
+    """Whether the assistant's latest exchange (its messages and tool results after the last user
+    turn that it answered) called memory_save, memory_update or memory_delete."""
+    end = len(messages)
+    while end > 0 and messages[end - 1].role in ("user", "system"):
+        end -= 1  # a trailing user turn has no assistant exchange yet: look at the one before
+    start = end
+    while start > 0 and messages[start - 1].role not in ("user", "system"):
+        start -= 1
+    return any(
+        m.role == "assistant" and MEMORY_WRITE_TOOLS.intersection(m.tool_names) for m in messages[start:end]
+    )
 
 
 def find_cues(window: list[Message]) -> list[str]:
     """Which kinds of cue the user's turns in the window contain."""
-    text = "\n".join(m.content for m in window if m.role == "user")
-    return [kind for kind, pattern in CUES.items() if pattern.search(text)]
+    return cue_kinds(m.content for m in window if m.role == "user")
 
 
 def similarity(a: str, b: str) -> float:
@@ -158,6 +148,7 @@ class Extractor:
         self.memory = memory
         self.environ = memory.environ if environ is None else environ
         self.settings = memory.vault.config.extraction
+        self.warnings: list[str] = []
 
     def run(self, messages: list[Message], *, dry_run: bool = False, source: str = "") -> ExtractionResult:
         decisions: list[Decision] = []
@@ -168,8 +159,7 @@ class Extractor:
         if not window:
             decisions.append(Decision("window", "skipped", "no user/assistant turns"))
             return self._log(result, source)
-        last_assistant = next((m for m in reversed(window) if m.role == "assistant"), None)
-        if last_assistant and MEMORY_WRITE_TOOLS.intersection(last_assistant.tool_names):
+        if latest_exchange_wrote_memory(messages):
             decisions.append(Decision("window", "skipped", "the assistant already wrote memory explicitly"))
             return self._log(result, source)
         if not cues:
@@ -230,8 +220,9 @@ class Extractor:
                 best, best_score = record, score
         if best is not None:
             existing = self.memory.show(best.name)
-            equivalent = existing.description.strip() == candidate["description"] or (
-                bool(candidate["body"].strip()) and existing.body.strip() == candidate["body"].strip()
+            # Equivalent means the same content: a changed body (a moved deadline) is an update.
+            equivalent = " ".join(existing.body.split()) == " ".join(candidate["body"].split()) and (
+                bool(candidate["body"].strip()) or existing.description.strip() == candidate["description"]
             )
             if equivalent:
                 return Decision("candidate", "no-op", f"equivalent to {best.name}", best.name)
@@ -272,17 +263,16 @@ class Extractor:
         return candidate
 
     def _log(self, result: ExtractionResult, source: str) -> ExtractionResult:
-        """Append the decisions to .aibuddy/logs/extraction.jsonl (not on a dry run)."""
+        """Append the decisions to .aibuddy/logs/extraction.jsonl through the store (not on a dry
+        run). A log that cannot be written is a warning: it never undoes or stops the extraction."""
         if result.dry_run:
             return result
         entry = {"at": utc_now(), "user": self.memory.user, "source": source, **result.to_json()}
-        log = self.memory.vault.cache_dir / "logs" / "extraction.jsonl"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)  # never via a symlink
-        with self.memory.store.lock("extraction-log"):
-            fd = os.open(log, flags, 0o644)
-            with os.fdopen(fd, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        try:
+            self.memory.store.append(EXTRACTION_LOG, line.encode("utf-8"))
+        except (AibuddyError, OSError) as exc:
+            self.warnings.append(f"extraction log not written: {getattr(exc, 'message', None) or exc}")
         return result
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..errors import ModelError, NotFound
+from ..errors import AibuddyError, ModelError, NotFound
 from ..knowledge.service import KnowledgeService
 from ..memory.service import MemoryService
 from ..vault import Vault
@@ -32,15 +33,84 @@ def estimate_tokens(text: str) -> int:
     return len(text) // 4 + 4
 
 
-def digest_line(message: TaskMessage) -> str:
-    """One line standing for a message in the deterministic digest."""
+def digest_line(message: TaskMessage, tool: str | None = None) -> str:
+    """One line standing for a message in the deterministic digest. A tool result keeps its
+    pointers: the `doc#anchor` citations it carried, or the memory records it returned."""
     if message.role == "tool":
         status = "error" if _looks_failed(message.content) else "ok"
-        return f"#{message.n} tool result: {status} ({len(message.content)} chars)"
+        label = f"tool result ({tool})" if tool else "tool result"
+        line = f"#{message.n} {label}: {status} ({len(message.content)} chars)"
+        found = pointers(message.content)
+        if found.citations:
+            shown = ", ".join(found.citations[:MAX_POINTERS])
+            more = len(found.citations) - MAX_POINTERS
+            line += f"; cites {shown}" + (f" and {more} more" if more > 0 else "")
+        if found.memories is not None:
+            names = ", ".join(found.memories[:MAX_POINTERS])
+            line += f"; {len(found.memories)} memory record(s)" + (f": {names}" if names else "")
+        return line
     first = next((line.strip() for line in message.content.splitlines() if line.strip()), "")
     if len(first) > 160:
         first = first[:159] + "…"
     return f"#{message.n} {message.role}: {first}"
+
+
+MAX_POINTERS = 12
+_CITATION = re.compile(r"\[([\w./-]+#[^\]\s]+)\]")
+
+
+class Pointers(NamedTuple):
+    citations: list[str]  # doc#anchor, in order of appearance, once each
+    memories: list[str] | None  # record names of a memory result, None when it is not one
+
+
+def pointers(content: str) -> Pointers:
+    """What a tool result points at: read_section, read_doc, search_docs and kb ask results carry
+    documents and sections; a memory_recall result carries record names."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return Pointers(list(dict.fromkeys(_CITATION.findall(content))), None)
+    citations: list[str] = []
+    memories: list[str] | None = None
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            doc, anchor = item.get("doc"), item.get("anchor")
+            if isinstance(doc, str) and isinstance(anchor, str):
+                citations.append(f"{doc}#{anchor}")
+            elif isinstance(doc, str) and "outline" in item:
+                citations.append(doc)  # read_doc: the whole document's outline
+            records = item.get("records")
+            if memories is None and isinstance(records, list) and all(
+                isinstance(r, dict) and isinstance(r.get("name"), str) for r in records
+            ):
+                memories = [r["name"] for r in records]
+            answer = item.get("answer")
+            if isinstance(answer, str):
+                citations += _CITATION.findall(answer)
+            stack.extend(reversed([v for k, v in item.items() if k not in ("records", "outline")]))
+    return Pointers(list(dict.fromkeys(citations)), memories)
+
+
+def tool_names(messages: list[TaskMessage]) -> dict[int, str]:
+    """Message number → the tool whose result it is, from the calls of the assistant turn before."""
+    names: dict[int, str] = {}
+    calls: tuple[str, ...] = ()
+    position = 0
+    for message in messages:
+        if message.role == "assistant":
+            calls, position = message.tool_names, 0
+        elif message.role == "tool":
+            if position < len(calls) and calls[position]:
+                names[message.n] = calls[position]
+            position += 1
+        else:
+            calls, position = (), 0
+    return names
 
 
 def _looks_failed(content: str) -> bool:
@@ -72,7 +142,11 @@ class ContextAssembler:
         memories = self._memories(
             task_id, task.recalled, query or self._default_query(task.goal, messages), len(messages)
         )
-        documents, unavailable = self.knowledge.map(task_id)
+        try:
+            documents, unavailable = self.knowledge.map(task_id)
+        except Exception as exc:  # noqa: BLE001 - a side path: the context assembles without it
+            self.warnings.append(f"document map left out: {_failure(exc)}")
+            documents, unavailable = [], []
         self.warnings += self.tasks.warnings + self.knowledge.warnings
         return {
             "task": task.id,
@@ -132,17 +206,35 @@ class ContextAssembler:
                     role,
                     [{"role": "system", "content": COMPACT_PROMPT}, {"role": "user", "content": history}],
                 )
-                return text.strip(), "model"
+                return text.strip() + self._pointer_appendix(older), "model"
             except ModelError as exc:
                 self.warnings.append(f"{exc}; used a deterministic digest of the older messages")
         return self._digest(older), "digest"
 
+    @staticmethod
+    def _pointer_appendix(older: list[TaskMessage]) -> str:
+        """The compacted tool results' pointers, kept verbatim under a model's summary."""
+        tools = tool_names(older)
+        lines = [
+            digest_line(m, tools.get(m.n))
+            for m in older
+            if m.role == "tool" and (pointers(m.content).citations or pointers(m.content).memories is not None)
+        ]
+        if not lines:
+            return ""
+        if len(lines) > MAX_POINTERS:
+            lines = [f"({len(lines) - MAX_POINTERS} earlier tool results with pointers not shown)"] + lines[
+                -MAX_POINTERS:
+            ]
+        return "\n\nPointers from the compacted tool results:\n" + "\n".join(lines)
+
     def _digest(self, older: list[TaskMessage]) -> str:
         """One line per message, newest kept first, within half the compaction threshold."""
         budget = self.vault.config.context.compact_at_tokens // 2
+        tools = tool_names(older)
         lines: list[str] = []
         for message in reversed(older):
-            line = digest_line(message)
+            line = digest_line(message, tools.get(message.n))
             if lines and estimate_tokens("\n".join([line, *lines])) > budget:
                 skipped = message.n - older[0].n + 1
                 lines.insert(0, f"(messages {older[0].n}-{message.n}: {skipped} more, not shown)")
@@ -158,12 +250,19 @@ class ContextAssembler:
     def _memories(self, task_id: str, recalled: dict[str, int], query: str, count: int) -> dict[str, Any]:
         """At most five recalled records; those an earlier message already received appear only
         by name and status, so the context does not repeat their bodies."""
-        result = self.memory.recall(query)
+        try:
+            result = self.memory.recall(query)
+        except Exception as exc:  # noqa: BLE001 - recall is a side path: never a failed context
+            self.warnings.append(f"memories left out: recall failed ({_failure(exc)})")
+            return {"method": "none", "records": [], "already_in_context": {"count": 0, "records": []}}
         self.warnings += result.warnings
         fresh = [r for r in result.records if r.name not in recalled]
         seen = [r for r in result.records if r.name in recalled]
         if fresh:
-            self.tasks.mark_recalled(task_id, [r.name for r in fresh], count)
+            try:
+                self.tasks.mark_recalled(task_id, [r.name for r in fresh], count)
+            except Exception as exc:  # noqa: BLE001 - the next context may repeat these bodies
+                self.warnings.append(f"could not note the delivered memories in the task: {_failure(exc)}")
         return {
             "method": result.method,
             "records": [r.to_json() for r in fresh],
@@ -172,3 +271,7 @@ class ContextAssembler:
                 "records": [{"name": r.name, "since_message": recalled[r.name]} for r in seen],
             },
         }
+
+
+def _failure(exc: Exception) -> str:
+    return exc.message if isinstance(exc, AibuddyError) else f"{type(exc).__name__}: {exc}"

@@ -130,6 +130,28 @@ class TaskService:
             self.save(task)
         return task
 
+    def attached_in_use(self, task_id: str) -> tuple[list[str], int | None]:
+        """The documents the task works with now, and the message that fixed them.
+
+        A change of the selection applies from the next message: until then the attachments
+        recorded with the latest message hold (the live selection when there is no message)."""
+        task = self.get(task_id)
+        try:
+            data, _ = self.store.read(self._key(task_id, "messages.jsonl"))
+        except NotFound:
+            return list(task.attached), None
+        for line in reversed(data.split(b"\n")):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                attached, number = raw["attached"], raw["n"]
+            except (ValueError, KeyError, TypeError):
+                continue  # a damaged line is reported by messages(); the one before it counts
+            if isinstance(attached, list) and all(isinstance(a, str) for a in attached):
+                return list(attached), number if isinstance(number, int) else None
+        return list(task.attached), None
+
     # --- messages -----------------------------------------------------------------------
 
     def messages(self, task_id: str) -> list[TaskMessage]:

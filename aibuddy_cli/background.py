@@ -1,0 +1,28 @@
+"""Work that runs after the command that asked for it has answered: a detached aibuddy process.
+
+Used where a command must not wait for a model (a document's summary after import). The child
+has its own session, no terminal and no output; it reports through the vault's logs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+def spawn_aibuddy(vault_root: Path, user: str, args: Sequence[str], environ: Mapping[str, str]) -> None:
+    """Start `aibuddy --vault ROOT --user USER ARGS…` and return at once, without waiting."""
+    import subprocess
+
+    command = [sys.executable, "-m", "aibuddy_cli", "--vault", str(vault_root), "--user", user, *args]
+    subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **environ},
+        start_new_session=True,  # a Ctrl-C at the terminal does not cut the summary short
+        close_fds=True,
+    )

@@ -1,0 +1,43 @@
+"""Ending a task: automatic memory extraction over its last messages, then closing it.
+
+Extraction is a side path: whatever goes wrong in it (the model, a damaged memory folder, an
+unwritable log) becomes a warning and a `failed` decision, and the task is closed all the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..errors import AibuddyError, Conflict
+from ..memory.extraction import Decision, ExtractionResult, Extractor, Message
+from ..memory.service import MemoryService
+from .service import Task, TaskService
+
+
+class TaskEnd(NamedTuple):
+    task: Task
+    extraction: ExtractionResult
+    warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task": self.task.to_json(), "extraction": self.extraction.to_json()}
+
+
+def end_task(tasks: TaskService, memory: MemoryService, task_id: str) -> TaskEnd:
+    """Extract what is worth remembering from the task's latest turns, then close the task."""
+    if tasks.get(task_id).status == "closed":
+        raise Conflict(f"task {task_id} is already closed")
+    warnings: list[str] = []
+    try:
+        messages = [Message(m.role, m.content, m.tool_names) for m in tasks.messages(task_id)]
+        extractor = Extractor(memory)
+        try:
+            extraction = extractor.run(messages, source=f"task {task_id}")
+        finally:
+            warnings += extractor.warnings
+    except Exception as exc:  # noqa: BLE001 - extraction never stops the task from closing
+        detail = exc.message if isinstance(exc, AibuddyError) else f"{type(exc).__name__}: {exc}"
+        warnings.append(f"automatic extraction failed ({detail}); the task is closed all the same")
+        extraction = ExtractionResult([], [Decision("extraction", "failed", detail)], [], False)
+    warnings += tasks.warnings
+    return TaskEnd(tasks.end(task_id), extraction, warnings)

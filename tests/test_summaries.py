@@ -1,0 +1,100 @@
+"""Document summaries start on import and re-ingest without the import waiting for the model;
+a summary lands on the version it describes, and only there."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from conftest import run_aibuddy
+from fake_openai import FakeOpenAI
+
+from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.vault import Vault
+
+GUIDE = "# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback`.\n"
+
+
+def sidecar(vault: Vault, status: str, doc: str = "guide") -> dict:
+    return json.loads((vault.root / f"knowledge/system/{status}/{doc}.meta.json").read_text())
+
+
+def test_import_and_reingest_start_summaries_when_a_summary_model_is_configured(
+    vault: Vault, tmp_path: Path
+) -> None:
+    started: list[list[str]] = []
+    source = tmp_path / "guide.md"
+    source.write_text(GUIDE)
+    environ = {"AIBUDDY_MODEL_SUMMARY": "openai/summary-test"}
+    service = KnowledgeService(vault, "demo", environ=environ, start_summaries=started.append)
+    outcomes = service.import_paths([str(source), str(tmp_path / "missing.md")], scope="system")
+    assert started == [["system/guide"]] and outcomes[0].status == "failed"
+    assert service.import_paths([str(source)], scope="system")[0].status == "duplicate"
+    assert started == [["system/guide"]]  # nothing new, nothing to summarise
+    source.write_text(GUIDE + "\n## Forward fix\n\nShip a patch.\n")
+    service.reingest("guide")
+    assert started == [["system/guide"], ["system/guide"]]
+    quiet = KnowledgeService(vault, "demo", environ={}, start_summaries=started.append)
+    source.write_text(GUIDE + "\nv3\n")
+    quiet.reingest("guide")
+    assert len(started) == 2  # no summary model: no summary job
+
+
+def test_a_pending_versions_summary_is_kept_beside_a_ready_version(
+    vault: Vault, tmp_path: Path, fake_openai: FakeOpenAI, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    source = tmp_path / "guide.md"
+    source.write_text(GUIDE)
+    service = KnowledgeService(vault, "demo", environ={})
+    service.publish(service.import_paths([str(source)], scope="system")[0].doc)
+    # A new version proposed beside the published one (dropped into pending/).
+    (vault.root / "knowledge/system/pending/guide.md").write_text(GUIDE + "\n## Forward fix\n\nPatch.\n")
+    environ = {"AIBUDDY_MODEL_SUMMARY": "openai/summary-test", "AIBUDDY_TIMEOUT": "5"}
+    fake_openai.enqueue(content="How to roll back and when to patch forward.")
+    results = KnowledgeService(vault, "demo", environ=environ).summarize(["system/guide"])
+    assert results == [
+        {"doc": "system/guide", "summarized": True, "summary": "How to roll back and when to patch forward."}
+    ]
+    assert sidecar(vault, "pending")["summary"] == "How to roll back and when to patch forward."
+    assert sidecar(vault, "ready")["summary"] is None
+
+
+def test_the_import_does_not_wait_for_the_summary_which_lands_later(
+    vault: Vault, tmp_path: Path, fake_openai: FakeOpenAI, aibuddy_exe: list[str]
+) -> None:
+    source = tmp_path / "guide.md"
+    source.write_text(GUIDE)
+    release = threading.Event()
+    fake_openai.enqueue(content="How to roll back a deploy.", hold=release)
+    env = {
+        **os.environ,
+        "AIBUDDY_VAULT": str(vault.root),
+        "AIBUDDY_MODEL_SUMMARY": "openai/summary-test",
+        "AIBUDDY_TIMEOUT": "60",
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_API_BASE": fake_openai.url,
+    }
+    try:
+        imported = run_aibuddy(aibuddy_exe, "kb", "import", str(source), "--scope", "system", "--json", env=env)
+        # The import has answered while the model still holds its reply.
+        assert imported.returncode == 0, imported.stderr
+        assert json.loads(imported.stdout)["imported"] == 1
+        assert sidecar(vault, "pending")["summary"] is None
+    finally:
+        release.set()
+    deadline = time.monotonic() + 90
+    while sidecar(vault, "pending")["summary"] is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    meta = sidecar(vault, "pending")
+    assert meta["summary"] == "How to roll back a deploy." and meta["summary_sha256"] == meta["sha256"]
+    log = vault.cache_dir / "logs" / "summaries.jsonl"
+    deadline = time.monotonic() + 10
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    entry = json.loads(log.read_text().splitlines()[-1])
+    assert entry["doc"] == "system/guide" and entry["summarized"] is True

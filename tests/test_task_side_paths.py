@@ -1,0 +1,261 @@
+"""Side paths never block the task: extraction at `task end`, recall and the document map in
+`task context`. The task's document selection applies from the next message on, and compaction
+keeps the pointers (citations, memory record names) of the tool results it folds away."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI
+
+from aibuddy_cli.knowledge.ask import KnowledgeAgent
+from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.tasks.context import ContextAssembler, pointers
+from aibuddy_cli.tasks.service import TaskService
+from aibuddy_cli.vault import Vault
+
+DEPLOY = "# Deploy guide\n\n## Rollback\n\nTo roll back, run `deployctl rollback --to previous`.\n"
+HIRING = "# Hiring guide\n\n## Interviews\n\nEvery candidate meets two engineers and one manager.\n"
+
+
+def ok(result) -> dict:
+    assert result.exit_code == 0, result.stderr + result.stdout
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def docs(vault: Vault, tmp_path: Path) -> list[str]:
+    """Two published system documents: system/deploy and system/hiring."""
+    knowledge = KnowledgeService(vault, "demo", environ={})
+    paths = []
+    for name, text in (("deploy", DEPLOY), ("hiring", HIRING)):
+        path = tmp_path / f"{name}.md"
+        path.write_text(text)
+        paths.append(str(path))
+    refs = [o.doc for o in knowledge.import_paths(paths, scope="system")]
+    knowledge.publish(*refs)
+    MemoryService(vault, "demo", environ={}).save(
+        "deploy-habit", type="feedback", description="Always roll back before debugging", body="Roll back first."
+    )
+    return [str(r) for r in refs]
+
+
+# --- task end ---------------------------------------------------------------------------
+
+
+def test_task_end_closes_the_task_when_extraction_crashes(
+    cli, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aibuddy_cli.memory import extraction
+
+    def broken(self, messages, **kwargs):  # noqa: ANN001, ANN202
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(extraction.Extractor, "run", broken)
+    ok(cli("task", "new", "Chat", "--json"))
+    ok(cli("task", "add-message", "t1", "From now on, I prefer tea.", "--role", "user", "--json"))
+    result = cli("task", "end", "t1", "--json")
+    ended = ok(result)
+    assert ended["task"]["status"] == "closed"
+    assert ended["extraction"]["decisions"] == [
+        {"step": "extraction", "outcome": "failed", "detail": "RuntimeError: disk on fire"}
+    ]
+    assert "warning: automatic extraction failed" in result.stderr and "closed all the same" in result.stderr
+
+
+def test_task_end_closes_the_task_when_the_extraction_log_cannot_be_written(cli, vault: Vault) -> None:
+    (vault.cache_dir / "logs").mkdir(parents=True, exist_ok=True)
+    (vault.cache_dir / "logs" / "extraction.jsonl").mkdir()  # a folder where the log should be
+    ok(cli("task", "new", "Chat", "--json"))
+    ok(cli("task", "add-message", "t1", "From now on, I prefer tea.", "--role", "user", "--json"))
+    result = cli("task", "end", "t1", "--json")
+    assert ok(result)["task"]["status"] == "closed"
+    assert "extraction log not written" in result.stderr
+
+
+def test_task_end_closes_the_task_when_the_memory_folder_is_odd(
+    cli, vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in model_env.items():
+        monkeypatch.setenv(name, value)
+    ok(cli("task", "new", "Chat", "--json"))
+    ok(cli("task", "add-message", "t1", "From now on, I prefer green tea.", "--role", "user", "--json"))
+    ok(cli("task", "add-message", "t1", "Noted.", "--role", "assistant", "--json"))
+    folder = vault.root / "memory" / "demo"
+    folder.rmdir() if folder.is_dir() else None
+    folder.write_text("not a folder")
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                {
+                    "type": "user", "name": "tea", "description": "Prefers green tea", "body": "",
+                    "salience": 0.9, "durable": True, "recoverable": False,
+                }
+            ]
+        }  # fmt: skip
+    )
+    result = cli("task", "end", "t1", "--json")
+    assert ok(result)["task"]["status"] == "closed"
+    assert "warning:" in result.stderr
+    assert folder.read_text() == "not a folder"
+
+
+# --- task context -----------------------------------------------------------------------
+
+
+def _context_without_recall(vault: Vault) -> tuple[dict, list[str]]:
+    tasks = TaskService(vault, "demo")
+    if not tasks.list():
+        tasks.new("Roll back the deploy")
+        tasks.add_message("t1", "user", "How do I roll back?")
+    assembler = ContextAssembler(Vault.open(vault.root), "demo", environ={})
+    return assembler.assemble("t1"), assembler.warnings
+
+
+def test_context_assembles_without_memories_when_recall_crashes(
+    vault: Vault, docs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self, query, limit=None):  # noqa: ANN001, ANN202
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(MemoryService, "recall", broken)
+    context, warnings = _context_without_recall(vault)
+    assert context["memories"] == {"method": "none", "records": [], "already_in_context": {"count": 0, "records": []}}
+    assert context["goal"] == "Roll back the deploy" and [m["n"] for m in context["messages"]] == [1]
+    assert any("memories left out: recall failed" in w for w in warnings)
+
+
+def test_context_assembles_when_the_memory_index_is_damaged(vault: Vault, docs: list[str]) -> None:
+    index = vault.memory_index_path("demo")
+    index.parent.mkdir(parents=True, exist_ok=True)
+    if index.exists():
+        index.unlink()
+    index.mkdir()  # nothing can open or replace it
+    context, warnings = _context_without_recall(vault)
+    assert context["memories"]["records"] == [] and any("recall failed" in w for w in warnings)
+
+
+def test_context_assembles_when_the_memory_folder_is_odd(cli, vault: Vault) -> None:
+    ok(cli("task", "new", "Roll back the deploy", "--json"))
+    folder = vault.root / "memory" / "demo"
+    if folder.is_dir():
+        folder.rmdir()
+    folder.write_text("not a folder")
+    result = cli("task", "context", "t1", "--json")
+    assert ok(result)["memories"]["records"] == []
+    assert "warning: memories left out" in result.stderr
+
+
+def test_unreadable_task_files_are_still_an_error(cli, vault: Vault) -> None:
+    ok(cli("task", "new", "Roll back the deploy", "--json"))
+    (vault.root / "tasks" / "demo" / "t1" / "task.json").write_text("{broken")
+    assert cli("task", "context", "t1", "--json").exit_code == 6
+
+
+# --- the task's document selection applies from the next message -----------------------
+
+
+def test_attachments_apply_from_the_next_message(cli, vault: Vault, docs: list[str]) -> None:
+    deploy, hiring = docs
+    ok(cli("task", "new", "Ops work", "--json"))
+    ok(cli("task", "attach", "t1", deploy, "--json"))
+    # No messages yet: the live selection holds.
+    assert [d["doc"] for d in ok(cli("kb", "map", "--task", "t1", "--json"))["documents"]] == [deploy]
+    ok(cli("task", "add-message", "t1", "How do I roll back?", "--role", "user", "--json"))
+    ok(cli("task", "attach", "t1", hiring, "--json"))
+    ok(cli("task", "detach", "t1", deploy, "--json"))
+    # Until the next message, the documents of message 1 are the task's documents.
+    mapped = ok(cli("kb", "map", "--task", "t1", "--json"))
+    assert [d["doc"] for d in mapped["documents"]] == [deploy]
+    assert {"doc": hiring, "reason": "attached after message 1; used from the next message on"} in mapped[
+        "unavailable"
+    ]
+    hits = ok(cli("kb", "search", "candidate interviews", "--task", "t1", "--json"))["hits"]
+    assert hits == []
+    assert [h["doc"] for h in ok(cli("kb", "search", "roll back", "--task", "t1", "--json"))["hits"]] == [deploy]
+    context = ok(cli("task", "context", "t1", "--json"))
+    assert [d["doc"] for d in context["documents"]] == [deploy]
+    ok(cli("task", "add-message", "t1", "And the interviews?", "--role", "user", "--json"))
+    assert [d["doc"] for d in ok(cli("kb", "map", "--task", "t1", "--json"))["documents"]] == [hiring]
+    hits = ok(cli("kb", "search", "candidate interviews", "--task", "t1", "--json"))["hits"]
+    assert [h["doc"] for h in hits] == [hiring]
+    assert ok(cli("kb", "search", "roll back", "--task", "t1", "--json"))["hits"] == []
+    # History is unchanged: message 1 keeps the attachments of its moment.
+    messages = TaskService(vault, "demo").messages("t1")
+    assert [m.attached for m in messages] == [[deploy], [hiring]]
+
+
+def test_kb_ask_uses_the_documents_of_the_latest_message(vault: Vault, docs: list[str]) -> None:
+    deploy, hiring = docs
+    tasks = TaskService(vault, "demo")
+    tasks.new("Ops work")
+    tasks.set_attached("t1", {deploy: True})
+    tasks.add_message("t1", "user", "How do I roll back?")
+    tasks.set_attached("t1", {hiring: True, deploy: False})
+    agent = KnowledgeAgent(KnowledgeService(vault, "demo", environ={}), "t1", environ={})
+    answer = agent.ask("How do I roll back?")
+    assert [c["doc"] for c in answer["citations"]] == [deploy]
+
+
+# --- compaction keeps pointers ----------------------------------------------------------
+
+
+def test_pointers_of_tool_results() -> None:
+    page = {"doc": "system/deploy", "anchor": "rollback", "text": "…", "children": []}
+    assert pointers(json.dumps(page)).citations == ["system/deploy#rollback"]
+    hits = {"hits": [{"doc": "system/deploy", "anchor": "rollback"}, {"doc": "system/hiring", "anchor": "x"}]}
+    assert pointers(json.dumps(hits)).citations == ["system/deploy#rollback", "system/hiring#x"]
+    outline = {"doc": "system/deploy", "title": "Deploy", "outline": [{"anchor": "rollback"}]}
+    assert pointers(json.dumps(outline)).citations == ["system/deploy"]
+    ask = {"method": "extractive", "answer": "[system/deploy#rollback]\nrun it", "citations": []}
+    assert pointers(json.dumps(ask)).citations == ["system/deploy#rollback"]
+    recall = {"method": "lexical", "records": [{"name": "tea", "body": "long body"}, {"name": "style"}]}
+    assert pointers(json.dumps(recall)).memories == ["tea", "style"]
+    assert pointers("plain text [system/deploy#rollback] cited").citations == ["system/deploy#rollback"]
+    assert pointers("nothing here") == ([], None)
+
+
+def _long_task_with_tool_results(vault: Vault) -> TaskService:
+    config = vault.root / "aibuddy.toml"
+    config.write_text(
+        config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 1200") + "recent_messages = 2\n"
+    )
+    tasks = TaskService(Vault.open(vault.root), "demo")
+    tasks.new("Roll back the deploy")
+    call = [{"function": {"name": "read_section", "arguments": "{}"}}]
+    tasks.add_message("t1", "assistant", "", call)
+    page = {"doc": "system/deploy", "anchor": "rollback", "text": "To roll back … " * 40}
+    tasks.add_message("t1", "tool", json.dumps(page))
+    tasks.add_message("t1", "assistant", "", [{"function": {"name": "memory_recall", "arguments": "{}"}}])
+    recalled = {"method": "lexical", "records": [{"name": "deploy-habit", "body": "Roll back first. " * 40}]}
+    tasks.add_message("t1", "tool", json.dumps(recalled))
+    for i in range(12):
+        tasks.add_message("t1", "user", f"Follow-up {i}: " + "more words " * 30)
+    return tasks
+
+
+def test_a_digest_keeps_citations_and_memory_names(vault: Vault) -> None:
+    _long_task_with_tool_results(vault)
+    context = ContextAssembler(Vault.open(vault.root), "demo", environ={}).assemble("t1")
+    text = context["summary"]["text"]
+    assert "#2 tool result (read_section): ok" in text and "cites system/deploy#rollback" in text
+    assert "#4 tool result (memory_recall): ok" in text and "1 memory record(s): deploy-habit" in text
+    assert "Roll back first." not in text  # the body is not shown again
+
+
+def test_a_model_summary_keeps_the_pointers(
+    vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    _long_task_with_tool_results(vault)
+    fake_openai.enqueue(content="The user is rolling back a deploy.")
+    environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "5"}
+    context = ContextAssembler(Vault.open(vault.root), "demo", environ=environ).assemble("t1")
+    summary = context["summary"]
+    assert summary["method"] == "model"
+    assert summary["text"].startswith("The user is rolling back a deploy.")
+    assert "system/deploy#rollback" in summary["text"] and "deploy-habit" in summary["text"]
