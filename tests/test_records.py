@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
+from conftest import REPO
 
 from aibuddy_cli.errors import InvalidInput, MalformedRecord
 from aibuddy_cli.memory.records import (
@@ -34,6 +39,26 @@ def test_header_keys_follow_the_design_order_and_the_body_is_verbatim() -> None:
     assert body == "Keep it to five bullets.\n\n- done\n- next\n"
 
 
+def test_the_rendered_bytes_are_pinned() -> None:
+    text = render_record(sample(description="Kommentar: «façon» #1", extra=(("tags", ["a", "b"]),)))
+    assert text == (
+        "---\n"
+        "name: weekly-report-format\n"
+        "description: 'Kommentar: «façon» #1'\n"
+        "type: feedback\n"
+        "provenance: manual\n"
+        "created: 2026-11-29T18:00:00Z\n"
+        "updated: 2026-11-29T18:00:00Z\n"
+        "recallCount: 0\n"
+        "lastRecalledAt: null\n"
+        "tags:\n"
+        "- a\n"
+        "- b\n"
+        "---\n"
+        "Keep it to five bullets.\n\n- done\n- next\n"
+    )
+
+
 def test_round_trip_is_lossless_and_rendering_is_byte_stable() -> None:
     record = sample(description="Kommentar: «façon» #1 — 周报: yes", body="no trailing newline")
     text = render_record(record)
@@ -56,6 +81,10 @@ def test_keys_a_person_added_are_kept_in_place() -> None:
         ("---\nname: [\n---\nbody", "broken frontmatter YAML"),
         ("---\nname: x\ntype: user\n---\nbody", "missing key(s): description"),
         ("---\nname: x\ndescription: d\ndescription: e\ntype: user\n---\n", "duplicate key 'description'"),
+        ("---\nname: x\ndescription: d\ntype: user\ntype: project\n---\n", "duplicate key 'type' (line 5)"),
+        ("---\nname: x\ndescription: d\ntype: user\ntags: {a: 1, a: 2}\n---\n", "duplicate key 'a'"),
+        ("---\n# only a comment\n---\nbody", "missing key(s): name, description, type"),
+        ("---\nname: x\n\t\ndescription: d\ntype: user\n---\n", "broken frontmatter YAML"),
         ("---\nname: other\ndescription: d\ntype: user\n---\n", "does not match the file name"),
         ("---\nname: x\ndescription: d\ntype: opinion\n---\n", "unknown type"),
         ("---\nname: x\ndescription: d\ntype: user\nprovenance: model\n---\n", "unknown provenance"),
@@ -66,11 +95,13 @@ def test_keys_a_person_added_are_kept_in_place() -> None:
         ),
         ("---\n- a\n- b\n---\n", "not a mapping"),
         ("---\nname: x\ndescription: d\ntype: user\ncreated: someday\n---\n", "not a timestamp"),
+        ("---\nname: x\ndescription: d\ntype: user\ncreated: 2026-02-30T00:00:00Z\n---\n", "out of range"),
     ],
 )
-def test_malformed_records_say_what_is_wrong(text: str, problem: str) -> None:
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "frontmatter"])
+def test_malformed_records_say_what_is_wrong(text: str, problem: str, fast: bool) -> None:
     with pytest.raises(MalformedRecord) as raised:
-        parse_record("x", text)
+        parse_record("x", text, fast=fast)
     assert problem in raised.value.message
 
 
@@ -91,13 +122,64 @@ def test_descriptions_are_one_non_empty_line(bad: str) -> None:
         validate_description(bad)
 
 
-# --- the YAML-free header parser must agree with the safe YAML loader ------------------
+# --- python-frontmatter is the reader and writer; the YAML-free parser must agree with it ----
 
 import random  # noqa: E402
 
+import frontmatter  # noqa: E402
 import yaml  # noqa: E402
+from frontmatter.default_handlers import YAMLHandler  # noqa: E402
 
-from aibuddy_cli.memory.records import _parse_flat_header, mark_recalled_text  # noqa: E402
+from aibuddy_cli.memory.records import (  # noqa: E402
+    _load_header,
+    _parse_flat_header,
+    _plumbing,
+    mark_recalled_text,
+)
+
+
+def frontmatter_header(header: str) -> object:
+    """The header as the python-frontmatter route (RecordHandler) loads it, or the problem it reports."""
+    try:
+        return _load_header("x", header)
+    except MalformedRecord as exc:
+        return exc.problem
+
+
+def test_records_are_written_by_a_python_frontmatter_handler_in_the_design_order() -> None:
+    handler = _plumbing().handler
+    assert isinstance(handler, YAMLHandler)
+    post = frontmatter.Post("Body\n", handler)
+    # python-frontmatter's own YAMLHandler would sort these; the handler puts the design's first.
+    post.metadata = {"zeta": 1, "lastRecalledAt": None, "type": "user", "description": "d", "name": "x"}
+    post["alpha"] = [2]
+    assert frontmatter.dumps(post) == (
+        "---\nname: x\ndescription: d\ntype: user\nlastRecalledAt: null\nzeta: 1\nalpha:\n- 2\n---\nBody\n"
+    )
+
+
+def test_the_frontmatter_route_keeps_the_body_byte_for_byte() -> None:
+    text = "\ufeff---\r\nname: x\r\ndescription: d # c\r\ntype: user\r\n...\r\n\n  body\r\nend  \n\n"
+    assert parse_record("x", text, fast=False).body == "\n  body\r\nend  \n\n"
+    assert parse_record("x", text, fast=False) == parse_record("x", text)
+
+
+def test_the_hot_path_reads_and_recalls_written_records_without_yaml_or_frontmatter() -> None:
+    probe = (
+        "import sys\n"
+        "from aibuddy_cli.memory.records import mark_recalled_text, parse_record\n"
+        f"text = {render_record(sample())!r}\n"
+        "record = parse_record('weekly-report-format', text).recalled('2026-11-30T08:00:00Z')\n"
+        "assert 'recallCount: 1' in mark_recalled_text(text, record)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('yaml', 'frontmatter')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
 
 TRICKY_VALUES = [
     "plain text",
@@ -155,15 +237,15 @@ TRICKY_VALUES = [
 
 
 @pytest.mark.parametrize("value", TRICKY_VALUES)
-def test_flat_header_parser_agrees_with_yaml_or_declines(value: str) -> None:
+def test_flat_header_parser_agrees_with_frontmatter_and_yaml_or_declines(value: str) -> None:
     header = f"name: x\ndescription: {value}\ntype: user\n"
     flat = _parse_flat_header(header)
     if flat is None:
-        return  # declined: the YAML loader decides
-    assert flat == yaml.safe_load(header)
+        return  # declined: python-frontmatter decides
+    assert flat == frontmatter_header(header) == yaml.safe_load(header)
 
 
-def test_flat_header_parser_agrees_with_yaml_on_random_headers() -> None:
+def test_flat_header_parser_agrees_with_frontmatter_and_yaml_on_random_headers() -> None:
     rng = random.Random(7)
     alphabet = list("abc XYZ019:#'\"-_.,[]{}!&*|>%@`~?=<\t\\周报") + ["yes", "null", ": ", " #", "''"]
     for _ in range(3000):
@@ -172,7 +254,59 @@ def test_flat_header_parser_agrees_with_yaml_on_random_headers() -> None:
         flat = _parse_flat_header(header)
         if flat is None:
             continue
-        assert flat == yaml.safe_load(header), header
+        assert flat == frontmatter_header(header) == yaml.safe_load(header), header
+
+
+HEADER_LINES = [
+    "name: x",
+    "description: Drinks green tea",
+    "description: 'quoted: yes'",
+    'description: "double"',
+    "description: yes",
+    "description: 42",
+    "type: user",
+    "type: opinion",
+    "provenance: auto",
+    "created: 2026-11-29T18:00:00Z",
+    "created: 2026-02-30T00:00:00Z",
+    "created: 2026-11-29",
+    "updated: null",
+    "recallCount: 3",
+    "recallCount: -1",
+    "lastRecalledAt: ~",
+    "tags: [a, b]",
+    "tags:",
+    "  - a",
+    "note: |",
+    "  two lines",
+    "# a comment",
+    "",
+    "  ",
+    "\t",
+    "yes: no",
+    "name: [",
+    "- item",
+]
+
+
+def test_both_readers_give_the_same_answer_for_random_records() -> None:
+    """Whole files, malformed ones included: the same record, or the same problem, either way."""
+    rng = random.Random(11)
+    bodies = ["", "Body.\n", "\n---\nname: x\ntype: user\n---\nsecond", "---\ntitle: T\n---\n", "x\r\n"]
+    for _ in range(2000):
+        # Mostly near-valid headers: the three required keys plus a few random lines, shuffled.
+        lines = ["name: x", "description: d", "type: user"][: rng.choice([1, 2, 3, 3, 3, 3])]
+        lines += [rng.choice(HEADER_LINES) for _ in range(rng.randint(0, 4))]
+        rng.shuffle(lines)
+        ending = rng.choice(["\n", "\r\n"])
+        text = f"---{ending}{ending.join(lines)}{ending if lines else ''}---{ending}{rng.choice(bodies)}"
+        answers = []
+        for fast in (True, False):
+            try:
+                answers.append(parse_record("x", text, fast=fast))
+            except MalformedRecord as exc:
+                answers.append(exc.problem)
+        assert answers[0] == answers[1], text
 
 
 def test_a_recall_changes_only_the_telemetry_lines_of_a_hand_written_header() -> None:

@@ -2,12 +2,20 @@
 
 Writing the same record twice gives the same bytes, so git diffs show only what changed.
 Reading is strict: a file that is not exactly one well-formed record is reported, not guessed at.
+
+Two readers give the same answers (tests/test_records.py holds them to it):
+- python-frontmatter with RecordHandler (a YAMLHandler: safe loading that refuses duplicate keys,
+  the body kept byte for byte, keys written in FIELD_ORDER) writes every record and reads every
+  header the YAML-free parser declines (every header, with parse_record(..., fast=False));
+- a YAML-free parser reads the simple `key: value` headers aibuddy itself writes, so the recall,
+  manifest and index hot path imports neither PyYAML nor python-frontmatter (~22 ms together).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from types import ModuleType
 from typing import Any, BinaryIO, NamedTuple
 
 from ..errors import InvalidInput, MalformedRecord, NotFound
@@ -119,44 +127,106 @@ def read_body_file(path: str, stdin: BinaryIO) -> str:
         raise InvalidInput(f"body file {path} is a folder") from None
 
 
-# --- YAML plumbing (imported lazily: only reads and writes of whole records need it) ---
-
-_yaml_cache: dict[str, Any] = {}
+# --- python-frontmatter plumbing (imported lazily: the hot path reads flat headers without it) ---
 
 
-def _yaml() -> tuple[Any, Any, Any]:
-    if not _yaml_cache:
-        import yaml
+class _Plumbing(NamedTuple):
+    yaml: ModuleType
+    frontmatter: ModuleType
+    handler: Any  # a RecordHandler, the frontmatter.default_handlers.YAMLHandler defined below
+    timestamp: type[str]
 
-        base_loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        base_dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-        class StrictLoader(base_loader):  # type: ignore[misc, valid-type]
-            """Safe loader that refuses duplicate keys instead of keeping the last one."""
+_plumbing_cache: list[_Plumbing] = []
 
-        def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
-            keys = [loader.construct_object(key, deep=deep) for key, _ in node.value]
-            duplicates = sorted({str(k) for k in keys if keys.count(k) > 1})
-            if duplicates:
+
+def _plumbing() -> _Plumbing:
+    if not _plumbing_cache:
+        _plumbing_cache.append(_build_plumbing())
+    return _plumbing_cache[0]
+
+
+def _build_plumbing() -> _Plumbing:
+    import frontmatter
+    import yaml
+    from frontmatter.default_handlers import YAMLHandler
+
+    base_loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base_dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class StrictLoader(base_loader):  # type: ignore[misc, valid-type]
+        """Safe loader that refuses duplicate keys instead of keeping the last one."""
+
+    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
+        hashable: set[Any] = set()
+        unhashable: list[Any] = []  # refused below by the base loader, with its own message
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            try:
+                seen = key in hashable
+                hashable.add(key)
+            except TypeError:
+                seen = key in unhashable
+                unhashable.append(key)
+            if seen:  # reported at the line of the second occurrence
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {duplicates[0]!r}", node.start_mark
+                    None, None, f"duplicate key {str(key)!r}", key_node.start_mark
                 )
-            return loader.construct_mapping_plain(node, deep=deep)
+        return loader.construct_mapping_plain(node, deep=deep)
 
-        StrictLoader.construct_mapping_plain = base_loader.construct_mapping  # type: ignore[attr-defined]
-        StrictLoader.add_constructor("tag:yaml.org,2002:map", construct_mapping)
+    StrictLoader.construct_mapping_plain = base_loader.construct_mapping  # type: ignore[attr-defined]
+    StrictLoader.add_constructor("tag:yaml.org,2002:map", construct_mapping)
 
-        class Timestamp(str):
-            """A timestamp string, emitted as a plain YAML timestamp rather than a quoted string."""
+    class Timestamp(str):
+        """A timestamp string, emitted as a plain YAML timestamp rather than a quoted string."""
 
-        class RecordDumper(base_dumper):  # type: ignore[misc, valid-type]
-            pass
+    class RecordDumper(base_dumper):  # type: ignore[misc, valid-type]
+        pass
 
-        RecordDumper.add_representer(
-            Timestamp, lambda d, v: d.represent_scalar("tag:yaml.org,2002:timestamp", str(v))
-        )
-        _yaml_cache.update(yaml=yaml, loader=StrictLoader, dumper=RecordDumper, ts=Timestamp)
-    return _yaml_cache["yaml"], _yaml_cache["loader"], _yaml_cache["dumper"]
+    RecordDumper.add_representer(
+        Timestamp, lambda d, v: d.represent_scalar("tag:yaml.org,2002:timestamp", str(v))
+    )
+
+    class RecordHandler(YAMLHandler):
+        """python-frontmatter's YAML handler, made strict and byte-stable for memory records.
+
+        Use split/load and frontmatter.dumps, not frontmatter.loads: loads strips the text and
+        turns CRLF into LF, and the stock format/export sort keys, strip the YAML and add a blank
+        line, none of which a record's byte-for-byte body and fixed header allow.
+        """
+
+        def split(self, text: str) -> tuple[str, str]:
+            """(header, body): a '---' line, the header, a '---' or '...' line, the body verbatim."""
+            return _split_frontmatter_or_fail(text)
+
+        def load(self, fm: str, **kwargs: object) -> Any:
+            """The header, safely loaded; a duplicate key raises yaml.YAMLError. An empty header
+            (blank or only comments) is an empty mapping, as the YAML-free parser reads it."""
+            kwargs.setdefault("Loader", StrictLoader)
+            data = yaml.load(fm, **kwargs)  # type: ignore[arg-type]
+            return {} if data is None else data
+
+        def has_second_block(self, content: str) -> bool:
+            """Whether content opens with another record header (duplicate frontmatter)."""
+            return _looks_like_second_frontmatter(content, fast=False)
+
+        def export(self, metadata: dict[Any, Any], **kwargs: object) -> str:
+            """The header as YAML: FIELD_ORDER keys first, then any others in their order."""
+            ordered = {key: metadata[key] for key in FIELD_ORDER if key in metadata}
+            ordered.update((key, value) for key, value in metadata.items() if key not in ordered)
+            kwargs.setdefault("Dumper", RecordDumper)
+            kwargs.setdefault("sort_keys", False)
+            kwargs.setdefault("allow_unicode", True)
+            kwargs.setdefault("width", 2**31 - 1)
+            kwargs.setdefault("default_flow_style", False)
+            return yaml.dump(ordered, **kwargs)  # type: ignore[call-overload, no-any-return]
+
+        def format(self, post: Any, **kwargs: object) -> str:
+            """'---', the header, '---', then the body exactly as given."""
+            header = self.export(post.metadata, **kwargs)
+            return f"{self.START_DELIMITER}\n{header}{self.END_DELIMITER}\n{post.content}"
+
+    return _Plumbing(yaml, frontmatter, RecordHandler(), Timestamp)
 
 
 def _split_frontmatter(text: str) -> tuple[str, str] | None:
@@ -260,7 +330,7 @@ def _parse_flat_header(header_text: str) -> dict[str, Any] | None:
     # feeds or Unicode separators, which str.splitlines would.
     for line in header_text.split("\n"):
         line = line.removesuffix("\r")
-        if not line.strip(" \t"):
+        if not line.strip(" "):  # a blank line; one with a tab is left to YAML, which may refuse it
             continue
         match = _FLAT_LINE.fullmatch(line)
         if match is None:
@@ -275,19 +345,24 @@ def _parse_flat_header(header_text: str) -> dict[str, Any] | None:
     return header
 
 
-def parse_record(name: str, text: str) -> MemoryRecord:
-    """Parse the file text of record `name`; raise MalformedRecord saying what is wrong."""
+def parse_record(name: str, text: str, *, fast: bool = True) -> MemoryRecord:
+    """Parse the file text of record `name`; raise MalformedRecord saying what is wrong.
+
+    A header the YAML-free parser reads (every header aibuddy writes) never loads PyYAML or
+    python-frontmatter; any other goes through python-frontmatter's RecordHandler. fast=False
+    reads every header through python-frontmatter; the answer is the same either way.
+    """
     try:
         validate_record_name(name)
     except InvalidInput:
         raise MalformedRecord(name, "the file name is not a valid record name") from None
-    parts = _split_frontmatter(text)
-    if parts is None:
-        raise MalformedRecord(name, "no frontmatter block (the file must start with '---')")
-    header_text, body = parts
-    header = _parse_flat_header(header_text)
+    try:
+        header_text, body = _split_frontmatter_or_fail(text) if fast else _plumbing().handler.split(text)
+    except ValueError:
+        raise MalformedRecord(name, "no frontmatter block (the file must start with '---')") from None
+    header = _parse_flat_header(header_text) if fast else None
     if header is None:
-        header = _load_yaml_header(name, header_text)
+        header = _load_header(name, header_text)
     if not isinstance(header, dict):
         raise MalformedRecord(name, "the frontmatter is not a mapping of keys to values")
     missing = [key for key in REQUIRED if key not in header]
@@ -312,7 +387,7 @@ def parse_record(name: str, text: str) -> MemoryRecord:
         count = 0
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise MalformedRecord(name, f"recallCount is not a count: {count!r}")
-    if _looks_like_second_frontmatter(body):
+    if _looks_like_second_frontmatter(body) if fast else _plumbing().handler.has_second_block(body):
         raise MalformedRecord(name, "a second frontmatter block follows the first (duplicate frontmatter)")
     return MemoryRecord(
         name=name,
@@ -328,11 +403,20 @@ def parse_record(name: str, text: str) -> MemoryRecord:
     )
 
 
-def _load_yaml_header(name: str, header_text: str) -> Any:
-    yaml, loader, _ = _yaml()
+def _split_frontmatter_or_fail(text: str) -> tuple[str, str]:
+    """(header, body); ValueError, as python-frontmatter's handlers raise, when there is no header."""
+    parts = _split_frontmatter(text)
+    if parts is None:
+        raise ValueError("no frontmatter block")
+    return parts
+
+
+def _load_header(name: str, header_text: str) -> Any:
+    """The header loaded by python-frontmatter's RecordHandler; MalformedRecord if it is broken."""
+    plumbing = _plumbing()
     try:
-        return yaml.load(header_text, Loader=loader)
-    except yaml.YAMLError as exc:
+        return plumbing.handler.load(header_text)
+    except plumbing.yaml.YAMLError as exc:
         raise MalformedRecord(name, f"broken frontmatter YAML: {_yaml_problem(exc)}") from None
     except (ValueError, OverflowError) as exc:  # e.g. an impossible date such as 2026-02-30
         raise MalformedRecord(name, f"broken frontmatter YAML: {exc}") from None
@@ -345,17 +429,17 @@ def _yaml_problem(exc: Exception) -> str:
     return f"{problem} (line {mark.line + 2})" if mark is not None else str(problem)
 
 
-def _looks_like_second_frontmatter(body: str) -> bool:
+def _looks_like_second_frontmatter(body: str, *, fast: bool = True) -> bool:
     stripped = body.lstrip("\r\n")
     if not stripped.startswith("---"):
         return False
     parts = _split_frontmatter(stripped)
     if parts is None:
         return False
-    data = _parse_flat_header(parts[0])
+    data = _parse_flat_header(parts[0]) if fast else None
     if data is None:
         try:
-            data = _load_yaml_header("", parts[0])
+            data = _load_header("", parts[0])
         except MalformedRecord:
             return False
     return isinstance(data, dict) and any(key in data for key in FIELD_ORDER)
@@ -363,8 +447,8 @@ def _looks_like_second_frontmatter(body: str) -> bool:
 
 def render_record(record: MemoryRecord) -> str:
     """The file text of record: a fixed-order header, then the body exactly as given."""
-    yaml, _, dumper = _yaml()
-    timestamp = _yaml_cache["ts"]
+    plumbing = _plumbing()
+    timestamp = plumbing.timestamp
 
     def ts(value: str | None) -> Any:
         return None if value is None else timestamp(value)
@@ -380,10 +464,9 @@ def render_record(record: MemoryRecord) -> str:
         "lastRecalledAt": ts(record.last_recalled_at),
     }
     header.update(record.extra)
-    dumped = yaml.dump(
-        header, Dumper=dumper, sort_keys=False, allow_unicode=True, width=2**31 - 1, default_flow_style=False
-    )
-    return f"---\n{dumped}---\n{record.body}"
+    post = plumbing.frontmatter.Post(record.body, plumbing.handler)
+    post.metadata = header  # not Post(**header): a key a person added need not be a string
+    return str(plumbing.frontmatter.dumps(post))
 
 
 def mark_recalled_text(text: str, record: MemoryRecord) -> str:

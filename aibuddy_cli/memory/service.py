@@ -100,7 +100,9 @@ class MemoryService:
         self._index.refresh(self.store.scan(self.prefix, ".md"), self._load)
         return self._index
 
-    def _read_text(self, name: str) -> tuple[str, MemoryRecord]:
+    def _read_text(self, name: str, *, fast: bool = True) -> tuple[str, MemoryRecord]:
+        """The record's text and record. fast=False (show, update: off the hot path) reads the
+        header through python-frontmatter; recall keeps the YAML-free parser for start-up."""
         try:
             data, _ = self.store.read(self._key(name))
         except NotFound:
@@ -109,10 +111,10 @@ class MemoryService:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise MalformedRecord(name, "not UTF-8 text") from None
-        return text, parse_record(name, text)
+        return text, parse_record(name, text, fast=fast)
 
     def _read(self, name: str) -> MemoryRecord:
-        return self._read_text(name)[1]
+        return self._read_text(name, fast=False)[1]
 
     def _write(self, record: MemoryRecord, *, create: bool = False) -> None:
         entry = self.store.write(self._key(record.name), render_record(record).encode("utf-8"), create=create)
@@ -326,7 +328,7 @@ class MemoryService:
             warnings.append(f"{exc.message}; recall telemetry not updated")
             for name in names[len(records) :]:
                 try:
-                    records.append(self._read(name))
+                    records.append(self._read_text(name)[1])
                 except (NotFound, MalformedRecord):
                     continue
         return records
