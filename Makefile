@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-deps
 RUN_DIR := $(shell mktemp -u /tmp/aibuddy-run.XXXXXX)
 
-.PHONY: install run test bench clean
+.PHONY: install run test lint bench clean
 
 # Dependencies are installed once per pyproject change; the package itself is reinstalled
 # (not editable, as a user installs it) on every run so tests see the current source.
@@ -24,6 +24,10 @@ run: install
 
 test: install
 	$(PY) -m pytest -q
+
+# `ruff format --check` is not part of lint yet: the code is not ruff-format-clean.
+lint: $(STAMP)
+	$(PY) -m ruff check aibuddy_cli tests bench
 
 bench: install
 	$(PY) bench/bench_memory.py

@@ -17,7 +17,16 @@ from aibuddy_cli.vault import Vault, init_vault
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_VAULT = REPO / "sample_vault"
+# Small documents written for these tests; they always travel with the repository.
+FIXTURE_DOCS = Path(__file__).parent / "fixtures" / "docs"
+STRINGS = FIXTURE_DOCS / "ch08-02-strings.md"  # Chinese, Rust-book-like: CJK anchors, `#` lines in code
+BODY = FIXTURE_DOCS / "body.md"  # English, FastAPI-like: `{ #anchor }` headings, `/// note` blocks
+SPEC = FIXTURE_DOCS / "spec.txt"  # CommonMark-spec-like: front matter closed by '...', `# foo` in fences
+# The real documents beside the development checkout: an extra layer of checks where present.
 CORPUS = REPO.parent / "shared" / "corpus"
+needs_corpus = pytest.mark.skipif(
+    not CORPUS.is_dir(), reason="../shared/corpus is absent: it exists only beside the development checkout"
+)
 
 
 @pytest.fixture(autouse=True)

@@ -65,7 +65,9 @@ def test_a_model_answer_without_citations_falls_back_to_excerpts(
     tasks = TaskService(vault, "demo")
     tasks.new("Ops")
     tasks.set_attached("t1", {deploy: True})
-    fake_openai.reply_json({"answer": "Use kubectl rollout undo (general knowledge).", "citations": [], "gaps": []})
+    fake_openai.reply_json(
+        {"answer": "Use kubectl rollout undo (general knowledge).", "citations": [], "gaps": []}
+    )
     ask = agent(vault, "t1", model_env)
     result = ask.ask("How do I roll back?")
     assert result["method"] == "extractive" and "kubectl" not in result["answer"]
@@ -81,7 +83,11 @@ def test_a_model_answer_citing_only_unread_sections_falls_back_too(
     tasks.new("Ops")
     tasks.set_attached("t1", {deploy: True})
     fake_openai.reply_json(
-        {"answer": "Use kubectl rollout undo.", "citations": [{"doc": deploy, "anchor": "rollback"}], "gaps": []}
+        {
+            "answer": "Use kubectl rollout undo.",
+            "citations": [{"doc": deploy, "anchor": "rollback"}],
+            "gaps": [],
+        }
     )
     result = agent(vault, "t1", model_env).ask("quokka migration plan")
     assert result["method"] == "extractive" and "kubectl" not in result["answer"]

@@ -131,7 +131,10 @@ def test_a_near_duplicate_of_a_manual_record_is_never_written(
 
 def test_equivalent_content_is_a_no_op(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
     memory.create_auto(
-        "report-style", type="feedback", description="Weekly reports in three sections", body="Done, next, risks."
+        "report-style",
+        type="feedback",
+        description="Weekly reports in three sections",
+        body="Done, next, risks.",
     )
     path = memory.vault.root / "memory" / "demo" / "report-style.md"
     before = path.read_bytes()
@@ -151,7 +154,10 @@ def test_a_changed_fact_with_the_same_description_updates_the_auto_record(
         {
             "candidates": [
                 candidate(
-                    type="project", name="deadline", description="Release deadline of the mobile app", body="March 17"
+                    type="project",
+                    name="deadline",
+                    description="Release deadline of the mobile app",
+                    body="March 17",
                 )
             ]
         }
@@ -164,9 +170,15 @@ def test_a_changed_fact_with_the_same_description_updates_the_auto_record(
 def test_a_changed_fact_never_overwrites_what_a_person_wrote(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
-    memory.save("release-deadline", type="project", description="Release deadline of the mobile app", body="March 3")
+    memory.save(
+        "release-deadline", type="project", description="Release deadline of the mobile app", body="March 3"
+    )
     fake_openai.reply_json(
-        {"candidates": [candidate(type="project", description="Release deadline of the mobile app", body="March 17")]}
+        {
+            "candidates": [
+                candidate(type="project", description="Release deadline of the mobile app", body="March 17")
+            ]
+        }
     )
     result = Extractor(memory).run(talk("Our release deadline moved to March 17.", "Noted."))
     assert result.written == [] and result.decisions[-1].outcome == "protected"

@@ -12,14 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS
+from conftest import BODY, STRINGS
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.vault import Vault
-
-STRINGS = CORPUS / "rust-book-zh" / "ch08-02-strings.md"
-BODY = CORPUS / "fastapi-en" / "body.md"
 
 
 def ok(result) -> dict:

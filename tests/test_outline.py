@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS
+from conftest import BODY, CORPUS, FIXTURE_DOCS, SPEC, STRINGS, needs_corpus
 
 from aibuddy_cli.knowledge.outline import (
     PREAMBLE_ANCHOR,
@@ -17,9 +18,16 @@ from aibuddy_cli.knowledge.outline import (
 )
 from aibuddy_cli.knowledge.reader import page
 
+FIXTURE_DOC_FILES = sorted(p for p in FIXTURE_DOCS.iterdir() if p.suffix in (".md", ".txt"))
 CORPUS_DOCS = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".md", ".txt"))
 
 
+def read_exactly(path: Path) -> str:
+    """The file's text with its line endings as stored (read_text would turn CRLF into LF)."""
+    return path.read_bytes().decode("utf-8")
+
+
+@needs_corpus
 def test_the_corpus_is_there() -> None:
     assert len(CORPUS_DOCS) >= 20, f"expected the shared corpus at {CORPUS}"
 
@@ -49,13 +57,56 @@ def assert_partition(text: str) -> None:
     assert "".join(rebuilt) == text
 
 
-@pytest.mark.parametrize("path", CORPUS_DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", FIXTURE_DOC_FILES, ids=lambda p: p.name)
+def test_sections_partition_every_fixture_document(path: Path) -> None:
+    assert_partition(read_exactly(path))
+
+
+def front_matter_close(text: str) -> str | None:
+    """The line that closes the text's YAML front matter, if it opens with one."""
+    lines = text.splitlines()
+    if not lines or lines[0] != "---":
+        return None
+    return next((line for line in lines[1:] if line in ("---", "...")), None)
+
+
+def test_the_fixture_documents_cover_the_edge_cases() -> None:
+    """The partition test above runs over every kind of document the outline must handle."""
+    texts = [read_exactly(path) for path in FIXTURE_DOC_FILES]
+    sections = [(text, s) for text in texts for s in parse_outline(text, "doc")]
+    headings = [split_lines(text)[s.start - 1] for text, s in sections if s.level]
+    anchors = [s.anchor for _, s in sections]
+    assert any(not line.startswith("#") for line in headings), "a setext heading"
+    assert any("\n```" in text for text in texts), "a backtick fence"
+    assert any("\n~~~" in text for text in texts), "a tilde fence"
+    assert {front_matter_close(text) for text in texts} >= {"---", "..."}, "front matter closed both ways"
+    assert any(re.search(r"\{ ?#\S+.*\}\s*$", line) for line in headings), "an explicit { #anchor }"
+    assert any(re.search(r"[\u4e00-\u9fff]", line) for line in headings), "a CJK heading"
+    assert any(a.endswith("-1") for a in anchors) and any(a.endswith("-2") for a in anchors), "repeats"
+    assert any(s.level == 0 and not text.startswith("---") for text, s in sections), "text, then a heading"
+    assert any("\r\n" in text for text in texts), "CRLF line endings, kept byte for byte"
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, id=p.name) for p in CORPUS_DOCS] or [pytest.param(None, id="corpus-absent")],
+)
 def test_sections_partition_every_corpus_document(path: Path) -> None:
-    assert_partition(path.read_text(encoding="utf-8"))
+    assert_partition(read_exactly(path))
 
 
-def test_commonmark_spec_headings_inside_code_fences_and_front_matter_are_not_headings() -> None:
-    text = (CORPUS / "commonmark" / "spec.txt").read_text(encoding="utf-8")
+def fixture_and_corpus(fixture: Path, *corpus_path: str) -> list:
+    """The check over the fixture document always, and over the real corpus document when present."""
+    return [
+        pytest.param(fixture, id="fixture"),
+        pytest.param(CORPUS.joinpath(*corpus_path), id="corpus", marks=needs_corpus),
+    ]
+
+
+@pytest.mark.parametrize("path", fixture_and_corpus(SPEC, "commonmark", "spec.txt"))
+def test_commonmark_spec_headings_inside_code_fences_and_front_matter_are_not_headings(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
     sections = parse_outline(text, "spec")
     titles = [s.title for s in sections]
     assert sections[0].anchor == PREAMBLE_ANCHOR and sections[0].end == 8  # YAML front matter closed by '...'
@@ -66,8 +117,9 @@ def test_commonmark_spec_headings_inside_code_fences_and_front_matter_are_not_he
         assert lines[section.start - 1].startswith("#"), section
 
 
-def test_fastapi_explicit_anchors_are_used_and_stripped_from_titles() -> None:
-    sections = parse_outline((CORPUS / "fastapi-en" / "body.md").read_text(encoding="utf-8"), "body")
+@pytest.mark.parametrize("path", fixture_and_corpus(BODY, "fastapi-en", "body.md"))
+def test_fastapi_explicit_anchors_are_used_and_stripped_from_titles(path: Path) -> None:
+    sections = parse_outline(path.read_text(encoding="utf-8"), "body")
     assert (sections[0].title, sections[0].anchor) == ("Request Body", "request-body")
     assert ("Import Pydantic's BaseModel", "import-pydantics-basemodel") in [
         (s.title, s.anchor) for s in sections
@@ -75,8 +127,9 @@ def test_fastapi_explicit_anchors_are_used_and_stripped_from_titles() -> None:
     assert all("{" not in s.title for s in sections)
 
 
-def test_chinese_headings_keep_their_characters_in_anchors() -> None:
-    text = (CORPUS / "rust-book-zh" / "ch08-02-strings.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("path", fixture_and_corpus(STRINGS, "rust-book-zh", "ch08-02-strings.md"))
+def test_chinese_headings_keep_their_characters_in_anchors(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
     anchors = [s.anchor for s in parse_outline(text, "x")]
     assert "使用字符串储存-utf-8-编码的文本" in anchors and "更新字符串" in anchors
     assert "使用-push_str-和-push-追加字符串" in anchors

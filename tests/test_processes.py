@@ -214,13 +214,13 @@ KB_CALLS = [
 
 @pytest.fixture
 def kb_vault(vault: Vault) -> Vault:
-    from conftest import CORPUS
+    from conftest import STRINGS
 
     from aibuddy_cli.knowledge.service import KnowledgeService
     from aibuddy_cli.tasks.service import TaskService
 
     service = KnowledgeService(vault, "demo", environ={})
-    service.import_paths([str(CORPUS / "rust-book-zh" / "ch08-02-strings.md")], scope="system")
+    service.import_paths([str(STRINGS)], scope="system")
     service.publish("ch08-02-strings")
     tasks = TaskService(vault, "demo")
     tasks.set_attached(tasks.new("strings").id, {"system/ch08-02-strings": True})

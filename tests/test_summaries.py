@@ -80,7 +80,9 @@ def test_the_import_does_not_wait_for_the_summary_which_lands_later(
         "OPENAI_API_BASE": fake_openai.url,
     }
     try:
-        imported = run_aibuddy(aibuddy_exe, "kb", "import", str(source), "--scope", "system", "--json", env=env)
+        imported = run_aibuddy(
+            aibuddy_exe, "kb", "import", str(source), "--scope", "system", "--json", env=env
+        )
         # The import has answered while the model still holds its reply.
         assert imported.returncode == 0, imported.stderr
         assert json.loads(imported.stdout)["imported"] == 1

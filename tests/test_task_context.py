@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import CORPUS
+from conftest import BODY, STRINGS
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.service import KnowledgeService
@@ -13,9 +13,6 @@ from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.tasks.context import ContextAssembler
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
-
-BODY = CORPUS / "fastapi-en" / "body.md"
-STRINGS = CORPUS / "rust-book-zh" / "ch08-02-strings.md"
 
 
 def ok(result) -> dict:

@@ -38,7 +38,10 @@ def docs(vault: Vault, tmp_path: Path) -> list[str]:
     refs = [o.doc for o in knowledge.import_paths(paths, scope="system")]
     knowledge.publish(*refs)
     MemoryService(vault, "demo", environ={}).save(
-        "deploy-habit", type="feedback", description="Always roll back before debugging", body="Roll back first."
+        "deploy-habit",
+        type="feedback",
+        description="Always roll back before debugging",
+        body="Roll back first.",
     )
     return [str(r) for r in refs]
 
@@ -91,8 +94,13 @@ def test_task_end_closes_the_task_when_the_memory_folder_is_odd(
         {
             "candidates": [
                 {
-                    "type": "user", "name": "tea", "description": "Prefers green tea", "body": "",
-                    "salience": 0.9, "durable": True, "recoverable": False,
+                    "type": "user",
+                    "name": "tea",
+                    "description": "Prefers green tea",
+                    "body": "",
+                    "salience": 0.9,
+                    "durable": True,
+                    "recoverable": False,
                 }
             ]
         }  # fmt: skip
@@ -123,7 +131,11 @@ def test_context_assembles_without_memories_when_recall_crashes(
 
     monkeypatch.setattr(MemoryService, "recall", broken)
     context, warnings = _context_without_recall(vault)
-    assert context["memories"] == {"method": "none", "records": [], "already_in_context": {"count": 0, "records": []}}
+    assert context["memories"] == {
+        "method": "none",
+        "records": [],
+        "already_in_context": {"count": 0, "records": []},
+    }
     assert context["goal"] == "Roll back the deploy" and [m["n"] for m in context["messages"]] == [1]
     assert any("memories left out: recall failed" in w for w in warnings)
 
@@ -175,7 +187,9 @@ def test_attachments_apply_from_the_next_message(cli, vault: Vault, docs: list[s
     ]
     hits = ok(cli("kb", "search", "candidate interviews", "--task", "t1", "--json"))["hits"]
     assert hits == []
-    assert [h["doc"] for h in ok(cli("kb", "search", "roll back", "--task", "t1", "--json"))["hits"]] == [deploy]
+    assert [h["doc"] for h in ok(cli("kb", "search", "roll back", "--task", "t1", "--json"))["hits"]] == [
+        deploy
+    ]
     context = ok(cli("task", "context", "t1", "--json"))
     assert [d["doc"] for d in context["documents"]] == [deploy]
     ok(cli("task", "add-message", "t1", "And the interviews?", "--role", "user", "--json"))
@@ -221,7 +235,8 @@ def test_pointers_of_tool_results() -> None:
 def _long_task_with_tool_results(vault: Vault) -> TaskService:
     config = vault.root / "aibuddy.toml"
     config.write_text(
-        config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 1200") + "recent_messages = 2\n"
+        config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 1200")
+        + "recent_messages = 2\n"
     )
     tasks = TaskService(Vault.open(vault.root), "demo")
     tasks.new("Roll back the deploy")

@@ -808,11 +808,12 @@ class KnowledgeService:
             results = self.summarize(specs)
         except Exception as exc:  # noqa: BLE001 - nobody sees this process fail but the log
             results = [{"summarized": False, "reason": f"{type(exc).__name__}: {exc}"}]
-        lines = [
-            json.dumps({"at": utc_now(), "user": self.user, **result}, ensure_ascii=False) + "\n"
-            for result in results
-        ] + [json.dumps({"at": utc_now(), "user": self.user, "warning": w}, ensure_ascii=False) + "\n" for w in self.warnings]
-        self.store.append(SUMMARY_LOG, "".join(lines).encode("utf-8"))
+        entries = [*results, *({"warning": warning} for warning in self.warnings)]
+        lines = "".join(
+            json.dumps({"at": utc_now(), "user": self.user, **entry}, ensure_ascii=False) + "\n"
+            for entry in entries
+        )
+        self.store.append(SUMMARY_LOG, lines.encode("utf-8"))
 
 
 SUMMARY_PROMPT = (

@@ -63,6 +63,10 @@ class Pointers(NamedTuple):
     citations: list[str]  # doc#anchor, in order of appearance, once each
     memories: list[str] | None  # record names of a memory result, None when it is not one
 
+    @property
+    def found(self) -> bool:
+        return bool(self.citations) or self.memories is not None
+
 
 def pointers(content: str) -> Pointers:
     """What a tool result points at: read_section, read_doc, search_docs and kb ask results carry
@@ -218,7 +222,7 @@ class ContextAssembler:
         lines = [
             digest_line(m, tools.get(m.n))
             for m in older
-            if m.role == "tool" and (pointers(m.content).citations or pointers(m.content).memories is not None)
+            if m.role == "tool" and pointers(m.content).found
         ]
         if not lines:
             return ""
