@@ -1,0 +1,179 @@
+"""The deterministic cue gate of automatic extraction, measured on a labelled table of user turns.
+
+tests/fixtures/cue_turns.tsv: lang (en|zh), label (lasting|chatter), kind (the expected cue kind of a
+lasting turn, "-" for chatter), text (newlines and tabs escaped as \\n and \\t). Lasting turns state a
+durable preference, a fact about the user, feedback on the assistant or a project fact; chatter
+turns are task requests, questions and pasted material. bench/cue_gate_rates.py prints the figures.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from aibuddy_cli.memory.cues import CUE_KINDS, find_cues, normalise
+
+TABLE = Path(__file__).resolve().parent / "fixtures" / "cue_turns.tsv"
+
+# Recall of lasting turns at least, open rate on chatter at most (the targets of the issue).
+RECALL = {"en": 0.70, "zh": 0.45}
+OPEN_RATE = {"en": 0.15, "zh": 0.05}
+
+
+class Turn(NamedTuple):
+    lang: str
+    label: str
+    kind: str
+    text: str
+
+
+def load_table() -> list[Turn]:
+    lines = TABLE.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "lang\tlabel\tkind\ttext"
+    turns = []
+    for number, line in enumerate(lines[1:], 2):
+        fields = line.split("\t")
+        assert len(fields) == 4, f"line {number}: {len(fields)} fields"
+        lang, label, kind, text = fields
+        turns.append(Turn(lang, label, kind, text.replace("\\n", "\n").replace("\\t", "\t")))
+    return turns
+
+
+TURNS = load_table()
+
+
+def rate(lang: str, label: str) -> float:
+    rows = [t for t in TURNS if t.lang == lang and t.label == label]
+    return sum(bool(find_cues([t.text])) for t in rows) / len(rows)
+
+
+def test_the_table_is_large_balanced_and_well_formed() -> None:
+    assert len(TURNS) >= 200
+    counts = Counter((t.lang, t.label) for t in TURNS)
+    assert set(counts) == {("en", "lasting"), ("en", "chatter"), ("zh", "lasting"), ("zh", "chatter")}
+    assert min(counts.values()) >= 50, counts
+    by_lang = Counter(t.lang for t in TURNS)
+    assert abs(by_lang["en"] - by_lang["zh"]) <= 0.1 * len(TURNS), by_lang
+    for turn in TURNS:
+        assert turn.text.strip()
+        assert (turn.kind == "-") == (turn.label == "chatter"), turn
+        assert turn.kind == "-" or turn.kind in CUE_KINDS, turn
+    kinds = Counter((t.lang, t.kind) for t in TURNS if t.label == "lasting")
+    assert all(kinds[(lang, kind)] >= 10 for lang in ("en", "zh") for kind in CUE_KINDS), kinds
+    texts = [t.text for t in TURNS]
+    assert len(set(texts)) == len(texts), "duplicate rows"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_recall_of_lasting_statements(lang: str) -> None:
+    assert rate(lang, "lasting") >= RECALL[lang]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_open_rate_on_task_chatter(lang: str) -> None:
+    assert rate(lang, "chatter") <= OPEN_RATE[lang]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the issue's misses
+        "Please, always prefer tables in every monthly report.",
+        "my favourite font is Inter",
+        "I have a mild cat allergy.",
+        "I grew up in Porto.",
+        "我最喜欢的水果是芒果。",
+        "我住在南京。",
+        # adverbs and punctuation between the words
+        "I really, really dislike tabs.",
+        "I'd honestly rather you skipped the intro.",
+        # Chinese forms that must still open the gate
+        "我叫李雷。",
+        "以后都用中文回答。",
+        "你应该先问我。",
+        # feedback and project facts
+        "No, that's wrong: the API returns a list.",
+        "Too verbose, keep answers short from now on.",
+        "The deadline moved to March 14.",
+        "我们组一直用 pnpm。",
+    ],
+)
+def test_lasting_statements_open_the_gate(text: str) -> None:
+    assert find_cues([text])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the issue's false openings
+        "I want a table for two at eight",
+        "I need a train to Boston",
+        "Can you summarise this",
+        "Use a concise format for this report.",
+        "下班以后帮我订车。",
+        "明天应该会下雨吧？",
+        "帮我叫车。",
+        # pasted material: a code block, an indented block, a quoted email, a log, introduced text
+        "Fix this please:\n```python\n# I prefer tabs, always\nx = 1\n```",
+        "What's wrong?\n~~~\nfrom now on: never use globals\n~~~",
+        "Is this valid?\n    always_use_tls: true\n    my_name_is: gateway",
+        "Reply to Tom for me:\n> I prefer Thursdays from now on.\n> Our team uses Zoom.",
+        "Why?\n2024-05-01 10:00:01 ERROR my team queue: always retry\n2024-05-01 10:00:02 WARN never seen",
+        "Translate this into German: I always prefer tea and our team uses Slack.",
+        "帮我润色下面这段：\n大家好，我叫张伟，我一直喜欢跑步。",
+    ],
+)
+def test_task_chatter_and_pasted_material_keep_it_shut(text: str) -> None:
+    assert find_cues([text]) == []
+
+
+def test_a_long_pasted_paragraph_is_not_read() -> None:
+    pasted = "Minutes of the meeting. " * 40 + "Our team uses Jira and I prefer Linear from now on."
+    assert len(pasted) > 800
+    assert find_cues([pasted]) == []
+    assert find_cues([pasted, "From now on, answer in French."]) == ["preference"]
+
+
+def test_full_width_punctuation_and_curly_quotes_are_normalised() -> None:
+    assert normalise("Ｐｌｅａｓｅ，ａｌｗａｙｓ  use\ttables！") == "please,always use tables!"
+    assert find_cues(["Ｐｌｅａｓｅ，ａｌｗａｙｓ  use\ttables！"]) == ["preference"]
+    assert normalise("I\u2019m \u201cvery\u201d sure") == "i'm _ sure"  # quoted spans are mentions
+    assert find_cues(["I\u2019m allergic to nuts."]) == ["identity"]
+    assert find_cues(["Ｆｒｏｍ ｎｏｗ ｏｎ，ａｎｓｗｅｒ ｉｎ Ｆｒｅｎｃｈ．"]) == ["preference"]
+    assert find_cues(["以后，请都用中文回答。"]) == ["preference"]  # ，(full width) → ,
+    assert find_cues(["How do you say \u201cI prefer tea\u201d in French?"]) == []
+
+
+def test_kinds_come_in_a_fixed_order_without_duplicates() -> None:
+    turns = [
+        "Our team uses Poetry.",
+        "No, that's wrong.",
+        "My name is Priya.",
+        "I prefer short answers.",
+        "I prefer tea.",
+    ]
+    assert find_cues(turns) == list(CUE_KINDS)
+    assert find_cues([]) == [] and find_cues(["", "   "]) == []
+    assert find_cues(iter(["I prefer tea."])) == ["preference"]
+
+
+def test_the_module_imports_fast_and_light() -> None:
+    """Stdlib only; no pattern is compiled at import (the first turn read pays for that)."""
+    probe = (
+        "import sys, time\n"
+        "t = time.perf_counter()\n"
+        "import aibuddy_cli.memory.cues as cues\n"
+        "elapsed = time.perf_counter() - t\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('litellm', 'typer', 'rich', 'yaml'))\n"
+        "print(heavy, cues._RULES[0].pattern._compiled is None, elapsed)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    heavy, lazy, elapsed = out.stdout.rsplit(" ", 2)
+    assert heavy == "[]" and lazy == "True"
+    assert float(elapsed) < 0.5  # generous: byte-compiling the source may be part of it
