@@ -58,17 +58,23 @@ def test_nothing_to_consult_means_no_model_call(
     assert "nothing to consult" in answer["answer"] and "kubectl" not in answer["answer"]
 
 
-def test_a_model_answer_without_citations_falls_back_to_excerpts(
-    vault: Vault, deploy: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
-) -> None:
+@pytest.fixture
+def ops_task(vault: Vault, deploy: str) -> str:
+    """Task t1 with the published deploy guide attached."""
     KnowledgeService(vault, "demo", environ={}).publish(deploy)
     tasks = TaskService(vault, "demo")
     tasks.new("Ops")
     tasks.set_attached("t1", {deploy: True})
+    return "t1"
+
+
+def test_a_model_answer_without_citations_falls_back_to_excerpts(
+    vault: Vault, deploy: str, ops_task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
+) -> None:
     fake_openai.reply_json(
         {"answer": "Use kubectl rollout undo (general knowledge).", "citations": [], "gaps": []}
     )
-    ask = agent(vault, "t1", model_env)
+    ask = agent(vault, ops_task, model_env)
     result = ask.ask("How do I roll back?")
     assert result["method"] == "extractive" and "kubectl" not in result["answer"]
     assert [(c["doc"], c["anchor"]) for c in result["citations"]] == [(deploy, "rollback")]
@@ -76,12 +82,8 @@ def test_a_model_answer_without_citations_falls_back_to_excerpts(
 
 
 def test_a_model_answer_citing_only_unread_sections_falls_back_too(
-    vault: Vault, deploy: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
+    vault: Vault, deploy: str, ops_task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
-    KnowledgeService(vault, "demo", environ={}).publish(deploy)
-    tasks = TaskService(vault, "demo")
-    tasks.new("Ops")
-    tasks.set_attached("t1", {deploy: True})
     fake_openai.reply_json(
         {
             "answer": "Use kubectl rollout undo.",
@@ -89,7 +91,7 @@ def test_a_model_answer_citing_only_unread_sections_falls_back_too(
             "gaps": [],
         }
     )
-    result = agent(vault, "t1", model_env).ask("quokka migration plan")
+    result = agent(vault, ops_task, model_env).ask("quokka migration plan")
     assert result["method"] == "extractive" and "kubectl" not in result["answer"]
     assert result["gaps"] == ["quokka migration plan"]  # the documents do not cover it
     assert result["dropped_citations"] == [{"doc": deploy, "anchor": "rollback"}]
