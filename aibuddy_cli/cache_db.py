@@ -2,6 +2,10 @@
 
 Both search indexes build on this. Each keeps a folder digest in its `meta` table: a sum of
 per-file hashes of names and stat fields, so "did anything change?" costs one stat per file.
+
+Where it lives is the vault's cache folder (`Vault.cache_dir`: .aibuddy/, or a per-user folder
+for a read-only vault). When that cannot be written either (read-only, full disk, no
+permission), the cache is built in memory for this process: reads answer, only slower.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from zlib import crc32
 
-from .errors import Conflict
+from .errors import AibuddyError, Conflict, write_refused
 from .storage import Entry
 
 Method = TypeVar("Method", bound=Callable[..., Any])
@@ -49,33 +53,79 @@ def files_digest(entries: Iterable[Entry | None]) -> int:
     )
 
 
-def is_corrupt(error: sqlite3.DatabaseError) -> bool:
-    """Damage (rebuild the cache), as opposed to contention (another process holds a lock)."""
+# SQLite primary result codes (sqlite_errorcode & 0xFF) this module tells apart.
+_PERM, _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 10, 11, 13, 14, 26
+
+
+def _code(error: sqlite3.Error) -> int | None:
+    code = getattr(error, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def is_contention(error: sqlite3.Error) -> bool:
+    """Another process holds the database (busy, locked): the one case worth trying again."""
+    code = _code(error)
+    if code is not None:
+        return code in (_BUSY, _LOCKED)
     text = str(error).lower()
-    if "locked" in text or "busy" in text:
+    return "locked" in text or "busy" in text
+
+
+def cannot_write(error: BaseException) -> bool:
+    """The cache's place refuses writes (read-only, full disk, no permission, cannot create)."""
+    if isinstance(error, OSError):
+        return write_refused(error)
+    if not isinstance(error, sqlite3.Error):
         return False
+    code = _code(error)
+    if code is not None:
+        return code in (_PERM, _READONLY, _IOERR, _FULL, _CANTOPEN)
+    text = str(error).lower()
+    return any(word in text for word in ("readonly", "disk is full", "unable to open", "disk i/o error"))
+
+
+def is_corrupt(error: sqlite3.DatabaseError) -> bool:
+    """Damage (rebuild the cache), as opposed to contention (another process holds a lock) or a
+    place that cannot be written."""
+    if is_contention(error) or cannot_write(error):
+        return False
+    if _code(error) in (_CORRUPT, _NOTADB):
+        return True
+    text = str(error).lower()
     return not isinstance(error, sqlite3.OperationalError) or any(
         word in text for word in ("malformed", "not a database", "corrupt", "vtable constructor", "no such")
     )
 
 
+def index_failure(error: sqlite3.Error, cache: CacheDB | None) -> AibuddyError:
+    """Any other SQLite error: a typed failure naming the cache, never "busy"."""
+    where = "" if cache is None or cache.in_memory else f" {cache.path}"
+    return AibuddyError(f"the search index{where} failed ({error}); it is only a cache, deleting it is safe")
+
+
 def rebuild_if_corrupt(attribute: str) -> Callable[[Method], Method]:
-    """Run a service method again, once, on a fresh cache if the one in `attribute` is damaged;
-    turn lock contention into a typed "busy" error."""
+    """Run a service method again on a fresh cache if the one in `attribute` is damaged (once),
+    or in memory if its place cannot be written; lock contention is a typed "busy" error, any
+    other SQLite error a typed failure."""
 
     def decorate(method: Method) -> Method:
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(self, *args, **kwargs)
-            except sqlite3.DatabaseError as error:
-                cache = getattr(self, attribute, None)
-                if not is_corrupt(error):
-                    raise Conflict(f"the vault's index is busy ({error}); try again") from None
-                if cache is None:
-                    raise
-                cache.discard()
-                return method(self, *args, **kwargs)
+            rebuilt = False
+            while True:
+                try:
+                    return method(self, *args, **kwargs)
+                except sqlite3.DatabaseError as error:
+                    cache = getattr(self, attribute, None)
+                    if is_contention(error):
+                        raise Conflict(f"the vault's index is busy ({error}); try again") from None
+                    if cache is not None and cannot_write(error) and cache.to_memory():
+                        continue
+                    if cache is not None and is_corrupt(error) and not rebuilt:
+                        rebuilt = True
+                        cache.discard()
+                        continue
+                    raise index_failure(error, cache) from None
 
         return wrapper  # type: ignore[return-value]
 
@@ -88,28 +138,47 @@ class CacheDB:
     schema = ""
     version = 0
     tables: tuple[str, ...] = ()  # dropped when the version changes
+    busy_timeout = 30.0  # seconds to wait for another process's write before "busy, try again"
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.in_memory = False  # set when path's folder cannot be written
         self._db: sqlite3.Connection | None = None
 
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
-            try:
-                self._db = self._open()
-            except sqlite3.DatabaseError as error:
-                if not is_corrupt(error):
-                    raise
-                self.discard()  # a corrupt cache is rebuilt, never repaired
-                self._db = self._open()
+            rebuilt = False
+            while self._db is None:
+                try:
+                    self._db = self._open()
+                except (sqlite3.DatabaseError, OSError) as error:
+                    # No folder for the file (any OSError) or it refuses writes: memory will do.
+                    if (isinstance(error, OSError) or cannot_write(error)) and self.to_memory():
+                        continue
+                    if not isinstance(error, sqlite3.DatabaseError) or not is_corrupt(error) or rebuilt:
+                        raise
+                    rebuilt = True
+                    self.discard()  # a corrupt cache is rebuilt, never repaired
         return self._db
 
+    def to_memory(self) -> bool:
+        """Keep this cache in memory from now on (rebuilt there on next use), because its file
+        cannot be written; False if it already is in memory."""
+        if self.in_memory:
+            return False
+        self.close()
+        self.in_memory = True
+        return True
+
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        if self.in_memory:
+            db = sqlite3.connect(":memory:", isolation_level=None)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         try:
-            db.execute("PRAGMA busy_timeout = 30000")
+            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             # A disposable cache: losing the last commits to a power cut only costs a rebuild.
             db.execute("PRAGMA synchronous = NORMAL")
             if db.execute("PRAGMA user_version").fetchone()[0] != self.version:
@@ -130,13 +199,19 @@ class CacheDB:
         return db
 
     def discard(self) -> None:
-        """Close and delete the cache file; the next use rebuilds it."""
+        """Close and delete the cache file; the next use rebuilds it (in memory if the file
+        cannot be deleted)."""
         self.close()
+        if self.in_memory:
+            return
         for suffix in ("", "-wal", "-shm", "-journal"):
             try:
                 os.unlink(f"{self.path}{suffix}")
             except FileNotFoundError:
                 pass
+            except OSError:
+                self.in_memory = True
+                return
 
     def close(self) -> None:
         if self._db is not None:
@@ -150,7 +225,13 @@ class CacheDB:
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK")
+            # A full disk or an I/O error may have rolled the transaction back already; the
+            # original error is the one to report.
+            if self.db.in_transaction:
+                try:
+                    self.db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             raise
         self.db.execute("COMMIT")
 

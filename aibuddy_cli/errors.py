@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from enum import IntEnum
 
 
@@ -45,6 +46,30 @@ class Conflict(AibuddyError):
 class NotAllowed(AibuddyError):
     code = "not_allowed"
     exit_code = ExitCode.NOT_ALLOWED
+
+
+class ReadOnly(NotAllowed):
+    """The file system refuses writes (a read-only mount, a snapshot): the same exit code as a
+    permission refusal, because retrying cannot help and "conflict/busy" would invite it."""
+
+    code = "read_only"
+
+
+class DiskFull(AibuddyError):
+    """No space (or quota) left: none of the typed outcomes (not busy, not refused, not bad input),
+    so the generic exit code 1, with its own code string for scripts."""
+
+    code = "disk_full"
+    exit_code = ExitCode.UNEXPECTED
+
+
+# What a file system answers when it will not take a write; a derived cache then goes elsewhere.
+WRITE_REFUSED = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM})
+
+
+def write_refused(error: BaseException) -> bool:
+    """Whether error is the file system refusing a write (read-only, full, not permitted)."""
+    return isinstance(error, OSError) and error.errno in WRITE_REFUSED
 
 
 class InvalidInput(AibuddyError):
@@ -91,6 +116,11 @@ def as_aibuddy_error(error: BaseException) -> AibuddyError:
     if isinstance(error, OSError):
         where = f": {error.filename}" if error.filename else ""
         reason = f"{error.strerror or error}{where}"
+        target = f"cannot write {error.filename}: " if error.filename else ""
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return DiskFull(f"{target}the disk is full ({error.strerror or error})")
+        if error.errno == errno.EROFS:
+            return ReadOnly(f"{target}read-only file system")
         if isinstance(error, FileNotFoundError):
             return NotFound(reason)
         if isinstance(error, PermissionError):

@@ -132,11 +132,13 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
 
     from .cli import output
     from .errors import AibuddyError, as_aibuddy_error
-    from .vault import open_vault_and_user
+    from .vault import locate_vault, resolve_user
 
     warnings: list[str] = []  # filled by the handler's service, printed even if it fails
     try:
-        vault, user = open_vault_and_user(options.get("vault"), options.get("user"), os.environ, Path.cwd())
+        vault = locate_vault(options.get("vault"), os.environ, Path.cwd())
+        warnings.extend(vault.config.warnings)
+        user = resolve_user(options.get("user"), os.environ, vault.config)
         handler = _HANDLERS[rest[1]]
         document, text = handler(vault, user, args, stderr, warnings)
     except (AibuddyError, OSError) as error:

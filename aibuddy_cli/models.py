@@ -13,8 +13,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .errors import InvalidInput, ModelError
+from .errors import ModelError
 
+CONFIG_FILE = "aibuddy.toml"
 ROLES = ("recall", "extract", "summary", "knowledge", "compact")
 DEFAULT_TIMEOUT = 20.0
 _DISABLED = {"", "none", "off", "false", "0"}
@@ -25,42 +26,57 @@ class ModelSettings(NamedTuple):
     model: str | None
     api_base: str | None
     timeout: float
+    # A setting that cannot be used (`default = 5`, `timeout = "abc"`): the role counts as
+    # configured and every call fails with this message, so callers fall back as for any failure.
+    problem: str | None = None
 
     @property
     def configured(self) -> bool:
-        return self.model is not None
+        return self.model is not None or self.problem is not None
 
 
 def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, str]) -> ModelSettings:
-    """AIBUDDY_MODEL_<ROLE> > AIBUDDY_MODEL > [models].<role> > [models].default; "none" disables."""
+    """AIBUDDY_MODEL_<ROLE> > AIBUDDY_MODEL > [models].<role> > [models].default; "none" disables.
+
+    Never raises for a bad value: it becomes `problem`, naming the variable or the aibuddy.toml key.
+    """
     if role not in ROLES:
         raise ValueError(f"unknown model role {role!r}")
+    problem: str | None = None  # a model setting that cannot be used
     model: Any = None
-    for candidate in (
-        environ.get(f"AIBUDDY_MODEL_{role.upper()}"),
-        environ.get("AIBUDDY_MODEL"),
-        models.get(role),
-        models.get("default"),
+    for source, candidate in (
+        (f"AIBUDDY_MODEL_{role.upper()}", environ.get(f"AIBUDDY_MODEL_{role.upper()}")),
+        ("AIBUDDY_MODEL", environ.get("AIBUDDY_MODEL")),
+        (f"{CONFIG_FILE}: [models] {role}", models.get(role)),
+        (f"{CONFIG_FILE}: [models] default", models.get("default")),
     ):
         if candidate is not None:
             model = candidate
+            if not isinstance(model, str):
+                problem, model = f"{source} must be a litellm model string, not {model!r}", None
+            elif model.strip().lower() in _DISABLED:
+                model = None
             break
-    if model is not None and not isinstance(model, str):
-        raise InvalidInput(f"aibuddy.toml: [models] {role} must be a litellm model string")
-    if model is not None and model.strip().lower() in _DISABLED:
-        model = None
-    raw_timeout = environ.get("AIBUDDY_TIMEOUT", models.get("timeout", DEFAULT_TIMEOUT))
+    if "AIBUDDY_TIMEOUT" in environ:
+        timeout_source, raw_timeout = "AIBUDDY_TIMEOUT", environ["AIBUDDY_TIMEOUT"]
+    else:
+        timeout_source = f"{CONFIG_FILE}: [models] timeout"
+        raw_timeout = models.get("timeout", DEFAULT_TIMEOUT)
     try:
         timeout = float(raw_timeout)
+        if isinstance(raw_timeout, bool) or not 0 < timeout <= 600:
+            raise ValueError
     except (TypeError, ValueError):
-        raise InvalidInput(f"model timeout must be a number of seconds, not {raw_timeout!r}") from None
-    if not 0 < timeout <= 600:
-        raise InvalidInput("model timeout must be between 0 and 600 seconds")
+        timeout = DEFAULT_TIMEOUT
+        if model is not None:  # a broken timeout matters only to a role that has a model
+            problem = f"{timeout_source} must be a number of seconds from 0 to 600, not {raw_timeout!r}"
     api_base = models.get("api_base")
     if api_base is not None and not isinstance(api_base, str):
-        raise InvalidInput("aibuddy.toml: [models] api_base must be a URL string")
+        api_base = None
+        if model is not None:
+            problem = f"{CONFIG_FILE}: [models] api_base must be a URL string, not {models['api_base']!r}"
     return ModelSettings(
-        role=role, model=model.strip() if model else None, api_base=api_base, timeout=timeout
+        role=role, model=model.strip() if model else None, api_base=api_base, timeout=timeout, problem=problem
     )
 
 
@@ -86,6 +102,8 @@ def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **o
     The call runs in a worker thread so the configured timeout bounds it even if the provider
     client ignores its own timeout; anything litellm prints is swallowed, never sent to stdout.
     """
+    if settings.problem is not None:
+        raise ModelError(f"{settings.role} model not called: {settings.problem}")
     if settings.model is None:
         raise ModelError(f"no model configured for the {settings.role} role")
     import contextlib
@@ -115,8 +133,9 @@ def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **o
     # litellm prints banners with print(); stdout belongs to the caller's JSON, so swallow them.
     with contextlib.redirect_stdout(io.StringIO()):
         worker.start()
-        # litellm's import alone can take seconds; the timeout bounds the request, not the import.
-        worker.join(settings.timeout + 30.0)
+        # The timeout bounds the call's whole wall time, litellm's import included (seconds on a
+        # cold start): a script that sets AIBUDDY_TIMEOUT=1 gets its answer or fallback in 1 s.
+        worker.join(settings.timeout)
     if worker.is_alive():
         raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s")
     if "error" in outcome:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from stat import S_ISLNK, S_ISREG
@@ -19,6 +19,12 @@ from typing import NamedTuple, Protocol
 from .errors import Conflict, InvalidInput, NotFound
 
 TEMP_PREFIX = ".aibuddy-tmp-"
+# A temp file older than this was left by a killed write: no write takes a minute, and age also
+# covers a reused pid and a writer on another machine sharing the folder.
+STALE_TEMP_SECONDS = 60.0
+# A temp file whose process is gone is stale once it is this old. Not at once: a pid names a
+# process on this machine only, and a writer elsewhere on a shared folder holds its file briefly.
+DEAD_WRITER_GRACE_SECONDS = 5.0
 
 
 class Entry(NamedTuple):
@@ -98,17 +104,28 @@ def _create_temp(folder: Path) -> tuple[int, Path]:
             continue
 
 
+def _naming(error: OSError, path: Path) -> OSError:
+    """error about path (a failed write names the file meant, not its temp file or nothing)."""
+    if error.errno is None:
+        return error
+    return OSError(error.errno, error.strerror, str(path))
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace path with data so that readers see the old or the new file, never a mix.
 
-    Temp file in the same folder, fsync, then rename; the file keeps its permissions.
+    Temp file in the same folder, fsync, then rename; the file keeps its permissions. A failure
+    (read-only file system, full disk) is an OSError naming path.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:
         mode = 0o666 & ~_current_umask()
-    fd, temp = _create_temp(path.parent)
+    try:
+        fd, temp = _create_temp(path.parent)
+    except OSError as exc:
+        raise _naming(exc, path) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -116,12 +133,62 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.chmod(temp, mode)
         os.replace(temp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(temp)
-        except FileNotFoundError:
-            pass
+        except OSError:
+            pass  # gone already, or left for the next write to this folder to sweep
+        if isinstance(exc, OSError):
+            raise _naming(exc, path) from exc
         raise
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this pid runs on this machine (unsure counts as alive)."""
+    if os.name != "posix":  # os.kill(pid, 0) would send a Ctrl-C on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process, or not a pid at all
+        return True
+    return True
+
+
+def _stale_temp(name: str, age: float) -> bool:
+    if age > STALE_TEMP_SECONDS:
+        return True
+    pid = name[len(TEMP_PREFIX) :].split("-", 1)[0]
+    if not pid.isdigit() or int(pid) <= 0 or int(pid) == os.getpid():
+        return False
+    return age > DEAD_WRITER_GRACE_SECONDS and not _alive(int(pid))
+
+
+def sweep_stale_temps(folder: Path, names: Iterable[str] | None = None) -> list[str]:
+    """Delete the temp files killed writes left in folder: their process is gone, or they are
+    older than a minute. A concurrent writer's live temp file is kept. Best effort, never raises.
+
+    names: the temp file names a listing of folder already found (saves listing it again).
+    Returns the names deleted.
+    """
+    if names is None:
+        try:
+            with os.scandir(folder) as iterator:
+                names = [item.name for item in iterator if item.name.startswith(TEMP_PREFIX)]
+        except OSError:
+            return []
+    removed: list[str] = []
+    now = time.time()
+    for name in names:
+        try:
+            st = os.stat(folder / name, follow_symlinks=False)
+            if S_ISREG(st.st_mode) and _stale_temp(name, now - st.st_mtime):
+                os.unlink(folder / name)
+                removed.append(name)
+        except OSError:
+            continue
+    return removed
 
 
 class FileStore:
@@ -130,6 +197,9 @@ class FileStore:
     def __init__(self, root: Path, locks_dir: Path) -> None:
         self.root = root.resolve()
         self.locks_dir = locks_dir
+        self._temps_seen: dict[str, list[str]] = {}  # folder -> temp files its last scan saw
+        self._swept: dict[str, float] = {}  # folder -> when a write last swept it (monotonic)
+        self._lock_refusals: list[OSError] = []  # why the locks held now could not be taken
 
     def path(self, key: str) -> Path:
         """The on-disk path of key, refusing any symlink between the vault root and the file."""
@@ -152,6 +222,7 @@ class FileStore:
         entries: list[Entry] = []
         append = entries.append
         base = f"{prefix}/"
+        temps: list[str] = []
         try:
             iterator = os.scandir(folder)
         except FileNotFoundError:
@@ -159,7 +230,11 @@ class FileStore:
         with iterator:
             for item in iterator:
                 name = item.name
-                if name[0] == "." or not name.endswith(suffix):
+                if name[0] == ".":
+                    if name.startswith(TEMP_PREFIX):
+                        temps.append(name)
+                    continue
+                if not name.endswith(suffix):
                     continue
                 try:
                     st = item.stat(follow_symlinks=False)
@@ -167,6 +242,7 @@ class FileStore:
                     continue
                 if S_ISREG(st.st_mode) or S_ISLNK(st.st_mode):
                     append(Entry(base + name, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+        self._temps_seen[str(folder)] = temps
         return entries
 
     def folders(self, prefix: str) -> list[str]:
@@ -196,6 +272,7 @@ class FileStore:
     def replace(self, key: str, new_key: str) -> None:
         """Rename a file within the vault over whatever new_key holds (atomic on one filesystem)."""
         source, target = self.path(key), self.path(new_key)
+        self._check_lock()
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.replace(source, target)
@@ -228,16 +305,29 @@ class FileStore:
         among aibuddy processes.
         """
         path = self.path(key)
+        self._check_lock()
         if create and os.path.lexists(path):
             raise Conflict(f"{key} already exists")
         atomic_write(path, data)
-        return _entry(key, os.stat(path))
+        entry = _entry(key, os.stat(path))
+        self._sweep(path.parent)
+        return entry
+
+    def _sweep(self, folder: Path) -> None:
+        """Clean up after killed writes in a folder just written to, at most once a minute."""
+        key, now = str(folder), time.monotonic()
+        last = self._swept.get(key)
+        if last is not None and now - last < STALE_TEMP_SECONDS:
+            return
+        self._swept[key] = now
+        sweep_stale_temps(folder, self._temps_seen.pop(key, None))
 
     def append(self, key: str, data: bytes) -> None:
         """Add data at the end of key (a log), creating it; appends of aibuddy processes never
         interleave. Not atomic like write: a crash may leave a partial last line, which log
         readers skip."""
         path = self.path(key)
+        self._check_lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
         with self.lock("append-" + key.replace("/", "-")):
@@ -250,8 +340,10 @@ class FileStore:
                 os.close(fd)
 
     def delete(self, key: str) -> None:
+        path = self.path(key)
+        self._check_lock()
         try:
-            os.unlink(self.path(key))
+            os.unlink(path)
         except FileNotFoundError:
             raise NotFound(f"{key} not found") from None
         except IsADirectoryError:
@@ -259,21 +351,52 @@ class FileStore:
 
     @contextmanager
     def lock(self, name: str, timeout: float = 30.0) -> Iterator[None]:
-        """An exclusive advisory lock under .aibuddy/locks, shared by every aibuddy process."""
+        """An exclusive advisory lock in locks_dir, shared by every aibuddy process.
+
+        When the lock file cannot be made (a read-only vault with no writable cache folder
+        either, a full disk), the block runs without it, since reading needs no lock, and any
+        write this store is asked for inside it fails with that error: nothing is ever written
+        unlocked.
+        """
         check_key(name)
+        try:
+            release = self._acquire(name, timeout)
+        except OSError as error:
+            refusal = error
+        else:
+            try:
+                yield
+            finally:
+                release()
+            return
+        self._lock_refusals.append(refusal)
+        try:
+            yield
+        finally:
+            self._lock_refusals.pop()
+
+    def _check_lock(self) -> None:
+        """Refuse a write inside a lock block whose lock file could not be made."""
+        if self._lock_refusals:
+            refusal = self._lock_refusals[-1]
+            raise OSError(refusal.errno, refusal.strerror, refusal.filename)
+
+    def _acquire(self, name: str, timeout: float) -> Callable[[], None]:
+        """Take the lock (waiting up to timeout, then "busy"); returns how to release it."""
         self.locks_dir.mkdir(parents=True, exist_ok=True)
         lock_path = self.locks_dir / f"{name}.lock"
+        busy = Conflict(f"the vault is busy ({name} locked for {timeout:.0f}s)")
         try:
             import fcntl
         except ImportError:  # not POSIX: fall back to the portable library
             from filelock import FileLock, Timeout
 
+            portable = FileLock(str(lock_path))
             try:
-                with FileLock(str(lock_path), timeout=timeout):
-                    yield
+                portable.acquire(timeout=timeout)
             except Timeout:
-                raise Conflict(f"the vault is busy ({name} locked for {timeout:.0f}s)") from None
-            return
+                raise busy from None
+            return portable.release
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             deadline = time.monotonic() + timeout
@@ -283,11 +406,16 @@ class FileStore:
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
-                        raise Conflict(f"the vault is busy ({name} locked for {timeout:.0f}s)") from None
+                        raise busy from None
                     time.sleep(0.005)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+
+        def release() -> None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+        return release

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound, UsageError
+from .models import ROLES as MODEL_ROLES
 from .storage import TEMP_PREFIX, atomic_write
 
 CONFIG_FILE = "aibuddy.toml"
@@ -60,6 +61,7 @@ class KnowledgeSettings(NamedTuple):
 class ExtractionSettings(NamedTuple):
     similarity: float = 0.6  # same-type description similarity at which a record is updated
     min_salience: float = 0.5  # candidates below this are dropped
+    max_writes: int = 5  # records one model reply may create or update; the rest are dropped
 
 
 class ContextSettings(NamedTuple):
@@ -75,62 +77,104 @@ class Config(NamedTuple):
     knowledge: KnowledgeSettings = KnowledgeSettings()
     extraction: ExtractionSettings = ExtractionSettings()
     context: ContextSettings = ContextSettings()
+    warnings: tuple[str, ...] = ()  # unknown keys and ignored values, said on every run
 
 
-def _int_setting(table: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
+# The keys aibuddy.toml may hold: a top-level key, or a table and its keys.
+KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
+    "default_user": None,
+    "admins": None,
+    "models": ("default", "api_base", "timeout", *MODEL_ROLES),
+    "recall": tuple(RecallSettings._fields),
+    "knowledge": tuple(KnowledgeSettings._fields),
+    "extraction": tuple(ExtractionSettings._fields),
+    "context": tuple(ContextSettings._fields),
+}
+
+
+def _unknown_keys(data: Mapping[str, Any], source: str) -> list[str]:
+    """One warning per key aibuddy does not know, with the closest known spelling: a typo in
+    aibuddy.toml must not pass silently."""
+    import difflib
+
+    warnings = []
+
+    def warn(where: str, key: str, known: Iterable[str]) -> None:
+        close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        warnings.append(f"{source}: unknown {where}{key!r}{hint}; ignored")
+
+    for key, value in data.items():
+        if key not in KNOWN_KEYS:
+            warn("table " if isinstance(value, dict) else "key ", key, KNOWN_KEYS)
+            continue
+        table_keys = KNOWN_KEYS[key]
+        if table_keys is not None and isinstance(value, dict):
+            for inner in value:
+                if inner not in table_keys:
+                    warn(f"key in [{key}]: ", inner, table_keys)
+    return warnings
+
+
+def _int_setting(table: Mapping[str, Any], key: str, default: int, low: int, high: int, source: str) -> int:
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidInput(f"{CONFIG_FILE}: {key} must be a whole number from {low} to {high}")
+        raise InvalidInput(f"{source}: {key} must be a whole number from {low} to {high}")
     return value
 
 
-def _fraction_setting(table: Mapping[str, Any], key: str, default: float) -> float:
+def _fraction_setting(table: Mapping[str, Any], key: str, default: float, source: str) -> float:
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise InvalidInput(f"{CONFIG_FILE}: {key} must be a number from 0 to 1")
+        raise InvalidInput(f"{source}: {key} must be a number from 0 to 1")
     return float(value)
 
 
-def config_from_data(data: Mapping[str, Any]) -> Config:
-    """Validate the parsed aibuddy.toml."""
+def config_from_data(data: Mapping[str, Any], source: str = CONFIG_FILE) -> Config:
+    """Validate the parsed aibuddy.toml (source names it in messages)."""
+    warnings = _unknown_keys(data, source)
     default_user = data.get("default_user")
     if default_user is not None:
-        if not isinstance(default_user, str):
-            raise InvalidInput(f"{CONFIG_FILE}: default_user must be a string")
-        validate_user_name(default_user)
+        if not isinstance(default_user, str) or not _USER_NAME.fullmatch(default_user):
+            warnings.append(
+                f"{source}: default_user {default_user!r} is not a valid user name (1-64 lowercase "
+                "letters, digits, '.', '-' or '_'); ignored"
+            )
+            default_user = None
     admins = data.get("admins", [])
     if not isinstance(admins, list) or not all(isinstance(a, str) for a in admins):
-        raise InvalidInput(f"{CONFIG_FILE}: admins must be a list of user names")
+        raise InvalidInput(f"{source}: admins must be a list of user names")
     models = data.get("models", {})
     recall = data.get("recall", {})
     knowledge = data.get("knowledge", {})
     extraction = data.get("extraction", {})
     context = data.get("context", {})
     if not all(isinstance(table, dict) for table in (models, recall, knowledge, extraction, context)):
-        raise InvalidInput(
-            f"{CONFIG_FILE}: [models], [recall], [knowledge], [extraction], [context] must be tables"
-        )
-    max_bodies = _int_setting(recall, "max_bodies", 5, 1, 5)
-    window = _int_setting(recall, "window", 200, max_bodies, 200)
-    share = _int_setting(recall, "lexical_share", min(50, window), 0, window)
+        tables = "[models], [recall], [knowledge], [extraction], [context]"
+        raise InvalidInput(f"{source}: {tables} must be tables")
+    max_bodies = _int_setting(recall, "max_bodies", 5, 1, 5, source)
+    window = _int_setting(recall, "window", 200, max_bodies, 200, source)
+    share = _int_setting(recall, "lexical_share", min(50, window), 0, window, source)
     return Config(
         default_user=default_user,
         admins=tuple(admins),
         models=models,
         recall=RecallSettings(window=window, max_bodies=max_bodies, lexical_share=share),
         knowledge=KnowledgeSettings(
-            page_chars=_int_setting(knowledge, "page_chars", 4000, 200, 100_000),
-            max_steps=_int_setting(knowledge, "max_steps", 8, 1, 50),
-            tool_budget_tokens=_int_setting(knowledge, "tool_budget_tokens", 15_000, 500, 1_000_000),
+            page_chars=_int_setting(knowledge, "page_chars", 4000, 200, 100_000, source),
+            max_steps=_int_setting(knowledge, "max_steps", 8, 1, 50, source),
+            tool_budget_tokens=_int_setting(knowledge, "tool_budget_tokens", 15_000, 500, 1_000_000, source),
         ),
         extraction=ExtractionSettings(
-            similarity=_fraction_setting(extraction, "similarity", 0.6),
-            min_salience=_fraction_setting(extraction, "min_salience", 0.5),
+            similarity=_fraction_setting(extraction, "similarity", 0.6, source),
+            min_salience=_fraction_setting(extraction, "min_salience", 0.5, source),
+            max_writes=_int_setting(extraction, "max_writes", 5, 1, 100, source),
         ),
         context=ContextSettings(
-            compact_at_tokens=_int_setting(context, "compact_at_tokens", 6000, 100, 10_000_000),
-            recent_messages=_int_setting(context, "recent_messages", 6, 1, 1000),
+            compact_at_tokens=_int_setting(context, "compact_at_tokens", 6000, 100, 10_000_000, source),
+            recent_messages=_int_setting(context, "recent_messages", 6, 1, 1000, source),
         ),
+        warnings=tuple(warnings),
     )
 
 
@@ -145,7 +189,14 @@ class Vault(NamedTuple):
 
     @property
     def cache_dir(self) -> Path:
-        return self.root / CACHE_DIR
+        """Where the derived caches (indexes, locks) go: <vault>/.aibuddy, or, when that cannot be
+        written (a read-only mount or snapshot, someone else's folder), a per-user folder named
+        after the vault: $XDG_CACHE_HOME/aibuddy/<vault name>-<hash of its path>."""
+        own = self.root / CACHE_DIR
+        probe = own if os.path.isdir(own) else self.root
+        if os.access(probe, os.W_OK | os.X_OK):
+            return own
+        return user_cache_dir(self.root) or own
 
     def knowledge_index_path(self) -> Path:
         return self.cache_dir / "index" / "knowledge.sqlite"
@@ -157,22 +208,50 @@ class Vault(NamedTuple):
         return self.cache_dir / "locks"
 
 
+def user_cache_dir(root: Path) -> Path | None:
+    """The per-user cache folder of the vault at root, under $XDG_CACHE_HOME (else ~/.cache);
+    None if there is no home to put it in. Its aibuddy/ folder is private (0700), as XDG asks."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative, which the XDG spec says to ignore
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    import hashlib
+
+    folder = Path(base) / "aibuddy"
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        pass  # whoever opens a cache in it finds out, and keeps that cache in memory
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", root.name)[:40].lstrip(".") or "vault"
+    return folder / f"{name}-{hashlib.sha256(os.fsencode(root)).hexdigest()[:16]}"
+
+
 def _load_config(root: Path) -> Config:
-    """aibuddy.toml, parsed; the parse is cached as JSON under .aibuddy/ keyed by the file's stat,
-    because importing tomllib costs more than the rest of a fast command's set-up."""
+    """aibuddy.toml, parsed; the parse is cached as JSON under .aibuddy/ (in a read-only vault, in
+    the user's cache folder) keyed by the file's stat, because importing tomllib costs more than
+    the rest of a fast command's set-up."""
     config_path = root / CONFIG_FILE
-    cache_path = root / CACHE_DIR / "config.json"
     try:
         st = os.stat(config_path)
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(f"no vault at {root} ({CONFIG_FILE} missing); run 'aibuddy init'") from None
     signature = [st.st_mtime_ns, st.st_ctime_ns, st.st_size]
-    try:
-        cached = json.loads(cache_path.read_bytes())
-        if cached["signature"] == signature:
-            return config_from_data(cached["data"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+
+    def cache_paths() -> Iterator[Path]:
+        yield root / CACHE_DIR / "config.json"
+        fallback = user_cache_dir(root)
+        if fallback is not None:
+            yield fallback / "config.json"
+
+    for cache_path in cache_paths():
+        try:
+            cached = json.loads(cache_path.read_bytes())
+            if cached["signature"] == signature:
+                return config_from_data(cached["data"], str(config_path))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
     try:
         text = config_path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -182,12 +261,18 @@ def _load_config(root: Path) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{CONFIG_FILE}: {exc}") from None
-    config = config_from_data(data)
+        raise InvalidInput(f"{config_path}: {exc}") from None
+    config = config_from_data(data, str(config_path))
     try:
-        atomic_write(cache_path, json.dumps({"signature": signature, "data": data}).encode())
-    except (OSError, TypeError, ValueError):
-        pass  # a cache that cannot be written (read-only vault, TOML dates) is simply not used
+        cached_text = json.dumps({"signature": signature, "data": data}).encode()
+    except (TypeError, ValueError):
+        return config  # TOML dates and times are not JSON: this config is parsed every time
+    for cache_path in cache_paths():
+        try:
+            atomic_write(cache_path, cached_text)
+            break
+        except OSError:
+            continue  # a read-only vault: try the user's cache folder
     return config
 
 
@@ -225,15 +310,10 @@ def resolve_user(explicit: str | None, environ: Mapping[str, str], config: Confi
     """--user, then AIBUDDY_USER, then default_user from aibuddy.toml."""
     user = explicit or environ.get("AIBUDDY_USER") or config.default_user
     if not user:
-        raise UsageError("no current user: pass --user, set AIBUDDY_USER or default_user in aibuddy.toml")
+        raise UsageError(
+            "no current user: pass --user, set AIBUDDY_USER or a valid default_user in aibuddy.toml"
+        )
     return validate_user_name(user)
-
-
-def open_vault_and_user(
-    vault_option: str | None, user_option: str | None, environ: Mapping[str, str], cwd: Path
-) -> tuple[Vault, str]:
-    vault = locate_vault(vault_option, environ, cwd)
-    return vault, resolve_user(user_option, environ, vault.config)
 
 
 VAULT_FOLDERS = (
@@ -268,6 +348,7 @@ max_steps = 8
 
 [extraction]
 similarity = 0.6
+max_writes = 5
 
 [context]
 compact_at_tokens = 6000

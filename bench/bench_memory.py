@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from aibuddy_cli.memory.records import TYPES, MemoryRecord, render_record
+from aibuddy_cli.memory.records import TYPES, MemoryRecord, parse_record, render_record
 from aibuddy_cli.vault import CACHE_DIR, init_vault
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -136,9 +136,15 @@ def build_vault(n: int) -> tuple[Path, dict[str, float]]:
 
 
 def restore_mtimes(vault: Path, mtimes: dict[str, float]) -> None:
-    """Undo earlier recalls' mtime bumps, so the runbook record is again the oldest."""
+    """Undo earlier recalls, so the runbook record is again the oldest: recency follows a
+    record's `lastRecalledAt` (then `updated`, and the mtime only for a record without dates)."""
     for name, mtime in mtimes.items():
-        os.utime(vault / "memory" / USER / f"{name}.md", (mtime, mtime))
+        path = vault / "memory" / USER / f"{name}.md"
+        text = path.read_text(encoding="utf-8")
+        if "\nlastRecalledAt: null\n" not in text:
+            record = parse_record(name, text)._replace(last_recalled_at=None)
+            path.write_text(render_record(record), encoding="utf-8")
+        os.utime(path, (mtime, mtime))
 
 
 def run_once(argv: list[str], env: dict[str, str]) -> float:

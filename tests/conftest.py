@@ -76,7 +76,7 @@ def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[
     variables, as a user would set them."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
-    return {"AIBUDDY_MODEL": "openai/test-model", "AIBUDDY_TIMEOUT": "5"}
+    return {"AIBUDDY_MODEL": "openai/test-model", "AIBUDDY_TIMEOUT": "30"}
 
 
 @pytest.fixture

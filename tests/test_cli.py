@@ -92,7 +92,7 @@ def test_saving_an_existing_name_is_a_conflict_that_points_to_update(cli) -> Non
 
 
 def test_body_from_stdin_and_from_files(cli, tmp_path: Path) -> None:
-    assert save(cli, "piped", input="周报格式：三段式\n").exit_code == 0
+    assert save(cli, "piped", "--body-file", "-", input="周报格式：三段式\n").exit_code == 0
     assert json.loads(cli("memory", "show", "piped", "--json").stdout)["body"] == "周报格式：三段式\n"
     latin1 = tmp_path / "latin1.txt"
     latin1.write_bytes("café".encode("latin-1"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aibuddy_cli.errors import InvalidInput, NotAllowed
+from aibuddy_cli.errors import InvalidInput, NotFound
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault, init_vault
@@ -52,7 +52,7 @@ def test_pending_system_documents_are_seen_by_reviewers_and_their_proposer_only(
     assert kb(kvault, "alice").body(proposal)[1] == b"# Plan\n\nsecret\n"
     bob = kb(kvault, "bob")
     for action in (lambda: bob.show(proposal), lambda: bob.body(proposal)):
-        with pytest.raises(NotAllowed, match="pending review"):
+        with pytest.raises(NotFound, match="no document"):
             action()
 
 

@@ -71,7 +71,7 @@ def test_import_review_task_search_read_round_trip(cli, vault: Vault, tmp_path: 
         (("kb", "read", "ch08-02-strings", "更新字符串", "--cursor", "abc.def.12"), 6, "invalid_input"),
         (("kb", "show", "../etc/passwd"), 6, "invalid_input"),
         (("kb", "show", "missing"), 3, "not_found"),
-        (("--user", "bob", "kb", "publish", "body"), 5, "not_allowed"),
+        (("--user", "bob", "kb", "publish", "ch08-02-strings"), 5, "not_allowed"),
         (("kb", "publish", "ch08-02-strings"), 4, "conflict"),
         (("kb", "read", "body", "request-body"), 5, "not_allowed"),
         (("task", "show", "t9"), 3, "not_found"),

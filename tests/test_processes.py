@@ -36,6 +36,8 @@ def test_a_real_process_saves_and_recalls(aibuddy_exe: list[str], env: dict[str,
         "feedback",
         "-d",
         "周报要简洁",
+        "--body-file",
+        "-",
         env=env,
         input="周报格式：三段式\n".encode(),
     )

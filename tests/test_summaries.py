@@ -54,7 +54,7 @@ def test_a_pending_versions_summary_is_kept_beside_a_ready_version(
     service.publish(service.import_paths([str(source)], scope="system")[0].doc)
     # A new version proposed beside the published one (dropped into pending/).
     (vault.root / "knowledge/system/pending/guide.md").write_text(GUIDE + "\n## Forward fix\n\nPatch.\n")
-    environ = {"AIBUDDY_MODEL_SUMMARY": "openai/summary-test", "AIBUDDY_TIMEOUT": "5"}
+    environ = {"AIBUDDY_MODEL_SUMMARY": "openai/summary-test", "AIBUDDY_TIMEOUT": "30"}
     fake_openai.enqueue(content="How to roll back and when to patch forward.")
     results = KnowledgeService(vault, "demo", environ=environ).summarize(["system/guide"])
     assert results == [

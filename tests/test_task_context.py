@@ -132,7 +132,7 @@ def test_compaction_through_the_compact_model_is_cached(
     task = tasks.new("Long task")
     for i in range(10):
         tasks.add_message(task.id, "user" if i % 2 == 0 else "assistant", f"message {i} " + "words " * 30)
-    environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "5"}
+    environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "30"}
     fake_openai.enqueue(content="The user asked ten things; all were answered.")
     context = ContextAssembler(vault, "demo", environ=environ).assemble(task.id)
     assert context["summary"]["method"] == "model"

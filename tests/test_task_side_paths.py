@@ -145,9 +145,10 @@ def test_context_assembles_when_the_memory_index_is_damaged(vault: Vault, docs: 
     index.parent.mkdir(parents=True, exist_ok=True)
     if index.exists():
         index.unlink()
-    index.mkdir()  # nothing can open or replace it
+    index.mkdir()  # nothing can open or replace it: recall keeps its index in memory instead
     context, warnings = _context_without_recall(vault)
-    assert context["memories"]["records"] == [] and any("recall failed" in w for w in warnings)
+    assert context["memories"]["records"] and not any("recall failed" in w for w in warnings)
+    assert index.is_dir() and not any(index.iterdir())
 
 
 def test_context_assembles_when_the_memory_folder_is_odd(cli, vault: Vault) -> None:
@@ -268,7 +269,7 @@ def test_a_model_summary_keeps_the_pointers(
     monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
     _long_task_with_tool_results(vault)
     fake_openai.enqueue(content="The user is rolling back a deploy.")
-    environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "5"}
+    environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "30"}
     context = ContextAssembler(Vault.open(vault.root), "demo", environ=environ).assemble("t1")
     summary = context["summary"]
     assert summary["method"] == "model"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +21,43 @@ from .context import AppState, state_of
 class RootGroup(TyperGroup):
     """Maps every AibuddyError raised by any command to its message and exit code."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _escape_help_markup(self)
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except (AibuddyError, OSError, UnicodeError) as error:
+            if isinstance(error, BrokenPipeError) and output.stdout_problem(sys.stdout) is not None:
+                output.silence_stdout()  # the reader of stdout went away (`| head -1`): stop quietly
+                raise typer.Exit(output.BROKEN_PIPE_EXIT) from None
             state = ctx.obj if isinstance(ctx.obj, AppState) else AppState()
             for warnings in state.warning_lists:  # what a service noticed before it failed
                 output.report_warnings(warnings)
             raise typer.Exit(output.report_error(as_aibuddy_error(error), state.json)) from None
+
+
+# What Rich reads as a markup tag in help text: `[knowledge]` in "default [knowledge] page_chars".
+_MARKUP_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
+def _escape_help_markup(command: Any) -> None:
+    """Help texts are plain text: escape what Rich would read as markup (`[knowledge]`, `[models]`)
+    in every command's and parameter's help, so the help shows it as written. Write help strings
+    without markup and without escapes."""
+
+    def escape(text: str | None) -> str | None:
+        return None if text is None else _MARKUP_TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", text)
+
+    command.help = escape(command.help)
+    command.short_help = escape(command.short_help)
+    command.epilog = escape(command.epilog)
+    for param in command.params:
+        if getattr(param, "help", None):
+            param.help = escape(param.help)
+    for sub in getattr(command, "commands", {}).values():
+        _escape_help_markup(sub)
 
 
 app = typer.Typer(

@@ -10,7 +10,8 @@ from typing import Any
 
 from ..knowledge.service import KnowledgeService
 from ..memory.service import MemoryService
-from ..vault import Vault, open_vault_and_user
+from ..vault import Vault, locate_vault, resolve_user
+from .output import report_warnings
 
 
 @dataclass
@@ -24,7 +25,9 @@ class AppState:
 
     def open(self) -> tuple[Vault, str]:
         if self._opened is None:
-            self._opened = open_vault_and_user(self.vault_option, self.user_option, os.environ, Path.cwd())
+            vault = locate_vault(self.vault_option, os.environ, Path.cwd())
+            report_warnings(vault.config.warnings)  # unknown keys, ignored values: before anything else
+            self._opened = vault, resolve_user(self.user_option, os.environ, vault.config)
         return self._opened
 
     def memory(self) -> MemoryService:

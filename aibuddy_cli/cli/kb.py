@@ -95,15 +95,9 @@ def list_(
     _finish(service)
 
     def rich() -> None:
-        from rich.console import Console
-        from rich.table import Table
+        from . import rich_output
 
-        table = Table(title=f"{len(docs)} document(s)")
-        for column in ("doc", "status", "sections", "title"):
-            table.add_column(column, overflow="fold")
-        for d in docs:
-            table.add_row(d.ref.qualified, d.ref.status, str(d.section_count), d.title)
-        Console().print(table)
+        rich_output.show_docs(docs)
 
     render(
         state.json,

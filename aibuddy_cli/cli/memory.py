@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
 
 from ..errors import Aborted, InvalidInput, NotFound, UsageError
-from ..memory.records import TYPES, decode_body, read_body_file
+from ..memory.records import TYPES, read_body_file
 from ..vault import memory_key
 from . import memory_output, output
 from .context import state_of, stdin_is_terminal
@@ -17,18 +18,18 @@ app = typer.Typer(help="A user's long-term memory records.", no_args_is_help=Tru
 
 JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 TypeHelp = f"One of: {', '.join(TYPES)}."
+# The largest transcript `memory extract` reads (the window needs only its last turns).
+TRANSCRIPT_LIMIT = 8 * 1024 * 1024
 
 
-def _body(body: str | None, body_file: str | None, *, stdin_allowed: bool) -> str | None:
+def _body(body: str | None, body_file: str | None) -> str | None:
+    """The body given by --body or --body-file; stdin is read only when asked (`--body-file -`),
+    so a command in a `while read` loop or after a pipe never swallows or waits for its input."""
     if body is not None and body_file is not None:
         raise UsageError("give either --body or --body-file, not both")
     if body_file is not None:
         return read_body_file(body_file, sys.stdin.buffer)
-    if body is not None:
-        return body
-    if stdin_allowed and not stdin_is_terminal():
-        return decode_body(sys.stdin.buffer.read(1024 * 1024 + 1), "standard input")
-    return None
+    return body
 
 
 @app.command()
@@ -43,10 +44,11 @@ def save(
     ),
     json: bool = JsonOption,
 ) -> None:
-    """Create a record (provenance manual). Without --body, the body is read from piped stdin."""
+    """Create a record (provenance manual). Without --body or --body-file the body is empty;
+    standard input is read only with --body-file -."""
     state = state_of(ctx, json)
     memory = state.memory()
-    text = _body(body, body_file, stdin_allowed=True) or ""
+    text = _body(body, body_file) or ""
     record = memory.save(name, type=type, description=description, body=text)
     key = memory_key(memory.user, record.name)
     render(
@@ -72,9 +74,7 @@ def update(
     """Change a record; name, provenance, created and recall telemetry are kept."""
     state = state_of(ctx, json)
     memory = state.memory()
-    result = memory.update(
-        name, type=type, description=description, body=_body(body, body_file, stdin_allowed=False)
-    )
+    result = memory.update(name, type=type, description=description, body=_body(body, body_file))
     key = memory_key(memory.user, name)
     message = f"updated {key}" if result.changed else f"{key} unchanged"
     render(
@@ -110,9 +110,17 @@ def show(
     name: str = typer.Argument(..., help="The record to show."),
     json: bool = JsonOption,
 ) -> None:
-    """Show one record with its body and telemetry (does not count as a recall)."""
+    """Show one record with its body and telemetry (does not count as a recall).
+
+    A record with unresolved git conflict markers is shown as its raw text (with --json: the
+    text, the file and each conflict's two sides) and exits 6."""
+    from ..memory.records import MergeConflict
+
     state = state_of(ctx, json)
-    record = state.memory().show(name)
+    try:
+        record = state.memory().show(name)
+    except MergeConflict as conflict:
+        raise typer.Exit(memory_output.show_conflict(conflict, state.json)) from None
 
     def rich() -> None:
         from . import rich_output
@@ -229,25 +237,22 @@ def clear(
 def extract(
     ctx: typer.Context,
     transcript: str = typer.Option(
-        ..., "--transcript", help="JSONL of {role, content, tool_calls?} messages."
+        ...,
+        "--transcript",
+        help="JSONL of {role, content, tool_calls?} messages, at most 8 MiB ('-' reads stdin).",
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the decisions; write nothing."),
     json: bool = JsonOption,
 ) -> None:
-    """Automatic extraction over the latest turns of a transcript (cue-gated, reconciled)."""
+    """Automatic extraction over the latest turns of a transcript (cue-gated, reconciled).
+
+    A transcript larger than 8 MiB is refused (exit 6): pass the latest turns only.
+    """
     from ..memory.extraction import Extractor, parse_transcript
 
     state = state_of(ctx, json)
     memory = state.memory()
-    try:
-        with open(transcript, encoding="utf-8") as handle:
-            messages, problems = parse_transcript(handle)
-    except FileNotFoundError:
-        raise NotFound(f"transcript {transcript} not found") from None
-    except UnicodeDecodeError:
-        raise InvalidInput(f"transcript {transcript} is not UTF-8 text") from None
-    except IsADirectoryError:
-        raise InvalidInput(f"transcript {transcript} is a folder") from None
+    messages, problems = parse_transcript(_transcript_lines(transcript))
     output.report_warnings(problems)
     extractor = Extractor(memory)
     result = extractor.run(messages, dry_run=dry_run, source=transcript)
@@ -256,3 +261,29 @@ def extract(
         "\n(dry run: nothing written)" if dry_run else ""
     )
     render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+def _transcript_lines(transcript: str) -> list[str]:
+    """The transcript's lines, read in a bounded way: at most TRANSCRIPT_LIMIT + 1 bytes, so a
+    huge file, /dev/zero or an endless pipe is refused instead of filling memory."""
+    source = "standard input" if transcript == "-" else f"transcript {transcript}"
+    too_large = InvalidInput(f"{source} is larger than 8 MiB: pass only the latest turns")
+    try:
+        if transcript == "-":
+            data = sys.stdin.buffer.read(TRANSCRIPT_LIMIT + 1)
+        else:
+            with open(transcript, "rb") as handle:
+                if os.fstat(handle.fileno()).st_size > TRANSCRIPT_LIMIT:  # a regular file: known at once
+                    raise too_large
+                data = handle.read(TRANSCRIPT_LIMIT + 1)
+    except FileNotFoundError:
+        raise NotFound(f"{source} not found") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{source} is a folder") from None
+    if len(data) > TRANSCRIPT_LIMIT:
+        raise too_large
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{source} is not UTF-8 text") from None
+    return text.split("\n")

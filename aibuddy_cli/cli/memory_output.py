@@ -2,18 +2,47 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
 from ..memory.index import IndexedRecord, Problem
-from ..memory.records import MemoryRecord
+from ..memory.records import MemoryRecord, MergeConflict
 from ..memory.service import Manifest, RecallResult, RecordList
-from .output import warn
+from . import output
+from .output import one_line, warn
 
 
 def report_problems(problems: Iterable[Problem], prefix: str, err: TextIO | None = None) -> None:
     for problem in problems:
-        warn(f"skipped malformed record {prefix}/{problem.name}.md: {problem.message}", err)
+        path = f"{prefix}/{problem.name}.md"
+        if path in problem.message:  # it names the file itself: a merge conflict, a folder
+            warn(f"{problem.message}; skipped", err)
+        else:
+            warn(f"skipped malformed record {prefix}/{one_line(problem.name)}.md: {problem.message}", err)
+
+
+def show_conflict(conflict: MergeConflict, json_mode: bool) -> int:
+    """`memory show` of a record git left with conflict markers: what resolving it needs, and the
+    exit code. stdout gets the file's raw text (numbered at a terminal, so that the lines the
+    message names are easy to find), or with --json one document: the error, the file, each
+    conflict's lines and two sides (and the common base of a diff3 conflict), and the raw text.
+    stderr gets the message."""
+    if json_mode:
+        error = {"code": conflict.code, "message": conflict.message, "path": conflict.path}
+        error["conflicts"] = [region.to_json() for region in conflict.conflicts]
+        error["text"] = conflict.text
+        output.emit_json({"error": error})
+    elif sys.stdout.isatty():
+        lines = conflict.text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        width = len(str(len(lines)))
+        numbered = (f"{n:>{width}} | {line.removesuffix(chr(13))}" for n, line in enumerate(lines, 1))
+        output.emit_text("\n".join(numbered))
+    else:
+        output.emit_text(conflict.text)
+    return output.report_error(conflict, False)
 
 
 # --- JSON documents (the stable schema scripts rely on) ---------------------------------
@@ -58,23 +87,30 @@ def recall_json(user: str, result: RecallResult) -> dict[str, Any]:
 
 
 # --- plain text (stdout is not a terminal) ---------------------------------------------
+# Fields that stand on one line go through `one_line`: a control character, newline or tab in a
+# name or description is shown escaped and cannot forge a row or a column. Bodies keep their
+# lines; `output.emit_text` escapes their other control characters.
 
 
 def list_text(result: RecordList) -> str:
     rows = [
-        "\t".join((r.name, r.type, r.provenance, r.updated or "-", str(r.recall_count), r.description))
+        "\t".join(
+            one_line(field)
+            for field in (r.name, r.type, r.provenance, r.updated or "-", r.recall_count, r.description)
+        )
         for r in (item.record for item in result.records)
     ]
     return "\n".join(rows)
 
 
 def manifest_text(manifest: Manifest) -> str:
-    return "\n".join(line.render() for line in manifest.lines)
+    return "\n".join(one_line(line.render()) for line in manifest.lines)
 
 
 def record_text(record: MemoryRecord) -> str:
     header = "\n".join(
-        f"{key}: {'null' if value is None else value}" for key, value in record.to_json(body=False).items()
+        f"{key}: {'null' if value is None else one_line(value)}"
+        for key, value in record.to_json(body=False).items()
     )
     return f"{header}\n\n{record.body}"
 
@@ -82,10 +118,12 @@ def record_text(record: MemoryRecord) -> str:
 def recall_text(result: RecallResult) -> str:
     parts = [f"# recall ({result.method}): {len(result.records)} record(s)"]
     for record in result.records:
-        parts.append(f"\n## {record.name} [{record.type}] {record.description}\n\n{record.body.rstrip()}")
+        heading = f"{one_line(record.name)} [{one_line(record.type)}] {one_line(record.description)}"
+        parts.append(f"\n## {heading}\n\n{record.body.rstrip()}")
     return "\n".join(parts)
 
 
 def decisions_text(decisions: Iterable[Any]) -> str:
     """Extraction decisions, one tab-separated line each: step, outcome, record, detail."""
-    return "\n".join(f"{d.step}\t{d.outcome}\t{d.name or '-'}\t{d.detail}" for d in decisions)
+    rows = ((d.step, d.outcome, d.name or "-", d.detail) for d in decisions)
+    return "\n".join("\t".join(one_line(field) for field in row) for row in rows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import InvalidInput, NotAllowed
+from ..errors import InvalidInput
 from ..knowledge.service import KnowledgeService
 from ..tasks.service import Task, TaskService
 from . import memory_output, output
@@ -64,15 +64,11 @@ def show(ctx: typer.Context, task: str = typer.Argument(...), json: bool = JsonO
 
 
 def _qualified(state: AppState, docs: list[str]) -> list[str]:
+    """The documents' qualified names. Another user's personal document, or a proposal this user
+    may not know of, is "no document" (exit 3), exactly like a missing one."""
     vault, user = state.open()
     knowledge = KnowledgeService(vault, user)
-    refs = []
-    for doc in docs:
-        ref = knowledge.resolve(doc)
-        if not knowledge.may_see(ref):
-            raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
-        refs.append(ref.qualified)
-    return refs
+    return [knowledge.resolve(doc).qualified for doc in docs]
 
 
 @app.command()

@@ -19,6 +19,9 @@ from .outline import split_lines
 from .service import KnowledgeService
 
 EXCERPT_CHARS = 700
+MAX_ANSWER_CHARS = 20_000  # of a model's answer
+MAX_ECHOED = 20  # gaps and dropped citations echoed from a model reply
+MAX_GAP_CHARS = 500
 
 SYSTEM_PROMPT = """You answer a question using only the documents attached to the user's task.
 Use the tools: search_docs to find sections, read_doc for a document's outline, read_section to
@@ -196,7 +199,8 @@ class KnowledgeAgent:
         answer = reply.get("answer")
         if not isinstance(answer, str) or not answer.strip():
             raise ModelError('the knowledge model reply has no "answer"')
-        citations, dropped = [], []
+        citations: list[dict[str, Any]] = []
+        dropped: list[Any] = []
         cited_list = reply.get("citations") or []
         if not isinstance(cited_list, list):
             dropped.append({"value": cited_list})
@@ -211,12 +215,13 @@ class KnowledgeAgent:
             self.warnings.append(f"removed {len(dropped)} citation(s) of sections the model never read")
         raw_gaps = reply.get("gaps") or []
         gaps = [g for g in raw_gaps if isinstance(g, str) and g.strip()] if isinstance(raw_gaps, list) else []
+        # What the model wrote is echoed within bounds: a reply of any size stays a sane document.
         return {
             "method": "model",
-            "answer": answer.strip(),
+            "answer": _cut(answer.strip(), MAX_ANSWER_CHARS),
             "citations": citations,
-            "gaps": gaps,
-            "dropped_citations": dropped,
+            "gaps": [_cut(" ".join(gap.split()), MAX_GAP_CHARS) for gap in gaps[:MAX_ECHOED]],
+            "dropped_citations": [_echo(item) for item in dropped[:MAX_ECHOED]],
         }
 
     def _checked(self, cited: Any) -> dict[str, Any] | None:
@@ -277,3 +282,26 @@ class KnowledgeAgent:
             "gaps": gaps,
             "dropped_citations": [],
         }
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _echo(item: Any) -> Any:
+    """A dropped citation as the model gave it, bounded: doc and anchor of an object, else its value
+    (a long text or a nested structure is cut, never passed on whole)."""
+    if isinstance(item, dict) and set(item) <= {"doc", "anchor", "value"}:
+        return {key: _echo_value(value) for key, value in item.items()}
+    if isinstance(item, dict):
+        return {key: _echo_value(item[key]) for key in ("doc", "anchor") if key in item} or {
+            "value": _echo_value(item)
+        }
+    return {"value": _echo_value(item)}
+
+
+def _echo_value(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return _cut(text, 200)

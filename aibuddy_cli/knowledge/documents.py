@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInput
@@ -21,7 +22,10 @@ STATUSES = ("pending", "ready")
 BODY_SUFFIX = ".md"
 SIDECAR_SUFFIX = ".meta.json"
 MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
-_DOC_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,79}")
+MAX_DOC_ID_CHARS = 80
+# In UTF-8, so that the longest file name of a document, `<id>.meta.json`, stays under the 255
+# bytes file systems allow (80 CJK characters are 240 bytes).
+MAX_DOC_ID_BYTES = 240
 
 # Content signatures of formats people try to import: refused with a hint to convert.
 _MAGIC = (
@@ -36,10 +40,46 @@ _MAGIC = (
 )
 
 
+def _id_character(char: str) -> bool:
+    """A letter or digit of any script, a combining mark (the vowel signs of Devanagari, Thai, …),
+    '_' or '-'."""
+    return char.isalnum() or char in "_-" or unicodedata.category(char)[0] == "M"
+
+
 def validate_doc_id(doc_id: str) -> str:
-    if not _DOC_ID.fullmatch(doc_id):
-        raise InvalidInput(f"invalid document id {doc_id!r}: use 1-80 lowercase letters, digits, '-' or '_'")
+    """A document id: lower-case letters of any script, digits, '-' or '_', beginning with a letter
+    or digit, in NFC, at most 80 characters and 240 bytes of UTF-8. So it never holds '/', '..',
+    a leading dot, white space or a control character, and works as a file name everywhere."""
+    if (
+        not doc_id
+        or len(doc_id) > MAX_DOC_ID_CHARS
+        or not doc_id[0].isalnum()
+        or not all(map(_id_character, doc_id))
+        or doc_id.lower() != doc_id
+        or unicodedata.normalize("NFC", doc_id) != doc_id
+        or len(doc_id.encode("utf-8")) > MAX_DOC_ID_BYTES
+    ):
+        raise InvalidInput(
+            f"invalid document id {doc_id!r}: use 1-{MAX_DOC_ID_CHARS} lower-case letters (any script), "
+            "digits, '-' or '_', beginning with a letter or digit"
+        )
     return doc_id
+
+
+def normal_doc_id(text: str) -> str:
+    """A typed document id as it is stored: NFC, so an id typed (or pasted from a file name) in
+    decomposed form names the same document."""
+    return unicodedata.normalize("NFC", text)
+
+
+def fit_doc_id(base: str, suffix: str = "") -> str:
+    """base, shortened to leave room for suffix within the id limits (characters and bytes)."""
+    room_chars = MAX_DOC_ID_CHARS - len(suffix)
+    room_bytes = MAX_DOC_ID_BYTES - len(suffix.encode("utf-8"))
+    fitted = base[:room_chars]
+    while len(fitted.encode("utf-8")) > room_bytes:
+        fitted = fitted[:-1]
+    return fitted.rstrip("-_") + suffix
 
 
 def split_citation(citation: str) -> tuple[str, str] | None:
@@ -52,9 +92,20 @@ def split_citation(citation: str) -> tuple[str, str] | None:
 
 
 def doc_id_from_name(stem: str, data: bytes) -> str:
-    """A document id from a file name: lower-case ASCII slug, else one from the content hash."""
-    slug = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-_")[:80].rstrip("-_")
-    return slug if slug and _DOC_ID.fullmatch(slug) else f"doc-{sha256(data)[:10]}"
+    """A document id from a file name: its letters and digits (any script) in lower case, every
+    other run of characters as one '-'; NFC first, so `café.md` is `café` however the file system
+    spells it. Lower-cased, not case-folded: folding would change letters (ß → ss). '_' becomes
+    '-' as before, so ASCII names keep the ids they always had. A name with no letter or digit
+    gets an id from the content hash."""
+    text = unicodedata.normalize("NFC", unicodedata.normalize("NFC", stem).lower())
+    slug = "".join(char if _id_character(char) and char != "_" else "-" for char in text)
+    slug = fit_doc_id(re.sub(r"-{2,}", "-", slug).strip("-_"))
+    while slug and not slug[0].isalnum():  # a leading mark or '_'
+        slug = slug[1:]
+    try:
+        return validate_doc_id(slug)
+    except InvalidInput:
+        return f"doc-{sha256(data)[:10]}"
 
 
 def sha256(data: bytes) -> str:

@@ -7,6 +7,8 @@ ready, the user may see it (system, or personal and owned) and it is attached to
 from __future__ import annotations
 
 import os
+import stat
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -35,6 +37,8 @@ from .documents import (
     check_importable,
     doc_folders,
     doc_id_from_name,
+    fit_doc_id,
+    normal_doc_id,
     refusal,
     sha256,
     validate_doc_id,
@@ -149,9 +153,29 @@ class KnowledgeService:
             return self.user in self.vault.config.admins
         return ref.owner == self.user
 
+    def _proposer(self, ref: DocRef) -> str | None:
+        """Who proposed a document, from its sidecar (None when it has none or it is unreadable)."""
+        try:
+            return self._meta(ref).owner
+        except (NotFound, InvalidInput):
+            return None
+
+    def _exists_for_user(self, ref: DocRef) -> bool:
+        """Whether the user may learn that ref exists: a system document once published, a pending
+        one only for admins and its proposer, a personal one only for its owner. To anyone else
+        it is missing (exit 3, the message of a missing document), never "not allowed"."""
+        if ref.scope == "personal":
+            return ref.owner == self.user
+        if ref.status == "ready" or self.user in self.vault.config.admins:
+            return True
+        return self._proposer(ref) == self.user
+
+    def _visible_docs(self, docs: Iterable[IndexedDoc]) -> list[IndexedDoc]:
+        return [doc for doc in docs if self._exists_for_user(doc.ref)]
+
     def _require_reviewer(self, ref: DocRef, action: str) -> None:
-        if not self.may_see(ref):
-            raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
+        if not self._exists_for_user(ref):
+            raise _missing(ref.qualified)
         if not self.may_review(ref):
             who = "an admin (admins in aibuddy.toml)" if ref.scope == "system" else f"its owner {ref.owner}"
             raise NotAllowed(f"only {who} may {action} {ref.qualified}")
@@ -166,6 +190,7 @@ class KnowledgeService:
         among the system documents and the user's own. When a document has both a published and
         a pending version, `prefer` says which one is meant."""
         parts = spec.split("/")
+        parts[-1] = normal_doc_id(parts[-1])
         if len(parts) == 1:
             candidates = [("system", None, parts[0]), ("personal", self.user, parts[0])]
         elif len(parts) == 2 and parts[0] in SCOPES:
@@ -178,12 +203,15 @@ class KnowledgeService:
         order = ("ready", "pending") if prefer == "ready" else ("pending", "ready")
         for scope, owner, doc_id in candidates:
             validate_doc_id(doc_id)
-            versions = [DocRef(scope, owner, doc_id, s) for s in order]
-            existing = [ref for ref in versions if self.store.exists(ref.body_key)]
-            if existing:
-                found.append(existing[0])
+            if scope == "personal" and owner != self.user:
+                continue  # another user's folder is never looked at: missing, whatever it holds
+            for status in order:
+                ref = DocRef(scope, owner, doc_id, status)
+                if self.store.exists(ref.body_key) and self._exists_for_user(ref):
+                    found.append(ref)
+                    break
         if not found:
-            raise NotFound(f"no document {spec!r}")
+            raise _missing(spec)
         if len(found) > 1:
             raise Conflict(f"{spec!r} is ambiguous: use one of {', '.join(r.qualified for r in found)}")
         return found[0]
@@ -260,7 +288,8 @@ class KnowledgeService:
                 try:
                     validate_doc_id(doc_id)
                 except InvalidInput:
-                    if scope == "system" or owner == self.user:
+                    admin = self.user in self.vault.config.admins
+                    if (scope == "system" and (status == "ready" or admin)) or owner == self.user:
                         self.warnings.append(f"{entry.key}: not a valid document id; rename the file")
                     continue
                 bodies[entry.key] = (DocRef(scope, owner, doc_id, status), entry)
@@ -279,8 +308,8 @@ class KnowledgeService:
         return owners
 
     def _warn(self, ref: DocRef, message: str) -> None:
-        """Report what refreshing found, to those who may see the document only."""
-        if self.may_see(ref):
+        """Report what refreshing found, to those who may know the document exists only."""
+        if self._exists_for_user(ref):
             self.warnings.append(message)
 
     def _reconcile(self, ref: DocRef) -> tuple[DocRef, Meta, str, int] | None:
@@ -331,11 +360,14 @@ class KnowledgeService:
         """Move a published document whose body changed behind the tool's back to pending."""
         pending = ref.moved("pending")
         if self.store.exists(pending.body_key):
-            self._warn(
-                ref,
-                f"{ref.qualified} changed since review and a pending version exists: not served until "
-                "one of them is published",
-            )
+            if self._exists_for_user(pending):
+                self._warn(
+                    ref,
+                    f"{ref.qualified} changed since review and a pending version exists: not served "
+                    "until one of them is published",
+                )
+            else:  # a proposal this user may not know of
+                self._warn(ref, f"{ref.qualified} changed since review: not served until published again")
             return None
         if meta is not None:
             self.store.write(pending.sidecar_key, meta.encode())
@@ -353,9 +385,15 @@ class KnowledgeService:
     ) -> Meta:
         """A sidecar for a new or changed body: fresh outline, no summary, not reviewed."""
         outline = parse_outline(text, ref.doc_id)
+        if ref.scope == "personal":
+            owner: str | None = ref.owner
+        elif old is not None:
+            owner = old.owner
+        else:  # a new proposal is its importer's; a file dropped into the folder has no known proposer
+            owner = self.user if source is not None else None
         return Meta(
             title=document_title(outline, ref.doc_id),
-            owner=ref.owner if ref.scope == "personal" else (old.owner if old else self.user),
+            owner=owner,
             scope=ref.scope,
             sha256=digest,
             imported_at=utc_now(),
@@ -378,7 +416,7 @@ class KnowledgeService:
             raise InvalidInput(f"invalid scope {scope!r}: use system or personal")
         candidates, outcomes = self._collect(paths, recursive)
         index = self.index()
-        known = {doc.sha256: doc.ref for doc in index.docs() if self.may_see(doc.ref)}
+        known = {doc.sha256: doc.ref for doc in self._visible_docs(index.docs())}
         owner = self.user if scope == "personal" else None
         total = len(candidates)
         with self._lock():
@@ -396,15 +434,23 @@ class KnowledgeService:
         outcomes: list[ImportOutcome] = []
         for raw in paths:
             path = Path(raw)
-            if path.is_dir():
+            try:
+                mode = path.stat().st_mode
+            except FileNotFoundError:
+                outcomes.append(ImportOutcome(raw, "failed", message="no such file"))
+                continue
+            except OSError as exc:
+                outcomes.append(ImportOutcome(raw, "failed", message=exc.strerror or str(exc)))
+                continue
+            if stat.S_ISDIR(mode):
                 if not recursive:
                     outcomes.append(ImportOutcome(raw, "failed", message="a folder: use --recursive"))
                     continue
                 files.extend(self._walk(path, outcomes))
-            elif path.is_file():
+            elif stat.S_ISREG(mode):
                 files.append(path)
-            else:
-                outcomes.append(ImportOutcome(raw, "failed", message="no such file"))
+            else:  # reading a FIFO would wait for a writer, a device may never end
+                outcomes.append(ImportOutcome(raw, "failed", message=_not_regular(mode)))
         return files, outcomes
 
     def _walk(self, folder: Path, outcomes: list[ImportOutcome]) -> list[Path]:
@@ -443,8 +489,9 @@ class KnowledgeService:
     ) -> ImportOutcome:
         source = str(path)
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_DOCUMENT_BYTES + 1)
+            data = read_regular_file(path)
+        except InvalidInput as exc:
+            return ImportOutcome(source, "failed", message=exc.message)
         except OSError as exc:
             return ImportOutcome(source, "failed", message=exc.strerror or str(exc))
         problem = refusal(data)
@@ -463,7 +510,7 @@ class KnowledgeService:
             for status in ("pending", "ready")
         ):
             suffix += 1
-            doc_id = f"{base[: 80 - len(str(suffix)) - 1]}-{suffix}"
+            doc_id = fit_doc_id(base, f"-{suffix}")
         ref = DocRef(scope, owner, doc_id, "pending")
         meta = self._derive(ref, text, digest, None, source=str(path.resolve()))
         self.store.write(ref.sidecar_key, meta.encode())
@@ -548,22 +595,19 @@ class KnowledgeService:
         if not source:
             raise UsageError(f"{ref.qualified} has no recorded source; give the PATH to read")
         try:
-            with open(source, "rb") as handle:
-                data = handle.read(MAX_DOCUMENT_BYTES + 1)
+            data = read_regular_file(Path(source))
         except FileNotFoundError:
             raise NotFound(f"source file {source} not found") from None
+        except InvalidInput as exc:
+            raise InvalidInput(f"{source}: {exc.message}") from None
         return self.replace_body(spec, data, source=str(Path(source).resolve()))
 
     def _readable(self, spec: str) -> tuple[DocRef, Meta]:
         """A document and its sidecar, if the user may look at it outside a task: published
-        documents they may see; pending ones only if they review them or proposed them."""
+        documents they may see; pending ones only if they review them or proposed them. `resolve`
+        finds no other: to this user they are missing."""
         ref = self.resolve(spec, prefer="pending")
-        if not self.may_see(ref):
-            raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
-        meta = self._meta(ref)
-        if ref.status == "pending" and not (self.may_review(ref) or meta.owner == self.user):
-            raise NotAllowed(f"{ref.qualified} is pending review; only its reviewers and its proposer see it")
-        return ref, meta
+        return ref, self._meta(ref)
 
     def body(self, spec: str) -> tuple[DocRef, bytes]:
         ref, _ = self._readable(spec)
@@ -576,9 +620,7 @@ class KnowledgeService:
         """Documents the user may see, by status (pending, ready or all)."""
         if status not in ("pending", "ready", "all"):
             raise InvalidInput(f"invalid status {status!r}: use pending, ready or all")
-        return [
-            doc for doc in self.index().docs() if self.may_see(doc.ref) and status in ("all", doc.ref.status)
-        ]
+        return self._visible_docs(doc for doc in self.index().docs() if status in ("all", doc.ref.status))
 
     def show(self, spec: str) -> tuple[DocRef, Meta]:
         self.refresh()
@@ -619,9 +661,8 @@ class KnowledgeService:
         return ref
 
     def _check_usable(self, ref: DocRef, task: str | None, status: str, attached: set[str]) -> None:
-        """Raise NotAllowed saying why ref may not be used (attached: the task's documents)."""
-        if not self.may_see(ref):
-            raise NotAllowed(f"{ref.qualified} is a personal document of {ref.owner}")
+        """Raise NotAllowed saying why ref may not be used (attached: the task's documents); ref
+        comes from `resolve`, so the user may know it exists."""
         wanted = "ready" if task is not None else status
         if ref.status != wanted:
             if ref.status == "pending":
@@ -696,6 +737,27 @@ class KnowledgeService:
                 window *= 4
         return [SearchHit(hit, *best_line(hit.text, hit.start, parsed)) for hit in hits]
 
+    def _section(self, ref: DocRef, meta: Meta, anchor: str) -> int:
+        """The position of the section an anchor names: exact match first, then after Unicode
+        normalisation (NFC, case-folded), so `CAFÉ`, a decomposed `café` and `Install` find `café`
+        and `install`. Two anchors equal once normalised are a conflict to choose from."""
+        anchors = [section.anchor for section in meta.outline]
+        if anchor in anchors:
+            return anchors.index(anchor)
+        key = _folded(anchor)
+        matches = [position for position, known in enumerate(anchors) if _folded(known) == key]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            names = ", ".join(anchors[position] for position in matches)
+            raise Conflict(f"{anchor!r} matches several sections of {ref.qualified}: use one of {names}")
+        import difflib
+
+        folded = {_folded(known): known for known in reversed(anchors)}
+        close = [folded[f] for f in difflib.get_close_matches(key, list(folded), n=3, cutoff=0.4)]
+        hint = f"; closest: {', '.join(close)}" if close else ""
+        raise NotFound(f"no section {anchor!r} in {ref.qualified}{hint}")
+
     def read(
         self,
         spec: str,
@@ -709,15 +771,9 @@ class KnowledgeService:
         """read_section: one bounded page of a section's own text, its children, the next cursor."""
         ref = self._usable(spec, task, status)
         meta = self._meta(ref)
-        anchors = [section.anchor for section in meta.outline]
-        if anchor not in anchors:
-            import difflib
-
-            close = difflib.get_close_matches(anchor, anchors, n=3, cutoff=0.4)
-            hint = f"; closest: {', '.join(close)}" if close else ""
-            raise NotFound(f"no section {anchor!r} in {ref.qualified}{hint}")
-        position = anchors.index(anchor)
+        position = self._section(ref, meta, anchor)
         section = meta.outline[position]
+        anchor = section.anchor  # as the document spells it: cursors name it so
         data, _ = self.store.read(ref.body_key)
         if sha256(data) != meta.sha256:
             raise Conflict(f"{ref.qualified} changed while being read; try again")
@@ -814,6 +870,46 @@ class KnowledgeService:
             for entry in entries
         )
         self.store.append(SUMMARY_LOG, lines.encode("utf-8"))
+
+
+def _missing(spec: str) -> NotFound:
+    """The one error for a document that does not exist and for one this user may not know of."""
+    return NotFound(f"no document {spec!r}")
+
+
+def _folded(text: str) -> str:
+    """text for caseless matching: NFC, case-folded."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_regular(mode: int) -> str:
+    """Why a path that is not a regular file cannot be imported (reading a FIFO would wait for
+    a writer, a device may never end)."""
+    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+    return f"not a regular file: {kind}; give a Markdown or text file"
+
+
+def read_regular_file(path: Path) -> bytes:
+    """The first MAX_DOCUMENT_BYTES + 1 bytes of a regular file; InvalidInput for anything else.
+
+    Opened without blocking, so a FIFO put where a file was expected (even after it was
+    checked) is refused instead of waiting for a writer.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InvalidInput(_not_regular(mode))
+        return handle.read(MAX_DOCUMENT_BYTES + 1)
 
 
 SUMMARY_PROMPT = (

@@ -26,6 +26,8 @@ from .service import MemoryService
 EXTRACTION_LOG = ".aibuddy/logs/extraction.jsonl"
 MEMORY_WRITE_TOOLS = frozenset({"memory_save", "memory_update", "memory_delete"})
 PAIRS = 3
+MAX_CANDIDATES = 50  # candidates of one reply that are weighed at all
+MAX_LOGGED_DROPS = 20  # candidates left over that are logged by name; the rest as a count
 
 EXTRACT_PROMPT = """You decide what, if anything, from the latest turns of a conversation is worth
 keeping in the user's long-term memory. Keep only stable preferences, facts about who the user is,
@@ -69,6 +71,11 @@ class ExtractionResult(NamedTuple):
             "written": self.written,
             "decisions": [d.to_json() for d in self.decisions],
         }
+
+
+def bounded(text: str, limit: int = 300) -> str:
+    """Model-provided text echoed in a decision, cut so a hostile reply cannot bloat the log."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_transcript(lines: Iterable[str]) -> tuple[list[Message], list[str]]:
@@ -188,21 +195,42 @@ class Extractor:
             decisions.append(Decision("model", "failed", str(exc)))
             return self._log(result, source)
         decisions.append(Decision("model", "answered", f"{len(candidates)} candidate(s)"))
-        for candidate in candidates:
+        max_writes = self.settings.max_writes
+        writes = 0
+        for number, candidate in enumerate(candidates):
+            if writes == max_writes or number == MAX_CANDIDATES:
+                # A reply never writes more than max_writes records, nor makes aibuddy weigh an
+                # endless list: what is left is logged as dropped, by name up to a bound.
+                reason = (
+                    f"over [extraction] max_writes ({max_writes})"
+                    if writes == max_writes
+                    else f"over {MAX_CANDIDATES} candidates in one reply"
+                )
+                rest = candidates[number:]
+                for extra in rest[:MAX_LOGGED_DROPS]:
+                    name = extra.get("name") if isinstance(extra, dict) else None
+                    shown = name[:64] if isinstance(name, str) and name.isprintable() else None
+                    decisions.append(Decision("candidate", "dropped", reason, shown))
+                if len(rest) > MAX_LOGGED_DROPS:
+                    more = len(rest) - MAX_LOGGED_DROPS
+                    decisions.append(Decision("candidate", "dropped", f"{more} more: {reason}"))
+                break
             try:
                 decision = self._reconcile(candidate, dry_run)
             except AibuddyError as exc:  # one bad candidate never stops the others
-                decision = Decision("candidate", "failed", exc.message)
+                decision = Decision("candidate", "failed", bounded(exc.message))
             decisions.append(decision)
-            if decision.outcome in ("created", "updated") and decision.name:
-                written.append(decision.name)
+            if decision.outcome in ("created", "updated", "would-create", "would-update"):
+                writes += 1
+                if decision.outcome in ("created", "updated") and decision.name:
+                    written.append(decision.name)
         return self._log(result, source)
 
     def _reconcile(self, raw: Any, dry_run: bool) -> Decision:
         try:
             candidate = _validate(raw)
         except InvalidInput as exc:
-            return Decision("candidate", "dropped", exc.message)
+            return Decision("candidate", "dropped", bounded(exc.message))
         name, kind = candidate["name"], candidate["type"]
         if candidate["salience"] < self.settings.min_salience:
             return Decision("candidate", "dropped", f"low salience ({candidate['salience']:.2f})", name)

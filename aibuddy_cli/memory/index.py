@@ -3,10 +3,16 @@
 It lives under .aibuddy/ and is only a cache. Each use first compares the folder with what the
 index saw (mtime, ctime, size per file) and re-reads what changed, so edits, deletions and a
 `git pull` behind the tool's back are picked up; deleting the file loses nothing.
+
+A record's recency (what orders the recall window) comes from its header, the later of `updated`
+and `lastRecalledAt`, because header dates travel with git and file mtimes do not: after a
+`git clone` every mtime is the checkout time. Only a record without usable dates falls back to
+its mtime.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
@@ -15,7 +21,7 @@ from ..storage import Entry
 from ..text import fts_query, index_text
 from .records import MemoryRecord
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # bm25 column weights: a word in the name or description says more than one in the body.
 _WEIGHTS = "4.0, 3.0, 1.0"
 
@@ -28,6 +34,7 @@ CREATE TABLE IF NOT EXISTS records (
     mtime_ns INTEGER NOT NULL,
     ctime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
+    recency_ns INTEGER NOT NULL,
     error TEXT,
     description TEXT,
     type TEXT,
@@ -37,7 +44,7 @@ CREATE TABLE IF NOT EXISTS records (
     recall_count INTEGER,
     last_recalled_at TEXT
 );
-CREATE INDEX IF NOT EXISTS records_by_mtime ON records (mtime_ns DESC);
+CREATE INDEX IF NOT EXISTS records_by_recency ON records (recency_ns DESC, name);
 CREATE INDEX IF NOT EXISTS records_with_errors ON records (name) WHERE error IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
     name, description, body, tokenize = 'porter unicode61 remove_diacritics 2'
@@ -45,10 +52,36 @@ CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
 """
 
 
+_LARGEST = (1 << 63) - 1
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
 def _stored(entry: Entry) -> tuple[str, int, int, int]:
     """An entry as SQLite can hold it: a timestamp past the year 2262 is clamped to the maximum."""
-    largest = (1 << 63) - 1
-    return entry.key, min(entry.mtime_ns, largest), min(entry.ctime_ns, largest), entry.size
+    return entry.key, min(entry.mtime_ns, _LARGEST), min(entry.ctime_ns, _LARGEST), entry.size
+
+
+def _header_ns(stamp: str | None) -> int | None:
+    """A header timestamp ("2026-09-14T09:12:00Z", as parse_record normalises them) in ns."""
+    if not stamp:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return max(-_LARGEST, min((moment - _EPOCH) // dt.timedelta(microseconds=1) * 1000, _LARGEST))
+
+
+def recency_ns(record: MemoryRecord, mtime_ns: int) -> int:
+    """When the record was last written or recalled, by its header: the later of `updated` and
+    `lastRecalledAt` (`created` if it has neither); the file's mtime only without any date."""
+    stamps = [ns for ns in map(_header_ns, (record.updated, record.last_recalled_at)) if ns is not None]
+    if not stamps:
+        created = _header_ns(record.created)
+        stamps = [min(mtime_ns, _LARGEST) if created is None else created]
+    return max(stamps)
 
 
 Loaded = tuple[Entry, MemoryRecord | None, str | None] | None
@@ -58,7 +91,7 @@ None when the file vanished before it could be read."""
 
 class IndexedRecord(NamedTuple):
     record: MemoryRecord  # header fields only; body is ""
-    modified_ns: int
+    recency_ns: int  # see recency_ns(): header dates, else the file's mtime
 
 
 class Problem(NamedTuple):
@@ -141,11 +174,13 @@ class MemoryIndex(CacheDB):
                 record.last_recalled_at,
             )
         )
+        stored = _stored(entry)
+        recency = stored[1] if record is None else recency_ns(record, stored[1])
         cursor = self.db.execute(
-            "INSERT INTO records (name, key, mtime_ns, ctime_ns, size, error, description, type,"
-            " provenance, created, updated, recall_count, last_recalled_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, *_stored(entry), problem, *values),
+            "INSERT INTO records (name, key, mtime_ns, ctime_ns, size, recency_ns, error, description,"
+            " type, provenance, created, updated, recall_count, last_recalled_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, *stored, recency, problem, *values),
         )
         if record is not None:
             self.db.execute(
@@ -162,12 +197,12 @@ class MemoryIndex(CacheDB):
     # --- reading ----------------------------------------------------------------------
 
     _COLUMNS = (
-        "name, description, type, provenance, created, updated, recall_count, last_recalled_at, mtime_ns"
+        "name, description, type, provenance, created, updated, recall_count, last_recalled_at, recency_ns"
     )
 
     @staticmethod
     def _row(row: tuple) -> IndexedRecord:
-        name, description, type_, provenance, created, updated, count, last, mtime = row
+        name, description, type_, provenance, created, updated, count, last, recency = row
         record = MemoryRecord(
             name=name,
             description=description,
@@ -179,7 +214,7 @@ class MemoryIndex(CacheDB):
             recall_count=count,
             last_recalled_at=last,
         )
-        return IndexedRecord(record, mtime)
+        return IndexedRecord(record, recency)
 
     def records(self) -> list[IndexedRecord]:
         """Every well-formed record, by name."""
@@ -191,12 +226,12 @@ class MemoryIndex(CacheDB):
         ]
 
     def recent(self, limit: int) -> list[IndexedRecord]:
-        """The most recently modified well-formed records, newest first."""
+        """The most recent well-formed records (by recency_ns, then name), newest first."""
         return [
             self._row(row)
             for row in self.db.execute(
                 f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL"
-                " ORDER BY mtime_ns DESC, name LIMIT ?",
+                " ORDER BY recency_ns DESC, name LIMIT ?",
                 (limit,),
             )
         ]

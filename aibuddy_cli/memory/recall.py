@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..errors import ModelError
+from ..errors import InvalidInput, ModelError
 from ..models import ModelSettings, complete_json
+from ..vault import validate_record_name
 from .manifest import ManifestLine
 
 SYSTEM_PROMPT = """You choose which of a user's memory records are relevant to their current request.
@@ -20,9 +21,13 @@ List at most LIMIT filenames, most relevant first, copied exactly from the manif
 Reply {"selected": []} when no record is clearly relevant. Never invent filenames."""
 
 
+MAX_DROPPED = 20
+
+
 class Selection(NamedTuple):
     names: list[str]
-    dropped: list[str]  # what the model named that is not in the manifest
+    dropped: list[str]  # what the model named that is not in the manifest, the first MAX_DROPPED
+    dropped_count: int = 0  # how many names were dropped in all
 
 
 def model_messages(query: str, manifest: Sequence[ManifestLine], limit: int) -> list[dict[str, str]]:
@@ -33,24 +38,39 @@ def model_messages(query: str, manifest: Sequence[ManifestLine], limit: int) -> 
     ]
 
 
+def _selected_name(item: object) -> str | None:
+    """The record name a selected item gives (`x.md` or `x`, spaces around it allowed), if it is a
+    valid record name: names with control characters or path parts never pass."""
+    if not isinstance(item, str):
+        return None
+    name = item.strip(" ").removesuffix(".md")
+    try:
+        return validate_record_name(name)
+    except InvalidInput:
+        return None
+
+
 def validate_selection(reply: dict[str, Any], manifest: Sequence[ManifestLine], limit: int) -> Selection:
     """Keep only exact manifest filenames (or bare names), de-duplicated, at most `limit`."""
     selected = reply.get("selected")
     if not isinstance(selected, list):
         raise ModelError('the recall model reply has no "selected" list')
-    known = {line.filename: line.name for line in manifest}
-    known.update({line.name: line.name for line in manifest})
+    known = {line.name for line in manifest}
     names: list[str] = []
     dropped: list[str] = []
+    dropped_count = 0
     for item in selected:
-        name = known.get(item.strip()) if isinstance(item, str) else None
-        if name is None:
-            dropped.append(item if isinstance(item, str) else repr(item))
+        name = _selected_name(item)
+        if name is None or name not in known:
+            dropped_count += 1
+            if len(dropped) < MAX_DROPPED:  # echoed in --json: a flood of inventions stays bounded
+                text = item if isinstance(item, str) else repr(item)
+                dropped.append(text if len(text) <= 200 else text[:199] + "…")
         elif name not in names:
             names.append(name)
     if selected and not names:
         raise ModelError("the recall model named no record from the manifest")
-    return Selection(names[:limit], dropped)
+    return Selection(names[:limit], dropped, dropped_count)
 
 
 def select_with_model(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any, BinaryIO, NamedTuple
 
@@ -75,16 +76,40 @@ def validate_type(value: str) -> str:
     return value
 
 
+# C0 controls (TAB and line breaks included), DEL, C1 controls and the Unicode line and paragraph
+# separators: none belongs in a one-line description a terminal or a model will read.
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape_controls(text: str, limit: int = 120) -> str:
+    """text with every control character written as an escape (\\x1b, \\n, \\u2028), safe to print
+    on one line; cut to about `limit` characters."""
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        code = ord(char)
+        return named.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+    escaped = CONTROL_CHARACTERS.sub(escape, text[: limit + 1])
+    return escaped if len(text) <= limit else escaped + "…"
+
+
 def validate_description(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput("the description is not valid UTF-8 text") from None
+    found = CONTROL_CHARACTERS.findall(value)
+    if found:
+        kinds = ", ".join(dict.fromkeys(escape_controls(char) for char in found))
+        raise InvalidInput(
+            f'the description "{escape_controls(value)}" contains control characters ({kinds}): '
+            "give one line of plain text (it is what recall sees in the manifest)"
+        )
     text = value.strip()
     if not text:
         raise InvalidInput("the description is empty")
-    if "\n" in text or "\r" in text:
-        raise InvalidInput("the description must be one line (it is what recall sees in the manifest)")
     if len(text) > MAX_DESCRIPTION:
         raise InvalidInput(f"the description is longer than {MAX_DESCRIPTION} characters")
     return text
@@ -125,6 +150,119 @@ def read_body_file(path: str, stdin: BinaryIO) -> str:
         raise NotFound(f"body file {path} not found") from None
     except IsADirectoryError:
         raise InvalidInput(f"body file {path} is a folder") from None
+
+
+# --- git merge conflicts ------------------------------------------------------------------
+
+
+class ConflictRegion(NamedTuple):
+    """One `<<<<<<<` … `=======` … `>>>>>>>` region git left in a file; lines are 1-based."""
+
+    start: int
+    separator: int
+    end: int | None  # None when the closing marker is missing (a half-resolved file)
+    ours_label: str
+    theirs_label: str
+    ours: str
+    theirs: str
+    base: str | None  # the `|||||||` section of merge.conflictStyle=diff3, if any
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lines": [self.start, self.end],
+            "separator": self.separator,
+            "ours": {"label": self.ours_label, "text": self.ours},
+            "base": self.base,
+            "theirs": {"label": self.theirs_label, "text": self.theirs},
+        }
+
+
+_CONFLICT_MARK = re.compile(r"(<{7}|\|{7}|={7}|>{7})(?:[ \t](.*))?")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def merge_conflicts(text: str) -> list[ConflictRegion]:
+    """The merge-conflict regions git left in text, header or body (none for a clean file).
+
+    A region opens with a `<<<<<<<` line and needs a `=======` line after it, which keeps a
+    Markdown heading underlined with `=======` from counting; markers shown inside a fenced
+    code block (a note about resolving conflicts) do not count either.
+    """
+    if "<<<<<<<" not in text:
+        return []
+    regions: list[ConflictRegion] = []
+    fence = ""
+    region: dict[str, Any] | None = None
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = raw.removesuffix("\r")
+        mark = _CONFLICT_MARK.fullmatch(line)
+        kind, label = (mark.group(1)[0], mark.group(2) or "") if mark else ("", "")
+        if region is not None:
+            if kind == "|" and region["part"] == "ours":
+                region.update(part="base", base=[])
+            elif kind == "=" and region["part"] in ("ours", "base"):
+                region.update(part="theirs", separator=number, theirs_label="")
+            elif kind == ">" and region["part"] == "theirs":
+                region.update(end=number, theirs_label=label)
+                regions.append(_region(region))
+                region = None
+            else:
+                region[region["part"]].append(raw)
+            continue
+        if fence:
+            stripped = line.strip(" ")
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                fence = ""
+            continue
+        if kind == "<":
+            region = {"start": number, "label": label, "part": "ours"}
+            region.update(ours=[], theirs=[], base=None, separator=None, end=None)
+        elif opening := _FENCE.match(line):
+            fence = opening.group(1)
+    if region is not None and region["separator"] is not None:
+        regions.append(_region(region))  # the closing marker was deleted, the others were not
+    return regions
+
+
+def _region(found: dict[str, Any]) -> ConflictRegion:
+    def joined(lines: list[str] | None) -> str | None:
+        return None if lines is None else "".join(f"{line}\n" for line in lines)
+
+    return ConflictRegion(
+        start=found["start"],
+        separator=found["separator"],
+        end=found["end"],
+        ours_label=found["label"],
+        theirs_label=found.get("theirs_label", ""),
+        ours=joined(found["ours"]) or "",
+        theirs=joined(found["theirs"]) or "",
+        base=joined(found["base"]),
+    )
+
+
+class MergeConflict(MalformedRecord):
+    """A record file that still holds git conflict markers: neither version is guessed at."""
+
+    code = "merge_conflict"
+
+    def __init__(
+        self, name: str, conflicts: list[ConflictRegion], text: str, path: str | None = None
+    ) -> None:
+        spans = ", ".join(f"{c.start}-{c.end or ''}" for c in conflicts)
+        where = f" in {path}" if path else ""
+        super().__init__(name, f"unresolved merge conflict{where} (lines {spans})")
+        if path:  # a message for a person about to resolve it
+            self.message = (
+                f"{self.problem}: keep the lines you want, delete the <<<<<<<, ======= and >>>>>>> "
+                "lines, then save the file (and `git add` it)"
+            )
+        self.conflicts = conflicts
+        self.text = text
+        self.path = path
+
+    def located(self, path: str) -> MergeConflict:
+        """The same conflict, its messages naming the file (vault-relative path)."""
+        return MergeConflict(self.name, self.conflicts, self.text, path)
 
 
 # --- python-frontmatter plumbing (imported lazily: the hot path reads flat headers without it) ---
@@ -356,6 +494,9 @@ def parse_record(name: str, text: str, *, fast: bool = True) -> MemoryRecord:
         validate_record_name(name)
     except InvalidInput:
         raise MalformedRecord(name, "the file name is not a valid record name") from None
+    conflicts = merge_conflicts(text)
+    if conflicts:
+        raise MergeConflict(name, conflicts, text)
     try:
         header_text, body = _split_frontmatter_or_fail(text) if fast else _plumbing().handler.split(text)
     except ValueError:
@@ -469,33 +610,148 @@ def render_record(record: MemoryRecord) -> str:
     return str(plumbing.frontmatter.dumps(post))
 
 
+def line_ending(text: str) -> str:
+    """The line ending a record file uses: that of its opening '---' line."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def with_line_ending(body: str, ending: str) -> str:
+    """body with its bare LF line breaks written as `ending` (a CRLF file stays CRLF)."""
+    return re.sub(r"(?<!\r)\n", ending, body) if ending == "\r\n" else body
+
+
+_KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?=[ \t]|$)")
+_TRAILING_COMMENT = re.compile(r"(:[ \t]*[^'\"#\s|>[{&*!][^#]*?)([ \t]+#.*)")
+# A header line and its line break, as YAML counts lines (so its marks' line numbers match).
+_YAML_ROW = re.compile("[^\r\n\x85\u2028\u2029]*(?:\r\n|[\r\n\x85\u2028\u2029])")
+_BREAKS = "\r\n\x85\u2028\u2029"
+
+Spans = dict[str, tuple[int, int]]  # key -> (first, last) header row of its line(s)
+
+
+def _spans_by_lines(rows: list[str], keys: Iterable[str]) -> Spans | None:
+    """Where each key's `key:` line (column 0) and its indented continuation lines are, read
+    line by line without YAML; None if a key occurs on two lines (it may sit inside a value)."""
+    spans: Spans = {}
+    for index, row in enumerate(rows):
+        match = _KEY_LINE.match(row.rstrip(_BREAKS))
+        if match is None or match.group(1) not in keys:
+            continue
+        if match.group(1) in spans:
+            return None
+        last = index
+        for following in range(index + 1, len(rows)):
+            if rows[following][:1] in (" ", "\t"):
+                last = following
+            elif rows[following].strip(" \t" + _BREAKS):
+                break
+        spans[match.group(1)] = (index, last)
+    return spans
+
+
+def _spans_by_yaml(header: str, keys: Iterable[str]) -> Spans | None:
+    """The same, from the positions PyYAML's composer reports (quoted values over several lines,
+    keys inside them); None for a header that is not a block mapping."""
+    yaml = _plumbing().yaml
+    try:
+        node = yaml.compose(header, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(node, yaml.MappingNode) or node.flow_style:
+        return None
+    spans: Spans = {}
+    for key_node, value_node in node.value:
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+        if key not in keys:
+            continue
+        if key in spans or key_node.start_mark.column != 0:
+            return None
+        first, end = key_node.start_mark.line, value_node.end_mark
+        spans[key] = (first, max(first, end.line if end.column else end.line - 1))
+    return spans
+
+
+def _edit_header(
+    text: str, lines: dict[str, str], check: Callable[[str], bool], body: str | None = None
+) -> str | None:
+    """text with each key's header line(s) replaced by lines[key] and the missing keys added at
+    the end of the header in the file's line ending; the body replaced when one is given.
+
+    Everything else (a BOM, comments, quoting, other keys, the line break of a replaced line, a
+    trailing comment on it) stays byte for byte. The lines are found without YAML first (fast,
+    and enough for headers aibuddy writes), then with it; the first edit `check` accepts is the
+    answer, None when neither is (a flow-style header, a key given twice)."""
+    parts = _split_frontmatter(text)
+    if parts is None:
+        return None
+    header, old_body = parts
+    opening = text[: text.index("\n") + 1]  # with the BOM, if any
+    closing = text[len(opening) + len(header) : len(text) - len(old_body)]
+    ending = line_ending(text)
+    rows = _YAML_ROW.findall(header)
+    for find in (lambda: _spans_by_lines(rows, lines), lambda: _spans_by_yaml(header, lines)):
+        spans = find()
+        if spans is None:
+            continue
+        replaced: dict[int, str] = {}
+        dropped: set[int] = set()
+        for key, (first, last) in spans.items():
+            row = rows[first]
+            content = row.rstrip(_BREAKS)
+            comment = _TRAILING_COMMENT.search(content) if first == last else None
+            replaced[first] = lines[key] + (comment.group(2) if comment else "") + row[len(content) :]
+            dropped.update(range(first + 1, last + 1))
+        kept = [replaced.get(index, row) for index, row in enumerate(rows) if index not in dropped]
+        kept += [line + ending for key, line in lines.items() if key not in spans]
+        edited = opening + "".join(kept) + closing + (old_body if body is None else body)
+        try:
+            if check(edited):
+                return edited
+        except MalformedRecord:
+            pass
+    return None
+
+
 def mark_recalled_text(text: str, record: MemoryRecord) -> str:
     """The file text with only the telemetry lines changed to record's values.
 
-    A recall must not reformat what a person wrote, so the two telemetry lines are replaced in
-    place, and the result is kept only if it reads back as exactly `record`; anything that
-    fails that check (continuation lines, odd line breaks, a key inside a quoted value) is
-    rendered anew.
+    A recall must not reformat what a person wrote: the two telemetry lines are replaced in
+    place (added at the end of the header when missing), and the result is kept only if it
+    reads back as exactly `record`. A header that cannot be edited that way (a flow-style
+    mapping) is left as it is: the recall is then not recorded in the file.
     """
-    parts = _split_frontmatter(text)
-    if parts is not None and not text.startswith("\ufeff"):
-        header, body = parts
-        wanted = {
-            "recallCount": f"recallCount: {record.recall_count}",
-            "lastRecalledAt": f"lastRecalledAt: {record.last_recalled_at or 'null'}",
-        }
-        lines = header.split("\n")
-        positions = {key: [i for i, line in enumerate(lines) if line.startswith(f"{key}:")] for key in wanted}
-        if all(len(found) == 1 for found in positions.values()):
-            for key, (index,) in positions.items():
-                ending = "\r" if lines[index].endswith("\r") else ""
-                lines[index] = wanted[key] + ending
-            opening = text[: text.index("\n") + 1]
-            closing = text[len(opening) + len(header) : len(text) - len(body)]
-            edited = opening + "\n".join(lines) + closing + body
-            try:
-                if parse_record(record.name, edited) == record:
-                    return edited
-            except MalformedRecord:
-                pass
-    return render_record(record)
+    lines = {
+        "recallCount": f"recallCount: {record.recall_count}",
+        "lastRecalledAt": f"lastRecalledAt: {record.last_recalled_at or 'null'}",
+    }
+    edited = _edit_header(text, lines, lambda edited: parse_record(record.name, edited) == record)
+    return text if edited is None else edited
+
+
+def updated_text(text: str, current: MemoryRecord, record: MemoryRecord) -> str:
+    """The file text of `current` (read from text) changed to `record` by `memory update`.
+
+    A record as aibuddy writes it is rendered anew (the same bytes as ever). Any other keeps its
+    line endings and every header line of a key that did not change, byte for byte: only the
+    changed keys' lines and `updated` are rewritten, and the body replaced. If that edit does
+    not read back as `record`, the record is rendered anew.
+    """
+    if text == render_record(current):
+        return render_record(record)
+    handler = _plumbing().handler
+    timestamp = _plumbing().timestamp
+    lines: dict[str, str] = {}
+    for key, value in (
+        ("description", record.description),
+        ("type", record.type),
+        ("updated", None if record.updated is None else timestamp(record.updated)),
+    ):
+        if getattr(current, key) != getattr(record, key):
+            lines[key] = handler.export({key: value}).removesuffix("\n")
+    if any("\n" in line for line in lines.values()):
+        return render_record(record)
+    edited = _edit_header(
+        text, lines, lambda edited: parse_record(record.name, edited, fast=False) == record, record.body
+    )
+    return render_record(record) if edited is None else edited

@@ -15,12 +15,16 @@ from .index import IndexedRecord, Loaded, MemoryIndex, Problem
 from .manifest import ManifestLine, build_manifest
 from .records import (
     MemoryRecord,
+    MergeConflict,
+    line_ending,
     mark_recalled_text,
     parse_record,
     render_record,
+    updated_text,
     validate_body,
     validate_description,
     validate_type,
+    with_line_ending,
 )
 
 LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
@@ -90,6 +94,8 @@ class MemoryService:
             return as_read, parse_record(name, data.decode("utf-8")), None
         except UnicodeDecodeError:
             return as_read, None, "not UTF-8 text"
+        except MergeConflict as exc:
+            return as_read, None, exc.located(entry.key).problem
         except MalformedRecord as exc:
             return as_read, None, exc.problem
 
@@ -103,21 +109,45 @@ class MemoryService:
     def _read_text(self, name: str, *, fast: bool = True) -> tuple[str, MemoryRecord]:
         """The record's text and record. fast=False (show, update: off the hot path) reads the
         header through python-frontmatter; recall keeps the YAML-free parser for start-up."""
+        key = self._key(name)
         try:
-            data, _ = self.store.read(self._key(name))
+            data, _ = self.store.read(key)
         except NotFound:
             raise NotFound(f"no memory record {name!r} for user {self.user}") from None
+        except IsADirectoryError:
+            raise InvalidInput(self._folder_problem(key)) from None
+        except InvalidInput as exc:
+            if "is a folder" in exc.message:
+                raise InvalidInput(self._folder_problem(key)) from None
+            raise
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise MalformedRecord(name, "not UTF-8 text") from None
-        return text, parse_record(name, text, fast=fast)
+        try:
+            return text, parse_record(name, text, fast=fast)
+        except MergeConflict as exc:
+            raise exc.located(key) from None
+
+    @staticmethod
+    def _folder_problem(key: str) -> str:
+        return f"{key} is a folder, not a record file"
+
+    def _folder_problems(self) -> list[Problem]:
+        """Folders named like record files (memory/<user>/x.md/), which the scan does not list."""
+        return [
+            Problem(folder[: -len(".md")], self._folder_problem(f"{self.prefix}/{folder}"))
+            for folder in self.store.folders(self.prefix)
+            if folder.endswith(".md")
+        ]
 
     def _read(self, name: str) -> MemoryRecord:
         return self._read_text(name, fast=False)[1]
 
-    def _write(self, record: MemoryRecord, *, create: bool = False) -> None:
-        entry = self.store.write(self._key(record.name), render_record(record).encode("utf-8"), create=create)
+    def _write(self, record: MemoryRecord, *, create: bool = False, text: str | None = None) -> None:
+        """Write record; `text` is its file text when it is not simply rendered (an edit in place)."""
+        data = (render_record(record) if text is None else text).encode("utf-8")
+        entry = self.store.write(self._key(record.name), data, create=create)
         if self._index is not None:
             self._index.records_written([(entry, record)])
 
@@ -162,13 +192,15 @@ class MemoryService:
         if type is None and description is None and body is None:
             raise UsageError("nothing to update: give --type, --description or a body")
         with self._lock():
-            current = self._read(name)
+            text, current = self._read_text(name, fast=False)
             changes = {
                 "type": current.type if type is None else validate_type(type),
                 "description": current.description
                 if description is None
                 else validate_description(description),
-                "body": current.body if body is None else validate_body(body),
+                "body": current.body
+                if body is None
+                else with_line_ending(validate_body(body), line_ending(text)),
             }
             if all(getattr(current, key) == value for key, value in changes.items()):
                 return UpdateResult(current, changed=False)
@@ -182,20 +214,21 @@ class MemoryService:
                 extra=current.extra,
                 **changes,
             )
-            self._write(record)
+            self._write(record, text=updated_text(text, current, record))
         return UpdateResult(record, changed=True)
 
     def update_auto(self, name: str, *, description: str, body: str) -> MemoryRecord:
         """Update a record automatic extraction wrote; a manual record is never touched."""
         with self._lock():
-            current = self._read(name)
+            text, current = self._read_text(name, fast=False)
             if current.provenance != "auto":
                 raise Conflict(f"memory record {name!r} was written by a person; extraction never changes it")
-            description, body = validate_description(description), validate_body(body)
+            description = validate_description(description)
+            body = with_line_ending(validate_body(body), line_ending(text))
             if (description, body) == (current.description, current.body):
                 return current
             record = current._replace(description=description, body=body, updated=utc_now())
-            self._write(record)
+            self._write(record, text=updated_text(text, current, record))
         return record
 
     def delete(self, name: str) -> None:
@@ -215,7 +248,8 @@ class MemoryService:
     @rebuild_if_corrupt("_index")
     def list(self) -> RecordList:
         index = self.index()
-        return RecordList(index.records(), index.problems())
+        problems = sorted([*index.problems(), *self._folder_problems()])
+        return RecordList(index.records(), problems)
 
     @rebuild_if_corrupt("_index")
     def manifest(self, query: str | None = None) -> Manifest:
@@ -284,8 +318,9 @@ class MemoryService:
                 selection = select_with_model(role, query, manifest, limit) if manifest else None
                 if selection is not None:
                     names, dropped, method = selection.names, selection.dropped, "model"
-                if dropped:
-                    warnings.append(f"dropped {len(dropped)} name(s) the recall model invented")
+                    if selection.dropped_count:
+                        count = selection.dropped_count
+                        warnings.append(f"dropped {count} name(s) the recall model invented")
             except ModelError as exc:
                 warnings.append(f"{exc}; used lexical ranking instead")
         records = self._mark_recalled(names, warnings)
@@ -301,11 +336,18 @@ class MemoryService:
     def _mark_recalled(self, names: list[str], warnings: list[str]) -> list[MemoryRecord]:
         """Read the chosen bodies and bump recallCount/lastRecalledAt under the user's lock.
 
-        Only the telemetry lines of each file change, so a person's formatting survives.
+        Only the telemetry lines of each file change, so a person's formatting survives. When the
+        vault refuses a write (read-only, full disk, no permission) the recall still answers:
+        telemetry is skipped from then on, with one warning, not one per record.
         """
+        import sqlite3
+
+        from ..errors import as_aibuddy_error
+
         records: list[MemoryRecord] = []
         written: list[tuple[Entry, MemoryRecord]] = []
         now = utc_now()
+        refused = False
         try:
             with self._lock():
                 for name in names:
@@ -314,16 +356,27 @@ class MemoryService:
                     except (NotFound, MalformedRecord) as exc:
                         warnings.append(f"skipped {name}: {exc.message}")
                         continue
-                    recalled = record.recalled(now)
-                    try:
-                        data = mark_recalled_text(text, recalled).encode("utf-8")
-                        written.append((self.store.write(self._key(name), data), recalled))
-                    except OSError as exc:
-                        warnings.append(f"could not record the recall of {name}: {exc.strerror or exc}")
-                        recalled = record
-                    records.append(recalled)
+                    if not refused:
+                        recalled = record.recalled(now)
+                        try:
+                            edited = mark_recalled_text(text, recalled)
+                            if edited == text:  # a header whose telemetry lines cannot be edited alone
+                                warnings.append(f"recall of {name} not recorded: its header cannot be edited")
+                                records.append(record)
+                                continue
+                            entry = self.store.write(self._key(name), edited.encode("utf-8"))
+                            written.append((entry, recalled))
+                            record = recalled
+                        except OSError as exc:
+                            refused = True
+                            reason = as_aibuddy_error(exc).message
+                            warnings.append(f"could not record the recall ({reason}); telemetry skipped")
+                    records.append(record)
                 if written and self._index is not None:
-                    self._index.records_written(written)
+                    try:
+                        self._index.records_written(written)
+                    except sqlite3.Error:
+                        pass  # only a shortcut: the next refresh sees these files changed
         except Conflict as exc:
             warnings.append(f"{exc.message}; recall telemetry not updated")
             for name in names[len(records) :]:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..errors import AibuddyError, ModelError, NotFound
+from ..errors import AibuddyError, ModelError, NotFound, as_aibuddy_error
 from ..knowledge.service import KnowledgeService
 from ..memory.service import MemoryService
 from ..vault import Vault
@@ -56,7 +56,7 @@ def digest_line(message: TaskMessage, tool: str | None = None) -> str:
 
 
 MAX_POINTERS = 12
-_CITATION = re.compile(r"\[([\w./-]+#[^\]\s]+)\]")
+_CITATION = re.compile(r"\[([^\[\]\s#]+#[^\]\s]+)\]")  # [doc#anchor], ids in any script
 
 
 class Pointers(NamedTuple):
@@ -210,10 +210,19 @@ class ContextAssembler:
                     role,
                     [{"role": "system", "content": COMPACT_PROMPT}, {"role": "user", "content": history}],
                 )
-                return text.strip() + self._pointer_appendix(older), "model"
+                return self._bounded(text.strip()) + self._pointer_appendix(older), "model"
             except ModelError as exc:
                 self.warnings.append(f"{exc}; used a deterministic digest of the older messages")
         return self._digest(older), "digest"
+
+    def _bounded(self, summary: str) -> str:
+        """A model summary within the digest's budget (half the compaction threshold): a reply
+        of any size never reaches the context or the cached summary in the vault whole."""
+        limit = self.vault.config.context.compact_at_tokens // 2 * 4
+        if len(summary) <= limit:
+            return summary
+        self.warnings.append(f"the compact model's summary was cut to its budget ({limit} characters)")
+        return summary[: limit - 1] + "…"
 
     @staticmethod
     def _pointer_appendix(older: list[TaskMessage]) -> str:
@@ -278,4 +287,6 @@ class ContextAssembler:
 
 
 def _failure(exc: Exception) -> str:
-    return exc.message if isinstance(exc, AibuddyError) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, AibuddyError | OSError):
+        return as_aibuddy_error(exc).message
+    return f"{type(exc).__name__}: {exc}"
