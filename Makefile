@@ -28,6 +28,7 @@ test: install
 # `ruff format --check` is not part of lint yet: the code is not ruff-format-clean.
 lint: $(STAMP)
 	$(PY) -m ruff check aibuddy_cli tests bench
+	$(PY) -m mypy aibuddy_cli
 
 bench: install
 	$(PY) bench/bench_memory.py

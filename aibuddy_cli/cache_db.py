@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from zlib import crc32
 
-from .errors import AibuddyError, Conflict, write_refused
+from .errors import AibuddyError, Busy, write_refused
 from .storage import Entry
 
 Method = TypeVar("Method", bound=Callable[..., Any])
@@ -118,7 +118,7 @@ def rebuild_if_corrupt(attribute: str) -> Callable[[Method], Method]:
                 except sqlite3.DatabaseError as error:
                     cache = getattr(self, attribute, None)
                     if is_contention(error):
-                        raise Conflict(f"the vault's index is busy ({error}); try again") from None
+                        raise Busy(f"the vault's index is busy ({error}); try again") from None
                     if cache is not None and cannot_write(error) and cache.to_memory():
                         continue
                     if cache is not None and is_corrupt(error) and not rebuilt:

@@ -43,6 +43,14 @@ class Conflict(AibuddyError):
     exit_code = ExitCode.CONFLICT
 
 
+class Busy(AibuddyError):
+    """Another aibuddy process holds a lock or the index: the one outcome worth trying again.
+    Exit code 4 like a conflict, with its own code string, so scripts can tell the two apart."""
+
+    code = "busy"
+    exit_code = ExitCode.CONFLICT
+
+
 class NotAllowed(AibuddyError):
     code = "not_allowed"
     exit_code = ExitCode.NOT_ALLOWED

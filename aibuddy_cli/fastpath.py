@@ -28,7 +28,7 @@ class Route(NamedTuple):
     citation: bool = False
 
 
-ROUTES = {
+ROUTES: dict[tuple[str, ...], Route] = {
     ("memory", "recall"): Route(("query",), {"--limit": "limit", "-n": "limit"}, {"limit": MAX_NUMBER}),
     ("kb", "search"): Route(
         ("query",),

@@ -2,7 +2,9 @@
 
 Each role (recall, extract, summary, knowledge, compact) resolves to a litellm model string or to
 "no model". Every failure (not configured, timeout, HTTP error, unusable reply) is a ModelError,
-which callers turn into their deterministic fallback. litellm's own printing never reaches stdout.
+which callers turn into their deterministic fallback through ModelCall / call_role, the one place
+for "configured? call, else fall back with a warning". Calls run on the long-lived threads of
+aibuddy_cli.model_workers; litellm's own printing never reaches stdout.
 """
 
 from __future__ import annotations
@@ -10,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol, TypeVar
 
+from .config import DEFAULT_TIMEOUT, ROLES  # declared with the other [models] keys
 from .errors import ModelError
 
 CONFIG_FILE = "aibuddy.toml"
-ROLES = ("recall", "extract", "summary", "knowledge", "compact")
-DEFAULT_TIMEOUT = 20.0
 _DISABLED = {"", "none", "off", "false", "0"}
 
 
@@ -80,68 +81,131 @@ def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, s
     )
 
 
+T = TypeVar("T")
+
+
+class WarningSink(Protocol):
+    """Where a fallback's warning goes: a list of strings, or a session's warnings sink."""
+
+    def append(self, warning: str, /) -> None: ...
+
+
+class ModelCall:
+    """The one place for "resolve the role, check it is configured, call, fall back with a warning".
+
+    `ModelCall(role, models, environ)` resolves the role once ([models] of aibuddy.toml and the
+    environment, as model_settings). Calling it runs `ask(settings)`, which makes the model calls
+    and checks the reply, raising ModelError for anything unusable. The result is what `ask`
+    returned, or None when the role has no model (silently) or any ModelError was raised: then
+    the warning `"{error}; {fallback}"` (or `fallback(error)`, by default the error's text) goes
+    to `warnings`, and the error stays in `failure` for callers that report it elsewhere
+    (`warnings=None`). Other exceptions are bugs and propagate.
+    """
+
+    def __init__(self, role: str, models: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+        self.settings = model_settings(role, models, environ)
+        self.failure: ModelError | None = None  # of the latest call
+
+    @property
+    def configured(self) -> bool:
+        return self.settings.configured
+
+    def __call__(
+        self,
+        ask: Callable[[ModelSettings], T],
+        *,
+        warnings: WarningSink | None,
+        fallback: str | Callable[[ModelError], str] = str,
+    ) -> T | None:
+        self.failure = None
+        if not self.settings.configured:
+            return None
+        try:
+            return ask(self.settings)
+        except ModelError as exc:
+            self.failure = exc
+            if warnings is not None:
+                warnings.append(f"{exc}; {fallback}" if isinstance(fallback, str) else fallback(exc))
+            return None
+
+
+def call_role(
+    role: str,
+    models: Mapping[str, Any],
+    environ: Mapping[str, str],
+    ask: Callable[[ModelSettings], T],
+    *,
+    warnings: WarningSink | None,
+    fallback: str | Callable[[ModelError], str],
+) -> T | None:
+    """One model call with its fallback: `ModelCall(role, models, environ)(ask, …)`."""
+    return ModelCall(role, models, environ)(ask, warnings=warnings, fallback=fallback)
+
+
+_litellm_module: Any = None
+
+
 def _litellm() -> Any:
-    # Production mode stops litellm from loading a .env from the working directory; the local
-    # cost map avoids a network fetch at import. Both must be set before the import.
-    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    """litellm, imported and quietened once per process (its verbosity and its loggers)."""
+    global _litellm_module
+    from .model_workers import IMPORT_LOCK
 
-    litellm.suppress_debug_info = True
-    litellm.set_verbose = False
-    import logging
+    with IMPORT_LOCK:
+        if _litellm_module is None:
+            # Production mode stops litellm from loading a .env from the working directory; the local
+            # cost map avoids a network fetch at import. Both must be set before the import.
+            os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import logging
 
-    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    return litellm
+            import litellm
+
+            litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners
+            litellm.set_verbose = False
+            for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+            _litellm_module = litellm
+    return _litellm_module
 
 
 def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
     """One chat completion; returns litellm's response message. Raises ModelError on any failure.
 
-    The call runs in a worker thread so the configured timeout bounds it even if the provider
-    client ignores its own timeout; anything litellm prints is swallowed, never sent to stdout.
+    The call runs on a model worker thread so the configured timeout bounds it even if the
+    provider client ignores its own timeout; anything litellm prints there is dropped, never sent
+    to stdout.
     """
     if settings.problem is not None:
         raise ModelError(f"{settings.role} model not called: {settings.problem}")
     if settings.model is None:
         raise ModelError(f"no model configured for the {settings.role} role")
-    import contextlib
-    import io
-    import threading
 
-    outcome: dict[str, Any] = {}
+    def call() -> Any:
+        litellm = _litellm()
+        kwargs: dict[str, Any] = dict(
+            model=settings.model,
+            messages=list(messages),
+            timeout=settings.timeout,
+            num_retries=0,
+            max_retries=0,
+            **options,
+        )
+        if settings.api_base:
+            kwargs["api_base"] = settings.api_base
+        return litellm.completion(**kwargs)
 
-    def call() -> None:
-        try:
-            litellm = _litellm()
-            kwargs: dict[str, Any] = dict(
-                model=settings.model,
-                messages=list(messages),
-                timeout=settings.timeout,
-                num_retries=0,
-                max_retries=0,
-                **options,
-            )
-            if settings.api_base:
-                kwargs["api_base"] = settings.api_base
-            outcome["response"] = litellm.completion(**kwargs)
-        except BaseException as exc:  # noqa: BLE001 - any provider failure becomes a ModelError
-            outcome["error"] = exc
+    from . import model_workers
 
-    worker = threading.Thread(target=call, name=f"aibuddy-model-{settings.role}", daemon=True)
-    # litellm prints banners with print(); stdout belongs to the caller's JSON, so swallow them.
-    with contextlib.redirect_stdout(io.StringIO()):
-        worker.start()
-        # The timeout bounds the call's whole wall time, litellm's import included (seconds on a
-        # cold start): a script that sets AIBUDDY_TIMEOUT=1 gets its answer or fallback in 1 s.
-        worker.join(settings.timeout)
-    if worker.is_alive():
+    model_workers.gate_stdout()
+    # The timeout bounds the call's whole wall time, litellm's import included (seconds on a
+    # cold start): a script that sets AIBUDDY_TIMEOUT=1 gets its answer or fallback in 1 s.
+    job = model_workers.run(call, settings.timeout)
+    if job.abandoned:
         raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s")
-    if "error" in outcome:
-        raise ModelError(_describe(outcome["error"], settings))
+    if job.error is not None:
+        raise ModelError(_describe(job.error, settings))
     try:
-        return outcome["response"].choices[0].message
+        return job.result.choices[0].message
     except (AttributeError, IndexError, KeyError, TypeError):
         raise ModelError(f"{settings.role} model returned no message") from None
 

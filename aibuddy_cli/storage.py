@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from stat import S_ISLNK, S_ISREG
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import NamedTuple, Protocol
 
-from .errors import Conflict, InvalidInput, NotFound
+from .errors import Busy, Conflict, InvalidInput, NotFound
 
 TEMP_PREFIX = ".aibuddy-tmp-"
 # A temp file older than this was left by a killed write: no write takes a minute, and age also
@@ -48,7 +48,30 @@ class Entry(NamedTuple):
 
 
 class Store(Protocol):
-    """What the services need from storage; a database or object store would implement this."""
+    """The narrow contract every service reads and writes the vault through: a database or an
+    object store would implement only this (tests/memory_store.py is a second implementation, and
+    the service tests run against both).
+
+    Keys are relative POSIX paths ("memory/demo/tea.md"), checked by `check_key`; a folder is a
+    key prefix. An implementation must:
+    - `scan(prefix, suffix)`: list the files directly in prefix whose names end with suffix (or
+      one of several), hidden names (starting with '.') left out; missing prefix → [].
+    - `folders(prefix)`: the sorted names of the sub-folders directly in prefix.
+    - `read(key)`: the bytes and their Entry; NotFound if absent; InvalidInput if key names a
+      folder or something that must not be followed (a symlink).
+    - `stat(key)`: the Entry (NotFound if absent). An Entry's (mtime_ns, ctime_ns, size) changes
+      whenever the content does: the derived indexes rely on it to notice edits.
+    - `write(key, data, create=False)`: replace atomically (a reader sees the old or the new bytes,
+      never a mix); with create=True, Conflict if the key exists. Returns the new Entry.
+    - `append(key, data)`: add data at the end (logs), creating the key; concurrent appends never
+      interleave.
+    - `move(key, new_key)`: rename, Conflict if new_key exists; `replace(key, new_key)`: rename
+      over it. NotFound if key is absent.
+    - `delete(key)`: NotFound if absent. `exists(key)`: whether anything is there.
+    - `lock(name, timeout)`: an exclusive lock shared by every process using the vault, not
+      reentrant; Busy when it is not free within timeout.
+    Failures the storage itself meets (read-only, full) are OSError with the errno and the path.
+    """
 
     def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]: ...
 
@@ -291,9 +314,13 @@ class FileStore:
             if exc.errno == errno.ELOOP:
                 raise InvalidInput(f"refusing {key}: it is a symlink") from None
             raise
+        st = os.fstat(fd)
+        if not S_ISREG(st.st_mode):  # a folder (or a device) where a file should be
+            os.close(fd)
+            kind = "a folder" if S_ISDIR(st.st_mode) else "not a regular file"
+            raise InvalidInput(f"{key} is {kind}, not a file")
         with os.fdopen(fd, "rb") as handle:
-            data = handle.read()
-            return data, _entry(key, os.fstat(handle.fileno()))
+            return handle.read(), _entry(key, st)
 
     def exists(self, key: str) -> bool:
         return os.path.lexists(self.path(key))
@@ -385,7 +412,7 @@ class FileStore:
         """Take the lock (waiting up to timeout, then "busy"); returns how to release it."""
         self.locks_dir.mkdir(parents=True, exist_ok=True)
         lock_path = self.locks_dir / f"{name}.lock"
-        busy = Conflict(f"the vault is busy ({name} locked for {timeout:.0f}s)")
+        busy = Busy(f"the vault is busy ({name} locked for {timeout:.0f}s); try again")
         try:
             import fcntl
         except ImportError:  # not POSIX: fall back to the portable library

@@ -1,6 +1,7 @@
-"""Locating the vault, reading its configuration, resolving the current user, naming its paths.
+"""Locating the vault, loading its configuration, resolving the current user, naming its paths.
 
-Every path inside a vault is spelled here, as a relative key that `storage` resolves safely.
+Every path inside a vault is spelled here, as a relative key that `storage` resolves safely. What
+aibuddy.toml may hold, and its defaults, is declared in `config`.
 """
 
 from __future__ import annotations
@@ -8,16 +9,24 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from .config import (  # noqa: F401 - re-exported: the configuration's names as they were imported here
+    CONFIG_FILE,
+    KNOWN_KEYS,
+    Config,
+    ContextSettings,
+    ExtractionSettings,
+    KnowledgeSettings,
+    RecallSettings,
+    config_from_data,
+    config_template,
+)
 from .errors import Conflict, InvalidInput, NotFound, UsageError
-from .models import ROLES as MODEL_ROLES
 from .storage import TEMP_PREFIX, atomic_write
 
-CONFIG_FILE = "aibuddy.toml"
 CACHE_DIR = ".aibuddy"
 # The derived cache, and temp files an interrupted atomic write may leave behind.
 GITIGNORE_LINES = (f"{CACHE_DIR}/", f"{TEMP_PREFIX}*")
@@ -37,145 +46,17 @@ def validate_record_name(name: str) -> str:
     return name
 
 
+def is_user_name(name: str) -> bool:
+    return _USER_NAME.fullmatch(name) is not None
+
+
 def validate_user_name(user: str) -> str:
-    if not _USER_NAME.fullmatch(user):
+    if not is_user_name(user):
         raise InvalidInput(
             f"invalid user name {user!r}: use 1-64 lowercase letters, digits, '.', '-' or '_', "
             "starting with a letter or digit"
         )
     return user
-
-
-class RecallSettings(NamedTuple):
-    window: int = 200
-    max_bodies: int = 5
-    lexical_share: int = 50  # manifest lines reserved for the best lexical matches
-
-
-class KnowledgeSettings(NamedTuple):
-    page_chars: int = 4000  # characters in one page of `kb read`
-    max_steps: int = 8  # model turns the knowledge subagent may take
-    tool_budget_tokens: int = 15_000  # estimated tokens all its tool results may add up to
-
-
-class ExtractionSettings(NamedTuple):
-    similarity: float = 0.6  # same-type description similarity at which a record is updated
-    min_salience: float = 0.5  # candidates below this are dropped
-    max_writes: int = 5  # records one model reply may create or update; the rest are dropped
-
-
-class ContextSettings(NamedTuple):
-    compact_at_tokens: int = 6000  # estimated history size above which older messages are summarised
-    recent_messages: int = 6  # messages always kept verbatim
-
-
-class Config(NamedTuple):
-    default_user: str | None = None
-    admins: tuple[str, ...] = ()
-    models: Mapping[str, Any] = MappingProxyType({})
-    recall: RecallSettings = RecallSettings()
-    knowledge: KnowledgeSettings = KnowledgeSettings()
-    extraction: ExtractionSettings = ExtractionSettings()
-    context: ContextSettings = ContextSettings()
-    warnings: tuple[str, ...] = ()  # unknown keys and ignored values, said on every run
-
-
-# The keys aibuddy.toml may hold: a top-level key, or a table and its keys.
-KNOWN_KEYS: dict[str, tuple[str, ...] | None] = {
-    "default_user": None,
-    "admins": None,
-    "models": ("default", "api_base", "timeout", *MODEL_ROLES),
-    "recall": tuple(RecallSettings._fields),
-    "knowledge": tuple(KnowledgeSettings._fields),
-    "extraction": tuple(ExtractionSettings._fields),
-    "context": tuple(ContextSettings._fields),
-}
-
-
-def _unknown_keys(data: Mapping[str, Any], source: str) -> list[str]:
-    """One warning per key aibuddy does not know, with the closest known spelling: a typo in
-    aibuddy.toml must not pass silently."""
-    import difflib
-
-    warnings = []
-
-    def warn(where: str, key: str, known: Iterable[str]) -> None:
-        close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        warnings.append(f"{source}: unknown {where}{key!r}{hint}; ignored")
-
-    for key, value in data.items():
-        if key not in KNOWN_KEYS:
-            warn("table " if isinstance(value, dict) else "key ", key, KNOWN_KEYS)
-            continue
-        table_keys = KNOWN_KEYS[key]
-        if table_keys is not None and isinstance(value, dict):
-            for inner in value:
-                if inner not in table_keys:
-                    warn(f"key in [{key}]: ", inner, table_keys)
-    return warnings
-
-
-def _int_setting(table: Mapping[str, Any], key: str, default: int, low: int, high: int, source: str) -> int:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidInput(f"{source}: {key} must be a whole number from {low} to {high}")
-    return value
-
-
-def _fraction_setting(table: Mapping[str, Any], key: str, default: float, source: str) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise InvalidInput(f"{source}: {key} must be a number from 0 to 1")
-    return float(value)
-
-
-def config_from_data(data: Mapping[str, Any], source: str = CONFIG_FILE) -> Config:
-    """Validate the parsed aibuddy.toml (source names it in messages)."""
-    warnings = _unknown_keys(data, source)
-    default_user = data.get("default_user")
-    if default_user is not None:
-        if not isinstance(default_user, str) or not _USER_NAME.fullmatch(default_user):
-            warnings.append(
-                f"{source}: default_user {default_user!r} is not a valid user name (1-64 lowercase "
-                "letters, digits, '.', '-' or '_'); ignored"
-            )
-            default_user = None
-    admins = data.get("admins", [])
-    if not isinstance(admins, list) or not all(isinstance(a, str) for a in admins):
-        raise InvalidInput(f"{source}: admins must be a list of user names")
-    models = data.get("models", {})
-    recall = data.get("recall", {})
-    knowledge = data.get("knowledge", {})
-    extraction = data.get("extraction", {})
-    context = data.get("context", {})
-    if not all(isinstance(table, dict) for table in (models, recall, knowledge, extraction, context)):
-        tables = "[models], [recall], [knowledge], [extraction], [context]"
-        raise InvalidInput(f"{source}: {tables} must be tables")
-    max_bodies = _int_setting(recall, "max_bodies", 5, 1, 5, source)
-    window = _int_setting(recall, "window", 200, max_bodies, 200, source)
-    share = _int_setting(recall, "lexical_share", min(50, window), 0, window, source)
-    return Config(
-        default_user=default_user,
-        admins=tuple(admins),
-        models=models,
-        recall=RecallSettings(window=window, max_bodies=max_bodies, lexical_share=share),
-        knowledge=KnowledgeSettings(
-            page_chars=_int_setting(knowledge, "page_chars", 4000, 200, 100_000, source),
-            max_steps=_int_setting(knowledge, "max_steps", 8, 1, 50, source),
-            tool_budget_tokens=_int_setting(knowledge, "tool_budget_tokens", 15_000, 500, 1_000_000, source),
-        ),
-        extraction=ExtractionSettings(
-            similarity=_fraction_setting(extraction, "similarity", 0.6, source),
-            min_salience=_fraction_setting(extraction, "min_salience", 0.5, source),
-            max_writes=_int_setting(extraction, "max_writes", 5, 1, 100, source),
-        ),
-        context=ContextSettings(
-            compact_at_tokens=_int_setting(context, "compact_at_tokens", 6000, 100, 10_000_000, source),
-            recent_messages=_int_setting(context, "recent_messages", 6, 1, 1000, source),
-        ),
-        warnings=tuple(warnings),
-    )
 
 
 class Vault(NamedTuple):
@@ -323,36 +204,6 @@ VAULT_FOLDERS = (
     "knowledge/personal",
     "tasks",
 )
-
-
-def config_template(user: str) -> str:
-    return f"""# aibuddy vault configuration
-default_user = "{user}"
-admins = ["{user}"]
-
-[models]
-# litellm model strings per role (recall, extract, summary, knowledge, compact) or
-# `default` for all. Unset means "no model": the deterministic paths run.
-# default = "openai/gpt-4o-mini"
-# recall = "ollama/llama3.2"
-# api_base = "http://127.0.0.1:11434"
-timeout = 20
-
-[recall]
-window = 200
-max_bodies = 5
-
-[knowledge]
-page_chars = 4000
-max_steps = 8
-
-[extraction]
-similarity = 0.6
-max_writes = 5
-
-[context]
-compact_at_tokens = 6000
-"""
 
 
 def default_user_name(environ: Mapping[str, str]) -> str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,11 +12,16 @@ import pytest
 from fake_openai import FakeOpenAI
 from typer.testing import CliRunner
 
+import aibuddy_cli
 from aibuddy_cli.cli.app import app
+from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault, init_vault
 
 REPO = Path(__file__).resolve().parent.parent
+# The code these tests import (this checkout, or a copy under test); child processes run it too.
+CODE = Path(aibuddy_cli.__file__).resolve().parent.parent
 SAMPLE_VAULT = REPO / "sample_vault"
 # Small documents written for these tests; they always travel with the repository.
 FIXTURE_DOCS = Path(__file__).parent / "fixtures" / "docs"
@@ -94,3 +100,66 @@ def run_aibuddy(
     input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([*exe, *args], env=env, cwd=cwd, input=input, capture_output=True, timeout=120)
+
+
+def child_env(vault_root: Path, user: str = "demo", **extra: str) -> dict[str, str]:
+    """The environment of a child `aibuddy` process: this vault and user, none of the caller's
+    AIBUDDY_/OPENAI_ settings, and PYTHONPATH to the code these tests import."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
+    return {**clean, "AIBUDDY_VAULT": str(vault_root), "AIBUDDY_USER": user, **extra, "PYTHONPATH": str(CODE)}
+
+
+@pytest.fixture
+def env(vault: Vault) -> dict[str, str]:
+    """child_env for the test vault as user demo."""
+    return child_env(vault.root)
+
+
+def ok(result: Any) -> dict[str, Any]:
+    """The JSON document of a CliRunner result that must have succeeded."""
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    return json.loads(result.stdout)
+
+
+def write_file(folder: Path, name: str, content: str | bytes) -> Path:
+    """folder/name holding content (str as UTF-8), folders made as needed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return path
+
+
+def record_path(vault: Vault, name: str, user: str = "demo") -> Path:
+    return vault.root / "memory" / user / f"{name}.md"
+
+
+def write_record_file(vault: Vault, name: str, content: str | bytes, user: str = "demo") -> Path:
+    """A record file written by hand, as a person or git would leave it."""
+    return write_file(record_path(vault, name, user).parent, f"{name}.md", content)
+
+
+@pytest.fixture
+def kvault(tmp_path: Path) -> Vault:
+    """A vault where alice is the admin and bob is not."""
+    return init_vault(tmp_path / "kvault", "alice")
+
+
+def kb(vault: Vault, user: str) -> KnowledgeService:
+    """A fresh knowledge service of user on vault, as a new process would open it."""
+    return KnowledgeService(Vault.open(vault.root), user, environ={})
+
+
+def published(service: KnowledgeService, *paths: Path, scope: str = "system") -> list[str]:
+    """Import paths and publish them; their document references."""
+    refs = [o.doc for o in service.import_paths([str(p) for p in paths], scope=scope)]
+    service.publish(*refs)
+    return refs
+
+
+@pytest.fixture
+def kb_vault(vault: Vault) -> Vault:
+    """The test vault with system/ch08-02-strings published and task t1 using it."""
+    published(KnowledgeService(vault, "demo", environ={}), STRINGS)
+    tasks = TaskService(vault, "demo")
+    tasks.set_attached(tasks.new("strings").id, {"system/ch08-02-strings": True})
+    return vault

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_aibuddy
+from conftest import child_env, run_aibuddy
 from typer.testing import CliRunner
 
 from aibuddy_cli import fastpath
@@ -60,8 +59,7 @@ def kb(vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Vault:
 
 @pytest.fixture
 def env(kb: Vault) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
-    return {**clean, "AIBUDDY_VAULT": str(kb.root), "AIBUDDY_USER": "demo", "PYTHONPATH": str(REPO)}
+    return child_env(kb.root)
 
 
 # (arguments after `kb read`, the document and anchor they name)

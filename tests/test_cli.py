@@ -208,3 +208,15 @@ def test_main_returns_the_exit_code_of_typed_errors(
     assert main(["memory", "show", "nope", "--json"]) == 3
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "not_found"
     assert main(["--version"]) == 0
+
+
+def test_os_errors_get_clean_exit_codes(cli, vault: Vault, tmp_path: Path) -> None:
+    (vault.root / "memory" / "demo" / "x.md").mkdir(parents=True)
+    shown = cli("memory", "show", "x", "--json")
+    assert shown.exit_code == 6 and json.loads(shown.stdout)["error"]["code"] == "invalid_input"
+    not_a_vault = tmp_path / "file"
+    not_a_vault.write_text("")
+    result = cli("--vault", str(not_a_vault), "memory", "list", "--json")
+    assert result.exit_code == 3
+    folder = cli("memory", "extract", "--transcript", str(tmp_path), "--json")
+    assert folder.exit_code == 6

@@ -218,7 +218,7 @@ def test_terminal_memory_output_shows_markup_and_control_characters_as_written(
 
     write_record(hostile, "markup", "[bold red]shout[/] [link=https://example.com]x[/link]", "ok\n")
     memory = MemoryService(hostile, "demo", environ={})
-    rich_output.show_list(memory.list())
+    rich_output.show_list(memory.list_records())
     rich_output.show_manifest(memory.manifest(None))
     rich_output.show_record(memory.show("evil"))
     rich_output.show_record(memory.show("markup"))

@@ -5,15 +5,15 @@ document is named (show, outline, read, attach, review, map, task context, kb as
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_aibuddy
+from conftest import child_env, kb, ok, run_aibuddy
+from conftest import write_file as write
 from fake_openai import FakeOpenAI
 
-import aibuddy_cli
+from aibuddy_cli.errors import NotFound
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.tasks.service import TaskService
@@ -21,17 +21,6 @@ from aibuddy_cli.vault import Vault
 
 NOTES = "# Notes\n\nBob's private salary negotiation notes.\n"
 PLAN = "# Plan\n\nCarol's secret reorganisation proposal.\n"
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def ok(result: Any) -> dict[str, Any]:
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    return json.loads(result.stdout)
 
 
 @pytest.fixture
@@ -83,15 +72,8 @@ def test_another_users_personal_document_is_as_missing_as_one_that_does_not_exis
     assert "personal document" not in texts[0]
 
 
-def child_env(vault: Vault, user: str) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
-    # The child runs the code this test imported.
-    code = str(Path(aibuddy_cli.__file__).resolve().parent.parent)
-    return {**clean, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": user, "PYTHONPATH": code}
-
-
 def test_the_fast_path_read_says_missing_too(vault: Vault, bob_notes: str, aibuddy_exe: list[str]) -> None:
-    env = child_env(vault, "alice")
+    env = child_env(vault.root, "alice")
     for doc in (bob_notes, "personal/bob/ghost"):
         for args in (("kb", "read", doc, "notes", "--json"), ("kb", "read", f"{doc}#notes")):
             result = run_aibuddy(aibuddy_exe, *args, env=env)
@@ -254,3 +236,34 @@ def test_a_file_dropped_into_system_pending_is_not_revealed_to_whoever_runs_a_co
     assert "layoffs" not in bob.stdout + bob.stderr
     assert_missing(cli("--user", "bob", "kb", "show", "layoffs", "--json"), "layoffs")
     assert "system/layoffs" in listed(cli, "demo", "pending")
+
+
+# --- the service alone ---------------------------------------------------------------------
+
+
+def test_refresh_warnings_never_name_other_users_documents(kvault: Vault) -> None:
+    secret = kvault.root / "knowledge/personal/alice/pending/acme-merger-plan.md"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("# Merger\n")
+    bob = kb(kvault, "bob")
+    bob.documents()
+    assert not any("acme" in w for w in bob.warnings)
+    alice = kb(kvault, "alice")
+    alice.documents()  # already reconciled by bob's refresh: nothing new to say, and no leak
+    assert [d.ref.qualified for d in alice.documents("pending")] == ["personal/alice/acme-merger-plan"]
+
+
+def test_pending_system_documents_are_seen_by_reviewers_and_their_proposer_only(
+    kvault: Vault, tmp_path: Path
+) -> None:
+    carol = kb(kvault, "carol")
+    (proposal,) = [
+        o.doc
+        for o in carol.import_paths([str(write(tmp_path, "plan.md", "# Plan\n\nsecret\n"))], scope="system")
+    ]
+    assert carol.show(proposal)[1].title == "Plan"
+    assert kb(kvault, "alice").body(proposal)[1] == b"# Plan\n\nsecret\n"
+    bob = kb(kvault, "bob")
+    for action in (lambda: bob.show(proposal), lambda: bob.body(proposal)):
+        with pytest.raises(NotFound, match="no document"):
+            action()

@@ -9,12 +9,11 @@ import os
 import subprocess
 import unicodedata
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import run_aibuddy
+from conftest import child_env, ok, run_aibuddy
+from conftest import write_file as write
 
-import aibuddy_cli
 from aibuddy_cli.errors import InvalidInput
 from aibuddy_cli.knowledge.documents import doc_id_from_name, validate_doc_id
 from aibuddy_cli.knowledge.service import KnowledgeService
@@ -29,28 +28,10 @@ def nfd(text: str) -> str:
     return unicodedata.normalize("NFD", text)
 
 
-def ok(result: Any) -> dict[str, Any]:
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    return json.loads(result.stdout)
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def imported(cli, *paths: Path, scope: str = "system", user: str = "demo") -> list[str]:
     report = ok(cli("--user", user, "kb", "import", *map(str, paths), "--scope", scope, "--json"))
     assert [f["status"] for f in report["files"]] == ["imported"] * len(paths), report
     return [f["doc"] for f in report["files"]]
-
-
-def child_env(vault: Vault) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
-    code = str(Path(aibuddy_cli.__file__).resolve().parent.parent)  # the code this test imported
-    return {**clean, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo", "PYTHONPATH": code}
 
 
 # --- document ids from file names ---------------------------------------------------------
@@ -161,7 +142,7 @@ def test_a_unicode_document_works_everywhere_a_document_is_named(
     citation = f"{hit['doc']}#{hit['anchor']}"
     assert "最多五条" in ok(cli("kb", "read", citation, "--task", task, "--json"))["text"]
     # The same through real processes: the fast path (search, read) and the Typer app (show).
-    env = child_env(vault)
+    env = child_env(vault.root)
     for args in (("kb", "read", citation, "--json"), ("kb", "read", "周报模板", "格式", "--json")):
         result = run_aibuddy(aibuddy_exe, *args, env=env)
         assert result.returncode == 0, result.stderr
@@ -234,7 +215,7 @@ def test_anchors_equal_once_normalised_are_a_conflict_to_choose_from(cli, guide:
 def test_the_fast_path_matches_normalised_anchors_too(
     vault: Vault, guide: str, aibuddy_exe: list[str]
 ) -> None:
-    env = child_env(vault)
+    env = child_env(vault.root)
     for args in (("kb", "read", guide, "CAFÉ", "--json"), ("kb", "read", nfd(f"{guide}#Café"))):
         result = run_aibuddy(aibuddy_exe, *args, env=env)
         assert result.returncode == 0, result.stderr
@@ -253,7 +234,7 @@ def test_an_unknown_anchor_still_suggests_the_closest(cli, guide: str) -> None:
 def run(exe: list[str], vault: Vault, *args: str) -> subprocess.CompletedProcess[bytes]:
     # A short timeout: reading a FIFO nobody writes to would wait forever.
     return subprocess.run(
-        [*exe, *args], env=child_env(vault), capture_output=True, timeout=30, stdin=subprocess.DEVNULL
+        [*exe, *args], env=child_env(vault.root), capture_output=True, timeout=30, stdin=subprocess.DEVNULL
     )
 
 

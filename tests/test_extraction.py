@@ -109,7 +109,7 @@ def test_a_near_duplicate_of_an_auto_record_updates_it_and_keeps_its_identity(
         before.created,
         before.recall_count,
     )
-    assert [item.record.name for item in memory.list().records] == ["report-style"]
+    assert [item.record.name for item in memory.list_records().records] == ["report-style"]
 
 
 def test_a_near_duplicate_of_a_manual_record_is_never_written(
@@ -126,7 +126,7 @@ def test_a_near_duplicate_of_a_manual_record_is_never_written(
     result = Extractor(memory).run(talk("Please always use three sections in each weekly report.", "Sure."))
     assert result.written == [] and result.decisions[-1].outcome == "protected"
     assert path.read_bytes() == before
-    assert [item.record.name for item in memory.list().records] == ["report-style"]
+    assert [item.record.name for item in memory.list_records().records] == ["report-style"]
 
 
 def test_equivalent_content_is_a_no_op(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
@@ -207,7 +207,7 @@ def test_bad_candidates_are_skipped_and_the_others_go_through(
     assert result.written == ["timezone"]
     outcomes = [d.outcome for d in result.decisions if d.step in ("candidate", "write")]
     assert outcomes == ["dropped"] * 6 + ["created"]
-    assert [item.record.name for item in memory.list().records] == ["timezone"]
+    assert [item.record.name for item in memory.list_records().records] == ["timezone"]
 
 
 @pytest.mark.parametrize(
@@ -219,7 +219,7 @@ def test_model_failures_are_logged_and_nothing_is_written(
     fake_openai.enqueue(**reply)
     result = Extractor(memory).run(talk("I prefer short answers.", "ok"))
     assert result.written == [] and result.decisions[-1].outcome == "failed"
-    assert memory.list().records == []
+    assert memory.list_records().records == []
     assert log_entries(vault)[-1]["decisions"][-1]["outcome"] == "failed"
 
 
@@ -309,7 +309,7 @@ def test_without_a_model_the_cue_is_reported_and_nothing_written(vault: Vault) -
     result = Extractor(memory).run(talk("以后周报都用三段式格式。", "好的。"))
     assert result.cues == ["preference"]
     assert result.decisions[-1].step == "model" and "nothing written" in result.decisions[-1].detail
-    assert memory.list().records == []
+    assert memory.list_records().records == []
 
 
 def test_cli_extract_dry_run_writes_nothing(

@@ -59,7 +59,7 @@ def test_one_extraction_reply_writes_at_most_five_records(
     memory = MemoryService(vault, "demo", environ=model_env)
     fake_openai.reply_json({"candidates": [candidate(i) for i in range(8)]})
     result = Extractor(memory).run(CUE)
-    assert len(result.written) == 5 and len(memory.list().records) == 5
+    assert len(result.written) == 5 and len(memory.list_records().records) == 5
     over = [d for d in result.decisions if "max_writes" in d.detail]
     assert [d.name for d in over] == ["fact-5", "fact-6", "fact-7"]
     assert all(d.outcome == "dropped" for d in over)
@@ -78,7 +78,7 @@ def test_max_writes_is_configurable_and_a_flood_stays_bounded(
     flood = [candidate(i) for i in range(3)] + [{"name": "x" * 2000, "type": "y" * 2000}] * 1000
     fake_openai.reply_json({"candidates": flood})
     result = Extractor(memory).run(CUE)
-    assert len(result.written) == 2 and len(memory.list().records) == 2
+    assert len(result.written) == 2 and len(memory.list_records().records) == 2
     assert (
         len(result.decisions) < 40
         and result.decisions[-1].detail == "981 more: over [extraction] max_writes (2)"
@@ -93,7 +93,7 @@ def test_a_flood_of_invalid_candidates_is_weighed_only_up_to_a_bound(
     junk = {"name": "Bad Name " + "z" * 2000, "type": "user", "description": "d"}
     fake_openai.reply_json({"candidates": [junk] * 2000})
     result = Extractor(memory).run(CUE)
-    assert result.written == [] and memory.list().records == []
+    assert result.written == [] and memory.list_records().records == []
     assert len(result.decisions) < 100
     assert "more: over 50 candidates in one reply" in result.decisions[-1].detail
     assert len(json.dumps(result.to_json())) < 50_000

@@ -12,16 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BODY, STRINGS
+from conftest import BODY, STRINGS, ok, published, write_file
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.errors import InvalidInput
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.vault import Vault
-
-
-def ok(result) -> dict:
-    assert result.exit_code == 0, result.stderr + result.stdout
-    return json.loads(result.stdout)
 
 
 def test_import_review_task_search_read_round_trip(cli, vault: Vault, tmp_path: Path) -> None:
@@ -138,7 +134,7 @@ def test_summaries_through_the_model_and_their_failures(
     # a summary made for an older body is discarded
     service = KnowledgeService(Vault.open(vault.root), "demo", environ={})
     ref, meta = service.show("body")
-    result = service._store_summary(ref, "0" * 64, "stale")
+    result = service.summaries.store_summary(ref, "0" * 64, "stale")
     assert result["summarized"] is False and service.show("body")[1].summary.startswith("How to declare")
 
 
@@ -186,3 +182,14 @@ def test_kb_watch_follows_edits_new_files_and_stops_on_ctrl_c(aibuddy_exe: list[
         _, err = watcher.communicate(timeout=20)
     assert watcher.returncode == 0, err
     assert "returned to pending" in err
+
+
+def test_odd_numbers_are_refused_cleanly(cli, vault: Vault, tmp_path: Path) -> None:
+    service = KnowledgeService(vault, "demo", environ={})
+    published(service, write_file(tmp_path, "box.md", "# Box\n\nbox text\n"))
+    assert cli("kb", "read", "box", "box", "--cursor", "abcdef123456.00000000.²", "--json").exit_code == 6
+    assert cli("kb", "read", "box", "box", "--cursor", "a.b." + "9" * 5000, "--json").exit_code == 6
+    assert cli("kb", "search", "box", "--limit", "99999999999999999999", "--json").exit_code == 2
+    with pytest.raises(InvalidInput):
+        service.search("box", limit=10**9)
+    assert cli("kb", "reingest", "box", str(tmp_path), "--json").exit_code == 6

@@ -8,23 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import BODY, SPEC, STRINGS
+from conftest import BODY, SPEC, STRINGS, kb, published, write_file
 
 from aibuddy_cli.errors import Conflict, InvalidInput, NotAllowed, NotFound
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.tasks.service import TaskService
-from aibuddy_cli.vault import Vault, init_vault
-
-
-@pytest.fixture
-def kvault(tmp_path: Path) -> Vault:
-    """A vault where alice is the admin and bob is not."""
-    vault = init_vault(tmp_path / "kvault", "alice")
-    return vault
-
-
-def kb(vault: Vault, user: str) -> KnowledgeService:
-    return KnowledgeService(Vault.open(vault.root), user, environ={})
+from aibuddy_cli.vault import Vault
 
 
 def imported(service: KnowledgeService, *paths: Path, scope: str = "system") -> list[str]:
@@ -351,3 +340,89 @@ def test_odd_documents_import_search_and_read_without_a_crash(kvault: Vault, tmp
     assert big.text == "## End\n\nquokka\n"
     with pytest.raises(NotFound):
         alice.read("empty", "anything")
+
+
+# --- odd bodies, odd versions, odd files ---------------------------------------------------
+
+
+def test_a_published_body_made_unreadable_is_withdrawn(kvault: Vault, tmp_path: Path) -> None:
+    alice = kb(kvault, "alice")
+    (ref,) = published(alice, write_file(tmp_path, "zebra.md", "# Zebra\n\nzebrafish is safe\n"))
+    tasks = TaskService(Vault.open(kvault.root), "alice")
+    task = tasks.new("t")
+    tasks.set_attached(task.id, {ref: True})
+    assert alice.search("zebrafish", task=task.id)
+    (kvault.root / "knowledge/system/ready/zebra.md").write_bytes(b"# Zebra\n\nzebrafish is caf\xe9\n")
+    fresh = kb(kvault, "alice")
+    assert fresh.search("zebrafish", task=task.id) == []
+    assert any("not UTF-8" in w for w in fresh.warnings) and any(
+        "returned to pending" in w for w in fresh.warnings
+    )
+    assert (kvault.root / "knowledge/system/pending/zebra.md").exists()
+    assert fresh.map(task.id)[0] == []
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\x0c", "\x85", "\x0b"])
+def test_unusual_line_separators_do_not_shift_sections(kvault: Vault, tmp_path: Path, separator: str) -> None:
+    text = f"# Alpha\nalpha one{separator}alpha two{separator}alpha three\n## Beta\nbeta body\n"
+    alice = kb(kvault, "alice")
+    (ref,) = published(alice, write_file(tmp_path, "ls.md", text))
+    alpha = alice.read(ref, "alpha")
+    assert alpha.text == f"# Alpha\nalpha one{separator}alpha two{separator}alpha three\n"
+    assert alice.read(ref, "beta").text == "## Beta\nbeta body\n"
+    assert alice.search('"alpha three"')[0].hit.anchor == "alpha"
+
+
+def test_a_byte_order_mark_does_not_hide_the_first_heading(kvault: Vault, tmp_path: Path) -> None:
+    alice = kb(kvault, "alice")
+    (ref,) = imported(alice, write_file(tmp_path, "bom.md", "\ufeff# Deploy Policy\n\n## Rollback\n"))
+    meta = alice.show(ref)[1]
+    assert meta.title == "Deploy Policy" and [s.anchor for s in meta.outline] == ["deploy-policy", "rollback"]
+    assert (kvault.root / "knowledge/system/pending/bom.md").read_bytes().startswith(b"\xef\xbb\xbf")
+
+
+def test_phrase_search_looks_past_many_near_misses_and_across_line_wraps(
+    kvault: Vault, tmp_path: Path
+) -> None:
+    body = "# Tests\n\n" + "".join(f"## Case {i}\n\nthis runs tests quickly\n\n" for i in range(300))
+    body += "## Target\n\nthe suite keeps running\ntests all night\n"
+    alice = kb(kvault, "alice")
+    published(alice, write_file(tmp_path, "many.md", body))
+    hits = alice.search('"running tests"')
+    assert [h.hit.anchor for h in hits] == ["target"]
+
+
+def test_a_document_with_published_and_pending_versions(kvault: Vault, tmp_path: Path) -> None:
+    alice = kb(kvault, "alice")
+    (ref,) = published(alice, write_file(tmp_path, "guide.md", "# Guide\n\nversion one\n"))
+    (kvault.root / "knowledge/system/pending/guide.md").write_text("# Guide\n\nversion two\n")
+    assert alice.read(ref, "guide").text == "# Guide\n\nversion one\n"
+    assert {(d.ref.status, d.ref.qualified) for d in alice.documents()} == {("ready", ref), ("pending", ref)}
+    assert [r.status for r in alice.publish(ref, ref)] == ["ready"]
+    assert alice.read(ref, "guide").text == "# Guide\n\nversion two\n"
+    assert [d.ref.status for d in alice.documents()] == ["ready"]
+
+
+@pytest.mark.parametrize(
+    "content, imported",
+    [
+        (b"# About PDF\n\nA PDF starts with %PDF-1.7 and a binary comment.\n", True),
+        (b"# GIF\n\nGIF89a is the animated format.\n", True),
+        (b"# Text\n\n" + b"x" * 9000 + b"\x00tail\n", False),
+    ],
+)
+def test_the_content_check_judges_the_whole_file(
+    kvault: Vault, tmp_path: Path, content: bytes, imported: bool
+) -> None:
+    (outcome,) = kb(kvault, "alice").import_paths([str(write_file(tmp_path, "x.md", content))])
+    assert (outcome.status == "imported") == imported
+
+
+def test_a_fifo_in_an_imported_folder_is_skipped(kvault: Vault, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    write_file(folder, "real.md", "# Real\n")
+    os.mkfifo(folder / "pipe.md")
+    outcomes = {
+        Path(o.source).name: o.status for o in kb(kvault, "alice").import_paths([str(folder)], recursive=True)
+    }
+    assert outcomes == {"real.md": "imported", "pipe.md": "skipped"}

@@ -6,15 +6,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import record_path as record_file
+from conftest import write_record_file
 
 from aibuddy_cli.errors import Conflict, InvalidInput, MalformedRecord, NotFound, UsageError
-from aibuddy_cli.memory.records import MemoryRecord, render_record
+from aibuddy_cli.memory.records import MemoryRecord, parse_record, render_record
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
-
-
-def record_file(vault: Vault, name: str, user: str = "demo") -> Path:
-    return vault.root / "memory" / user / f"{name}.md"
 
 
 def test_save_creates_a_manual_record_and_refuses_an_existing_name(
@@ -90,7 +88,7 @@ def test_delete_and_show(memory: MemoryService) -> None:
         memory.show("tea")
     with pytest.raises(NotFound):
         memory.delete("tea")
-    assert memory.list().records == []
+    assert memory.list_records().records == []
 
 
 def test_users_never_see_each_other(vault: Vault) -> None:
@@ -98,13 +96,13 @@ def test_users_never_see_each_other(vault: Vault) -> None:
     bob = MemoryService(vault, "bob", environ={})
     alice.save("secret-plan", type="project", description="Alice's launch codename is Falcon", body="Falcon")
     bob.save("tea", type="user", description="Bob drinks tea", body="")
-    assert [r.record.name for r in bob.list().records] == ["tea"]
+    assert [r.record.name for r in bob.list_records().records] == ["tea"]
     assert bob.recall("launch codename Falcon").records == []
     assert [line.name for line in bob.manifest("Falcon").lines] == ["tea"]
     with pytest.raises(NotFound):
         bob.show("secret-plan")
     assert bob.clear() == (["tea"], [])
-    assert [r.record.name for r in alice.list().records] == ["secret-plan"]
+    assert [r.record.name for r in alice.list_records().records] == ["secret-plan"]
 
 
 def test_lexical_recall_ranks_english_and_chinese_and_counts_the_recall(memory: MemoryService) -> None:
@@ -195,19 +193,19 @@ def test_the_index_follows_edits_deletions_and_new_files_behind_its_back(
     shutil.copy(path, record_file(vault, "espresso"))  # e.g. arrived with a git pull
     text = record_file(vault, "espresso").read_text().replace("name: tea", "name: espresso")
     record_file(vault, "espresso").write_text(text)
-    assert sorted(r.record.name for r in memory.list().records) == ["espresso", "tea"]
+    assert sorted(r.record.name for r in memory.list_records().records) == ["espresso", "tea"]
     path.unlink()
-    assert [r.record.name for r in memory.list().records] == ["espresso"]
+    assert [r.record.name for r in memory.list_records().records] == ["espresso"]
     shutil.rmtree(vault.cache_dir)  # the cache is disposable
     assert [r.name for r in memory.recall("coffee").records] == ["espresso"]
 
 
 def test_a_corrupt_index_is_rebuilt(memory: MemoryService, vault: Vault) -> None:
     memory.save("tea", type="user", description="Drinks green tea", body="")
-    memory.list()
+    memory.list_records()
     vault.memory_index_path("demo").write_bytes(b"this is not a database" * 100)
     fresh = MemoryService(vault, "demo", environ={})
-    assert [r.record.name for r in fresh.list().records] == ["tea"]
+    assert [r.record.name for r in fresh.list_records().records] == ["tea"]
 
 
 def test_malformed_records_are_reported_skipped_and_never_rewritten(
@@ -226,7 +224,7 @@ def test_malformed_records_are_reported_skipped_and_never_rewritten(
     }
     for filename, text in broken.items():
         (folder / filename).write_text(text)
-    listed = memory.list()
+    listed = memory.list_records()
     assert [r.record.name for r in listed.records] == ["tea"]
     assert sorted(p.name for p in listed.problems) == sorted(f[:-3] for f in broken)
     result = memory.recall("tea")
@@ -260,5 +258,91 @@ def test_clear_removes_only_this_users_records(vault: Vault) -> None:
         alice.save(f"a-{i}", type="user", description="alice", body="")
     bob.save("b", type="user", description="bob", body="")
     assert alice.clear() == (["a-0", "a-1", "a-2"], [])
-    assert alice.list().records == []
-    assert [r.record.name for r in bob.list().records] == ["b"]
+    assert alice.list_records().records == []
+    assert [r.record.name for r in bob.list_records().records] == ["b"]
+
+
+@pytest.mark.parametrize(
+    "stamp", ["2026-02-30T00:00:00Z", "2026-13-01T00:00:00Z", "0000-01-01T00:00:00Z", "٢٠٢٦-01-01T00:00:00Z"]
+)
+def test_impossible_dates_make_a_record_malformed_not_a_crash(
+    memory: MemoryService, vault: Vault, stamp: str
+) -> None:
+    header = f"name: odd\ndescription: d\ntype: user\ncreated: {stamp}\n"
+    write_record_file(vault, "odd", f"---\n{header}---\nbody\n")
+    memory.save("fine", type="user", description="fine", body="")
+    listed = memory.list_records()
+    assert [r.record.name for r in listed.records] == ["fine"] and [p.name for p in listed.problems] == [
+        "odd"
+    ]
+    with pytest.raises(MalformedRecord):
+        memory.show("odd")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "recallCount:\n  3\nlastRecalledAt: null\n",  # value on a continuation line
+        "recallCount: 3\rowner: alice\nlastRecalledAt: null\n",  # an old Mac line break inside
+        # a telemetry key inside a quoted value
+        'description2: "two\nrecallCount: 9"\nrecallCount: 1\nlastRecalledAt: null\n',
+    ],
+)
+def test_a_recall_never_corrupts_or_drops_part_of_a_header(
+    memory: MemoryService, vault: Vault, header: str
+) -> None:
+    path = write_record_file(
+        vault, "tea", f"---\nname: tea\ndescription: Drinks green tea\ntype: user\n{header}---\ntea body\n"
+    )
+    before = parse_record("tea", path.read_bytes().decode())
+    assert [r.name for r in memory.recall("green tea").records] == ["tea"]
+    after = parse_record("tea", path.read_bytes().decode())
+    assert after.recall_count == before.recall_count + 1
+    assert after.extra == before.extra and after.body == before.body
+
+
+def test_a_body_that_starts_with_its_own_frontmatter_is_refused(memory: MemoryService) -> None:
+    with pytest.raises(InvalidInput, match="frontmatter"):
+        memory.save(
+            "post", type="project", description="x", body="---\ntitle: T\ndescription: Q3\n---\n# Notes\n"
+        )
+    memory.save("post", type="project", description="x", body="Intro\n---\ntitle: T\n---\n")
+
+
+def test_clear_goes_on_past_a_file_it_cannot_remove(
+    memory: MemoryService, vault: Vault, tmp_path: Path
+) -> None:
+    for name in ("a", "b"):
+        memory.save(name, type="user", description=name, body="")
+    outside = tmp_path / "outside.md"
+    outside.write_text("keep me")
+    os.symlink(outside, vault.root / "memory" / "demo" / "link.md")
+    removed, problems = memory.clear()
+    assert removed == ["a", "b"] and len(problems) == 1 and "symlink" in problems[0]
+    assert outside.read_text() == "keep me"
+
+
+def test_a_damaged_index_is_rebuilt_wherever_the_damage_is(memory: MemoryService, vault: Vault) -> None:
+    for i in range(60):
+        memory.save(
+            f"note-{i}", type="project", description=f"Note {i} about kubernetes", body="kubernetes " * 50
+        )
+    memory.recall("kubernetes")
+    index = vault.memory_index_path("demo")
+    fresh = MemoryService(vault, "demo", environ={})
+    fresh.list_records()
+    fresh._index.close()
+    for page in (3, 5, 7, 8):
+        with open(index, "r+b") as handle:
+            handle.seek(page * 4096)
+            handle.write(b"\xde\xad" * 1000)
+    again = MemoryService(vault, "demo", environ={})
+    assert len(again.recall("kubernetes").records) == 5
+    assert len(again.list_records().records) == 60
+
+
+def test_a_timestamp_far_in_the_future_does_not_break_the_index(memory: MemoryService, vault: Vault) -> None:
+    memory.save("far", type="user", description="far", body="")
+    os.utime(vault.root / "memory" / "demo" / "far.md", (300000000000, 300000000000))
+    assert [r.record.name for r in memory.list_records().records] == ["far"]
+    assert [r.record.name for r in MemoryService(vault, "demo", environ={}).list_records().records] == ["far"]

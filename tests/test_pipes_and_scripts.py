@@ -12,9 +12,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import run_aibuddy
+from conftest import child_env, run_aibuddy
 
-import aibuddy_cli
 from aibuddy_cli.vault import Vault
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses bash, FIFOs and /dev/zero")
@@ -24,12 +23,10 @@ EIGHT_MIB = 8 * 1024 * 1024
 
 @pytest.fixture
 def env(vault: Vault) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
+    environment = child_env(vault.root)
     # Buffered stdout as users have it (PYTHONUNBUFFERED would hide a broken pipe's error).
-    clean.pop("PYTHONUNBUFFERED", None)
-    # Child processes run the code these tests import (this checkout, or a copy under test).
-    source = Path(aibuddy_cli.__file__).resolve().parent.parent
-    return {**clean, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo", "PYTHONPATH": str(source)}
+    environment.pop("PYTHONUNBUFFERED", None)
+    return environment
 
 
 def shell(

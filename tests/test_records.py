@@ -325,3 +325,9 @@ def test_a_recall_changes_only_the_telemetry_lines_of_a_hand_written_header() ->
         without_telemetry, parse_record("tea", without_telemetry).recalled("2026-11-30T08:00:00Z")
     )
     assert "recallCount: 1" in rendered and rendered.endswith("---\nBody stays.\n")
+
+
+@pytest.mark.parametrize("separator", ["\x0c", "\x0b", "\x1c", "\u2028", "\x85"])
+def test_the_flat_parser_declines_line_breaks_yaml_does_not_know(separator: str) -> None:
+    assert _parse_flat_header(f"name: x{separator}description: hello\ntype: user\n") is None
+    assert _parse_flat_header("name: x\n\u3000\ntype: user\n") is None

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import record_path
+from conftest import write_record_file as write
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.memory.extraction import Extractor, Message
@@ -20,19 +22,6 @@ from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def record_path(vault: Vault, name: str, user: str = "demo") -> Path:
-    return vault.root / "memory" / user / f"{name}.md"
-
-
-def write(vault: Vault, name: str, data: str | bytes) -> Path:
-    path = record_path(vault, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    path.write_bytes(data)
-    return path
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -233,7 +222,7 @@ def test_markers_in_a_code_block_and_a_heading_underline_are_not_a_conflict(memo
     )
     memory.save("git-howto", type="reference", description="How to resolve a merge conflict", body=body)
     assert memory.show("git-howto").body == body
-    assert memory.list().problems == []
+    assert memory.list_records().problems == []
 
 
 # --- a recall edits only the telemetry lines; update keeps what it does not change --------
@@ -375,7 +364,7 @@ def test_extraction_drops_a_candidate_with_control_characters(
     turns = ["Write the weekly report.", "Here it is.", "From now on always use three sections.", "Noted."]
     messages = [Message("user" if i % 2 == 0 else "assistant", text) for i, text in enumerate(turns)]
     result = Extractor(modelled).run(messages)
-    assert result.written == [] and modelled.list().records == []
+    assert result.written == [] and modelled.list_records().records == []
     dropped = [d for d in result.decisions if d.step == "candidate"]
     assert [d.outcome for d in dropped] == ["dropped", "dropped"]
     assert "control character" in dropped[0].detail and not has_raw_control(dropped[0].detail)

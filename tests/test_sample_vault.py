@@ -17,7 +17,7 @@ def test_sample_vault_is_well_formed_and_covers_every_type(tmp_path: Path) -> No
     shutil.copytree(SAMPLE_VAULT, copy, ignore=shutil.ignore_patterns(".aibuddy"))
     vault = Vault.open(copy)
     assert vault.config.default_user == "demo"
-    listed = MemoryService(vault, "demo", environ={}).list()
+    listed = MemoryService(vault, "demo", environ={}).list_records()
     assert listed.problems == []
     records = [item.record for item in listed.records]
     assert len(records) >= 10

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import BODY, STRINGS
+from conftest import BODY, STRINGS, ok
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.service import KnowledgeService
@@ -13,11 +13,6 @@ from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.tasks.context import ContextAssembler
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
-
-
-def ok(result) -> dict:
-    assert result.exit_code == 0, result.stderr + result.stdout
-    return json.loads(result.stdout)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import ok
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
@@ -19,11 +20,6 @@ from aibuddy_cli.vault import Vault
 
 DEPLOY = "# Deploy guide\n\n## Rollback\n\nTo roll back, run `deployctl rollback --to previous`.\n"
 HIRING = "# Hiring guide\n\n## Interviews\n\nEvery candidate meets two engineers and one manager.\n"
-
-
-def ok(result) -> dict:
-    assert result.exit_code == 0, result.stderr + result.stdout
-    return json.loads(result.stdout)
 
 
 @pytest.fixture
@@ -116,7 +112,7 @@ def test_task_end_closes_the_task_when_the_memory_folder_is_odd(
 
 def _context_without_recall(vault: Vault) -> tuple[dict, list[str]]:
     tasks = TaskService(vault, "demo")
-    if not tasks.list():
+    if not tasks.list_tasks():
         tasks.new("Roll back the deploy")
         tasks.add_message("t1", "user", "How do I roll back?")
     assembler = ContextAssembler(Vault.open(vault.root), "demo", environ={})

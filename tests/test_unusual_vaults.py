@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BODY, run_aibuddy
+from conftest import BODY, CODE, child_env, run_aibuddy
 from typer.testing import CliRunner
 
-import aibuddy_cli
 from aibuddy_cli import errors
 from aibuddy_cli.cache_db import CacheDB
 from aibuddy_cli.cli.app import app
@@ -38,8 +37,6 @@ from aibuddy_cli.storage import TEMP_PREFIX, FileStore
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import CACHE_DIR, Vault
 
-CODE = Path(aibuddy_cli.__file__).resolve().parent.parent
-
 # --- helpers ------------------------------------------------------------------------------
 
 
@@ -49,14 +46,7 @@ def files_of(root: Path) -> dict[str, bytes]:
 
 
 def process_env(vault_root: Path, cache_home: Path) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
-    return {
-        **clean,
-        "AIBUDDY_VAULT": str(vault_root),
-        "AIBUDDY_USER": "demo",
-        "XDG_CACHE_HOME": str(cache_home),
-        "PYTHONPATH": str(CODE),  # child processes run the code this test imported
-    }
+    return child_env(vault_root, XDG_CACHE_HOME=str(cache_home))
 
 
 def warnings_in(stderr: bytes) -> list[str]:
@@ -166,7 +156,7 @@ def read_only_vault(request: pytest.FixtureRequest, stocked: Vault, tmp_path: Pa
     if request.param == "checkout":
         shutil.rmtree(stocked.root / CACHE_DIR)
     else:
-        MemoryService(stocked, "demo", environ={}).list()  # an index exists in the snapshot
+        MemoryService(stocked, "demo", environ={}).list_records()  # an index exists in the snapshot
         gc.collect()
     with read_only_view(stocked.root, tmp_path / "ro") as view:
         yield view
@@ -421,7 +411,7 @@ def test_recall_skips_telemetry_with_one_warning_when_writes_are_refused(
     stocked: Vault, monkeypatch: pytest.MonkeyPatch, code: int
 ) -> None:
     memory = MemoryService(stocked, "demo", environ={})
-    memory.list()  # the index is current: only the telemetry writes remain
+    memory.list_records()  # the index is current: only the telemetry writes remain
     before = files_of(stocked.root / "memory")
     refuse_temp_files(monkeypatch, code)
     result = memory.recall("weekly report")
@@ -496,7 +486,7 @@ def test_an_sqlite_error_that_is_not_contention_or_damage_is_not_busy(
 
 def test_an_index_another_process_holds_is_busy(cli, stocked: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     """Genuine contention stays "busy, try again" (exit 4)."""
-    MemoryService(stocked, "demo", environ={}).list()
+    MemoryService(stocked, "demo", environ={}).list_records()
     (stocked.root / "memory" / "demo" / "report-day.md").touch()  # the next read must update the index
     monkeypatch.setattr(MemoryIndex, "busy_timeout", 0.05)
     holder = sqlite3.connect(stocked.memory_index_path("demo"), isolation_level=None)
@@ -547,7 +537,7 @@ def test_a_lock_file_that_cannot_be_made_lets_reads_go_on_and_refuses_writes(
 
 def test_recall_answers_when_its_lock_cannot_be_made(stocked: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = MemoryService(stocked, "demo", environ={})
-    memory.list()
+    memory.list_records()
     before = files_of(stocked.root / "memory")
     refuse_lock_files(monkeypatch)
     result = memory.recall("weekly report")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aibuddy_cli.errors import Conflict, InvalidInput, NotFound, UsageError
+from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound, UsageError
+from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.storage import TEMP_PREFIX, FileStore
 from aibuddy_cli.vault import (
     Vault,
@@ -143,9 +144,10 @@ def test_the_lock_times_out_with_a_conflict(store: FileStore) -> None:
     )
     try:
         assert holder.stdout.readline().strip() == b"held"
-        with pytest.raises(Conflict, match="busy"):
+        with pytest.raises(Busy, match="busy") as raised:
             with store.lock("busy", timeout=0.2):
                 pass
+        assert (raised.value.code, int(raised.value.exit_code)) == ("busy", 4)  # not a "conflict"
     finally:
         holder.kill()
         holder.wait()
@@ -163,3 +165,22 @@ def test_config_edits_take_effect_despite_the_parse_cache(tmp_path: Path) -> Non
     assert (reopened.recall.max_bodies, reopened.default_user) == (3, "bob")
     (vault.cache_dir / "config.json").write_text("{not json")
     assert Vault.open(vault.root).config.recall.max_bodies == 3
+
+
+def test_init_ignores_the_cache_and_interrupted_writes(vault: Vault) -> None:
+    lines = (vault.root / ".gitignore").read_text().split()
+    assert ".aibuddy/" in lines and ".aibuddy-tmp-*" in lines
+
+
+def test_a_folder_swapped_for_a_symlink_is_refused_even_in_a_long_running_process(
+    memory: MemoryService, vault: Vault, tmp_path: Path
+) -> None:
+    memory.save("first", type="user", description="first", body="")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = vault.root / "memory" / "demo"
+    folder.rename(tmp_path / "moved")
+    os.symlink(outside, folder)
+    with pytest.raises(InvalidInput, match="symlink"):
+        memory.save("second", type="user", description="second", body="")
+    assert list(outside.iterdir()) == []

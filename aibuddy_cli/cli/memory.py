@@ -135,7 +135,7 @@ def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
     """List the current user's records (malformed ones are reported on stderr and skipped)."""
     state = state_of(ctx, json)
     memory = state.memory()
-    result = memory.list()
+    result = memory.list_records()
     memory_output.report_problems(result.problems, memory.prefix)
 
     def rich() -> None:

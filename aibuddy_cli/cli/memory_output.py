@@ -29,7 +29,7 @@ def show_conflict(conflict: MergeConflict, json_mode: bool) -> int:
     conflict's lines and two sides (and the common base of a diff3 conflict), and the raw text.
     stderr gets the message."""
     if json_mode:
-        error = {"code": conflict.code, "message": conflict.message, "path": conflict.path}
+        error: dict[str, Any] = {"code": conflict.code, "message": conflict.message, "path": conflict.path}
         error["conflicts"] = [region.to_json() for region in conflict.conflicts]
         error["text"] = conflict.text
         output.emit_json({"error": error})

@@ -46,7 +46,7 @@ def new(
 def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
     """Your tasks."""
     state = state_of(ctx, json)
-    tasks = _tasks(state).list()
+    tasks = _tasks(state).list_tasks()
     text = "\n".join(_task_text(task) for task in tasks)
     render(
         state.json,

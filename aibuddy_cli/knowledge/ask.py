@@ -2,21 +2,27 @@
 
 The model gets the question and the task's document map, and three read-only tools over the
 task's usable documents: search_docs, read_doc, read_section. It never sees the task's messages
-or the user's memory. Steps and tool output are bounded
-(`[knowledge] max_steps`, `tool_budget_tokens`). Only sections the loop actually read may
-be cited; anything else is removed and reported. Without a model, or when the model fails, the
-answer is extractive: the best sections' relevant passages, labelled as excerpts.
+or the user's memory. The tools and the loop are those of aibuddy_cli.agent: steps and tool
+output are bounded (`[knowledge] max_steps`, `tool_budget_tokens`), and a tool's failure goes back
+to the model as data. Only sections the loop actually read may be cited; anything else is
+removed and reported. Without a model, or when the model fails, the answer is extractive: the
+best sections' relevant passages, labelled as excerpts.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from ..agent import Tool, agent_loop, litellm_complete
 from ..errors import AibuddyError, InvalidInput, ModelError
 from .outline import split_lines
 from .service import KnowledgeService
+
+if TYPE_CHECKING:
+    from ..models import ModelSettings
 
 EXCERPT_CHARS = 700
 MAX_ANSWER_CHARS = 20_000  # of a model's answer
@@ -33,48 +39,84 @@ When you are done, reply with JSON only:
 Cite only sections you read with read_section. If the documents do not cover the question, say so
 in the answer and list the gap."""
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "search_docs",
-            "description": "Search the task's documents. Returns ranked section hits with doc, anchor, "
-            "heading path, line range and the best matching line.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": 'Words, CJK text or "quoted phrases".'},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 10},
-                },
-                "required": ["query"],
+
+@dataclass
+class Reading:
+    """What the knowledge tools act on: one task's usable documents, and the sections read so far
+    (only those may be cited)."""
+
+    knowledge: KnowledgeService
+    task: str
+    read: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (doc, anchor) -> citation
+
+
+def search_docs(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
+    limit = args.get("limit", 5)
+    limit = int(max(1, min(limit, 10))) if isinstance(limit, int | float) and limit == limit else 5
+    hits = reading.knowledge.search(str(args.get("query", "")), task=reading.task, limit=limit)
+    return {"hits": [hit.to_json() for hit in hits]}
+
+
+def read_doc(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
+    ref, meta = reading.knowledge.outline(str(args.get("doc", "")), task=reading.task)
+    return {"doc": ref.qualified, "title": meta.title, "outline": [s.to_json() for s in meta.outline]}
+
+
+def read_section(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
+    cursor = args.get("cursor")
+    page = reading.knowledge.read(
+        str(args.get("doc", "")),
+        str(args.get("anchor", "")),
+        cursor=str(cursor) if cursor else None,
+        task=reading.task,
+    )
+    reading.read[(page.ref.qualified, page.section.anchor)] = {
+        "doc": page.ref.qualified,
+        "title": page.title,
+        "anchor": page.section.anchor,
+        "lines": [page.section.start, page.section.end],
+    }
+    return page.to_json()
+
+
+# The knowledge tools, read-only, over the task's usable documents. A later MCP server offers
+# the same Tools under the same names.
+TOOLS: tuple[Tool[Reading], ...] = (
+    Tool(
+        "search_docs",
+        "Search the task's documents. Returns ranked section hits with doc, anchor, "
+        "heading path, line range and the best matching line.",
+        {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": 'Words, CJK text or "quoted phrases".'},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 10},
             },
+            "required": ["query"],
         },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "read_doc",
-            "description": "The outline of one document: sections with anchors, line ranges and sizes.",
-            "parameters": {"type": "object", "properties": {"doc": {"type": "string"}}, "required": ["doc"]},
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "read_section",
-            "description": "One page of a section's own text, its child sections and next_cursor.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "doc": {"type": "string"},
-                    "anchor": {"type": "string"},
-                    "cursor": {"type": "string"},
-                },
-                "required": ["doc", "anchor"],
+        search_docs,
+    ),
+    Tool(
+        "read_doc",
+        "The outline of one document: sections with anchors, line ranges and sizes.",
+        {"type": "object", "properties": {"doc": {"type": "string"}}, "required": ["doc"]},
+        read_doc,
+    ),
+    Tool(
+        "read_section",
+        "One page of a section's own text, its child sections and next_cursor.",
+        {
+            "type": "object",
+            "properties": {
+                "doc": {"type": "string"},
+                "anchor": {"type": "string"},
+                "cursor": {"type": "string"},
             },
+            "required": ["doc", "anchor"],
         },
-    },
-]
+        read_section,
+    ),
+)
 
 
 class KnowledgeAgent:
@@ -85,24 +127,25 @@ class KnowledgeAgent:
         self.task = task
         self.environ = knowledge.environ if environ is None else environ
         self.warnings: list[str] = []
-        self._read: dict[tuple[str, str], dict[str, Any]] = {}  # (doc, anchor) -> citation
-        self._tool_chars = 0
+        self.reading = Reading(knowledge, task)
 
     def ask(self, question: str) -> dict[str, Any]:
         if not question.strip():
             raise InvalidInput("the question is empty")
-        from ..models import model_settings
+        from ..models import call_role
 
         documents, _ = self.knowledge.map(self.task)  # also checks that the task exists
         if not documents:  # nothing to consult: no model call, so no general knowledge either
             return self.nothing_to_consult(question)
-        role = model_settings("knowledge", self.knowledge.vault.config.models, self.environ)
-        if not role.configured:
-            return self.extractive(question)
-        try:
-            answer = self._loop(role, question, documents)
-        except ModelError as exc:
-            self.warnings.append(f"{exc}; answered with excerpts instead")
+
+        def answer_with_tools(role: ModelSettings) -> dict[str, Any]:
+            return self._loop(role, question, documents)
+
+        models, fallback = self.knowledge.vault.config.models, "answered with excerpts instead"
+        answer = call_role(
+            "knowledge", models, self.environ, answer_with_tools, warnings=self.warnings, fallback=fallback
+        )
+        if answer is None:
             return self.extractive(question)
         if not answer["citations"]:
             # An answer that cites nothing it read is not grounded in the user's documents.
@@ -114,8 +157,8 @@ class KnowledgeAgent:
 
     # --- the model loop -----------------------------------------------------------------
 
-    def _loop(self, role: Any, question: str, documents: list[Any]) -> dict[str, Any]:
-        from ..models import complete, parse_json_object
+    def _loop(self, role: ModelSettings, question: str, documents: list[Any]) -> dict[str, Any]:
+        from ..models import parse_json_object
 
         listing = "\n".join(
             f"- {d.ref.qualified}: {d.title} ({d.section_count} sections)"
@@ -126,74 +169,17 @@ class KnowledgeAgent:
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": f"Question: {question}\n\nDocuments:\n{listing or '(none)'}"},
         ]
-        max_steps = self.knowledge.vault.config.knowledge.max_steps
-        for _ in range(max_steps):
-            message = complete(role, messages, tools=TOOLS, temperature=0)
-            calls = list(getattr(message, "tool_calls", None) or [])
-            if not calls:
-                return self._final(parse_json_object(getattr(message, "content", None) or ""))
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": getattr(message, "content", None),
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": call.function.name, "arguments": call.function.arguments},
-                        }
-                        for call in calls
-                    ],
-                }
-            )
-            for call in calls:
-                result = self._run_tool(call.function.name, call.function.arguments)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        raise ModelError(f"the knowledge model used all {max_steps} steps without answering")
-
-    def _run_tool(self, name: str, arguments: Any) -> str:
-        """Run one read-only tool over the task's documents; errors go back to the model as data."""
-        # About four characters a token, as for the task context estimate.
-        if self._tool_chars >= self.knowledge.vault.config.knowledge.tool_budget_tokens * 4:
-            return json.dumps({"error": "reading budget used up; answer now with what you have"})
-        try:
-            args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
-            if not isinstance(args, dict):
-                raise ValueError("arguments must be an object")
-            result = self._dispatch(name, args)
-        except (ValueError, TypeError, OverflowError) as exc:
-            result = {"error": f"bad arguments for {name}: {exc}"}
-        except AibuddyError as exc:
-            result = {"error": exc.message}
-        text = json.dumps(result, ensure_ascii=False)
-        self._tool_chars += len(text)
-        return text
-
-    def _dispatch(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        if name == "search_docs":
-            limit = args.get("limit", 5)
-            limit = int(max(1, min(limit, 10))) if isinstance(limit, int | float) and limit == limit else 5
-            hits = self.knowledge.search(str(args.get("query", "")), task=self.task, limit=limit)
-            return {"hits": [hit.to_json() for hit in hits]}
-        if name == "read_doc":
-            ref, meta = self.knowledge.outline(str(args.get("doc", "")), task=self.task)
-            return {"doc": ref.qualified, "title": meta.title, "outline": [s.to_json() for s in meta.outline]}
-        if name == "read_section":
-            cursor = args.get("cursor")
-            page = self.knowledge.read(
-                str(args.get("doc", "")),
-                str(args.get("anchor", "")),
-                cursor=str(cursor) if cursor else None,
-                task=self.task,
-            )
-            self._read[(page.ref.qualified, page.section.anchor)] = {
-                "doc": page.ref.qualified,
-                "title": page.title,
-                "anchor": page.section.anchor,
-                "lines": [page.section.start, page.section.end],
-            }
-            return page.to_json()
-        return {"error": f"unknown tool {name!r}; the tools are search_docs, read_doc, read_section"}
+        settings = self.knowledge.vault.config.knowledge
+        reply = agent_loop(
+            litellm_complete(role),
+            TOOLS,
+            messages,
+            context=self.reading,
+            max_steps=settings.max_steps,
+            budget_tokens=settings.tool_budget_tokens,
+            agent="knowledge",
+        )
+        return self._final(parse_json_object(reply))
 
     def _final(self, reply: dict[str, Any]) -> dict[str, Any]:
         answer = reply.get("answer")
@@ -235,7 +221,7 @@ class KnowledgeAgent:
             qualified = self.knowledge.resolve(doc).qualified
         except AibuddyError:
             return None
-        return self._read.get((qualified, anchor))
+        return self.reading.read.get((qualified, anchor))
 
     # --- without a model ----------------------------------------------------------------
 

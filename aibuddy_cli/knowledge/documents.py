@@ -171,10 +171,31 @@ class DocRef(NamedTuple):
     def moved(self, status: str) -> DocRef:
         return self._replace(status=status)
 
+    @classmethod
+    def parse(cls, spec: str, user: str, status: str = "ready") -> list[DocRef]:
+        """The documents a reference can name for `user`, in `status`, in the order to look for
+        them: `ID` is a system document or one of the user's own, `system/ID` a system one,
+        `personal/ID` the user's own, `personal/OWNER/ID` one of OWNER's. The id is taken in NFC.
+        The one parser of references; InvalidInput for a bad shape, owner or id."""
+        parts = spec.split("/")
+        parts[-1] = normal_doc_id(parts[-1])
+        if len(parts) == 1:
+            candidates = [("system", None, parts[0]), ("personal", user, parts[0])]
+        elif len(parts) == 2 and parts[0] in SCOPES:
+            candidates = [(parts[0], None if parts[0] == "system" else user, parts[1])]
+        elif len(parts) == 3 and parts[0] == "personal":
+            candidates = [("personal", validate_user_name(parts[1]), parts[2])]
+        else:
+            raise InvalidInput(f"invalid document reference {spec!r}: use ID, system/ID or personal/ID")
+        validate_doc_id(parts[-1])
+        return [cls(scope, owner, doc_id, status) for scope, owner, doc_id in candidates]
+
 
 def doc_folders(users: list[str]) -> list[tuple[str, str | None, str, str]]:
     """(scope, owner, status, folder key) of every document folder for the given users."""
-    folders = [("system", None, status, f"knowledge/system/{status}") for status in STATUSES]
+    folders: list[tuple[str, str | None, str, str]] = [
+        ("system", None, status, f"knowledge/system/{status}") for status in STATUSES
+    ]
     for user in users:
         validate_user_name(user)
         folders += [("personal", user, s, f"knowledge/personal/{user}/{s}") for s in STATUSES]

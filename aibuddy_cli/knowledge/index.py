@@ -6,12 +6,15 @@ body's and sidecar's stat) and re-indexes only what changed; deleting it loses n
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..cache_db import MASK, CacheDB, to_signed
 from ..text import index_text
 from .documents import DocRef, Meta
 from .outline import heading_path, split_lines
+
+if TYPE_CHECKING:
+    from .access import Usable
 
 SCHEMA_VERSION = 1
 
@@ -67,15 +70,6 @@ class Hit(NamedTuple):
     end: int
     text: str
     score: float
-
-
-class SearchScope(NamedTuple):
-    """Which documents a search may return."""
-
-    status: str
-    user: str
-    system: bool  # system documents too (always for ready; for pending only for admins)
-    qualified: list[str] | None  # only these documents (a task's attachments), if given
 
 
 class KnowledgeIndex(CacheDB):
@@ -190,21 +184,23 @@ class KnowledgeIndex(CacheDB):
                 return ranked
             window *= 4
 
-    def search(self, expression: str, scope: SearchScope, limit: int) -> list[Hit]:
-        """Sections matching the FTS5 expression within the scope's documents, best first."""
+    def search(self, expression: str, usable: Usable, limit: int) -> list[Hit]:
+        """Sections matching the FTS5 expression within the usable documents, best first.
+
+        The WHERE clause is `Usable.admits` (access.py) in SQL, over the same fields."""
         where = [
             "d.status = ?",
-            "(d.scope = 'personal' AND d.owner = ?" + (" OR d.scope = 'system')" if scope.system else ")"),
+            "(d.scope = 'personal' AND d.owner = ?" + (" OR d.scope = 'system')" if usable.system else ")"),
         ]
-        params: list[object] = [scope.status, scope.user]
-        if scope.qualified is not None:
-            if not scope.qualified:
+        params: list[object] = [usable.status, usable.user]
+        if usable.body_keys is not None:
+            if not usable.body_keys:
                 return []
-            keys = [_body_key(q, scope.status) for q in scope.qualified]
+            keys = sorted(usable.body_keys)
             where.append(f"d.body_key IN ({','.join('?' * len(keys))})")
             params.extend(keys)
         ranked = self._rank(
-            expression, " AND ".join(where), params, limit, selective=scope.qualified is not None
+            expression, " AND ".join(where), params, limit, selective=usable.body_keys is not None
         )
         if not ranked:
             return []
@@ -225,12 +221,3 @@ class KnowledgeIndex(CacheDB):
             )
         return hits
 
-
-def _body_key(qualified: str, status: str) -> str:
-    """The body key of a qualified reference (system/<id>, personal/<owner>/<id>) in a status."""
-    parts = qualified.split("/")
-    if parts[0] == "system" and len(parts) == 2:
-        return DocRef("system", None, parts[1], status).body_key
-    if parts[0] == "personal" and len(parts) == 3:
-        return DocRef("personal", parts[1], parts[2], status).body_key
-    return ""

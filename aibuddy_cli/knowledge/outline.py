@@ -128,9 +128,9 @@ def parse_outline(text: str, fallback_title: str = "") -> list[Section]:
         sections.append(
             Section(0, fallback_title, unique(PREAMBLE_ANCHOR), 1, first_heading, size(0, first_heading))
         )
-    for position, (line0, level, title, explicit) in enumerate(headings):
+    for position, (line0, level, title, explicit_anchor) in enumerate(headings):
         end = headings[position + 1][0] if position + 1 < len(headings) else len(lines)
-        anchor = unique(explicit if explicit else slugify(title))
+        anchor = unique(explicit_anchor if explicit_anchor else slugify(title))
         sections.append(Section(level, title, anchor, line0 + 1, end, size(line0, end)))
     return sections
 

@@ -173,14 +173,15 @@ class Extractor:
             decisions.append(Decision("cue", "no-cue", "no preference, identity, feedback or project cue"))
             return self._log(result, source)
         decisions.append(Decision("cue", "found", ", ".join(cues)))
-        from ..models import complete_json, model_settings
+        from ..models import ModelCall, ModelSettings, complete_json
 
-        role = model_settings("extract", self.memory.vault.config.models, self.environ)
-        if not role.configured:
+        extract = ModelCall("extract", self.memory.vault.config.models, self.environ)
+        if not extract.configured:
             decisions.append(Decision("model", "skipped", "no model for the extract role: nothing written"))
             return self._log(result, source)
-        conversation = "\n\n".join(f"{m.role}: {m.content}" for m in window)
-        try:
+
+        def propose(role: ModelSettings) -> list[Any]:
+            conversation = "\n\n".join(f"{m.role}: {m.content}" for m in window)
             reply = complete_json(
                 role,
                 [
@@ -191,8 +192,12 @@ class Extractor:
             candidates = reply.get("candidates")
             if not isinstance(candidates, list):
                 raise ModelError('the extract model reply has no "candidates" list')
-        except ModelError as exc:
-            decisions.append(Decision("model", "failed", str(exc)))
+            return candidates
+
+        # A failure is a decision of the extraction log, not a warning.
+        candidates = extract(propose, warnings=None)
+        if candidates is None:
+            decisions.append(Decision("model", "failed", str(extract.failure)))
             return self._log(result, source)
         decisions.append(Decision("model", "answered", f"{len(candidates)} candidate(s)"))
         max_writes = self.settings.max_writes
@@ -239,7 +244,7 @@ class Extractor:
         if candidate["recoverable"]:
             return Decision("candidate", "dropped", "recoverable from files or connected systems", name)
         best, best_score = None, 0.0
-        for item in self.memory.list().records:
+        for item in self.memory.list_records().records:
             record = item.record
             if record.type != kind:
                 continue
@@ -281,8 +286,8 @@ class Extractor:
         return Decision("write", "created", f"new {kind} record", name)
 
     def _free_name(self, name: str) -> str:
-        taken = {item.record.name for item in self.memory.list().records} | {
-            p.name for p in self.memory.list().problems
+        taken = {item.record.name for item in self.memory.list_records().records} | {
+            p.name for p in self.memory.list_records().problems
         }
         candidate, number = name, 1
         while candidate in taken:

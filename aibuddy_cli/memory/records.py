@@ -662,9 +662,9 @@ def _spans_by_yaml(header: str, keys: Iterable[str]) -> Spans | None:
         return None
     spans: Spans = {}
     for key_node, value_node in node.value:
-        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-        if key not in keys:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.value not in keys:
             continue
+        key: str = key_node.value
         if key in spans or key_node.start_mark.column != 0:
             return None
         first, end = key_node.start_mark.line, value_node.end_mark

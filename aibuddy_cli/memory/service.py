@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
-from ..errors import Conflict, InvalidInput, MalformedRecord, ModelError, NotFound, UsageError
+from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, UsageError
 from ..storage import Entry, FileStore, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem
@@ -26,6 +26,9 @@ from .records import (
     validate_type,
     with_line_ending,
 )
+
+if TYPE_CHECKING:
+    from .recall import Selection
 
 LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
 
@@ -246,7 +249,7 @@ class MemoryService:
         return self._read(name)
 
     @rebuild_if_corrupt("_index")
-    def list(self) -> RecordList:
+    def list_records(self) -> RecordList:
         index = self.index()
         problems = sorted([*index.problems(), *self._folder_problems()])
         return RecordList(index.records(), problems)
@@ -307,22 +310,21 @@ class MemoryService:
         # long tail that shares only a common word with the query.
         floor = scored[0][1] * LEXICAL_FLOOR if scored else 0.0
         names = [name for name, score in scored[:limit] if score >= floor]
-        from ..models import model_settings
+        from ..models import ModelSettings, call_role
 
-        role = model_settings("recall", self.vault.config.models, self.environ)
-        if role.configured:
+        def select(role: ModelSettings) -> Selection | None:
             from .recall import select_with_model
 
             manifest = build_manifest(index, ranked, settings)
-            try:
-                selection = select_with_model(role, query, manifest, limit) if manifest else None
-                if selection is not None:
-                    names, dropped, method = selection.names, selection.dropped, "model"
-                    if selection.dropped_count:
-                        count = selection.dropped_count
-                        warnings.append(f"dropped {count} name(s) the recall model invented")
-            except ModelError as exc:
-                warnings.append(f"{exc}; used lexical ranking instead")
+            return select_with_model(role, query, manifest, limit) if manifest else None
+
+        models = self.vault.config.models
+        fallback = "used lexical ranking instead"
+        selection = call_role("recall", models, self.environ, select, warnings=warnings, fallback=fallback)
+        if selection is not None:
+            names, dropped, method = selection.names, selection.dropped, "model"
+            if selection.dropped_count:
+                warnings.append(f"dropped {selection.dropped_count} name(s) the recall model invented")
         records = self._mark_recalled(names, warnings)
         return RecallResult(
             query=query,
@@ -377,7 +379,7 @@ class MemoryService:
                         self._index.records_written(written)
                     except sqlite3.Error:
                         pass  # only a shortcut: the next refresh sees these files changed
-        except Conflict as exc:
+        except Busy as exc:
             warnings.append(f"{exc.message}; recall telemetry not updated")
             for name in names[len(records) :]:
                 try:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..errors import AibuddyError, ModelError, NotFound, as_aibuddy_error
+from ..errors import AibuddyError, NotFound, as_aibuddy_error
 from ..knowledge.service import KnowledgeService
 from ..memory.service import MemoryService
 from ..vault import Vault
@@ -200,19 +200,19 @@ class ContextAssembler:
         return summary
 
     def _compact(self, older: list[TaskMessage]) -> tuple[str, str]:
-        from ..models import complete_text, model_settings
+        from ..models import ModelSettings, call_role, complete_text
 
-        role = model_settings("compact", self.vault.config.models, self.environ)
-        if role.configured:
+        def summarize(role: ModelSettings) -> str:
             history = "\n\n".join(f"#{m.n} {m.role}: {m.content[:4000]}" for m in older)
-            try:
-                text = complete_text(
-                    role,
-                    [{"role": "system", "content": COMPACT_PROMPT}, {"role": "user", "content": history}],
-                )
-                return self._bounded(text.strip()) + self._pointer_appendix(older), "model"
-            except ModelError as exc:
-                self.warnings.append(f"{exc}; used a deterministic digest of the older messages")
+            return complete_text(
+                role, [{"role": "system", "content": COMPACT_PROMPT}, {"role": "user", "content": history}]
+            )
+
+        fallback = "used a deterministic digest of the older messages"
+        models, warnings = self.vault.config.models, self.warnings
+        text = call_role("compact", models, self.environ, summarize, warnings=warnings, fallback=fallback)
+        if text is not None:
+            return self._bounded(text.strip()) + self._pointer_appendix(older), "model"
         return self._digest(older), "digest"
 
     def _bounded(self, summary: str) -> str:

@@ -110,7 +110,7 @@ class TaskService:
     def _ids(self) -> list[str]:
         return self.store.folders(self.prefix)
 
-    def list(self) -> list[Task]:
+    def list_tasks(self) -> list[Task]:
         tasks = []
         for task_id in self._ids():
             try:

@@ -1,0 +1,388 @@
+"""aibuddy.toml: every key declared once, and everything derived from the declarations.
+
+`TABLES` is the one place a setting is declared: its table, name, kind, default, allowed range
+and a one-line description. From it come the typed settings objects (`Config`, one named tuple
+per table), validation, unknown-key warnings, the template `aibuddy init` writes and the key
+reference in README.md (`python -m aibuddy_cli.config README.md` rewrites it). A new table,
+such as `[consolidation]`, is one more `Table(...)` entry in `TABLES`.
+
+Kept cheap to import, as it is on every command's path: named tuples, no tomllib, no dataclasses.
+"""
+
+# No `from __future__ import annotations` here: string annotations make every NamedTuple field a
+# ForwardRef that is compiled at import, and this module is imported by every command.
+import collections
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from .errors import InvalidInput
+
+# A range bound: a number, or the name of another setting of the same table (its value).
+Bound = int | float | str | None
+# Checks a value the file gives: (setting, value, low, high, source, warnings) -> the value to use.
+Check = Callable[..., Any]
+
+CONFIG_FILE = "aibuddy.toml"
+
+
+class Kind(NamedTuple):
+    label: str  # as the reference names it
+    type: Any  # the settings field's annotation
+    check: Check | None  # None: a table kept raw, checked where it is used
+
+
+class Setting(NamedTuple):
+    name: str
+    kind: Kind
+    default: Any
+    description: str  # one line, for the reference
+    low: Bound = None
+    high: Bound = None
+    # The setting's line in the template `aibuddy init` writes: "" leaves it out (documented only).
+    # {key}, {default} (as TOML) and {user} (the user the vault is made for) are filled in.
+    template: str = "{key} = {default}"
+
+    def template_line(self, user: str) -> str:
+        return self.template.format(key=self.name, default=_toml(self.default), user=user)
+
+
+class Table(NamedTuple):
+    name: str  # "" for the keys at the top of the file
+    settings: tuple[Setting, ...]
+    note: str = ""  # a comment above the table's keys in the template
+    raw: bool = False  # kept as the file's mapping and checked where it is used ([models])
+
+
+# --- kinds ---------------------------------------------------------------------------------------
+
+
+def _whole(setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"{source}: {setting.name} must be a whole number from {low} to {high}")
+    return value
+
+
+def _number(setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InvalidInput(f"{source}: {setting.name} must be a number from {low} to {high}")
+    return float(value)
+
+
+def _flag(setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{source}: {setting.name} must be true or false")
+    return value
+
+
+def _user_name(setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]) -> Any:
+    """A bad user name is ignored with a warning, so --user still works."""
+    from .vault import is_user_name  # vault owns the rule, and imports this module
+
+    if isinstance(value, str) and is_user_name(value):
+        return value
+    warnings.append(
+        f"{source}: {setting.name} {value!r} is not a valid user name (1-64 lowercase letters, digits, "
+        "'.', '-' or '_'); ignored"
+    )
+    return setting.default
+
+
+def _user_names(
+    setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]
+) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise InvalidInput(f"{source}: {setting.name} must be a list of user names")
+    return tuple(value)
+
+
+WHOLE = Kind("whole number", int, _whole)
+NUMBER = Kind("number", float, _number)
+FLAG = Kind("true or false", bool, _flag)
+USER_NAME = Kind("user name", str | None, _user_name)
+USER_NAMES = Kind("list of user names", tuple[str, ...], _user_names)
+# [models] is checked by models.model_settings when a role is resolved, so its kinds have no check.
+MODEL = Kind("litellm model string", str | None, None)
+URL = Kind("URL", str | None, None)
+SECONDS = Kind("seconds", float, None)
+
+
+# --- the declarations ----------------------------------------------------------------------------
+
+# One [models] key per role, and what the role's model does.
+MODEL_ROLES = {
+    "recall": "chooses the memory records a recall reads",
+    "extract": "proposes memory records from a conversation's latest turns",
+    "summary": "summarises knowledge documents",
+    "knowledge": "answers `kb ask` through its read-only document tools",
+    "compact": "summarises a task's older messages",
+}
+ROLES = tuple(MODEL_ROLES)
+
+TABLES: tuple[Table, ...] = (
+    Table("", (
+        Setting("default_user", USER_NAME, None, template='{key} = "{user}"',
+                description="the current user when neither --user nor AIBUDDY_USER is given"),
+        Setting("admins", USER_NAMES, (), template='{key} = ["{user}"]',
+                description="users who may publish and reject system documents"),
+    )),
+    Table("models", (
+        Setting("default", MODEL, None, template='# {key} = "openai/gpt-4o-mini"',
+                description="the model of every role not set on its own; unset: no model"),
+        *(Setting(role, MODEL, None, template='# {key} = "ollama/llama3.2"' if role == "recall" else "",
+                  description=f"the model that {does}; unset: `default`")
+          for role, does in MODEL_ROLES.items()),
+        Setting("api_base", URL, None, template='# {key} = "http://127.0.0.1:11434"',
+                description="the server every role calls, e.g. a local Ollama or vLLM"),
+        Setting("timeout", SECONDS, 20, low=0, high=600,
+                description="seconds a model call may take, its whole wall time (more than 0)"),
+    ), note=f"litellm model strings per role ({', '.join(ROLES)}) or\n"
+            '`default` for all. Unset means "no model": the deterministic paths run.', raw=True),
+    Table("recall", (
+        Setting("window", WHOLE, 200, low="max_bodies", high=200,
+                description="manifest lines a recall chooses from"),
+        Setting("max_bodies", WHOLE, 5, low=1, high=5,
+                description="record bodies a recall reads"),
+        Setting("lexical_share", WHOLE, 50, low=0, high="window", template="",
+                description="manifest lines kept for the best lexical matches over all the user's records"),
+    )),
+    Table("knowledge", (
+        Setting("page_chars", WHOLE, 4000, low=200, high=100_000,
+                description="characters in one page of `kb read`"),
+        Setting("max_steps", WHOLE, 8, low=1, high=50,
+                description="model turns `kb ask` may take"),
+        Setting("tool_budget_tokens", WHOLE, 15_000, low=500, high=1_000_000, template="",
+                description="estimated tokens all of `kb ask`'s tool results may add up to"),
+    )),
+    Table("extraction", (
+        Setting("similarity", NUMBER, 0.6, low=0, high=1,
+                description="same-type description similarity at which extraction updates a record"),
+        Setting("min_salience", NUMBER, 0.5, low=0, high=1, template="",
+                description="candidates below this salience are dropped"),
+        Setting("max_writes", WHOLE, 5, low=1, high=100,
+                description="records one model reply may create or update; the rest are dropped"),
+    )),
+    Table("context", (
+        Setting("compact_at_tokens", WHOLE, 6000, low=100, high=10_000_000,
+                description="estimated history size above which older messages are summarised"),
+        Setting("recent_messages", WHOLE, 6, low=1, high=1000, template="",
+                description="messages always kept verbatim"),
+    )),
+)  # fmt: skip
+
+
+# --- what is derived from them -------------------------------------------------------------------
+
+
+def _table_values(table: Table, given: Mapping[str, Any], source: str, warnings: list[str]) -> dict[str, Any]:
+    """The table's values in declaration order. A bound naming another setting is that setting's value,
+    settled (and checked) first; an absent key takes its default, kept inside its range."""
+    declared = {setting.name: setting for setting in table.settings}
+    values: dict[str, Any] = {}
+
+    def bound(value: Bound) -> Any:
+        return value_of(declared[value]) if isinstance(value, str) else value
+
+    def value_of(setting: Setting) -> Any:
+        if setting.name not in values:
+            low, high = bound(setting.low), bound(setting.high)
+            if setting.name in given and setting.kind.check is not None:
+                value = setting.kind.check(setting, given[setting.name], low, high, source, warnings)
+            else:
+                value = setting.default
+                if value is not None and low is not None:
+                    value = max(low, value)
+                if value is not None and high is not None:
+                    value = min(value, high)
+            values[setting.name] = value
+        return values[setting.name]
+
+    for setting in table.settings:
+        value_of(setting)
+    return values
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    return repr(value)
+
+
+def _shown_bound(value: Bound) -> str:
+    return f"`{value}`" if isinstance(value, str) else str(value)
+
+
+class Schema:
+    """The configuration a list of table declarations describes: its types, parser, template and reference."""
+
+    def __init__(self, tables: Sequence[Table]) -> None:
+        self.tables = tuple(tables)
+        for table in self.tables:
+            names = [setting.name for setting in table.settings]
+            for setting in table.settings:
+                for bound in (setting.low, setting.high):
+                    if isinstance(bound, str) and (bound not in names or bound == setting.name):
+                        raise ValueError(f"[{table.name}] {setting.name}: bound {bound!r} is not another key")
+        self.root = next((table for table in self.tables if not table.name), Table("", ()))
+        self.sections = tuple(table for table in self.tables if table.name)
+        # Named tuples, typed: one per checked table (RecallSettings, …), and the Config holding them.
+        self.settings_types: dict[str, type] = {
+            table.name: _named_tuple(
+                f"{table.name.title().replace('_', '')}Settings",
+                [(setting.name, setting.kind.type, setting.default) for setting in table.settings],
+            )
+            for table in self.sections
+            if not table.raw
+        }
+        self.config_type = _named_tuple(
+            "Config",
+            [(setting.name, setting.kind.type, setting.default) for setting in self.root.settings]
+            + [
+                (table.name, Mapping[str, Any], MappingProxyType({}))
+                if table.raw
+                else (table.name, self.settings_types[table.name], self.settings_types[table.name]())
+                for table in self.sections
+            ]
+            # Unknown keys and ignored values, said on every run.
+            + [("warnings", tuple[str, ...], ())],
+        )
+        # The keys the file may hold: a top-level key, or a table and its keys.
+        self.known_keys: dict[str, tuple[str, ...] | None] = {
+            **{setting.name: None for setting in self.root.settings},
+            **{table.name: tuple(setting.name for setting in table.settings) for table in self.sections},
+        }
+
+    def setting(self, table: str, name: str) -> Setting:
+        return next(s for t in self.tables if t.name == table for s in t.settings if s.name == name)
+
+    def parse(self, data: Mapping[str, Any], source: str = CONFIG_FILE) -> Any:
+        """Validate the parsed aibuddy.toml (source names it in messages) into a Config."""
+        warnings = self.unknown_keys(data, source)
+        values = _table_values(self.root, data, source, warnings)
+        tables = {table.name: data.get(table.name, {}) for table in self.sections}
+        if not all(isinstance(given, dict) for given in tables.values()):
+            names = ", ".join(f"[{name}]" for name in tables)
+            raise InvalidInput(f"{source}: {names} must be tables")
+        for table in self.sections:
+            given = tables[table.name]
+            values[table.name] = (
+                given
+                if table.raw
+                else self.settings_types[table.name](**_table_values(table, given, source, warnings))
+            )
+        return self.config_type(**values, warnings=tuple(warnings))
+
+    def unknown_keys(self, data: Mapping[str, Any], source: str) -> list[str]:
+        """One warning per key aibuddy does not know, with the closest known spelling: a typo in
+        aibuddy.toml must not pass silently."""
+        warnings: list[str] = []
+
+        def warn(where: str, key: str, known: Iterable[str]) -> None:
+            import difflib
+
+            close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            warnings.append(f"{source}: unknown {where}{key!r}{hint}; ignored")
+
+        for key, value in data.items():
+            if key not in self.known_keys:
+                warn("table " if isinstance(value, dict) else "key ", key, self.known_keys)
+                continue
+            table_keys = self.known_keys[key]
+            if table_keys is not None and isinstance(value, dict):
+                for inner in value:
+                    if inner not in table_keys:
+                        warn(f"key in [{key}]: ", inner, table_keys)
+        return warnings
+
+    def template(self, user: str) -> str:
+        """The aibuddy.toml `aibuddy init` writes for user: the declarations with a template line."""
+        lines = ["# aibuddy vault configuration"]
+        for table in self.tables:
+            body = [line for setting in table.settings if (line := setting.template_line(user))]
+            if not body:
+                continue
+            if table.name:
+                lines += ["", f"[{table.name}]"]
+            lines += [f"# {note}" for note in table.note.splitlines()]
+            lines += body
+        return "\n".join(lines) + "\n"
+
+    def reference(self) -> str:
+        """The Markdown table of every key, as README.md shows it."""
+        rows = ["| key | type | default | allowed | what it sets |", "|---|---|---|---|---|"]
+        for table in self.tables:
+            for setting in table.settings:
+                key = f"`[{table.name}] {setting.name}`" if table.name else f"`{setting.name}`"
+                default = "unset" if setting.default is None else f"`{_toml(setting.default)}`"
+                allowed = (
+                    f"{_shown_bound(setting.low)} to {_shown_bound(setting.high)}"
+                    if setting.low is not None and setting.high is not None
+                    else ""
+                )
+                kind, description = setting.kind.label, setting.description
+                rows.append(f"| {key} | {kind} | {default} | {allowed} | {description} |")
+        return "\n".join(rows) + "\n"
+
+
+def _named_tuple(name: str, fields: list[tuple[str, Any, Any]]) -> type:
+    """A typed named tuple whose every field has a default (collections.namedtuple: cheaper than a
+    class statement, and the field list comes from the declarations)."""
+    names, annotations, defaults = zip(*fields, strict=True) if fields else ((), (), ())
+    cls = collections.namedtuple(name, names, defaults=defaults, module=__name__)  # type: ignore[misc]
+    cls.__annotations__ = dict(zip(names, annotations, strict=True))
+    return cls
+
+
+SCHEMA = Schema(TABLES)
+Config: Any = SCHEMA.config_type
+# The settings types other modules name in annotations.
+RecallSettings: Any = SCHEMA.settings_types["recall"]
+KnowledgeSettings: Any = SCHEMA.settings_types["knowledge"]
+ExtractionSettings: Any = SCHEMA.settings_types["extraction"]
+ContextSettings: Any = SCHEMA.settings_types["context"]
+KNOWN_KEYS = SCHEMA.known_keys
+DEFAULT_TIMEOUT = float(SCHEMA.setting("models", "timeout").default)
+
+
+def config_from_data(data: Mapping[str, Any], source: str = CONFIG_FILE) -> Any:
+    """Validate the parsed aibuddy.toml (source names it in messages)."""
+    return SCHEMA.parse(data, source)
+
+
+def config_template(user: str) -> str:
+    return SCHEMA.template(user)
+
+
+# README.md's key reference sits between these lines; the test suite checks it matches SCHEMA.
+REFERENCE_START = "<!-- config keys, made by `python -m aibuddy_cli.config README.md` -->"
+REFERENCE_END = "<!-- end of config keys -->"
+
+
+def with_reference(document: str, schema: Schema = SCHEMA) -> str:
+    """document with the text between the reference markers replaced by the schema's reference."""
+    head, start, rest = document.partition(REFERENCE_START)
+    _, end, tail = rest.partition(REFERENCE_END)
+    if not start or not end:
+        raise ValueError(f"the reference markers are missing: {REFERENCE_START} … {REFERENCE_END}")
+    return f"{head}{REFERENCE_START}\n{schema.reference()}{REFERENCE_END}{tail}"
+
+
+if __name__ == "__main__":  # print the key reference, or rewrite it in the Markdown files named
+    import sys
+
+    if len(sys.argv) == 1:
+        sys.stdout.write(SCHEMA.reference())
+    for name in sys.argv[1:]:
+        with open(name, encoding="utf-8") as file:
+            text = file.read()
+        updated = with_reference(text)
+        if updated != text:
+            with open(name, "w", encoding="utf-8") as file:
+                file.write(updated)

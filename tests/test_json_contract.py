@@ -1,0 +1,367 @@
+"""The JSON contract: the keys of every `--json` answer, pinned (after pipx's result contract test).
+
+Each command runs in-process on one stocked vault; the shape of its document (the keys of every
+object, the shape of a list's first item) must equal the pinned one. A renamed or dropped key is
+a broken script somewhere: change a shape here only on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_aibuddy
+from fake_openai import FakeOpenAI
+
+GUIDE = "# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback --to previous`.\n"
+TRANSCRIPT = [
+    {"role": "user", "content": "From now on, always answer in French."},
+    {"role": "assistant", "content": "D'accord."},
+]
+
+
+def shape(value: Any) -> Any:
+    """Keys of objects at every depth; lists by their first item; scalars as '*'."""
+    if isinstance(value, dict):
+        return {key: shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    return "*"
+
+
+def stock(cli, vault, tmp_path: Path) -> None:
+    guide = tmp_path / "guide.md"
+    guide.write_text(GUIDE)
+    assert (
+        cli(
+            "memory", "save", "tea", "--type", "user", "--description", "Drinks green tea", "--body", "b"
+        ).exit_code
+        == 0
+    )
+    assert cli("kb", "import", str(guide), "--scope", "system").exit_code == 0
+    assert cli("kb", "publish", "guide").exit_code == 0
+    assert cli("task", "new", "Roll back the deploy").exit_code == 0
+    assert cli("task", "attach", "t1", "guide").exit_code == 0
+    assert cli("task", "add-message", "t1", "How do I roll back?", "--role", "user").exit_code == 0
+
+
+# (name, argv, expected exit code); run in this order on one vault.
+CASES: list[tuple[str, list[str], int]] = [
+    ("memory save", ["memory", "save", "style", "--type", "feedback", "--description", "Short answers"], 0),
+    ("memory update", ["memory", "update", "style", "--body", "Two lines at most."], 0),
+    ("memory show", ["memory", "show", "tea"], 0),
+    ("memory list", ["memory", "list"], 0),
+    ("memory manifest", ["memory", "manifest"], 0),
+    ("memory recall", ["memory", "recall", "green tea"], 0),
+    ("memory extract", ["memory", "extract", "--transcript", "TRANSCRIPT", "--dry-run"], 0),
+    ("memory delete", ["memory", "delete", "style"], 0),
+    ("kb import", ["kb", "import", "NOTES", "--scope", "personal"], 0),
+    ("kb list", ["kb", "list", "--status", "all"], 0),
+    ("kb show", ["kb", "show", "guide"], 0),
+    ("kb outline", ["kb", "outline", "guide"], 0),
+    ("kb reingest", ["kb", "reingest", "notes", "NOTES2"], 0),
+    ("kb edit", ["kb", "edit", "notes"], 0),
+    ("kb publish", ["kb", "publish", "notes"], 0),
+    ("kb summarize", ["kb", "summarize", "guide"], 0),
+    ("kb map", ["kb", "map", "--task", "t1"], 0),
+    ("kb search", ["kb", "search", "roll back", "--task", "t1"], 0),
+    ("kb read", ["kb", "read", "guide#rollback", "--task", "t1"], 0),
+    ("kb ask", ["kb", "ask", "How do I roll back?", "--task", "t1"], 0),
+    ("task new", ["task", "new", "Second task"], 0),
+    ("task list", ["task", "list"], 0),
+    ("task show", ["task", "show", "t1"], 0),
+    ("task attach", ["task", "attach", "t2", "guide"], 0),
+    ("task detach", ["task", "detach", "t2", "guide"], 0),
+    ("task add-message", ["task", "add-message", "t1", "Thanks", "--role", "assistant"], 0),
+    ("task context", ["task", "context", "t1"], 0),
+    ("task end", ["task", "end", "t1"], 0),
+    ("kb reject", ["kb", "reject", "draft"], 0),
+    ("memory clear", ["memory", "clear", "--yes"], 0),
+    ("error", ["memory", "show", "missing"], 3),
+]
+
+
+def test_every_json_answer_keeps_its_keys(
+    cli, vault, tmp_path: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    monkeypatch.setenv("EDITOR", f"{sys.executable} -c pass")  # an edit that changes nothing
+    stock(cli, vault, tmp_path)
+    files = {
+        "TRANSCRIPT": tmp_path / "transcript.jsonl",
+        "NOTES": tmp_path / "notes.md",
+        "NOTES2": tmp_path / "notes-v2.md",
+        "DRAFT": tmp_path / "draft.md",
+    }
+    files["TRANSCRIPT"].write_text("".join(json.dumps(m) + "\n" for m in TRANSCRIPT))
+    files["NOTES"].write_text("# Notes\n\n## On call\n\nPage the lead.\n")
+    files["NOTES2"].write_text("# Notes\n\n## On call\n\nPage the lead, then the manager.\n")
+    files["DRAFT"].write_text("# Draft\n\nNot ready.\n")
+    assert cli("kb", "import", str(files["DRAFT"]), "--scope", "system").exit_code == 0
+    summary = "How to roll back a deploy."
+    shapes = {}
+    for name, argv, code in CASES:
+        if name == "kb summarize":
+            monkeypatch.setenv("AIBUDDY_MODEL_SUMMARY", "openai/summary-test")
+            monkeypatch.setenv("AIBUDDY_TIMEOUT", "30")
+            fake_openai.enqueue(content=summary)
+        args = [str(files[a]) if a in files else a for a in argv]
+        result = cli(*args, "--json")
+        monkeypatch.delenv("AIBUDDY_MODEL_SUMMARY", raising=False)
+        assert result.exit_code == code, (name, result.stdout, result.stderr)
+        shapes[name] = shape(json.loads(result.stdout))
+    for name, _, _ in CASES:
+        assert shapes[name] == PINNED[name], name
+
+
+def test_a_usage_error_is_the_same_error_document(vault, aibuddy_exe: list[str]) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(vault.root.parent), "AIBUDDY_VAULT": str(vault.root)}
+    result = run_aibuddy(aibuddy_exe, "memory", "show", "--json", env=env)
+    assert result.returncode == 2
+    assert shape(json.loads(result.stdout)) == PINNED["error"]
+
+
+PINNED: dict[str, Any] = {
+    "memory save": {
+        "path": "*",
+        "changed": "*",
+        "record": {
+            "name": "*",
+            "description": "*",
+            "type": "*",
+            "provenance": "*",
+            "created": "*",
+            "updated": "*",
+            "recallCount": "*",
+            "lastRecalledAt": "*",
+            "body": "*",
+        },
+    },
+    "memory update": {
+        "path": "*",
+        "changed": "*",
+        "record": {
+            "name": "*",
+            "description": "*",
+            "type": "*",
+            "provenance": "*",
+            "created": "*",
+            "updated": "*",
+            "recallCount": "*",
+            "lastRecalledAt": "*",
+            "body": "*",
+        },
+    },
+    "memory show": {
+        "name": "*",
+        "description": "*",
+        "type": "*",
+        "provenance": "*",
+        "created": "*",
+        "updated": "*",
+        "recallCount": "*",
+        "lastRecalledAt": "*",
+        "body": "*",
+    },
+    "memory list": {
+        "user": "*",
+        "records": [
+            {
+                "name": "*",
+                "description": "*",
+                "type": "*",
+                "provenance": "*",
+                "created": "*",
+                "updated": "*",
+                "recallCount": "*",
+                "lastRecalledAt": "*",
+            }
+        ],
+        "problems": [],
+    },
+    "memory manifest": {
+        "user": "*",
+        "query": "*",
+        "window": "*",
+        "lines": [{"type": "*", "filename": "*", "modified": "*", "description": "*", "matched": "*"}],
+        "problems": [],
+    },
+    "memory recall": {
+        "user": "*",
+        "query": "*",
+        "method": "*",
+        "records": [
+            {
+                "name": "*",
+                "description": "*",
+                "type": "*",
+                "provenance": "*",
+                "created": "*",
+                "updated": "*",
+                "recallCount": "*",
+                "lastRecalledAt": "*",
+                "body": "*",
+            }
+        ],
+        "dropped": [],
+        "warnings": [],
+        "problems": [],
+    },
+    "memory extract": {
+        "cues": ["*"],
+        "dry_run": "*",
+        "written": [],
+        "decisions": [{"step": "*", "outcome": "*", "detail": "*"}],
+    },
+    "memory delete": {"path": "*", "deleted": "*"},
+    "kb import": {
+        "files": [{"source": "*", "status": "*", "doc": "*", "message": "*"}],
+        "imported": "*",
+        "duplicate": "*",
+        "skipped": "*",
+        "failed": "*",
+    },
+    "kb list": {
+        "user": "*",
+        "documents": [
+            {
+                "doc": "*",
+                "title": "*",
+                "scope": "*",
+                "owner": "*",
+                "status": "*",
+                "sections": "*",
+                "summary": "*",
+            }
+        ],
+    },
+    "kb show": {
+        "doc": "*",
+        "status": "*",
+        "title": "*",
+        "owner": "*",
+        "scope": "*",
+        "sha256": "*",
+        "imported_at": "*",
+        "source": "*",
+        "outline": [{"level": "*", "title": "*", "anchor": "*", "start": "*", "end": "*", "size": "*"}],
+        "summary": "*",
+        "summary_sha256": "*",
+        "reviewed_by": "*",
+        "reviewed_at": "*",
+    },
+    "kb outline": {
+        "doc": "*",
+        "title": "*",
+        "outline": [{"level": "*", "title": "*", "anchor": "*", "start": "*", "end": "*", "size": "*"}],
+    },
+    "kb reingest": {"doc": "*", "status": "*", "changed": "*"},
+    "kb edit": {"doc": "*", "status": "*", "changed": "*"},
+    "kb publish": {"published": ["*"]},
+    "kb summarize": {"results": [{"doc": "*", "summarized": "*", "summary": "*"}]},
+    "kb map": {
+        "task": "*",
+        "documents": [{"doc": "*", "title": "*", "scope": "*", "summary": "*", "sections": "*"}],
+        "unavailable": [],
+    },
+    "kb search": {"query": "*", "task": "*", "hits": []},
+    "kb read": {
+        "doc": "*",
+        "title": "*",
+        "anchor": "*",
+        "section": "*",
+        "path": ["*"],
+        "lines": ["*"],
+        "offset": "*",
+        "text": "*",
+        "next_cursor": "*",
+        "children": [],
+    },
+    "kb ask": {"method": "*", "answer": "*", "citations": [], "gaps": ["*"], "dropped_citations": []},
+    "task new": {
+        "id": "*",
+        "goal": "*",
+        "created": "*",
+        "status": "*",
+        "attached": [],
+        "plan": "*",
+        "recalled": {},
+    },
+    "task list": {
+        "tasks": [
+            {
+                "id": "*",
+                "goal": "*",
+                "created": "*",
+                "status": "*",
+                "attached": ["*"],
+                "plan": "*",
+                "recalled": {},
+            }
+        ]
+    },
+    "task show": {
+        "id": "*",
+        "goal": "*",
+        "created": "*",
+        "status": "*",
+        "attached": ["*"],
+        "plan": "*",
+        "recalled": {},
+    },
+    "task attach": {
+        "id": "*",
+        "goal": "*",
+        "created": "*",
+        "status": "*",
+        "attached": ["*"],
+        "plan": "*",
+        "recalled": {},
+    },
+    "task detach": {
+        "id": "*",
+        "goal": "*",
+        "created": "*",
+        "status": "*",
+        "attached": [],
+        "plan": "*",
+        "recalled": {},
+    },
+    "task add-message": {"n": "*", "role": "*", "content": "*", "at": "*", "attached": ["*"]},
+    "task context": {
+        "task": "*",
+        "goal": "*",
+        "plan": "*",
+        "status": "*",
+        "summary": "*",
+        "messages": [{"n": "*", "role": "*", "content": "*", "at": "*", "attached": ["*"]}],
+        "memories": {"method": "*", "records": [], "already_in_context": {"count": "*", "records": []}},
+        "documents": [{"doc": "*", "title": "*", "scope": "*", "summary": "*", "sections": "*"}],
+        "unavailable_documents": [],
+        "estimated_tokens": "*",
+    },
+    "task end": {
+        "task": {
+            "id": "*",
+            "goal": "*",
+            "created": "*",
+            "status": "*",
+            "attached": ["*"],
+            "plan": "*",
+            "recalled": {},
+        },
+        "extraction": {
+            "cues": [],
+            "dry_run": "*",
+            "written": [],
+            "decisions": [{"step": "*", "outcome": "*", "detail": "*"}],
+        },
+    },
+    "kb reject": {"rejected": ["*"]},
+    "memory clear": {"user": "*", "removed": ["*"], "not_removed": []},
+    "error": {"error": {"code": "*", "message": "*"}},
+}

@@ -1,0 +1,193 @@
+"""The model layer in a long-lived process: one helper for "configured? call, else fall back with a
+warning"; calls on a few long-lived threads (no thread per timed-out call); litellm's prints kept
+off stdout without swapping sys.stdout under other threads; litellm configured once."""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+import threading
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from aibuddy_cli import model_workers, models
+from aibuddy_cli.errors import ModelError
+from aibuddy_cli.models import ModelCall, ModelSettings, call_role
+
+CONFIGURED = {"default": "openai/test-model"}
+HELLO = [{"role": "user", "content": "hi"}]
+
+
+def reply(content: str) -> Any:
+    return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=content))])
+
+
+def model_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(model_workers.THREAD_PREFIX)]
+
+
+# --- the helper --------------------------------------------------------------------------------
+
+
+def test_without_a_model_the_helper_does_not_call_and_does_not_warn() -> None:
+    warnings: list[str] = []
+    called: list[ModelSettings] = []
+    assert call_role("recall", {}, {}, called.append, warnings=warnings, fallback="used lexical") is None
+    assert called == [] and warnings == []
+    disabled = ModelCall("recall", CONFIGURED, {"AIBUDDY_MODEL_RECALL": "none"})
+    assert not disabled.configured
+
+
+def test_an_answer_is_returned_with_the_roles_settings() -> None:
+    warnings: list[str] = []
+    environ = {"AIBUDDY_MODEL_COMPACT": "openai/small", "AIBUDDY_TIMEOUT": "3"}
+    settings = call_role("compact", CONFIGURED, environ, lambda s: s, warnings=warnings, fallback="x")
+    assert settings == ModelSettings("compact", "openai/small", None, 3.0) and warnings == []
+
+
+def test_a_failure_falls_back_with_the_callers_warning() -> None:
+    def fail(settings: ModelSettings) -> str:
+        raise ModelError(f"{settings.role} model timed out after 20s")
+
+    warnings: list[str] = []
+    fallback = "used lexical ranking instead"
+    assert call_role("recall", CONFIGURED, {}, fail, warnings=warnings, fallback=fallback) is None
+    assert warnings == ["recall model timed out after 20s; used lexical ranking instead"]
+    summary = ModelCall("summary", CONFIGURED, {})
+    assert summary(fail, warnings=warnings, fallback=lambda exc: f"guide: {exc}; left as it was") is None
+    assert warnings[-1] == "guide: summary model timed out after 20s; left as it was"
+    assert str(summary.failure) == "summary model timed out after 20s"
+    # No sink: the failure is only kept (the extraction log records it as a decision).
+    extract = ModelCall("extract", CONFIGURED, {})
+    assert extract(fail, warnings=None) is None and len(warnings) == 2
+    assert str(extract.failure) == "extract model timed out after 20s"
+
+
+def test_a_bad_setting_is_a_failure_with_its_warning() -> None:
+    warnings: list[str] = []
+    answer = call_role(
+        "recall",
+        {"default": 5},
+        {},
+        lambda s: models.complete_text(s, HELLO),
+        warnings=warnings,
+        fallback="used lexical ranking instead",
+    )
+    assert answer is None
+    assert warnings == [
+        "recall model not called: aibuddy.toml: [models] default must be a litellm model string, not 5; "
+        "used lexical ranking instead"
+    ]
+
+
+def test_only_model_errors_fall_back() -> None:
+    def broken(settings: ModelSettings) -> None:
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):
+        call_role("recall", CONFIGURED, {}, broken, warnings=[], fallback="x")
+
+
+# --- stdout -----------------------------------------------------------------------------------
+
+
+def test_litellm_prints_are_dropped_and_other_threads_keep_their_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    captured = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", captured)
+    printing, printed = threading.Event(), threading.Event()
+
+    class ChattyLitellm:
+        @staticmethod
+        def completion(**kwargs: Any) -> Any:
+            print("Give Feedback / Get Help: https://github.com/BerriAI/litellm")
+            printing.set()  # the call is running: another thread prints meanwhile
+            printed.wait(5)
+            print("LiteLLM: another banner", flush=True)
+            return reply("hello")
+
+    def other_thread() -> None:
+        printing.wait(5)
+        for number in range(50):
+            print(f"line {number}")
+        printed.set()
+
+    monkeypatch.setattr(models, "_litellm", lambda: ChattyLitellm)
+    settings = ModelSettings("recall", "openai/test", None, 5.0)
+    writer = threading.Thread(target=other_thread)
+    writer.start()
+    assert models.complete_text(settings, HELLO) == "hello"
+    writer.join(5)
+    print("after the call")
+    out = captured.getvalue()
+    assert "Give Feedback" not in out and "banner" not in out
+    assert out == "".join(f"line {n}\n" for n in range(50)) + "after the call\n"
+    # The gate is put in front of sys.stdout once, not once per call.
+    models.complete_text(settings, HELLO)
+    assert isinstance(sys.stdout, model_workers.StdoutGate) and sys.stdout.target is captured
+
+
+# --- threads ----------------------------------------------------------------------------------
+
+
+def test_timed_out_calls_cost_no_new_thread_and_queued_ones_never_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release = threading.Event()
+    started: list[int] = []
+
+    class HungLitellm:
+        @staticmethod
+        def completion(**kwargs: Any) -> Any:
+            started.append(1)
+            release.wait(30)  # a provider client that ignores its own timeout
+            return reply("late")
+
+    monkeypatch.setattr(models, "_litellm", lambda: HungLitellm)
+    settings = ModelSettings("recall", "openai/test", None, 0.1)
+    try:
+        for _ in range(3 * model_workers.WORKERS):
+            began = time.monotonic()
+            with pytest.raises(ModelError, match="recall model timed out after 0.1s"):
+                models.complete(settings, HELLO)
+            assert time.monotonic() - began < 2
+        assert len(model_threads()) <= model_workers.WORKERS
+    finally:
+        release.set()
+    deadline = time.monotonic() + 10
+    while model_workers._workers.outstanding and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert model_workers._workers.outstanding == 0
+    # Only the calls that had a worker ever started; the ones given up while queued were skipped.
+    assert len(started) <= model_workers.WORKERS
+    # The workers are free again: a new call answers on one of them.
+    monkeypatch.setattr(models, "_litellm", lambda: SimpleNamespace(completion=lambda **kw: reply("ok")))
+    assert models.complete_text(ModelSettings("recall", "openai/test", None, 5.0), HELLO) == "ok"
+    assert len(model_threads()) <= model_workers.WORKERS
+
+
+def test_the_workers_are_daemons_so_a_hung_call_never_holds_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(models, "_litellm", lambda: SimpleNamespace(completion=lambda **kw: reply("ok")))
+    models.complete(ModelSettings("recall", "openai/test", None, 5.0), HELLO)
+    assert model_threads() and all(thread.daemon for thread in model_threads())
+
+
+# --- litellm is configured once ---------------------------------------------------------------
+
+
+def test_litellm_is_imported_and_configured_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    litellm = models._litellm()
+    assert litellm.suppress_debug_info is True
+    assert logging.getLogger("LiteLLM").level == logging.CRITICAL
+    calls: list[str] = []
+    monkeypatch.setattr(logging.Logger, "setLevel", lambda self, level: calls.append(self.name))
+    monkeypatch.setattr(litellm, "set_verbose", True)  # what an application chose later stays
+    assert models._litellm() is litellm
+    assert calls == [] and litellm.set_verbose is True

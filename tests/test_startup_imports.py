@@ -1,0 +1,61 @@
+"""What a command imports before it answers: the fast path (`memory recall`, `kb search`,
+`kb read`) none of the heavy modules, `--help` neither litellm nor watchdog."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.vault import Vault
+
+HEAVY = ("typer", "click", "rich", "pydantic", "litellm", "markdown_it", "watchdog", "frontmatter")
+
+
+def test_the_recall_fast_path_imports_no_heavy_module(vault: Vault, env: dict[str, str]) -> None:
+    MemoryService(vault, "demo", environ={}).save(
+        "tea", type="user", description="Drinks green tea", body="tea"
+    )
+    probe = (
+        "import io, sys\n"
+        "from aibuddy_cli import fastpath\n"
+        "out = io.StringIO()\n"
+        "code = fastpath.run(['memory', 'recall', 'tea', '--json'], out, sys.stderr)\n"
+        "assert code == 0 and '\"tea\"' in out.getvalue(), (code, out.getvalue())\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_kb_fast_path_imports_no_heavy_module(kb_vault: Vault, env: dict[str, str]) -> None:
+    probe = (
+        "import io, sys\n"
+        "from aibuddy_cli import fastpath\n"
+        "calls = (['kb', 'search', '字符串', '--json'], ['kb', 'read', 'ch08-02-strings', '更新字符串'])\n"
+        "for args in calls:\n"
+        "    out = io.StringIO()\n"
+        "    assert fastpath.run(args, out, sys.stderr) == 0, out.getvalue()\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_help_does_not_import_litellm(env: dict[str, str]) -> None:
+    probe = (
+        "import sys\n"
+        "from aibuddy_cli.__main__ import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('litellm' in sys.modules, 'watchdog' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip().endswith("False False"), result.stdout + result.stderr

@@ -1,0 +1,143 @@
+"""The Store protocol is the whole contract between the services and the vault's files: its
+behaviour, and the services' behaviour, are the same on the filesystem store and on a second,
+in-memory implementation."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from memory_store import MemoryStore
+
+from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound
+from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.storage import FileStore, Store
+from aibuddy_cli.tasks.service import TaskService
+from aibuddy_cli.vault import Vault
+
+
+@pytest.fixture(params=["file", "memory"])
+def store(request: pytest.FixtureRequest, vault: Vault) -> Store:
+    if request.param == "file":
+        return FileStore(vault.root, vault.locks_dir())
+    return MemoryStore()
+
+
+# --- the protocol ------------------------------------------------------------------------
+
+
+def test_write_read_stat_and_create(store: Store) -> None:
+    entry = store.write("memory/demo/tea.md", b"one")
+    data, read_entry = store.read("memory/demo/tea.md")
+    assert data == b"one" and read_entry.size == 3 and store.stat("memory/demo/tea.md") == entry
+    again = store.write("memory/demo/tea.md", b"two!")
+    assert again.signature != entry.signature  # an edit is noticed by the indexes
+    with pytest.raises(Conflict):
+        store.write("memory/demo/tea.md", b"x", create=True)
+    with pytest.raises(NotFound):
+        store.read("memory/demo/none.md")
+    with pytest.raises(InvalidInput):
+        store.read("memory/demo")  # a folder
+    for bad in ("../escape.md", "/etc/passwd", "memory//x.md", "memory/./x.md"):
+        with pytest.raises(InvalidInput):
+            store.write(bad, b"x")
+
+
+def test_scan_and_folders_see_one_level_without_hidden_names(store: Store) -> None:
+    for key in ("tasks/demo/t1/task.json", "tasks/demo/t2/task.json", "tasks/demo/.hidden/task.json"):
+        store.write(key, b"{}")
+    store.write("memory/demo/a.md", b"a")
+    store.write("memory/demo/b.txt", b"b")
+    store.write("memory/demo/.c.md", b"c")
+    store.write("memory/demo/sub/d.md", b"d")
+    assert [e.name for e in store.scan("memory/demo", ".md")] == ["a.md"]
+    assert sorted(e.name for e in store.scan("memory/demo", (".md", ".txt"))) == ["a.md", "b.txt"]
+    assert store.scan("memory/nobody", ".md") == []
+    assert store.folders("tasks/demo") == ["t1", "t2"] and store.folders("tasks/nobody") == []
+
+
+def test_move_replace_delete_and_append(store: Store) -> None:
+    store.write("k/a.md", b"a")
+    store.write("k/b.md", b"b")
+    with pytest.raises(Conflict):
+        store.move("k/a.md", "k/b.md")
+    store.replace("k/a.md", "k/b.md")
+    assert store.read("k/b.md")[0] == b"a" and not store.exists("k/a.md")
+    store.move("k/b.md", "k/c.md")
+    with pytest.raises(NotFound):
+        store.move("k/b.md", "k/d.md")
+    store.delete("k/c.md")
+    with pytest.raises(NotFound):
+        store.delete("k/c.md")
+    store.append(".aibuddy/logs/x.jsonl", b"1\n")
+    store.append(".aibuddy/logs/x.jsonl", b"2\n")
+    assert store.read(".aibuddy/logs/x.jsonl")[0] == b"1\n2\n"
+
+
+def test_a_held_lock_is_busy_for_others(store: Store) -> None:
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with store.lock("memory-demo"):
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(10)
+        with pytest.raises(Busy):
+            with store.lock("memory-demo", timeout=0.1):
+                pass
+    finally:
+        release.set()
+        thread.join()
+    with store.lock("memory-demo", timeout=1):
+        pass
+
+
+# --- the services on either store ----------------------------------------------------------
+
+
+def test_memory_records_and_recall(store: Store, vault: Vault) -> None:
+    memory = MemoryService(vault, "demo", store=store, environ={})
+    memory.save("tea", type="user", description="Drinks green tea", body="No sugar.")
+    memory.save("deploy", type="project", description="Deploys go through staging", body="Always.")
+    memory.update("tea", body="One sugar.")
+    assert memory.show("tea").body == "One sugar." and memory.show("tea").provenance == "manual"
+    result = memory.recall("green tea")
+    assert [r.name for r in result.records] == ["tea"] and result.records[0].recall_count == 1
+    assert b"recallCount: 1" in store.read("memory/demo/tea.md")[0]
+    store.write("memory/demo/coffee.md", store.read("memory/demo/tea.md")[0].replace(b"tea", b"coffee"))
+    assert sorted(item.record.name for item in memory.list_records().records) == ["coffee", "deploy", "tea"]
+    memory.delete("deploy")
+    with pytest.raises(NotFound):
+        memory.show("deploy")
+    assert MemoryService(vault, "alice", store=store, environ={}).recall("green tea").records == []
+
+
+def test_documents_tasks_and_messages(store: Store, vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "guide.md"
+    source.write_text("# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback`.\n")
+    knowledge = KnowledgeService(vault, "demo", store=store, environ={})
+    (doc,) = [o.doc for o in knowledge.import_paths([str(source)], scope="system")]
+    assert store.exists("knowledge/system/pending/guide.md")
+    knowledge.publish(doc)
+    assert store.read("knowledge/system/ready/guide.md")[0] == source.read_bytes()
+    tasks = TaskService(vault, "demo", store=store)
+    task = tasks.new("Roll back")
+    tasks.set_attached(task.id, {doc: True})
+    tasks.add_message(task.id, "user", "How do I roll back?")
+    assert [m.attached for m in tasks.messages(task.id)] == [[doc]]
+    hits = knowledge.search("rollback", task=task.id)
+    assert [(h.hit.ref.qualified, h.hit.anchor) for h in hits] == [(doc, "rollback")]
+    page = knowledge.read(doc, "rollback", task=task.id)
+    assert "deployctl rollback" in page.text
+    entries, unavailable = knowledge.map(task.id)
+    assert [e.ref.qualified for e in entries] == [doc] and unavailable == []
+    # An edit behind the tool's back sends the document back to pending, on any store.
+    key = "knowledge/system/ready/guide.md"
+    store.write(key, store.read(key)[0] + b"\nMore.\n")
+    assert KnowledgeService(vault, "demo", store=store, environ={}).search("rollback", task=task.id) == []
