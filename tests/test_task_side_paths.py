@@ -271,3 +271,19 @@ def test_a_model_summary_keeps_the_pointers(
     assert summary["method"] == "model"
     assert summary["text"].startswith("The user is rolling back a deploy.")
     assert "system/deploy#rollback" in summary["text"] and "deploy-habit" in summary["text"]
+
+
+def test_tool_calls_are_checked_by_the_task_service() -> None:
+    from aibuddy_cli.errors import InvalidInput
+    from aibuddy_cli.tasks.service import parse_tool_calls
+
+    assert parse_tool_calls('[{"function": {"name": "memory_save"}}]') == [
+        {"function": {"name": "memory_save"}}
+    ]
+    for bad, message in (
+        ("{oops", "is not JSON"),
+        ('{"a": 1}', "list of objects"),
+        ("[1]", "list of objects"),
+    ):
+        with pytest.raises(InvalidInput, match=message):
+            parse_tool_calls(bad, "--tool-calls")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import InvalidInput
-from ..knowledge.service import KnowledgeService
 from ..tasks.service import Task, TaskService
 from . import memory_output, output
 from .context import AppState, state_of
@@ -63,14 +61,6 @@ def show(ctx: typer.Context, task: str = typer.Argument(...), json: bool = JsonO
     _show(state, _tasks(state).get(task))
 
 
-def _qualified(state: AppState, docs: list[str]) -> list[str]:
-    """The documents' qualified names. Another user's personal document, or a proposal this user
-    may not know of, is "no document" (exit 3), exactly like a missing one."""
-    vault, user = state.open()
-    knowledge = KnowledgeService(vault, user)
-    return [knowledge.resolve(doc).qualified for doc in docs]
-
-
 @app.command()
 def attach(
     ctx: typer.Context,
@@ -80,7 +70,9 @@ def attach(
 ) -> None:
     """Attach documents to a task (they are used once they are ready)."""
     state = state_of(ctx, json)
-    _show(state, _tasks(state).set_attached(task, dict.fromkeys(_qualified(state, docs), True)))
+    from ..tasks.attachments import attach_documents
+
+    _show(state, attach_documents(_tasks(state), state.knowledge(), task, docs))
 
 
 @app.command()
@@ -92,10 +84,9 @@ def detach(
 ) -> None:
     """Detach documents from a task."""
     state = state_of(ctx, json)
-    tasks = _tasks(state)
-    current = tasks.get(task)
-    refs = [doc if doc in current.attached else _qualified(state, [doc])[0] for doc in docs]
-    _show(state, tasks.set_attached(task, dict.fromkeys(refs, False)))
+    from ..tasks.attachments import detach_documents
+
+    _show(state, detach_documents(_tasks(state), state.knowledge(), task, docs))
 
 
 @app.command("add-message")
@@ -112,19 +103,13 @@ def add_message(
     json: bool = JsonOption,
 ) -> None:
     """Append a message to the task's log (it records the documents attached at that moment)."""
-    import json as json_module
     import sys
+
+    from ..tasks.service import parse_tool_calls
 
     state = state_of(ctx, json)
     content = sys.stdin.read() if text == "-" else text
-    calls = None
-    if tool_calls is not None:
-        try:
-            calls = json_module.loads(tool_calls)
-        except ValueError as exc:
-            raise InvalidInput(f"--tool-calls is not JSON: {exc}") from None
-        if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
-            raise InvalidInput("--tool-calls must be a JSON list of objects")
+    calls = None if tool_calls is None else parse_tool_calls(tool_calls, "--tool-calls")
     message = _tasks(state).add_message(task, role, content, calls)
     summary = f"{task} message {message.n} ({message.role})"
     render(state.json, message.to_json, lambda: summary, lambda: output.emit_text(summary))

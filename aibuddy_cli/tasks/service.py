@@ -55,6 +55,17 @@ class TaskMessage(NamedTuple):
         )
 
 
+def parse_tool_calls(text: str, source: str = "tool calls") -> list[dict[str, Any]]:
+    """An assistant turn's tool calls from JSON text: a list of objects, in the OpenAI shape."""
+    try:
+        calls = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{source} is not JSON: {exc}") from None
+    if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
+        raise InvalidInput(f"{source} must be a JSON list of objects")
+    return calls
+
+
 def validate_task_id(task_id: str) -> str:
     try:
         return validate_record_name(task_id)
