@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent import Tool, agent_loop, litellm_complete
 from ..errors import AibuddyError, InvalidInput, ModelError
+from ..text import shorten
 from .outline import split_lines
 from .service import KnowledgeService
 
@@ -204,9 +205,9 @@ class KnowledgeAgent:
         # What the model wrote is echoed within bounds: a reply of any size stays a sane document.
         return {
             "method": "model",
-            "answer": _cut(answer.strip(), MAX_ANSWER_CHARS),
+            "answer": shorten(answer.strip(), MAX_ANSWER_CHARS),
             "citations": citations,
-            "gaps": [_cut(" ".join(gap.split()), MAX_GAP_CHARS) for gap in gaps[:MAX_ECHOED]],
+            "gaps": [shorten(" ".join(gap.split()), MAX_GAP_CHARS) for gap in gaps[:MAX_ECHOED]],
             "dropped_citations": [_echo(item) for item in dropped[:MAX_ECHOED]],
         }
 
@@ -270,10 +271,6 @@ class KnowledgeAgent:
         }
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _echo(item: Any) -> Any:
     """A dropped citation as the model gave it, bounded: doc and anchor of an object, else its value
     (a long text or a nested structure is cut, never passed on whole)."""
@@ -290,4 +287,4 @@ def _echo_value(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return _cut(text, 200)
+    return shorten(text, 200)

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..clock import utc_now
 from ..errors import AibuddyError, InvalidInput, ModelError
-from ..text import tokens
+from ..text import shorten, tokens
 from ..vault import validate_record_name
 from .cues import find_cues as cue_kinds
 from .records import TYPES, validate_body, validate_description
@@ -73,9 +73,9 @@ class ExtractionResult(NamedTuple):
         }
 
 
-def bounded(text: str, limit: int = 300) -> str:
+def bounded(text: str) -> str:
     """Model-provided text echoed in a decision, cut so a hostile reply cannot bloat the log."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, 300)
 
 
 def parse_transcript(lines: Iterable[str]) -> tuple[list[Message], list[str]]:

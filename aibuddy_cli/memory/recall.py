@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from ..errors import InvalidInput, ModelError
 from ..models import ModelSettings, complete_json
+from ..text import shorten
 from ..vault import validate_record_name
 from .manifest import ManifestLine
 
@@ -65,7 +66,7 @@ def validate_selection(reply: dict[str, Any], manifest: Sequence[ManifestLine], 
             dropped_count += 1
             if len(dropped) < MAX_DROPPED:  # echoed in --json: a flood of inventions stays bounded
                 text = item if isinstance(item, str) else repr(item)
-                dropped.append(text if len(text) <= 200 else text[:199] + "…")
+                dropped.append(shorten(text, 200))
         elif name not in names:
             names.append(name)
     if selected and not names:

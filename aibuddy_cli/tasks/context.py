@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from ..errors import AibuddyError, NotFound, as_aibuddy_error
 from ..knowledge.service import KnowledgeService
 from ..memory.service import MemoryService
+from ..text import shorten
 from ..vault import Vault
 from .service import TaskMessage, TaskService
 
@@ -50,8 +51,7 @@ def digest_line(message: TaskMessage, tool: str | None = None) -> str:
             line += f"; {len(found.memories)} memory record(s)" + (f": {names}" if names else "")
         return line
     first = next((line.strip() for line in message.content.splitlines() if line.strip()), "")
-    if len(first) > 160:
-        first = first[:159] + "…"
+    first = shorten(first, 160)
     return f"#{message.n} {message.role}: {first}"
 
 
@@ -222,7 +222,7 @@ class ContextAssembler:
         if len(summary) <= limit:
             return summary
         self.warnings.append(f"the compact model's summary was cut to its budget ({limit} characters)")
-        return summary[: limit - 1] + "…"
+        return shorten(summary, limit)
 
     @staticmethod
     def _pointer_appendix(older: list[TaskMessage]) -> str:
