@@ -117,6 +117,13 @@ class ModelError(Exception):
     """
 
 
+def describe_failure(error: Exception) -> str:
+    """One line for a failure a side path survives: a typed message where there is one."""
+    if isinstance(error, AibuddyError | OSError):
+        return as_aibuddy_error(error).message
+    return f"{type(error).__name__}: {error}"
+
+
 def as_aibuddy_error(error: BaseException) -> AibuddyError:
     """A typed error for anything a command may meet: filesystem errors get their exit codes."""
     if isinstance(error, AibuddyError):

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..errors import AibuddyError, NotFound, as_aibuddy_error
+from ..errors import NotFound, describe_failure
 from ..knowledge.service import KnowledgeService
 from ..memory.service import MemoryService
 from ..text import shorten
@@ -34,14 +34,14 @@ def estimate_tokens(text: str) -> int:
     return len(text) // 4 + 4
 
 
-def digest_line(message: TaskMessage, tool: str | None = None) -> str:
+def digest_line(message: TaskMessage, tool: str | None = None, found: Pointers | None = None) -> str:
     """One line standing for a message in the deterministic digest. A tool result keeps its
     pointers: the `doc#anchor` citations it carried, or the memory records it returned."""
     if message.role == "tool":
         status = "error" if _looks_failed(message.content) else "ok"
         label = f"tool result ({tool})" if tool else "tool result"
         line = f"#{message.n} {label}: {status} ({len(message.content)} chars)"
-        found = pointers(message.content)
+        found = found or pointers(message.content)
         if found.citations:
             shown = ", ".join(found.citations[:MAX_POINTERS])
             more = len(found.citations) - MAX_POINTERS
@@ -149,7 +149,7 @@ class ContextAssembler:
         try:
             documents, unavailable = self.knowledge.map(task_id)
         except Exception as exc:  # noqa: BLE001 - a side path: the context assembles without it
-            self.warnings.append(f"document map left out: {_failure(exc)}")
+            self.warnings.append(f"document map left out: {describe_failure(exc)}")
             documents, unavailable = [], []
         self.warnings += self.tasks.warnings + self.knowledge.warnings
         return {
@@ -228,11 +228,8 @@ class ContextAssembler:
     def _pointer_appendix(older: list[TaskMessage]) -> str:
         """The compacted tool results' pointers, kept verbatim under a model's summary."""
         tools = tool_names(older)
-        lines = [
-            digest_line(m, tools.get(m.n))
-            for m in older
-            if m.role == "tool" and pointers(m.content).found
-        ]
+        found = [(m, pointers(m.content)) for m in older if m.role == "tool"]
+        lines = [digest_line(m, tools.get(m.n), kept) for m, kept in found if kept.found]
         if not lines:
             return ""
         if len(lines) > MAX_POINTERS:
@@ -266,7 +263,7 @@ class ContextAssembler:
         try:
             result = self.memory.recall(query)
         except Exception as exc:  # noqa: BLE001 - recall is a side path: never a failed context
-            self.warnings.append(f"memories left out: recall failed ({_failure(exc)})")
+            self.warnings.append(f"memories left out: recall failed ({describe_failure(exc)})")
             return {"method": "none", "records": [], "already_in_context": {"count": 0, "records": []}}
         self.warnings += result.warnings
         fresh = [r for r in result.records if r.name not in recalled]
@@ -275,7 +272,8 @@ class ContextAssembler:
             try:
                 self.tasks.mark_recalled(task_id, [r.name for r in fresh], count)
             except Exception as exc:  # noqa: BLE001 - the next context may repeat these bodies
-                self.warnings.append(f"could not note the delivered memories in the task: {_failure(exc)}")
+                reason = describe_failure(exc)
+                self.warnings.append(f"could not note the delivered memories in the task: {reason}")
         return {
             "method": result.method,
             "records": [r.to_json() for r in fresh],
@@ -284,9 +282,3 @@ class ContextAssembler:
                 "records": [{"name": r.name, "since_message": recalled[r.name]} for r in seen],
             },
         }
-
-
-def _failure(exc: Exception) -> str:
-    if isinstance(exc, AibuddyError | OSError):
-        return as_aibuddy_error(exc).message
-    return f"{type(exc).__name__}: {exc}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..errors import AibuddyError, Conflict
+from ..errors import Conflict, describe_failure
 from ..memory.extraction import Decision, ExtractionResult, Extractor, Message
 from ..memory.service import MemoryService
 from .service import Task, TaskService
@@ -36,7 +36,7 @@ def end_task(tasks: TaskService, memory: MemoryService, task_id: str) -> TaskEnd
         finally:
             warnings += extractor.warnings
     except Exception as exc:  # noqa: BLE001 - extraction never stops the task from closing
-        detail = exc.message if isinstance(exc, AibuddyError) else f"{type(exc).__name__}: {exc}"
+        detail = describe_failure(exc)
         warnings.append(f"automatic extraction failed ({detail}); the task is closed all the same")
         extraction = ExtractionResult([], [Decision("extraction", "failed", detail)], [], False)
     warnings += tasks.warnings
