@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -26,6 +27,10 @@ class AibuddyError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def to_json(self) -> dict[str, Any]:
+        """The "error" object of an error document: the code, and the message on one line."""
+        return {"code": self.code, "message": " ".join(self.message.split())}
 
 
 class UsageError(AibuddyError):

@@ -10,10 +10,11 @@ routes print the same bytes.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+
+if TYPE_CHECKING:
+    from .session import Session
 
 _GLOBAL_OPTIONS = ("--vault", "--user")
 MAX_NUMBER = 1_000_000  # larger numbers go to Typer, which judges them
@@ -132,18 +133,19 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
 
     from .cli import output
     from .errors import AibuddyError, as_aibuddy_error
-    from .vault import locate_vault, resolve_user
+    from .session import Session
 
-    warnings: list[str] = []  # filled by the handler's service, printed even if it fails
+    warnings: list[str] = []  # the session's sink: printed even if the command fails
+    session: Session | None = None
     try:
-        vault = locate_vault(options.get("vault"), os.environ, Path.cwd())
-        warnings.extend(vault.config.warnings)
-        user = resolve_user(options.get("user"), os.environ, vault.config)
-        handler = _HANDLERS[rest[1]]
-        document, text = handler(vault, user, args, stderr, warnings)
+        session = Session.locate(options.get("vault"), options.get("user"), warnings=warnings)
+        document, text = _HANDLERS[rest[1]](session, args, stderr)
     except (AibuddyError, OSError) as error:
         output.report_warnings(warnings, stderr)
         return output.report_error(as_aibuddy_error(error), args["json"], stdout, stderr)
+    finally:
+        if session is not None:
+            session.close()
     output.report_warnings(warnings, stderr)
     if args["json"]:
         output.emit_json(document(), stdout)
@@ -155,37 +157,30 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
 Rendered = tuple[Callable[[], Any], Callable[[], str]]
 
 
-def _recall(vault: Any, user: str, args: dict[str, Any], stderr: TextIO, warnings: list[str]) -> Rendered:
+def _recall(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
     from .cli import memory_output
-    from .memory.service import MemoryService
 
-    memory = MemoryService(vault, user)
-    result = memory.recall(args["query"], args.get("limit"))
-    memory_output.report_problems(result.problems, memory.prefix, stderr)
-    warnings.extend(result.warnings)
-    return lambda: memory_output.recall_json(user, result), lambda: memory_output.recall_text(result)
+    result = session.memory.recall(args["query"], args.get("limit"))
+    memory_output.report_problems(result.problems, session.memory.prefix, stderr)
+    session.warnings.extend(result.warnings)
+    return result.to_json, lambda: memory_output.recall_text(result)
 
 
-def _search(vault: Any, user: str, args: dict[str, Any], stderr: TextIO, warnings: list[str]) -> Rendered:
+def _search(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
     from .cli import kb_output
-    from .knowledge.service import KnowledgeService
+    from .knowledge.results import SearchResults
 
-    service = KnowledgeService(vault, user)
-    service.warnings = warnings
     task = args.get("task")
-    hits = service.search(
+    hits = session.knowledge.search(
         args["query"], task=task, limit=args.get("limit", 10), status=args.get("status", "ready")
     )
-    return lambda: kb_output.search_json(args["query"], task, hits), lambda: kb_output.hits_text(hits)
+    return SearchResults(args["query"], task, hits).to_json, lambda: kb_output.hits_text(hits)
 
 
-def _read(vault: Any, user: str, args: dict[str, Any], stderr: TextIO, warnings: list[str]) -> Rendered:
+def _read(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
     from .cli import kb_output
-    from .knowledge.service import KnowledgeService
 
-    service = KnowledgeService(vault, user)
-    service.warnings = warnings
-    section_page = service.read(
+    section_page = session.knowledge.read(
         args["doc"],
         args["anchor"],
         cursor=args.get("cursor"),

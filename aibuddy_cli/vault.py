@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .config import (  # noqa: F401 - re-exported: the configuration's names as they were imported here
     CONFIG_FILE,
@@ -62,6 +62,10 @@ def validate_user_name(user: str) -> str:
 class Vault(NamedTuple):
     root: Path
     config: Config
+
+    def to_json(self) -> dict[str, Any]:
+        """`aibuddy init`'s answer."""
+        return {"vault": str(self.root), "default_user": self.config.default_user}
 
     @classmethod
     def open(cls, root: Path) -> Vault:

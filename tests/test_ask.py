@@ -59,12 +59,12 @@ def test_a_full_loop_searches_reads_two_sections_and_cites_them(
         }
     )
     result = agent(vault, task, model_env).ask("How do I declare a request body?")
-    assert result["method"] == "model" and result["dropped_citations"] == []
-    assert [(c["doc"], c["anchor"]) for c in result["citations"]] == [
+    assert result.method == "model" and result.dropped_citations == []
+    assert [(c.doc, c.anchor) for c in result.citations] == [
         ("system/body", "create-your-data-model"),
         ("system/body", "declare-it-as-a-parameter"),
     ]
-    assert result["citations"][0]["title"] == "Request Body" and result["citations"][0]["lines"] == [24, 59]
+    assert result.citations[0].title == "Request Body" and result.citations[0].lines == [24, 59]
     assert len(fake_openai.requests) == 3
     second = fake_openai.requests[1]["body"]
     assert {t["function"]["name"] for t in second["tools"]} == {"search_docs", "read_doc", "read_section"}
@@ -93,9 +93,9 @@ def test_a_citation_of_an_unread_section_is_removed_and_reported(
     )
     ask = agent(vault, task, model_env)
     result = ask.ask("What are the results?")
-    assert [c["anchor"] for c in result["citations"]] == ["results"]
-    assert {"doc": "body", "anchor": "editor-support"} in result["dropped_citations"]
-    assert result["gaps"] == ["nothing about XML bodies"]
+    assert [c.anchor for c in result.citations] == ["results"]
+    assert {"doc": "body", "anchor": "editor-support"} in result.dropped_citations
+    assert result.gaps == ["nothing about XML bodies"]
     assert any("never read" in w for w in ask.warnings)
 
 
@@ -109,7 +109,7 @@ def test_a_model_that_loops_stops_at_the_step_bound_and_falls_back(
     ask = agent(vault, task, model_env)
     result = ask.ask("request body")
     assert len(fake_openai.requests) == 3
-    assert result["method"] == "extractive" and result["citations"]
+    assert result.method == "extractive" and result.citations
     assert any("all 3 steps" in w for w in ask.warnings)
 
 
@@ -127,7 +127,7 @@ def test_instructions_inside_documents_change_nothing(
         }
     )
     result = agent(vault, task, model_env).ask("What does the reminder say?")
-    assert result["method"] == "model"
+    assert result.method == "model"
     errors = [
         json.loads(m["content"]) for m in fake_openai.requests[2]["body"]["messages"] if m["role"] == "tool"
     ]
@@ -155,7 +155,7 @@ def test_tools_see_only_the_tasks_usable_documents(
         json.loads(m["content"]) for m in fake_openai.requests[1]["body"]["messages"] if m["role"] == "tool"
     ]
     assert "not attached" in errors[0]["error"] and "invalid" in errors[1]["error"]
-    assert result["citations"] == [] and result["dropped_citations"]
+    assert result.citations == [] and result.dropped_citations
 
 
 def test_without_a_model_the_answer_is_extractive(cli, vault: Vault, task: str) -> None:
@@ -175,7 +175,7 @@ def test_a_failing_model_falls_back_to_excerpts(
     fake_openai.enqueue(status=500)
     ask = agent(vault, task, model_env)
     result = ask.ask("request body")
-    assert result["method"] == "extractive" and ask.warnings
+    assert result.method == "extractive" and ask.warnings
 
 
 def test_tool_output_is_bounded(
@@ -210,8 +210,8 @@ def test_odd_tool_arguments_and_replies_do_not_crash_the_loop(
     fake_openai.reply_json({"answer": "x", "citations": 5, "gaps": 7})
     result = agent(vault, task, model_env).ask("body")
     # Nothing cited that it read: not passed off as grounded, the answer is excerpts instead.
-    assert result["method"] == "extractive" and result["answer"] != "x" and result["gaps"] == []
-    assert result["dropped_citations"] == [{"value": 5}]
+    assert result.method == "extractive" and result.answer != "x" and result.gaps == []
+    assert result.dropped_citations == [{"value": 5}]
     tools = [
         json.loads(m["content"]) for m in fake_openai.requests[1]["body"]["messages"] if m["role"] == "tool"
     ]

@@ -76,8 +76,8 @@ def test_a_model_answer_without_citations_falls_back_to_excerpts(
     )
     ask = agent(vault, ops_task, model_env)
     result = ask.ask("How do I roll back?")
-    assert result["method"] == "extractive" and "kubectl" not in result["answer"]
-    assert [(c["doc"], c["anchor"]) for c in result["citations"]] == [(deploy, "rollback")]
+    assert result.method == "extractive" and "kubectl" not in result.answer
+    assert [(c.doc, c.anchor) for c in result.citations] == [(deploy, "rollback")]
     assert any("cites no section it read" in w for w in ask.warnings)
 
 
@@ -92,6 +92,6 @@ def test_a_model_answer_citing_only_unread_sections_falls_back_too(
         }
     )
     result = agent(vault, ops_task, model_env).ask("quokka migration plan")
-    assert result["method"] == "extractive" and "kubectl" not in result["answer"]
-    assert result["gaps"] == ["quokka migration plan"]  # the documents do not cover it
-    assert result["dropped_citations"] == [{"doc": deploy, "anchor": "rollback"}]
+    assert result.method == "extractive" and "kubectl" not in result.answer
+    assert result.gaps == ["quokka migration plan"]  # the documents do not cover it
+    assert result.dropped_citations == [{"doc": deploy, "anchor": "rollback"}]

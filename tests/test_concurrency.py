@@ -1,13 +1,23 @@
 """The tool as real processes running at once: saves and recalls from twenty processes lose nothing
-and leave no temporary files."""
+and leave no temporary files; temp files of a write killed mid-way are cleaned up by the next
+write to their folder, never those of a writer still at work."""
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
-from conftest import run_aibuddy
+import pytest
+from conftest import CODE, run_aibuddy
 
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.storage import TEMP_PREFIX
@@ -82,3 +92,93 @@ def test_twenty_concurrent_recalls_lose_no_update(
     assert [r.returncode for r in results] == [0] * 20, [r.stderr for r in results]
     assert memory.show("tea").recall_count == 20
     assert not [p for p in vault.root.rglob(f"{TEMP_PREFIX}*")]
+
+
+# --- temp files of killed writes --------------------------------------------------------------
+
+HANGING_WRITER = """
+import os, sys, time
+from pathlib import Path
+from aibuddy_cli import storage
+os.fsync = lambda fd: time.sleep(120)  # stop mid-write: the temp file exists, the rename has not happened
+storage.atomic_write(Path(sys.argv[1]), b"half written")
+"""
+
+
+def hanging_writer(target: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """A real aibuddy write stopped in the middle; returns the process and its temp file."""
+    env = {**os.environ, "PYTHONPATH": str(CODE)}
+    writer = subprocess.Popen([sys.executable, "-c", HANGING_WRITER, str(target)], env=env)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        temps = list(target.parent.glob(f"{TEMP_PREFIX}{writer.pid}-*"))
+        if temps:
+            return writer, temps[0]
+        assert writer.poll() is None, "the writer ended early"
+        time.sleep(0.01)
+    writer.kill()
+    raise AssertionError("the writer never created its temp file")
+
+
+def age(path: Path, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+@pytest.fixture
+def reports(vault: Vault) -> Vault:
+    """Three records about the weekly report, in memory/demo."""
+    memory = MemoryService(vault, "demo", environ={})
+    memory.save("report-style", type="feedback", description="Weekly report has three sections", body="Done.")
+    memory.save("report-day", type="project", description="The weekly report is due on Friday", body="Fri")
+    memory.save("report-tone", type="feedback", description="Keep the weekly report short", body="Brief.")
+    del memory
+    gc.collect()  # this process's index connections closed: the vault's files are settled
+    return vault
+
+
+@pytest.mark.parametrize(
+    "next_write",
+    [
+        lambda memory: memory.save("another", type="user", description="another", body="x"),
+        lambda memory: memory.recall("weekly report"),  # telemetry writes into the same folder
+    ],
+    ids=["save", "recall"],
+)
+def test_the_next_write_to_a_folder_removes_temp_files_of_killed_writes(
+    reports: Vault, next_write: Callable[[MemoryService], Any]
+) -> None:
+    folder = reports.root / "memory" / "demo"
+    killed, killed_temp = hanging_writer(folder / "report-day.md")
+    live, live_temp = hanging_writer(folder / "report-tone.md")
+    try:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        age(killed_temp, 10)  # a moment later
+        age(live_temp, 10)  # a slow writer, still at work
+        forgotten = folder / f"{TEMP_PREFIX}{os.getpid()}-0123456789ab"
+        forgotten.write_bytes(b"left two minutes ago by a process whose pid is now reused")
+        age(forgotten, 120)
+        next_write(MemoryService(reports, "demo", environ={}))
+        assert not killed_temp.exists() and not forgotten.exists()
+        assert live_temp.exists()  # a concurrent writer's temp file is never taken away
+    finally:
+        live.kill()
+        live.wait()
+        live_temp.unlink(missing_ok=True)
+    assert not list(folder.glob(f"{TEMP_PREFIX}*"))
+
+
+def test_a_real_save_cleans_up_after_a_killed_one(
+    aibuddy_exe: list[str], reports: Vault, env: dict[str, str]
+) -> None:
+    folder = reports.root / "memory" / "demo"
+    killed, temp = hanging_writer(folder / "report-day.md")
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    age(temp, 10)
+    args = ["memory", "save", "another", "--type", "user", "--description", "another", "--body", "x"]
+    result = run_aibuddy(aibuddy_exe, *args, env=env)
+    assert result.returncode == 0, result.stderr
+    assert not temp.exists()
+    assert (folder / "report-day.md").read_text().endswith("Fri")

@@ -17,7 +17,7 @@ from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.tasks.context import ContextAssembler
+from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
@@ -116,8 +116,8 @@ def test_a_huge_compaction_summary_is_cut_to_its_budget(
         tasks.add_message("t1", "user", f"message {i} " + "words " * 30)
     fake_openai.enqueue(content="A" * 1_000_000)
     environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "30"}
-    assembler = ContextAssembler(vault, "demo", environ=environ)
-    summary = assembler.assemble("t1")["summary"]
+    assembler = Session(vault, "demo", environ=environ).context
+    summary = assembler.assemble("t1").to_json()["summary"]
     assert summary["method"] == "model" and len(summary["text"]) <= 400 // 2 * 4
     assert any("cut to its budget" in w for w in assembler.warnings)
     cached = vault.root / "tasks" / "demo" / "t1" / "summary.json"
@@ -146,12 +146,12 @@ def test_kb_ask_echoes_a_bounded_answer_gaps_and_dropped_citations(
     )
     agent = KnowledgeAgent(KnowledgeService(Vault.open(vault.root), "demo", environ=model_env), "t1")
     result = agent.ask("How do I roll back?")
-    assert result["method"] == "model" and [c["anchor"] for c in result["citations"]] == ["rollback"]
-    assert len(result["answer"]) <= 20_000
-    assert len(result["gaps"]) == 20 and all(len(g) <= 500 for g in result["gaps"])
-    assert len(result["dropped_citations"]) == 20
-    assert result["dropped_citations"][0] == {"doc": "x" * 199 + "…", "anchor": "y" * 199 + "…"}
-    assert len(json.dumps(result)) < 60_000
+    assert result.method == "model" and [c.anchor for c in result.citations] == ["rollback"]
+    assert len(result.answer) <= 20_000
+    assert len(result.gaps) == 20 and all(len(g) <= 500 for g in result.gaps)
+    assert len(result.dropped_citations) == 20
+    assert result.dropped_citations[0] == {"doc": "x" * 199 + "…", "anchor": "y" * 199 + "…"}
+    assert len(json.dumps(result.to_json())) < 60_000
 
 
 # --- AIBUDDY_TIMEOUT bounds the wall time of a model call ----------------------------------

@@ -135,7 +135,7 @@ def test_summaries_through_the_model_and_their_failures(
     service = KnowledgeService(Vault.open(vault.root), "demo", environ={})
     ref, meta = service.show("body")
     result = service.summaries.store_summary(ref, "0" * 64, "stale")
-    assert result["summarized"] is False and service.show("body")[1].summary.startswith("How to declare")
+    assert result.summarized is False and service.show("body")[1].summary.startswith("How to declare")
 
 
 def test_kb_watch_follows_edits_new_files_and_stops_on_ctrl_c(aibuddy_exe: list[str], vault: Vault) -> None:

@@ -101,7 +101,7 @@ def test_users_never_see_each_other(vault: Vault) -> None:
     assert [line.name for line in bob.manifest("Falcon").lines] == ["tea"]
     with pytest.raises(NotFound):
         bob.show("secret-plan")
-    assert bob.clear() == (["tea"], [])
+    assert bob.clear() == ("bob", ["tea"], [])
     assert [r.record.name for r in alice.list_records().records] == ["secret-plan"]
 
 
@@ -257,7 +257,7 @@ def test_clear_removes_only_this_users_records(vault: Vault) -> None:
     for i in range(3):
         alice.save(f"a-{i}", type="user", description="alice", body="")
     bob.save("b", type="user", description="bob", body="")
-    assert alice.clear() == (["a-0", "a-1", "a-2"], [])
+    assert alice.clear() == ("alice", ["a-0", "a-1", "a-2"], [])
     assert alice.list_records().records == []
     assert [r.record.name for r in bob.list_records().records] == ["b"]
 
@@ -317,7 +317,7 @@ def test_clear_goes_on_past_a_file_it_cannot_remove(
     outside = tmp_path / "outside.md"
     outside.write_text("keep me")
     os.symlink(outside, vault.root / "memory" / "demo" / "link.md")
-    removed, problems = memory.clear()
+    _, removed, problems = memory.clear()
     assert removed == ["a", "b"] and len(problems) == 1 and "symlink" in problems[0]
     assert outside.read_text() == "keep me"
 

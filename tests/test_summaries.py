@@ -13,6 +13,7 @@ from conftest import run_aibuddy
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.knowledge.summaries import SummaryOutcome
 from aibuddy_cli.vault import Vault
 
 GUIDE = "# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback`.\n"
@@ -58,10 +59,41 @@ def test_a_pending_versions_summary_is_kept_beside_a_ready_version(
     fake_openai.enqueue(content="How to roll back and when to patch forward.")
     results = KnowledgeService(vault, "demo", environ=environ).summarize(["system/guide"])
     assert results == [
-        {"doc": "system/guide", "summarized": True, "summary": "How to roll back and when to patch forward."}
+        SummaryOutcome("system/guide", True, summary="How to roll back and when to patch forward.")
     ]
     assert sidecar(vault, "pending")["summary"] == "How to roll back and when to patch forward."
     assert sidecar(vault, "ready")["summary"] is None
+
+
+def test_a_failed_or_stale_summary_leaves_the_document_as_it_was_and_says_why(
+    vault: Vault, tmp_path: Path, fake_openai: FakeOpenAI, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    source = tmp_path / "guide.md"
+    source.write_text(GUIDE)
+    KnowledgeService(vault, "demo", environ={}).import_paths([str(source)], scope="system")
+    environ = {"AIBUDDY_MODEL_SUMMARY": "openai/summary-test", "AIBUDDY_TIMEOUT": "30"}
+    service = KnowledgeService(vault, "demo", environ=environ)
+    fake_openai.enqueue(status=500)
+    (failed,) = service.summarize(["system/guide"])
+    assert failed.doc == "system/guide" and failed.summarized is False and failed.summary is None
+    assert list(failed.to_json()) == ["doc", "summarized", "reason"]
+    assert failed.to_json()["reason"] == failed.reason
+    (warning,) = service.warnings
+    assert warning == f"system/guide: {failed.reason}; summary left as it was"
+    assert sidecar(vault, "pending")["summary"] is None
+    ref, _ = service.show("system/guide")
+    stale = service.summaries.store_summary(ref, "0" * 64, "stale")
+    assert stale.to_json() == {"doc": "system/guide", "summarized": False, "reason": "document changed"}
+    assert sidecar(vault, "pending")["summary"] is None
+    kept = service.summaries.store_summary(ref, sidecar(vault, "pending")["sha256"], "Rolling back.")
+    assert list(kept.to_json().items()) == [
+        ("doc", "system/guide"),
+        ("summarized", True),
+        ("summary", "Rolling back."),
+    ]
+    assert sidecar(vault, "pending")["summary"] == "Rolling back."
 
 
 def test_the_import_does_not_wait_for_the_summary_which_lands_later(

@@ -10,7 +10,7 @@ from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.tasks.context import ContextAssembler
+from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
@@ -129,18 +129,18 @@ def test_compaction_through_the_compact_model_is_cached(
         tasks.add_message(task.id, "user" if i % 2 == 0 else "assistant", f"message {i} " + "words " * 30)
     environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "30"}
     fake_openai.enqueue(content="The user asked ten things; all were answered.")
-    context = ContextAssembler(vault, "demo", environ=environ).assemble(task.id)
+    context = Session(vault, "demo", environ=environ).context.assemble(task.id).to_json()
     assert context["summary"]["method"] == "model"
     assert context["summary"]["text"] == "The user asked ten things; all were answered."
     compact_requests = [r for r in fake_openai.requests if r["body"]["model"] == "compact-test"]
     assert len(compact_requests) == 1 and "message 0 words" in json.dumps(compact_requests[0]["body"])
-    again = ContextAssembler(vault, "demo", environ=environ).assemble(task.id)
+    again = Session(vault, "demo", environ=environ).context.assemble(task.id).to_json()
     assert again["summary"] == context["summary"]
     assert len([r for r in fake_openai.requests if r["body"]["model"] == "compact-test"]) == 1
     fake_openai.enqueue(status=500)
     tasks.add_message(task.id, "user", "one more " * 40)
-    fallback = ContextAssembler(vault, "demo", environ=environ)
-    assert fallback.assemble(task.id)["summary"]["method"] == "digest"
+    fallback = Session(vault, "demo", environ=environ).context
+    assert fallback.assemble(task.id).to_json()["summary"]["method"] == "digest"
     assert any("digest" in w for w in fallback.warnings)
 
 
@@ -161,7 +161,7 @@ def test_a_long_history_digest_stays_within_the_budget(stocked: Vault) -> None:
     task = tasks.new("Very long task")
     for i in range(400):
         tasks.add_message(task.id, "user", f"message number {i} " + "text " * 30)
-    context = ContextAssembler(Vault.open(stocked.root), "demo", environ={}).assemble(task.id)
+    context = Session(Vault.open(stocked.root), "demo", environ={}).context.assemble(task.id).to_json()
     summary = context["summary"]["text"]
     assert len(summary) // 4 <= 6000 // 2 + 50
     assert summary.startswith("(messages 1-") and "more, not shown" in summary.splitlines()[0]

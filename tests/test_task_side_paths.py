@@ -14,7 +14,8 @@ from fake_openai import FakeOpenAI
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.tasks.context import ContextAssembler, pointers
+from aibuddy_cli.session import Session
+from aibuddy_cli.tasks.context import pointers
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
@@ -115,8 +116,8 @@ def _context_without_recall(vault: Vault) -> tuple[dict, list[str]]:
     if not tasks.list_tasks():
         tasks.new("Roll back the deploy")
         tasks.add_message("t1", "user", "How do I roll back?")
-    assembler = ContextAssembler(Vault.open(vault.root), "demo", environ={})
-    return assembler.assemble("t1"), assembler.warnings
+    assembler = Session(Vault.open(vault.root), "demo", environ={}).context
+    return assembler.assemble("t1").to_json(), assembler.warnings
 
 
 def test_context_assembles_without_memories_when_recall_crashes(
@@ -208,7 +209,7 @@ def test_kb_ask_uses_the_documents_of_the_latest_message(vault: Vault, docs: lis
     tasks.set_attached("t1", {hiring: True, deploy: False})
     agent = KnowledgeAgent(KnowledgeService(vault, "demo", environ={}), "t1", environ={})
     answer = agent.ask("How do I roll back?")
-    assert [c["doc"] for c in answer["citations"]] == [deploy]
+    assert [c.doc for c in answer.citations] == [deploy]
 
 
 # --- compaction keeps pointers ----------------------------------------------------------
@@ -251,7 +252,7 @@ def _long_task_with_tool_results(vault: Vault) -> TaskService:
 
 def test_a_digest_keeps_citations_and_memory_names(vault: Vault) -> None:
     _long_task_with_tool_results(vault)
-    context = ContextAssembler(Vault.open(vault.root), "demo", environ={}).assemble("t1")
+    context = Session(Vault.open(vault.root), "demo", environ={}).context.assemble("t1").to_json()
     text = context["summary"]["text"]
     assert "#2 tool result (read_section): ok" in text and "cites system/deploy#rollback" in text
     assert "#4 tool result (memory_recall): ok" in text and "1 memory record(s): deploy-habit" in text
@@ -266,7 +267,7 @@ def test_a_model_summary_keeps_the_pointers(
     _long_task_with_tool_results(vault)
     fake_openai.enqueue(content="The user is rolling back a deploy.")
     environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "30"}
-    context = ContextAssembler(Vault.open(vault.root), "demo", environ=environ).assemble("t1")
+    context = Session(Vault.open(vault.root), "demo", environ=environ).context.assemble("t1").to_json()
     summary = context["summary"]
     assert summary["method"] == "model"
     assert summary["text"].startswith("The user is rolling back a deploy.")

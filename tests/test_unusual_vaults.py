@@ -1,5 +1,4 @@
-"""Vaults in unusual places: read-only, on a full disk, refusing locks; busy versus not busy;
-temp files a killed write left behind.
+"""Vaults in unusual places: read-only, on a full disk, refusing locks; busy versus not busy.
 
 Real conditions where the machine allows them (a read-only bind mount, a small tmpfs: root
 only, skipped with the reason otherwise), fault injection (OSError with EROFS/ENOSPC, a real
@@ -13,18 +12,15 @@ import gc
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BODY, CODE, child_env, run_aibuddy
+from conftest import BODY, child_env, run_aibuddy
 from typer.testing import CliRunner
 
 from aibuddy_cli import errors
@@ -545,82 +541,3 @@ def test_recall_answers_when_its_lock_cannot_be_made(stocked: Vault, monkeypatch
     (warning,) = result.warnings
     assert "read-only file system" in warning
     assert files_of(stocked.root / "memory") == before
-
-
-# --- temp files of killed writes --------------------------------------------------------------
-
-HANGING_WRITER = """
-import os, sys, time
-from pathlib import Path
-from aibuddy_cli import storage
-os.fsync = lambda fd: time.sleep(120)  # stop mid-write: the temp file exists, the rename has not happened
-storage.atomic_write(Path(sys.argv[1]), b"half written")
-"""
-
-
-def hanging_writer(target: Path) -> tuple[subprocess.Popen[bytes], Path]:
-    """A real aibuddy write stopped in the middle; returns the process and its temp file."""
-    env = {**os.environ, "PYTHONPATH": str(CODE)}
-    writer = subprocess.Popen([sys.executable, "-c", HANGING_WRITER, str(target)], env=env)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        temps = list(target.parent.glob(f"{TEMP_PREFIX}{writer.pid}-*"))
-        if temps:
-            return writer, temps[0]
-        assert writer.poll() is None, "the writer ended early"
-        time.sleep(0.01)
-    writer.kill()
-    raise AssertionError("the writer never created its temp file")
-
-
-def age(path: Path, seconds: float) -> None:
-    then = time.time() - seconds
-    os.utime(path, (then, then))
-
-
-@pytest.mark.parametrize(
-    "next_write",
-    [
-        lambda memory: memory.save("another", type="user", description="another", body="x"),
-        lambda memory: memory.recall("weekly report"),  # telemetry writes into the same folder
-    ],
-    ids=["save", "recall"],
-)
-def test_the_next_write_to_a_folder_removes_temp_files_of_killed_writes(
-    stocked: Vault, next_write: Callable[[MemoryService], Any]
-) -> None:
-    folder = stocked.root / "memory" / "demo"
-    killed, killed_temp = hanging_writer(folder / "report-day.md")
-    live, live_temp = hanging_writer(folder / "report-tone.md")
-    try:
-        killed.send_signal(signal.SIGKILL)
-        killed.wait()
-        age(killed_temp, 10)  # a moment later
-        age(live_temp, 10)  # a slow writer, still at work
-        forgotten = folder / f"{TEMP_PREFIX}{os.getpid()}-0123456789ab"
-        forgotten.write_bytes(b"left two minutes ago by a process whose pid is now reused")
-        age(forgotten, 120)
-        next_write(MemoryService(stocked, "demo", environ={}))
-        assert not killed_temp.exists() and not forgotten.exists()
-        assert live_temp.exists()  # a concurrent writer's temp file is never taken away
-    finally:
-        live.kill()
-        live.wait()
-        live_temp.unlink(missing_ok=True)
-    assert not list(folder.glob(f"{TEMP_PREFIX}*"))
-
-
-def test_a_real_save_cleans_up_after_a_killed_one(
-    aibuddy_exe: list[str], stocked: Vault, cache_home: Path
-) -> None:
-    folder = stocked.root / "memory" / "demo"
-    killed, temp = hanging_writer(folder / "report-day.md")
-    killed.send_signal(signal.SIGKILL)
-    killed.wait()
-    age(temp, 10)
-    env = process_env(stocked.root, cache_home)
-    args = ["memory", "save", "another", "--type", "user", "--description", "another", "--body", "x"]
-    result = run_aibuddy(aibuddy_exe, *args, env=env)
-    assert result.returncode == 0, result.stderr
-    assert not temp.exists()
-    assert (folder / "report-day.md").read_text().endswith("Fri")

@@ -33,9 +33,12 @@ class RootGroup(TyperGroup):
                 output.silence_stdout()  # the reader of stdout went away (`| head -1`): stop quietly
                 raise typer.Exit(output.BROKEN_PIPE_EXIT) from None
             state = ctx.obj if isinstance(ctx.obj, AppState) else AppState()
-            for warnings in state.warning_lists:  # what a service noticed before it failed
-                output.report_warnings(warnings)
+            state.report_warnings()  # what the services noticed before it failed
             raise typer.Exit(output.report_error(as_aibuddy_error(error), state.json)) from None
+        finally:
+            if isinstance(ctx.obj, AppState):
+                ctx.obj.report_warnings()  # whatever a command did not report itself: never dropped
+                ctx.obj.close()
 
 
 # What Rich reads as a markup tag in help text: `[knowledge]` in "default [knowledge] page_chars".
@@ -105,6 +108,6 @@ def init(
     state = state_of(ctx, json)
     created = init_vault(path, state.user_option or default_user_name(os.environ))
     if json:
-        output.emit_json({"vault": str(created.root), "default_user": created.config.default_user})
+        output.emit_json(created.to_json())
     else:
         output.emit_text(f"created vault {created.root} (default user {created.config.default_user})")

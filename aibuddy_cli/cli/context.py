@@ -1,16 +1,12 @@
-"""Per-invocation state shared by the commands: global options, lazily opened vault and services."""
+"""Per-invocation state of the Typer app: global options and the one Session they name."""
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..knowledge.service import KnowledgeService
-from ..memory.service import MemoryService
-from ..vault import Vault, locate_vault, resolve_user
+from ..session import Session
 from .output import report_warnings
 
 
@@ -19,26 +15,25 @@ class AppState:
     vault_option: str | None = None
     user_option: str | None = None
     json: bool = False
-    _opened: tuple[Vault, str] | None = field(default=None, repr=False)
-    # Warning lists of the services this run opened, printed before an error too.
-    warning_lists: list[list[str]] = field(default_factory=list, repr=False)
+    # The session's warnings sink, there before the session: the config file's warnings are
+    # reported even when no user can be resolved, and whatever is left goes out before an error.
+    warnings: list[str] = field(default_factory=list, repr=False)
+    _session: Session | None = field(default=None, repr=False)
 
-    def open(self) -> tuple[Vault, str]:
-        if self._opened is None:
-            vault = locate_vault(self.vault_option, os.environ, Path.cwd())
-            report_warnings(vault.config.warnings)  # unknown keys, ignored values: before anything else
-            self._opened = vault, resolve_user(self.user_option, os.environ, vault.config)
-        return self._opened
+    def session(self) -> Session:
+        if self._session is None:
+            self._session = Session.locate(self.vault_option, self.user_option, warnings=self.warnings)
+            self.report_warnings()  # unknown keys, ignored values: before anything else
+        return self._session
 
-    def memory(self) -> MemoryService:
-        vault, user = self.open()
-        return MemoryService(vault, user)
+    def report_warnings(self) -> None:
+        """Print what the services noticed so far, once."""
+        report_warnings(self.warnings)
+        self.warnings.clear()
 
-    def knowledge(self) -> KnowledgeService:
-        vault, user = self.open()
-        service = KnowledgeService(vault, user)
-        self.warning_lists.append(service.warnings)
-        return service
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
 
 
 def state_of(ctx: Any, json_mode: bool = False) -> AppState:

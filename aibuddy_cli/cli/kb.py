@@ -17,6 +17,17 @@ from typer.core import TyperCommand
 
 from ..errors import InvalidInput, UsageError
 from ..knowledge.documents import split_citation
+from ..knowledge.results import (
+    BodyChange,
+    DocumentInfo,
+    DocumentList,
+    DocumentOutline,
+    ImportReport,
+    Reviewed,
+    SearchResults,
+    SummaryReport,
+    TaskMap,
+)
 from ..knowledge.service import KnowledgeService
 from . import kb_output, output
 from .context import AppState, state_of, stdin_is_terminal
@@ -30,17 +41,12 @@ StatusOption = typer.Option("ready", "--status", help="ready, or pending to revi
 
 
 def _service(state: AppState) -> KnowledgeService:
-    return state.knowledge()
+    return state.session().knowledge
 
 
-def _finish(service: KnowledgeService) -> None:
-    output.report_warnings(service.warnings)
-    service.warnings.clear()
-
-
-def _simple(state: AppState, service: KnowledgeService, document: dict[str, Any], message: str) -> None:
-    _finish(service)
-    render(state.json, lambda: document, lambda: message, lambda: output.emit_text(message))
+def _simple(state: AppState, result: Reviewed | BodyChange, message: str) -> None:
+    state.report_warnings()
+    render(state.json, result.to_json, lambda: message, lambda: output.emit_text(message))
 
 
 @app.command("import")
@@ -67,10 +73,10 @@ def import_(
                 bar.update(task, completed=number, total=total, description=Path(source).name[:40])
 
         outcomes = service.import_paths(paths, scope=scope, recursive=recursive, progress=progress)
-    _finish(service)
+    state.report_warnings()
     render(
         state.json,
-        lambda: kb_output.import_json(outcomes),
+        ImportReport(outcomes).to_json,
         lambda: kb_output.import_text(outcomes),
         lambda: output.emit_text(kb_output.import_text(outcomes)),
     )
@@ -92,7 +98,7 @@ def list_(
     state = state_of(ctx, json)
     service = _service(state)
     docs = service.documents(status)
-    _finish(service)
+    state.report_warnings()
 
     def rich() -> None:
         from . import rich_output
@@ -101,7 +107,7 @@ def list_(
 
     render(
         state.json,
-        lambda: {"user": service.user, "documents": [kb_output.doc_json(d) for d in docs]},
+        DocumentList(service.user, docs).to_json,
         lambda: kb_output.docs_text(docs),
         rich,
     )
@@ -117,9 +123,9 @@ def show(
     state = state_of(ctx, json)
     service = _service(state)
     ref, meta = service.show(doc)
-    _finish(service)
+    state.report_warnings()
     text = kb_output.outline_text(ref, meta)
-    render(state.json, lambda: kb_output.meta_json(ref, meta), lambda: text, lambda: output.emit_text(text))
+    render(state.json, DocumentInfo(ref, meta).to_json, lambda: text, lambda: output.emit_text(text))
 
 
 @app.command()
@@ -134,11 +140,11 @@ def outline(
     state = state_of(ctx, json)
     service = _service(state)
     ref, meta = service.outline(doc, task, status)
-    _finish(service)
+    state.report_warnings()
     text = kb_output.outline_text(ref, meta)
     render(
         state.json,
-        lambda: {"doc": ref.qualified, "title": meta.title, "outline": [s.to_json() for s in meta.outline]},
+        DocumentOutline(ref, meta).to_json,
         lambda: text,
         lambda: output.emit_text(text),
     )
@@ -153,9 +159,8 @@ def publish(
     """pending → ready. System documents: admins only; personal ones: their owner."""
     state = state_of(ctx, json)
     service = _service(state)
-    refs = service.publish(*docs)
-    names = [ref.qualified for ref in refs]
-    _simple(state, service, {"published": names}, "\n".join(f"published {name}" for name in names))
+    reviewed = Reviewed("published", service.publish(*docs))
+    _simple(state, reviewed, "\n".join(f"published {name}" for name in reviewed.names))
 
 
 @app.command()
@@ -167,8 +172,8 @@ def reject(
     """Remove pending documents from the vault (their source files are not touched)."""
     state = state_of(ctx, json)
     service = _service(state)
-    names = [ref.qualified for ref in service.reject(*docs)]
-    _simple(state, service, {"rejected": names}, "\n".join(f"rejected {name}" for name in names))
+    reviewed = Reviewed("rejected", service.reject(*docs))
+    _simple(state, reviewed, "\n".join(f"rejected {name}" for name in reviewed.names))
 
 
 @app.command()
@@ -183,7 +188,7 @@ def reingest(
     service = _service(state)
     ref, changed = service.reingest(doc, path)
     message = f"{ref.qualified} re-ingested: pending review" if changed else f"{ref.qualified} unchanged"
-    _simple(state, service, {"doc": ref.qualified, "status": ref.status, "changed": changed}, message)
+    _simple(state, BodyChange(ref, changed), message)
 
 
 @app.command()
@@ -205,7 +210,7 @@ def edit(ctx: typer.Context, doc: str = typer.Argument(...), json: bool = JsonOp
         edited = draft.read_bytes()
     ref, changed = service.replace_body(ref.qualified, edited) if edited != body else (ref, False)
     message = f"{ref.qualified} edited: pending review" if changed else f"{ref.qualified} unchanged"
-    _simple(state, service, {"doc": ref.qualified, "status": ref.status, "changed": changed}, message)
+    _simple(state, BodyChange(ref, changed), message)
 
 
 @app.command()
@@ -222,12 +227,16 @@ def summarize(
         service.summarize_in_background(docs)
         return
     results = service.summarize(docs)
-    _finish(service)
+    state.report_warnings()
     text = "\n".join(
-        f"{r['doc']}: {r['summary']}" if r["summarized"] else f"{r['doc']}: not summarized ({r['reason']})"
-        for r in results
+        f"{r.doc}: {r.summary}" if r.summarized else f"{r.doc}: not summarized ({r.reason})" for r in results
     )
-    render(state.json, lambda: {"results": results}, lambda: text, lambda: output.emit_text(text))
+    render(
+        state.json,
+        SummaryReport(results).to_json,
+        lambda: text,
+        lambda: output.emit_text(text),
+    )
 
 
 @app.command("map")
@@ -238,11 +247,11 @@ def map_(
     state = state_of(ctx, json)
     service = _service(state)
     entries, unavailable = service.map(task)
-    _finish(service)
+    state.report_warnings()
     text = kb_output.map_text(entries, unavailable)
     render(
         state.json,
-        lambda: kb_output.map_json(task, entries, unavailable),
+        TaskMap(task, entries, unavailable).to_json,
         lambda: text,
         lambda: output.emit_text(text),
     )
@@ -261,11 +270,11 @@ def search(
     state = state_of(ctx, json)
     service = _service(state)
     hits = service.search(query, task=task, limit=limit, status=status)
-    _finish(service)
+    state.report_warnings()
     text = kb_output.hits_text(hits)
     render(
         state.json,
-        lambda: kb_output.search_json(query, task, hits),
+        SearchResults(query, task, hits).to_json,
         lambda: text,
         lambda: output.emit_text(text),
     )
@@ -336,7 +345,7 @@ def read(
     state = state_of(ctx, json)
     service = _service(state)
     section_page = service.read(doc, anchor, cursor=cursor, max_chars=max_chars, task=task, status=status)
-    _finish(service)
+    state.report_warnings()
     text = kb_output.page_text(section_page)
     render(state.json, section_page.to_json, lambda: text, lambda: output.emit_text(text))
 
@@ -372,15 +381,10 @@ def ask(
 
     state = state_of(ctx, json)
     service = _service(state)
-    agent = KnowledgeAgent(service, task)
-    result = agent.ask(question)
-    service.warnings.extend(agent.warnings)
-    _finish(service)
-    lines = [result["answer"], ""]
-    lines += [
-        f"[{c['doc']}#{c['anchor']}] {c['title']} (lines {c['lines'][0]}-{c['lines'][1]})"
-        for c in result["citations"]
-    ]
-    lines += [f"gap: {gap}" for gap in result["gaps"]]
+    result = KnowledgeAgent(service, task).ask(question)
+    state.report_warnings()
+    lines = [result.answer, ""]
+    lines += [f"[{c.doc}#{c.anchor}] {c.title} (lines {c.lines[0]}-{c.lines[1]})" for c in result.citations]
+    lines += [f"gap: {gap}" for gap in result.gaps]
     text = "\n".join(lines)
-    render(state.json, lambda: result, lambda: text, lambda: output.emit_text(text))
+    render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))

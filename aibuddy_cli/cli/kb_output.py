@@ -1,4 +1,4 @@
-"""Plain-text and JSON renderings of knowledge results (standard library only, like `output`).
+"""Plain-text renderings of knowledge results (standard library only, like `output`).
 
 Fields that stand on one line (titles, anchors, paths, snippets, summaries) go through
 `one_line`, so a control character, newline or tab in them is shown escaped; a page's text keeps
@@ -7,34 +7,17 @@ its lines and `output.emit_text` escapes its other control characters.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..knowledge.documents import DocRef, Meta
 from ..knowledge.index import IndexedDoc
+from ..knowledge.results import ImportReport
 from ..knowledge.service import ImportOutcome, MapEntry, SearchHit, SectionPage
 from .output import one_line
-
-
-def doc_json(doc: IndexedDoc) -> dict[str, Any]:
-    return {
-        "doc": doc.ref.qualified,
-        "title": doc.title,
-        "scope": doc.ref.scope,
-        "owner": doc.ref.owner,
-        "status": doc.ref.status,
-        "sections": doc.section_count,
-        "summary": doc.summary,
-    }
 
 
 def docs_text(docs: list[IndexedDoc]) -> str:
     return "\n".join(
         f"{one_line(d.ref.qualified)}\t{d.ref.status}\t{d.section_count}\t{one_line(d.title)}" for d in docs
     )
-
-
-def meta_json(ref: DocRef, meta: Meta) -> dict[str, Any]:
-    return {"doc": ref.qualified, "status": ref.status, **meta.to_json()}
 
 
 def outline_text(ref: DocRef, meta: Meta) -> str:
@@ -48,13 +31,6 @@ def outline_text(ref: DocRef, meta: Meta) -> str:
     return "\n".join(lines)
 
 
-def import_json(outcomes: list[ImportOutcome]) -> dict[str, Any]:
-    counts = {status: 0 for status in ("imported", "duplicate", "skipped", "failed")}
-    for outcome in outcomes:
-        counts[outcome.status] += 1
-    return {"files": [outcome.to_json() for outcome in outcomes], **counts}
-
-
 def import_text(outcomes: list[ImportOutcome]) -> str:
     lines = []
     for o in outcomes:
@@ -62,7 +38,7 @@ def import_text(outcomes: list[ImportOutcome]) -> str:
         if o.message:
             detail = f"{detail} ({one_line(o.message)})" if detail else one_line(o.message)
         lines.append(f"{o.status}\t{one_line(o.source)}\t{detail}")
-    summary = import_json(outcomes)
+    summary = ImportReport(outcomes).counts()
     lines.append(
         f"{summary['imported']} imported, {summary['duplicate']} duplicate, "
         f"{summary['skipped']} skipped, {summary['failed']} failed"
@@ -91,10 +67,6 @@ def page_text(section_page: SectionPage) -> str:
     return section_page.text + "\n".join(footer)
 
 
-def map_json(task: str, entries: list[MapEntry], unavailable: list[dict[str, str]]) -> dict[str, Any]:
-    return {"task": task, "documents": [e.to_json() for e in entries], "unavailable": unavailable}
-
-
 def map_text(entries: list[MapEntry], unavailable: list[dict[str, str]]) -> str:
     lines = [
         f"{one_line(e.ref.qualified)}\t{e.ref.scope}\t{e.section_count} sections\t{one_line(e.title)}"
@@ -105,5 +77,3 @@ def map_text(entries: list[MapEntry], unavailable: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def search_json(query: str, task: str | None, hits: list[SearchHit]) -> dict[str, Any]:
-    return {"query": query, "task": task, "hits": [h.to_json() for h in hits]}

@@ -9,6 +9,7 @@ import typer
 
 from ..errors import Aborted, InvalidInput, NotFound, UsageError
 from ..memory.records import TYPES, read_body_file
+from ..memory.service import RecordDeleted, RecordWrite
 from ..vault import memory_key
 from . import memory_output, output
 from .context import state_of, stdin_is_terminal
@@ -47,13 +48,13 @@ def save(
     """Create a record (provenance manual). Without --body or --body-file the body is empty;
     standard input is read only with --body-file -."""
     state = state_of(ctx, json)
-    memory = state.memory()
+    memory = state.session().memory
     text = _body(body, body_file) or ""
     record = memory.save(name, type=type, description=description, body=text)
     key = memory_key(memory.user, record.name)
     render(
         state.json,
-        lambda: {"path": key, "changed": True, "record": record.to_json()},
+        RecordWrite(key, record, True).to_json,
         lambda: f"saved {key}",
         lambda: output.emit_text(f"saved {key}"),
     )
@@ -73,13 +74,13 @@ def update(
 ) -> None:
     """Change a record; name, provenance, created and recall telemetry are kept."""
     state = state_of(ctx, json)
-    memory = state.memory()
+    memory = state.session().memory
     result = memory.update(name, type=type, description=description, body=_body(body, body_file))
     key = memory_key(memory.user, name)
     message = f"updated {key}" if result.changed else f"{key} unchanged"
     render(
         state.json,
-        lambda: {"path": key, "changed": result.changed, "record": result.record.to_json()},
+        RecordWrite(key, result.record, result.changed).to_json,
         lambda: message,
         lambda: output.emit_text(message),
     )
@@ -93,12 +94,12 @@ def delete(
 ) -> None:
     """Delete one record."""
     state = state_of(ctx, json)
-    memory = state.memory()
+    memory = state.session().memory
     memory.delete(name)
     key = memory_key(memory.user, name)
     render(
         state.json,
-        lambda: {"path": key, "deleted": True},
+        RecordDeleted(key).to_json,
         lambda: f"deleted {key}",
         lambda: output.emit_text(f"deleted {key}"),
     )
@@ -118,7 +119,7 @@ def show(
 
     state = state_of(ctx, json)
     try:
-        record = state.memory().show(name)
+        record = state.session().memory.show(name)
     except MergeConflict as conflict:
         raise typer.Exit(memory_output.show_conflict(conflict, state.json)) from None
 
@@ -134,7 +135,7 @@ def show(
 def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
     """List the current user's records (malformed ones are reported on stderr and skipped)."""
     state = state_of(ctx, json)
-    memory = state.memory()
+    memory = state.session().memory
     result = memory.list_records()
     memory_output.report_problems(result.problems, memory.prefix)
 
@@ -145,7 +146,7 @@ def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
 
     render(
         state.json,
-        lambda: memory_output.list_json(memory.user, result),
+        result.to_json,
         lambda: memory_output.list_text(result),
         rich,
     )
@@ -161,7 +162,7 @@ def manifest(
 ) -> None:
     """The recall window: at most 200 lines of type, file, modified date and description."""
     state = state_of(ctx, json)
-    memory = state.memory()
+    memory = state.session().memory
     result = memory.manifest(query)
     memory_output.report_problems(result.problems, memory.prefix)
 
@@ -170,10 +171,9 @@ def manifest(
 
         rich_output.show_manifest(result)
 
-    window = memory.vault.config.recall.window
     render(
         state.json,
-        lambda: memory_output.manifest_json(memory.user, query, window, result),
+        result.to_json,
         lambda: memory_output.manifest_text(result),
         rich,
     )
@@ -188,7 +188,7 @@ def recall(
 ) -> None:
     """Select the relevant records (model, else lexical) and read at most 5 bodies."""
     state = state_of(ctx, json)
-    memory = state.memory()
+    memory = state.session().memory
     result = memory.recall(query, limit)
     memory_output.report_problems(result.problems, memory.prefix)
     output.report_warnings(result.warnings)
@@ -200,7 +200,7 @@ def recall(
 
     render(
         state.json,
-        lambda: memory_output.recall_json(memory.user, result),
+        result.to_json,
         lambda: memory_output.recall_text(result),
         rich,
     )
@@ -214,7 +214,7 @@ def clear(
 ) -> None:
     """Remove ALL of the current user's memory records. Asks first on a terminal."""
     state = state_of(ctx, json)
-    memory = state.memory()
+    memory = state.session().memory
     if not yes:
         if not stdin_is_terminal():
             raise UsageError("refusing to clear memory without --yes when stdin is not a terminal")
@@ -222,12 +222,12 @@ def clear(
         question = f"Delete all {count} memory record(s) of user {memory.user}?"
         if not typer.confirm(question, default=False, err=True):  # stdout may be JSON
             raise Aborted("nothing removed")
-    removed, problems = memory.clear()
-    output.report_warnings(f"not removed: {problem}" for problem in problems)
-    message = f"removed {len(removed)} record(s) of user {memory.user}"
+    cleared = memory.clear()
+    output.report_warnings(f"not removed: {problem}" for problem in cleared.not_removed)
+    message = f"removed {len(cleared.removed)} record(s) of user {memory.user}"
     render(
         state.json,
-        lambda: {"user": memory.user, "removed": removed, "not_removed": problems},
+        cleared.to_json,
         lambda: message,
         lambda: output.emit_text(message),
     )
@@ -251,12 +251,11 @@ def extract(
     from ..memory.extraction import Extractor, parse_transcript
 
     state = state_of(ctx, json)
-    memory = state.memory()
+    memory = state.session().memory
     messages, problems = parse_transcript(_transcript_lines(transcript))
     output.report_warnings(problems)
-    extractor = Extractor(memory)
-    result = extractor.run(messages, dry_run=dry_run, source=transcript)
-    output.report_warnings(extractor.warnings)
+    result = Extractor(memory, warnings=state.warnings).run(messages, dry_run=dry_run, source=transcript)
+    state.report_warnings()
     text = memory_output.decisions_text(result.decisions) + (
         "\n(dry run: nothing written)" if dry_run else ""
     )

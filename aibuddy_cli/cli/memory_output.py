@@ -1,4 +1,4 @@
-"""Plain-text and JSON renderings of memory results (standard library only, like `output`)."""
+"""Plain-text renderings of memory results (standard library only, like `output`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from ..memory.index import IndexedRecord, Problem
+from ..memory.index import Problem
 from ..memory.records import MemoryRecord, MergeConflict
 from ..memory.service import Manifest, RecallResult, RecordList
 from . import output
@@ -29,10 +29,7 @@ def show_conflict(conflict: MergeConflict, json_mode: bool) -> int:
     conflict's lines and two sides (and the common base of a diff3 conflict), and the raw text.
     stderr gets the message."""
     if json_mode:
-        error: dict[str, Any] = {"code": conflict.code, "message": conflict.message, "path": conflict.path}
-        error["conflicts"] = [region.to_json() for region in conflict.conflicts]
-        error["text"] = conflict.text
-        output.emit_json({"error": error})
+        output.emit_json({"error": conflict.to_json()})
     elif sys.stdout.isatty():
         lines = conflict.text.split("\n")
         if lines[-1] == "":
@@ -43,47 +40,6 @@ def show_conflict(conflict: MergeConflict, json_mode: bool) -> int:
     else:
         output.emit_text(conflict.text)
     return output.report_error(conflict, False)
-
-
-# --- JSON documents (the stable schema scripts rely on) ---------------------------------
-
-
-def problems_json(problems: Iterable[Problem]) -> list[dict[str, str]]:
-    return [{"name": p.name, "message": p.message} for p in problems]
-
-
-def list_json(user: str, result: RecordList) -> dict[str, Any]:
-    return {
-        "user": user,
-        "records": [_listed(item) for item in result.records],
-        "problems": problems_json(result.problems),
-    }
-
-
-def _listed(item: IndexedRecord) -> dict[str, Any]:
-    return item.record.to_json(body=False)
-
-
-def manifest_json(user: str, query: str | None, window: int, manifest: Manifest) -> dict[str, Any]:
-    return {
-        "user": user,
-        "query": query,
-        "window": window,
-        "lines": [line.to_json() for line in manifest.lines],
-        "problems": problems_json(manifest.problems),
-    }
-
-
-def recall_json(user: str, result: RecallResult) -> dict[str, Any]:
-    return {
-        "user": user,
-        "query": result.query,
-        "method": result.method,
-        "records": [record.to_json() for record in result.records],
-        "dropped": result.dropped,
-        "warnings": result.warnings,
-        "problems": problems_json(result.problems),
-    }
 
 
 # --- plain text (stdout is not a terminal) ---------------------------------------------

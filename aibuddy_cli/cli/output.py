@@ -83,10 +83,9 @@ def report_error(
     error: AibuddyError, json_mode: bool, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
     """The single place a typed error becomes output and an exit code."""
-    message = " ".join(error.message.split())
     if json_mode:
-        emit_json({"error": {"code": error.code, "message": message}}, out)
-    (err or sys.stderr).write(f"error: {escape_controls(message)}\n")
+        emit_json({"error": error.to_json()}, out)
+    (err or sys.stderr).write(f"error: {escape_controls(' '.join(error.message.split()))}\n")
     return int(error.exit_code)
 
 

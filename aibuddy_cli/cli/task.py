@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
-from ..tasks.service import Task, TaskService
+from ..tasks.service import Task, TaskList, TaskService
 from . import memory_output, output
 from .context import AppState, state_of
 from .output import render
+
+if TYPE_CHECKING:
+    from ..tasks.context import TaskContext
 
 app = typer.Typer(help="Tasks: a goal and the knowledge documents attached to it.", no_args_is_help=True)
 
@@ -15,8 +20,7 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _tasks(state: AppState) -> TaskService:
-    vault, user = state.open()
-    return TaskService(vault, user)
+    return state.session().tasks
 
 
 def _task_text(task: Task) -> str:
@@ -45,10 +49,11 @@ def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
     """Your tasks."""
     state = state_of(ctx, json)
     tasks = _tasks(state).list_tasks()
+    state.report_warnings()  # a task file that cannot be read
     text = "\n".join(_task_text(task) for task in tasks)
     render(
         state.json,
-        lambda: {"tasks": [t.to_json() for t in tasks]},
+        TaskList(tasks).to_json,
         lambda: text,
         lambda: output.emit_text(text),
     )
@@ -72,7 +77,7 @@ def attach(
     state = state_of(ctx, json)
     from ..tasks.attachments import attach_documents
 
-    _show(state, attach_documents(_tasks(state), state.knowledge(), task, docs))
+    _show(state, attach_documents(_tasks(state), state.session().knowledge, task, docs))
 
 
 @app.command()
@@ -86,7 +91,7 @@ def detach(
     state = state_of(ctx, json)
     from ..tasks.attachments import detach_documents
 
-    _show(state, detach_documents(_tasks(state), state.knowledge(), task, docs))
+    _show(state, detach_documents(_tasks(state), state.session().knowledge, task, docs))
 
 
 @app.command("add-message")
@@ -125,51 +130,37 @@ def context(
     json: bool = JsonOption,
 ) -> None:
     """The working set for the next model call: goal, plan, history, memories, document map."""
-    from ..tasks.context import ContextAssembler
-
     state = state_of(ctx, json)
-    vault, user = state.open()
-    assembler = ContextAssembler(vault, user)
-    document = assembler.assemble(task, query)
-    output.report_warnings(assembler.warnings)
-    text = _context_text(document)
-    render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
+    assembled = state.session().context.assemble(task, query)
+    state.report_warnings()
+    text = _context_text(assembled)
+    render(state.json, assembled.to_json, lambda: text, lambda: output.emit_text(text))
 
 
-def _context_text(document: dict) -> str:
-    parts = [f"# {document['task']}: {document['goal']}"]
-    if document["plan"]:
-        parts.append(f"## Plan\n{document['plan']}")
-    if document["summary"]:
-        summary = document["summary"]
-        first, last = summary["covers"]
-        parts.append(f"## Earlier messages {first}-{last} ({summary['method']})\n{summary['text']}")
-    if document["messages"]:
-        parts.append(
-            "## Recent messages\n"
-            + "\n".join(f"#{m['n']} {m['role']}: {m['content']}" for m in document["messages"])
-        )
-    memories = document["memories"]
-    if memories["records"]:
-        parts.append(
-            "## Memories\n"
-            + "\n\n".join(
-                f"### {r['name']} [{r['type']}] {r['description']}\n{r['body'].rstrip()}"
-                for r in memories["records"]
-            )
-        )
-    if memories["already_in_context"]["count"]:
-        names = ", ".join(r["name"] for r in memories["already_in_context"]["records"])
-        parts.append(
-            f"({memories['already_in_context']['count']} memory record(s) already in context: {names})"
-        )
-    if document["documents"]:
+def _context_text(context: TaskContext) -> str:
+    parts = [f"# {context.task.id}: {context.task.goal}"]
+    if context.task.plan:
+        parts.append(f"## Plan\n{context.task.plan}")
+    if context.summary:
+        first, last = context.summary.covers
+        parts.append(f"## Earlier messages {first}-{last} ({context.summary.method})\n{context.summary.text}")
+    if context.messages:
+        recent = (f"#{m.n} {m.role}: {m.content}" for m in context.messages)
+        parts.append("## Recent messages\n" + "\n".join(recent))
+    memories = context.memories
+    if memories.records:
+        shown = (f"### {r.name} [{r.type}] {r.description}\n{r.body.rstrip()}" for r in memories.records)
+        parts.append("## Memories\n" + "\n\n".join(shown))
+    if memories.already_in_context:
+        names = ", ".join(memories.already_in_context)
+        parts.append(f"({len(memories.already_in_context)} memory record(s) already in context: {names})")
+    if context.documents:
         parts.append(
             "## Documents\n"
             + "\n".join(
-                f"- {d['doc']}: {d['title']} ({d['sections']} sections)"
-                + (f" — {d['summary']}" if d["summary"] else "")
-                for d in document["documents"]
+                f"- {d.ref.qualified}: {d.title} ({d.section_count} sections)"
+                + (f" — {d.summary}" if d.summary else "")
+                for d in context.documents
             )
         )
     return "\n\n".join(parts)
@@ -181,7 +172,8 @@ def end(ctx: typer.Context, task: str = typer.Argument(...), json: bool = JsonOp
     from ..tasks.ending import end_task
 
     state = state_of(ctx, json)
-    ended = end_task(_tasks(state), state.memory(), task)
-    output.report_warnings(ended.warnings)
+    session = state.session()
+    ended = end_task(session.tasks, session.memory, task)
+    state.report_warnings()
     text = f"closed {task}\n" + memory_output.decisions_text(ended.extraction.decisions)
     render(state.json, ended.to_json, lambda: text, lambda: output.emit_text(text))

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..agent import Tool, agent_loop, litellm_complete
 from ..errors import AibuddyError, InvalidInput, ModelError
 from ..text import shorten
 from .outline import split_lines
+from .results import DocumentOutline
 from .service import KnowledgeService
 
 if TYPE_CHECKING:
@@ -41,6 +42,29 @@ Cite only sections you read with read_section. If the documents do not cover the
 in the answer and list the gap."""
 
 
+class Citation(NamedTuple):
+    """A section the answer rests on, as `kb read` takes it: doc and anchor."""
+
+    doc: str
+    title: str
+    anchor: str
+    lines: list[int]  # [first, last]
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+class Answer(NamedTuple):
+    method: str  # "model", or "extractive" (excerpts, without a model or when it failed)
+    answer: str
+    citations: list[Citation]
+    gaps: list[str]  # what the documents do not cover
+    dropped_citations: list[Any]  # what the model cited without reading it, echoed within bounds
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self._asdict(), "citations": [c.to_json() for c in self.citations]}
+
+
 @dataclass
 class Reading:
     """What the knowledge tools act on: one task's usable documents, and the sections read so far
@@ -48,7 +72,7 @@ class Reading:
 
     knowledge: KnowledgeService
     task: str
-    read: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (doc, anchor) -> citation
+    read: dict[tuple[str, str], Citation] = field(default_factory=dict)  # (doc, anchor) -> citation
 
 
 def search_docs(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
@@ -59,8 +83,7 @@ def search_docs(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_doc(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
-    ref, meta = reading.knowledge.outline(str(args.get("doc", "")), task=reading.task)
-    return {"doc": ref.qualified, "title": meta.title, "outline": [s.to_json() for s in meta.outline]}
+    return DocumentOutline(*reading.knowledge.outline(str(args.get("doc", "")), task=reading.task)).to_json()
 
 
 def read_section(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
@@ -71,12 +94,9 @@ def read_section(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
         cursor=str(cursor) if cursor else None,
         task=reading.task,
     )
-    reading.read[(page.ref.qualified, page.section.anchor)] = {
-        "doc": page.ref.qualified,
-        "title": page.title,
-        "anchor": page.section.anchor,
-        "lines": [page.section.start, page.section.end],
-    }
+    reading.read[(page.ref.qualified, page.section.anchor)] = Citation(
+        page.ref.qualified, page.title, page.section.anchor, [page.section.start, page.section.end]
+    )
     return page.to_json()
 
 
@@ -127,10 +147,10 @@ class KnowledgeAgent:
         self.knowledge = knowledge
         self.task = task
         self.environ = knowledge.environ if environ is None else environ
-        self.warnings: list[str] = []
+        self.warnings = knowledge.warnings  # the knowledge service's sink (a session's)
         self.reading = Reading(knowledge, task)
 
-    def ask(self, question: str) -> dict[str, Any]:
+    def ask(self, question: str) -> Answer:
         if not question.strip():
             raise InvalidInput("the question is empty")
         from ..models import call_role
@@ -139,7 +159,7 @@ class KnowledgeAgent:
         if not documents:  # nothing to consult: no model call, so no general knowledge either
             return self.nothing_to_consult(question)
 
-        def answer_with_tools(role: ModelSettings) -> dict[str, Any]:
+        def answer_with_tools(role: ModelSettings) -> Answer:
             return self._loop(role, question, documents)
 
         models, fallback = self.knowledge.vault.config.models, "answered with excerpts instead"
@@ -148,17 +168,17 @@ class KnowledgeAgent:
         )
         if answer is None:
             return self.extractive(question)
-        if not answer["citations"]:
+        if not answer.citations:
             # An answer that cites nothing it read is not grounded in the user's documents.
             self.warnings.append(
                 "the knowledge model's answer cites no section it read; answered with excerpts instead"
             )
-            return {**self.extractive(question), "dropped_citations": answer["dropped_citations"]}
+            return self.extractive(question)._replace(dropped_citations=answer.dropped_citations)
         return answer
 
     # --- the model loop -----------------------------------------------------------------
 
-    def _loop(self, role: ModelSettings, question: str, documents: list[Any]) -> dict[str, Any]:
+    def _loop(self, role: ModelSettings, question: str, documents: list[Any]) -> Answer:
         from ..models import parse_json_object
 
         listing = "\n".join(
@@ -182,11 +202,11 @@ class KnowledgeAgent:
         )
         return self._final(parse_json_object(reply))
 
-    def _final(self, reply: dict[str, Any]) -> dict[str, Any]:
+    def _final(self, reply: dict[str, Any]) -> Answer:
         answer = reply.get("answer")
         if not isinstance(answer, str) or not answer.strip():
             raise ModelError('the knowledge model reply has no "answer"')
-        citations: list[dict[str, Any]] = []
+        citations: list[Citation] = []
         dropped: list[Any] = []
         cited_list = reply.get("citations") or []
         if not isinstance(cited_list, list):
@@ -203,15 +223,15 @@ class KnowledgeAgent:
         raw_gaps = reply.get("gaps") or []
         gaps = [g for g in raw_gaps if isinstance(g, str) and g.strip()] if isinstance(raw_gaps, list) else []
         # What the model wrote is echoed within bounds: a reply of any size stays a sane document.
-        return {
-            "method": "model",
-            "answer": shorten(answer.strip(), MAX_ANSWER_CHARS),
-            "citations": citations,
-            "gaps": [shorten(" ".join(gap.split()), MAX_GAP_CHARS) for gap in gaps[:MAX_ECHOED]],
-            "dropped_citations": [_echo(item) for item in dropped[:MAX_ECHOED]],
-        }
+        return Answer(
+            "model",
+            shorten(answer.strip(), MAX_ANSWER_CHARS),
+            citations,
+            [shorten(" ".join(gap.split()), MAX_GAP_CHARS) for gap in gaps[:MAX_ECHOED]],
+            [_echo(item) for item in dropped[:MAX_ECHOED]],
+        )
 
-    def _checked(self, cited: Any) -> dict[str, Any] | None:
+    def _checked(self, cited: Any) -> Citation | None:
         """The citation if it names a section this loop read, else None."""
         if not isinstance(cited, dict):
             return None
@@ -226,35 +246,27 @@ class KnowledgeAgent:
 
     # --- without a model ----------------------------------------------------------------
 
-    def nothing_to_consult(self, question: str) -> dict[str, Any]:
-        return {
-            "method": "extractive",
-            "answer": f"Task {self.task} has no ready documents attached that you may use: "
-            "there is nothing to consult.",
-            "citations": [],
-            "gaps": [question.strip()],
-            "dropped_citations": [],
-        }
+    def nothing_to_consult(self, question: str) -> Answer:
+        answer = (
+            f"Task {self.task} has no ready documents attached that you may use: there is nothing to consult."
+        )
+        return Answer("extractive", answer, [], [question.strip()], [])
 
-    def extractive(self, question: str) -> dict[str, Any]:
+    def extractive(self, question: str) -> Answer:
         """The best sections' relevant passages, with citations; clearly not a synthesis."""
         try:
             hits = self.knowledge.search(question, task=self.task, limit=3)
         except InvalidInput:
             hits = []
-        citations, passages = [], []
+        citations: list[Citation] = []
+        passages: list[str] = []
         for hit in hits:
             lines = split_lines(hit.hit.text)
             focus = hit.snippet_line - hit.hit.start
             excerpt = "".join(lines[max(0, focus - 2) : focus + 3]).strip()[:EXCERPT_CHARS]
             passages.append(f"[{hit.hit.ref.qualified}#{hit.hit.anchor}]\n{excerpt}")
             citations.append(
-                {
-                    "doc": hit.hit.ref.qualified,
-                    "title": hit.hit.title,
-                    "anchor": hit.hit.anchor,
-                    "lines": [hit.hit.start, hit.hit.end],
-                }
+                Citation(hit.hit.ref.qualified, hit.hit.title, hit.hit.anchor, [hit.hit.start, hit.hit.end])
             )
         if passages:
             answer = "Excerpts from the task's documents (no model synthesis):\n\n" + "\n\n".join(passages)
@@ -262,13 +274,7 @@ class KnowledgeAgent:
         else:
             answer = "The task's documents do not cover this question."
             gaps = [question.strip()]
-        return {
-            "method": "extractive",
-            "answer": answer,
-            "citations": citations,
-            "gaps": gaps,
-            "dropped_citations": [],
-        }
+        return Answer("extractive", answer, citations, gaps, [])
 
 
 def _echo(item: Any) -> Any:

@@ -6,7 +6,7 @@ body's and sidecar's stat) and re-indexes only what changed; deleting it loses n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..cache_db import MASK, CacheDB, to_signed
 from ..text import index_text
@@ -58,6 +58,17 @@ class IndexedDoc(NamedTuple):
     sha256: str
     summary: str | None
     section_count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "doc": self.ref.qualified,
+            "title": self.title,
+            "scope": self.ref.scope,
+            "owner": self.ref.owner,
+            "status": self.ref.status,
+            "sections": self.section_count,
+            "summary": self.summary,
+        }
 
 
 class Hit(NamedTuple):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from ..storage import FileStore, Store
 from ..tasks.service import TaskService
@@ -28,7 +27,7 @@ from .index import IndexedDoc, KnowledgeIndex
 from .retrieval import MapEntry, Retrieval, SearchHit, SectionPage, TaskDocuments
 from .review import Review
 from .state import KnowledgeState
-from .summaries import Summaries
+from .summaries import Summaries, SummaryOutcome
 from .sync import Sync
 
 __all__ = ["ImportOutcome", "KnowledgeService", "MapEntry", "SearchHit", "SectionPage"]
@@ -44,13 +43,17 @@ class KnowledgeService:
         environ: Mapping[str, str] | None = None,
         start_summaries: Callable[[list[str]], None] | None = None,
         tasks: TaskDocuments | None = None,
+        warnings: list[str] | None = None,
     ) -> None:
         """start_summaries: how summaries of new bodies start without the import waiting for the
         model (default: a background `aibuddy kb summarize`). tasks: where the tasks' attached
-        documents come from (default: a TaskService on the same store)."""
+        documents come from (default: a TaskService on the same store). warnings: the sink for
+        what the operations find on the way (default: a list of the service's own)."""
         user = validate_user_name(user)
         store = store or FileStore(vault.root, vault.locks_dir())
         self.state = KnowledgeState(vault, user, store, os.environ if environ is None else environ)
+        if warnings is not None:
+            self.state.warnings = warnings
         self.access = Access(self.state)
         self.sync = Sync(self.state, self.access)
         self.retrieval = Retrieval(
@@ -82,10 +85,6 @@ class KnowledgeService:
     def warnings(self) -> list[str]:
         """What the operations found on the way (edited documents, new files, …), to report."""
         return self.state.warnings
-
-    @warnings.setter
-    def warnings(self, sink: list[str]) -> None:
-        self.state.warnings = sink
 
     def close(self) -> None:
         """Close the search index's SQLite handle (it opens again on next use)."""
@@ -175,7 +174,7 @@ class KnowledgeService:
 
     # --- summaries ----------------------------------------------------------------------
 
-    def summarize(self, specs: Iterable[str]) -> list[dict[str, Any]]:
+    def summarize(self, specs: Iterable[str]) -> list[SummaryOutcome]:
         return self.summaries.summarize(specs)
 
     def summarize_in_background(self, specs: Iterable[str]) -> None:

@@ -8,19 +8,36 @@ that logs its outcome, since nobody waits for it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..clock import utc_now
-from ..errors import InvalidInput, ModelError, ModelUnavailable, NotFound
+from ..errors import InvalidInput, ModelUnavailable, NotFound
 from .documents import DocRef
 from .retrieval import Retrieval
 from .state import KnowledgeState
+
+if TYPE_CHECKING:
+    from ..models import ModelCall, ModelSettings
 
 SUMMARY_LOG = ".aibuddy/logs/summaries.jsonl"
 SUMMARY_PROMPT = (
     "Summarise the document below in two to four sentences for someone deciding whether to read "
     "it: what it covers and for whom. Plain text only, in the document's own language."
 )
+
+
+class SummaryOutcome(NamedTuple):
+    """What became of one document's summary: the summary kept, or why there is none."""
+
+    doc: str  # qualified reference
+    summarized: bool
+    summary: str | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.summarized:
+            return {"doc": self.doc, "summarized": True, "summary": self.summary}
+        return {"doc": self.doc, "summarized": False, "reason": self.reason}
 
 
 class Summaries:
@@ -35,31 +52,38 @@ class Summaries:
         # How summaries of new bodies start without the import waiting for the model.
         self.start = start or self._spawn
 
-    def summarize(self, specs: Iterable[str]) -> list[dict[str, Any]]:
+    def summarize(self, specs: Iterable[str]) -> list[SummaryOutcome]:
         """Summaries through the summary model role. A failure leaves the document as it was."""
-        from ..models import complete_text, model_settings
+        from ..models import ModelCall
 
-        role = model_settings("summary", self.state.vault.config.models, self.state.environ)
-        if not role.configured:
+        call = ModelCall("summary", self.state.vault.config.models, self.state.environ)
+        if not call.configured:
             raise ModelUnavailable("no model is configured for the summary role (AIBUDDY_MODEL_SUMMARY)")
-        results = []
-        for spec in specs:
-            ref, meta = self.retrieval.show(spec)
-            body = self.state.store.read(ref.body_key)[0].decode("utf-8")
-            prompt = [
-                {"role": "system", "content": SUMMARY_PROMPT},
-                {"role": "user", "content": f"Title: {meta.title}\n\n{body[:12000]}"},
-            ]
-            try:
-                summary = " ".join(complete_text(role, prompt).split())[:1000]
-            except ModelError as exc:
-                self.state.warnings.append(f"{ref.qualified}: {exc}; summary left as it was")
-                results.append({"doc": ref.qualified, "summarized": False, "reason": str(exc)})
-                continue
-            results.append(self.store_summary(ref, meta.sha256, summary))
-        return results
+        return [self._summarize_one(call, spec) for spec in specs]
 
-    def store_summary(self, ref: DocRef, summarized_sha: str, summary: str) -> dict[str, Any]:
+    def _summarize_one(self, call: ModelCall, spec: str) -> SummaryOutcome:
+        from ..models import complete_text
+
+        ref, meta = self.retrieval.show(spec)
+        body = self.state.store.read(ref.body_key)[0].decode("utf-8")
+        prompt = [
+            {"role": "system", "content": SUMMARY_PROMPT},
+            {"role": "user", "content": f"Title: {meta.title}\n\n{body[:12000]}"},
+        ]
+
+        def ask(role: ModelSettings) -> str:
+            return " ".join(complete_text(role, prompt).split())[:1000]
+
+        summary = call(
+            ask,
+            warnings=self.state.warnings,
+            fallback=lambda exc: f"{ref.qualified}: {exc}; summary left as it was",
+        )
+        if summary is None:
+            return SummaryOutcome(ref.qualified, False, reason=str(call.failure))
+        return self.store_summary(ref, meta.sha256, summary)
+
+    def store_summary(self, ref: DocRef, summarized_sha: str, summary: str) -> SummaryOutcome:
         """Keep the summary only if the body is still the one it describes: the version it was
         made from, or that version after a publication moved it (never another version)."""
         with self.state.lock():
@@ -71,18 +95,18 @@ class Summaries:
                 if meta.sha256 == summarized_sha:
                     new_meta = meta._replace(summary=summary, summary_sha256=summarized_sha)
                     self.state.store.write(current.sidecar_key, new_meta.encode())
-                    return {"doc": ref.qualified, "summarized": True, "summary": summary}
+                    return SummaryOutcome(ref.qualified, True, summary=summary)
         self.state.warnings.append(f"{ref.qualified} changed while it was summarized; summary discarded")
-        return {"doc": ref.qualified, "summarized": False, "reason": "document changed"}
+        return SummaryOutcome(ref.qualified, False, reason="document changed")
 
     def summarize_later(self, docs: list[str]) -> None:
         """Start summaries of new bodies when a summary model is configured; never wait for them."""
         if not docs:
             return
-        from ..models import model_settings
+        from ..models import ModelCall
 
         try:
-            if not model_settings("summary", self.state.vault.config.models, self.state.environ).configured:
+            if not ModelCall("summary", self.state.vault.config.models, self.state.environ).configured:
                 return
             self.start(docs)
         except (InvalidInput, OSError) as exc:
@@ -100,7 +124,7 @@ class Summaries:
         import json
 
         try:
-            results = self.summarize(specs)
+            results = [outcome.to_json() for outcome in self.summarize(specs)]
         except Exception as exc:  # noqa: BLE001 - nobody sees this process fail but the log
             results = [{"summarized": False, "reason": f"{type(exc).__name__}: {exc}"}]
         entries = [*results, *({"warning": warning} for warning in self.state.warnings)]

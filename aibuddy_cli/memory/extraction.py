@@ -151,11 +151,18 @@ def similarity(a: str, b: str) -> float:
 
 
 class Extractor:
-    def __init__(self, memory: MemoryService, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        memory: MemoryService,
+        environ: Mapping[str, str] | None = None,
+        *,
+        warnings: list[str] | None = None,
+    ) -> None:
+        """warnings: where a failed model or an unwritten log is reported (a session's sink)."""
         self.memory = memory
         self.environ = memory.environ if environ is None else environ
         self.settings = memory.vault.config.extraction
-        self.warnings: list[str] = []
+        self.warnings: list[str] = [] if warnings is None else warnings
 
     def run(self, messages: list[Message], *, dry_run: bool = False, source: str = "") -> ExtractionResult:
         decisions: list[Decision] = []

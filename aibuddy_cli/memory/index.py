@@ -95,8 +95,13 @@ class IndexedRecord(NamedTuple):
 
 
 class Problem(NamedTuple):
+    """A record file that could not be used (malformed, in conflict, unreadable), by name."""
+
     name: str
     message: str
+
+    def to_json(self) -> dict[str, str]:
+        return self._asdict()
 
 
 class MemoryIndex(CacheDB):

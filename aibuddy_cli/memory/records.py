@@ -264,6 +264,16 @@ class MergeConflict(MalformedRecord):
         """The same conflict, its messages naming the file (vault-relative path)."""
         return MergeConflict(self.name, self.conflicts, self.text, path)
 
+    def to_json(self) -> dict[str, Any]:
+        """What resolving it needs: the file, each conflict's lines and sides, and the raw text."""
+        return {
+            "code": self.code,
+            "message": self.message,
+            "path": self.path,
+            "conflicts": [region.to_json() for region in self.conflicts],
+            "text": self.text,
+        }
+
 
 # --- python-frontmatter plumbing (imported lazily: the hot path reads flat headers without it) ---
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
@@ -33,17 +33,49 @@ if TYPE_CHECKING:
 LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
 
 
+# --- what the operations answer, each with its one JSON shape (tests/test_json_contract.py) ---
+
+
+def _problems_json(problems: list[Problem]) -> list[dict[str, str]]:
+    return [p.to_json() for p in problems]
+
+
 class RecordList(NamedTuple):
+    """`memory list`: the user's records without bodies; malformed files as problems."""
+
+    user: str
     records: list[IndexedRecord]
     problems: list[Problem]
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "user": self.user,
+            "records": [item.record.to_json(body=False) for item in self.records],
+            "problems": _problems_json(self.problems),
+        }
+
 
 class Manifest(NamedTuple):
+    """`memory manifest`: the recall window."""
+
+    user: str
+    query: str | None
+    window: int
     lines: list[ManifestLine]
     problems: list[Problem]
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "user": self.user,
+            "query": self.query,
+            "window": self.window,
+            "lines": [line.to_json() for line in self.lines],
+            "problems": _problems_json(self.problems),
+        }
+
 
 class RecallResult(NamedTuple):
+    user: str
     query: str
     method: str  # "model" or "lexical"
     records: list[MemoryRecord]
@@ -51,10 +83,50 @@ class RecallResult(NamedTuple):
     warnings: list[str]
     dropped: list[str]  # model-named files not in the manifest
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "user": self.user,
+            "query": self.query,
+            "method": self.method,
+            "records": [record.to_json() for record in self.records],
+            "dropped": self.dropped,
+            "warnings": self.warnings,
+            "problems": _problems_json(self.problems),
+        }
+
 
 class UpdateResult(NamedTuple):
     record: MemoryRecord
     changed: bool
+
+
+class RecordWrite(NamedTuple):
+    """`memory save` / `memory update`: the record as it is now, and whether anything changed."""
+
+    path: str
+    record: MemoryRecord
+    changed: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "changed": self.changed, "record": self.record.to_json()}
+
+
+class RecordDeleted(NamedTuple):
+    path: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "deleted": True}
+
+
+class Cleared(NamedTuple):
+    """`memory clear`: the records removed, and the files that could not be (with why)."""
+
+    user: str
+    removed: list[str]
+    not_removed: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
 
 
 class MemoryService:
@@ -101,6 +173,12 @@ class MemoryService:
             return as_read, None, exc.located(entry.key).problem
         except MalformedRecord as exc:
             return as_read, None, exc.problem
+
+    def close(self) -> None:
+        """Close the derived index's SQLite handle (it opens again on next use)."""
+        if self._index is not None:
+            self._index.close()
+            self._index = None
 
     def index(self) -> MemoryIndex:
         """The derived index, brought up to date with the folder (rebuilt if it is corrupt)."""
@@ -252,7 +330,7 @@ class MemoryService:
     def list_records(self) -> RecordList:
         index = self.index()
         problems = sorted([*index.problems(), *self._folder_problems()])
-        return RecordList(index.records(), problems)
+        return RecordList(self.user, index.records(), problems)
 
     @rebuild_if_corrupt("_index")
     def manifest(self, query: str | None = None) -> Manifest:
@@ -260,15 +338,16 @@ class MemoryService:
         settings = self.vault.config.recall
         index = self.index()
         matched = [name for name, _ in index.rank(query, settings.lexical_share)] if query else []
-        return Manifest(build_manifest(index, matched, settings), index.problems())
+        lines = build_manifest(index, matched, settings)
+        return Manifest(self.user, query, settings.window, lines, index.problems())
 
     def count(self) -> int:
         return len(self.store.scan(self.prefix, ".md"))
 
-    def clear(self) -> tuple[list[str], list[str]]:
+    def clear(self) -> Cleared:
         """Remove every record file of this user (malformed ones too). Never offered to a model.
 
-        Returns (removed, problems): a file that cannot be removed is reported, not a stop.
+        A file that cannot be removed is reported in `not_removed`, not a stop.
         """
         removed: list[str] = []
         problems: list[str] = []
@@ -285,7 +364,7 @@ class MemoryService:
             if self._index is not None:
                 for name in removed:
                     self._index.record_deleted(name)
-        return sorted(removed), problems
+        return Cleared(self.user, sorted(removed), problems)
 
     @rebuild_if_corrupt("_index")
     def recall(self, query: str, limit: int | None = None) -> RecallResult:
@@ -327,6 +406,7 @@ class MemoryService:
                 warnings.append(f"dropped {selection.dropped_count} name(s) the recall model invented")
         records = self._mark_recalled(names, warnings)
         return RecallResult(
+            user=self.user,
             query=query,
             method=method,
             records=records,

@@ -12,15 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..errors import NotFound, describe_failure
-from ..knowledge.service import KnowledgeService
+from ..errors import describe_failure
+from ..knowledge.service import KnowledgeService, MapEntry
+from ..memory.records import MemoryRecord
 from ..memory.service import MemoryService
 from ..text import shorten
-from ..vault import Vault
-from .service import TaskMessage, TaskService
+from .service import Task, TaskMessage, TaskService
 
 COMPACT_PROMPT = (
     "Summarise this conversation history for the assistant that continues the task: decisions, "
@@ -128,17 +127,76 @@ def _looks_failed(content: str) -> bool:
     return isinstance(data, dict) and bool(data.get("error"))
 
 
-class ContextAssembler:
-    def __init__(self, vault: Vault, user: str, *, environ: Mapping[str, str] | None = None) -> None:
-        self.vault = vault
-        self.user = user
-        self.tasks = TaskService(vault, user)
-        self.memory = MemoryService(vault, user, environ=environ)
-        self.knowledge = KnowledgeService(vault, user, store=self.tasks.store, environ=environ)
-        self.environ = self.memory.environ
-        self.warnings: list[str] = []
+class HistorySummary(NamedTuple):
+    """The older messages, compacted: a model's summary or a deterministic digest."""
 
-    def assemble(self, task_id: str, query: str | None = None) -> dict[str, Any]:
+    text: str
+    method: str  # "model" or "digest"
+    covers: list[int]  # [first, last] message numbers
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+class ContextMemories(NamedTuple):
+    method: str  # the recall's: "model", "lexical", or "none" when recall failed
+    records: list[MemoryRecord]  # delivered now, with their bodies
+    already_in_context: dict[str, int]  # record name -> the message count it was delivered at
+
+    def to_json(self) -> dict[str, Any]:
+        seen = [{"name": name, "since_message": since} for name, since in self.already_in_context.items()]
+        return {
+            "method": self.method,
+            "records": [r.to_json() for r in self.records],
+            "already_in_context": {"count": len(seen), "records": seen},
+        }
+
+
+class TaskContext(NamedTuple):
+    """The working set for a task's next model call."""
+
+    task: Task
+    summary: HistorySummary | None
+    messages: list[TaskMessage]  # the recent ones, verbatim
+    memories: ContextMemories
+    documents: list[MapEntry]
+    unavailable_documents: list[dict[str, str]]
+
+    @property
+    def estimated_tokens(self) -> int:
+        recent = sum(estimate_tokens(m.content) for m in self.messages)
+        return recent + (estimate_tokens(self.summary.text) if self.summary else 0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task.id,
+            "goal": self.task.goal,
+            "plan": self.task.plan,
+            "status": self.task.status,
+            "summary": self.summary.to_json() if self.summary else None,
+            "messages": [m.to_json() for m in self.messages],
+            "memories": self.memories.to_json(),
+            "documents": [entry.to_json() for entry in self.documents],
+            "unavailable_documents": self.unavailable_documents,
+            "estimated_tokens": self.estimated_tokens,
+        }
+
+
+class ContextAssembler:
+    """Assembles a task's context from one user's services, which share one warnings sink (a
+    Session builds them so): what the assembly leaves out or falls back from goes there too."""
+
+    def __init__(self, tasks: TaskService, memory: MemoryService, knowledge: KnowledgeService) -> None:
+        if knowledge.warnings is not tasks.warnings:
+            raise ValueError("the services of a context share one warnings sink: use Session.context")
+        self.vault = tasks.vault
+        self.tasks = tasks
+        self.memory = memory
+        self.knowledge = knowledge
+        self.environ = memory.environ
+        self.warnings = tasks.warnings
+
+    def assemble(self, task_id: str, query: str | None = None) -> TaskContext:
         task = self.tasks.get(task_id)
         messages = self.tasks.messages(task_id)
         older, recent = self._split(messages)
@@ -151,20 +209,7 @@ class ContextAssembler:
         except Exception as exc:  # noqa: BLE001 - a side path: the context assembles without it
             self.warnings.append(f"document map left out: {describe_failure(exc)}")
             documents, unavailable = [], []
-        self.warnings += self.tasks.warnings + self.knowledge.warnings
-        return {
-            "task": task.id,
-            "goal": task.goal,
-            "plan": task.plan,
-            "status": task.status,
-            "summary": summary,
-            "messages": [m.to_json() for m in recent],
-            "memories": memories,
-            "documents": [entry.to_json() for entry in documents],
-            "unavailable_documents": unavailable,
-            "estimated_tokens": sum(estimate_tokens(m.content) for m in recent)
-            + (estimate_tokens(summary["text"]) if summary else 0),
-        }
+        return TaskContext(task, summary, recent, memories, documents, unavailable)
 
     def _split(self, messages: list[TaskMessage]) -> tuple[list[TaskMessage], list[TaskMessage]]:
         """(older messages to compact, recent ones kept verbatim)."""
@@ -179,24 +224,21 @@ class ContextAssembler:
             used += estimate_tokens(messages[-keep].content)
         return messages[: len(messages) - keep], messages[len(messages) - keep :]
 
-    def _summary(self, task_id: str, older: list[TaskMessage]) -> dict[str, Any]:
+    def _summary(self, task_id: str, older: list[TaskMessage]) -> HistorySummary:
         covered = hashlib.sha256(
             json.dumps([m.to_json() for m in older], ensure_ascii=False).encode()
         ).hexdigest()
-        key = self.tasks._key(task_id, "summary.json")
-        try:
-            cached = json.loads(self.tasks.store.read(key)[0])
-            if cached.get("sha256") == covered:
-                return {k: cached[k] for k in ("text", "method", "covers")}
-        except (NotFound, ValueError, KeyError):
-            pass
+        cached = self.tasks.cached_summary(task_id)
+        if cached is not None and cached.get("sha256") == covered:
+            try:
+                return HistorySummary(**{k: cached[k] for k in HistorySummary._fields})
+            except KeyError:
+                pass  # an older or damaged cache: made again
         covers = [older[0].n, older[-1].n]
         text, method = self._compact(older)
-        summary = {"text": text, "method": method, "covers": covers}
+        summary = HistorySummary(text, method, covers)
         if method == "model":  # a digest is cheap to rebuild; only model summaries are worth keeping
-            data = json.dumps({**summary, "sha256": covered}, ensure_ascii=False, indent=2) + "\n"
-            with self.tasks.lock():
-                self.tasks.store.write(key, data.encode("utf-8"))
+            self.tasks.cache_summary(task_id, {**summary.to_json(), "sha256": covered})
         return summary
 
     def _compact(self, older: list[TaskMessage]) -> tuple[str, str]:
@@ -257,14 +299,14 @@ class ContextAssembler:
         last_user = next((m.content for m in reversed(messages) if m.role == "user"), "")
         return f"{goal}\n{last_user[:2000]}"
 
-    def _memories(self, task_id: str, recalled: dict[str, int], query: str, count: int) -> dict[str, Any]:
+    def _memories(self, task_id: str, recalled: dict[str, int], query: str, count: int) -> ContextMemories:
         """At most five recalled records; those an earlier message already received appear only
         by name and status, so the context does not repeat their bodies."""
         try:
             result = self.memory.recall(query)
         except Exception as exc:  # noqa: BLE001 - recall is a side path: never a failed context
             self.warnings.append(f"memories left out: recall failed ({describe_failure(exc)})")
-            return {"method": "none", "records": [], "already_in_context": {"count": 0, "records": []}}
+            return ContextMemories("none", [], {})
         self.warnings += result.warnings
         fresh = [r for r in result.records if r.name not in recalled]
         seen = [r for r in result.records if r.name in recalled]
@@ -274,11 +316,4 @@ class ContextAssembler:
             except Exception as exc:  # noqa: BLE001 - the next context may repeat these bodies
                 reason = describe_failure(exc)
                 self.warnings.append(f"could not note the delivered memories in the task: {reason}")
-        return {
-            "method": result.method,
-            "records": [r.to_json() for r in fresh],
-            "already_in_context": {
-                "count": len(seen),
-                "records": [{"name": r.name, "since_message": recalled[r.name]} for r in seen],
-            },
-        }
+        return ContextMemories(result.method, fresh, {r.name: recalled[r.name] for r in seen})

@@ -17,27 +17,22 @@ from .service import Task, TaskService
 class TaskEnd(NamedTuple):
     task: Task
     extraction: ExtractionResult
-    warnings: list[str]
 
     def to_json(self) -> dict[str, Any]:
         return {"task": self.task.to_json(), "extraction": self.extraction.to_json()}
 
 
 def end_task(tasks: TaskService, memory: MemoryService, task_id: str) -> TaskEnd:
-    """Extract what is worth remembering from the task's latest turns, then close the task."""
+    """Extract what is worth remembering from the task's latest turns, then close the task.
+    What went wrong on the way is a warning in `tasks.warnings` (a session's sink)."""
     if tasks.get(task_id).status == "closed":
         raise Conflict(f"task {task_id} is already closed")
-    warnings: list[str] = []
+    warnings = tasks.warnings
     try:
         messages = [Message(m.role, m.content, m.tool_names) for m in tasks.messages(task_id)]
-        extractor = Extractor(memory)
-        try:
-            extraction = extractor.run(messages, source=f"task {task_id}")
-        finally:
-            warnings += extractor.warnings
+        extraction = Extractor(memory, warnings=warnings).run(messages, source=f"task {task_id}")
     except Exception as exc:  # noqa: BLE001 - extraction never stops the task from closing
         detail = describe_failure(exc)
         warnings.append(f"automatic extraction failed ({detail}); the task is closed all the same")
         extraction = ExtractionResult([], [Decision("extraction", "failed", detail)], [], False)
-    warnings += tasks.warnings
-    return TaskEnd(tasks.end(task_id), extraction, warnings)
+    return TaskEnd(tasks.end(task_id), extraction)

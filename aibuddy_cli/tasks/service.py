@@ -32,6 +32,15 @@ class Task(NamedTuple):
         return self._asdict()
 
 
+class TaskList(NamedTuple):
+    """`task list`: the user's tasks, oldest first."""
+
+    tasks: list[Task]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tasks": [t.to_json() for t in self.tasks]}
+
+
 class TaskMessage(NamedTuple):
     n: int
     role: str
@@ -74,12 +83,15 @@ def validate_task_id(task_id: str) -> str:
 
 
 class TaskService:
-    def __init__(self, vault: Vault, user: str, *, store: Store | None = None) -> None:
+    def __init__(
+        self, vault: Vault, user: str, *, store: Store | None = None, warnings: list[str] | None = None
+    ) -> None:
+        """warnings: where damaged task files and message lines are reported (a session's sink)."""
         self.vault = vault
         self.user = validate_user_name(user)
         self.store: Store = store or FileStore(vault.root, vault.locks_dir())
         self.prefix = f"tasks/{self.user}"
-        self.warnings: list[str] = []
+        self.warnings: list[str] = [] if warnings is None else warnings
 
     def _key(self, task_id: str, name: str = "task.json") -> str:
         return f"{self.prefix}/{validate_task_id(task_id)}/{name}"
@@ -206,6 +218,22 @@ class TaskService:
             prefix = existing if not existing or existing.endswith(b"\n") else existing + b"\n"
             self.store.write(key, prefix + line.encode("utf-8"))
         return message
+
+    # --- the compacted history's cache ----------------------------------------------------
+
+    def cached_summary(self, task_id: str) -> dict[str, Any] | None:
+        """The cached compaction of the task's older messages (summary.json), None when there is
+        none or it cannot be read (it is only a cache: the caller makes it again)."""
+        try:
+            data = json.loads(self.store.read(self._key(task_id, "summary.json"))[0])
+        except (NotFound, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def cache_summary(self, task_id: str, summary: Mapping[str, Any]) -> None:
+        data = json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
+        with self.lock():
+            self.store.write(self._key(task_id, "summary.json"), data.encode("utf-8"))
 
     def mark_recalled(self, task_id: str, names: list[str], at_message: int) -> None:
         with self.lock():

@@ -1,0 +1,126 @@
+"""The composition root: one user working in one vault.
+
+A `Session` builds each service once, on first use, over one store, and gives them one warnings
+sink; it closes the SQLite handles they opened. Every front end holds one: the Typer app
+(`cli/context.AppState`), the fast path, and whatever serves agents or runs in the background.
+Front ends compose; services own the behaviour and never print. What the services noticed on
+the way (a damaged task file, a model that failed and was replaced by its fallback, a new file
+in the knowledge folders) lands in `warnings`, and the front end reports it once with
+`take_warnings()`, before its answer or its error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from .storage import FileStore, Store
+from .vault import Vault, locate_vault, resolve_user, validate_user_name
+
+if TYPE_CHECKING:
+    from .knowledge.service import KnowledgeService
+    from .memory.service import MemoryService
+    from .tasks.context import ContextAssembler
+    from .tasks.service import TaskService
+
+
+class Session:
+    def __init__(
+        self,
+        vault: Vault,
+        user: str,
+        *,
+        environ: Mapping[str, str] | None = None,
+        store: Store | None = None,
+        warnings: list[str] | None = None,
+    ) -> None:
+        """warnings: the sink to use as it is (else a new one holding the config file's warnings)."""
+        self.vault = vault
+        self.user = validate_user_name(user)
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        self.store: Store = store or FileStore(vault.root, vault.locks_dir())
+        # The one sink: appended to by every service, never rebound (they hold on to it).
+        self.warnings: list[str] = list(vault.config.warnings) if warnings is None else warnings
+
+    @classmethod
+    def locate(
+        cls,
+        vault: str | None,
+        user: str | None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        warnings: list[str] | None = None,
+    ) -> Session:
+        """The vault and user a command names: --vault, then AIBUDDY_VAULT, then the nearest
+        aibuddy.toml above cwd; --user, then AIBUDDY_USER, then the vault's default_user.
+
+        The config file's warnings go first into `warnings` (the sink the session then uses),
+        before the user is resolved: a front end that passes its own sink reports them even
+        when no user can be found."""
+        environ = os.environ if environ is None else environ
+        sink: list[str] = [] if warnings is None else warnings
+        found = locate_vault(vault, environ, Path.cwd() if cwd is None else cwd)
+        sink.extend(found.config.warnings)
+        return cls(found, resolve_user(user, environ, found.config), environ=environ, warnings=sink)
+
+    def take_warnings(self) -> list[str]:
+        """The warnings so far, once: the sink is emptied."""
+        taken = list(self.warnings)
+        self.warnings.clear()
+        return taken
+
+    # --- services, built once and sharing the store and the sink -----------------------
+
+    @cached_property
+    def memory(self) -> MemoryService:
+        from .memory.service import MemoryService
+
+        return MemoryService(self.vault, self.user, store=self.store, environ=self.environ)
+
+    @cached_property
+    def tasks(self) -> TaskService:
+        from .tasks.service import TaskService
+
+        return TaskService(self.vault, self.user, store=self.store, warnings=self.warnings)
+
+    @cached_property
+    def knowledge(self) -> KnowledgeService:
+        from .knowledge.service import KnowledgeService
+
+        return KnowledgeService(
+            self.vault,
+            self.user,
+            store=self.store,
+            environ=self.environ,
+            tasks=self.tasks,
+            warnings=self.warnings,
+        )
+
+    @cached_property
+    def context(self) -> ContextAssembler:
+        from .tasks.context import ContextAssembler
+
+        return ContextAssembler(self.tasks, self.memory, self.knowledge)
+
+    # --- lifetime ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the SQLite handles the services opened (they open again on next use)."""
+        built = self.__dict__
+        if "knowledge" in built:
+            self.knowledge.close()
+        if "memory" in built:
+            self.memory.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
