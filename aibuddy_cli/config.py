@@ -52,6 +52,9 @@ class Table(NamedTuple):
     settings: tuple[Setting, ...]
     note: str = ""  # a comment above the table's keys in the template
     raw: bool = False  # kept as the file's mapping and checked where it is used ([models])
+    # A table of named entries, such as [teams.<team>]: each entry is checked by this function,
+    # (name, value, source, warnings) -> the value to keep, or None to leave the entry out.
+    entries: Check | None = None
 
 
 # --- kinds ---------------------------------------------------------------------------------------
@@ -107,6 +110,22 @@ URL = Kind("URL", str | None, None)
 SECONDS = Kind("seconds", float, None)
 
 
+def _team(name: str, value: Any, source: str, warnings: list[str]) -> Any:
+    """[teams.<team>]: members, a list of user names. Anything else is left out with a warning."""
+    from .vault import is_user_name
+
+    members = value.get("members") if isinstance(value, dict) else None
+    if not is_user_name(name) or not isinstance(members, list) or not all(
+        isinstance(member, str) and is_user_name(member) for member in members
+    ):
+        warnings.append(f"{source}: [teams.{name}] needs a valid name and members = [user names]; ignored")
+        return None
+    unknown = sorted(set(value) - {"members"})
+    if unknown:
+        warnings.append(f"{source}: unknown key in [teams.{name}]: {unknown[0]!r}; ignored")
+    return frozenset(members)
+
+
 # --- the declarations ----------------------------------------------------------------------------
 
 # One [models] key per role, and what the role's model does.
@@ -116,6 +135,8 @@ MODEL_ROLES = {
     "summary": "summarises knowledge documents",
     "knowledge": "answers `kb ask` through its read-only document tools",
     "compact": "summarises a task's older messages",
+    "tables": "answers `table ask` and carries out `table update` and `table refactor` through their tools",
+    "embedding": "embeds the text of vectorized table columns for `table search` (litellm.embedding)",
 }
 ROLES = tuple(MODEL_ROLES)
 
@@ -136,8 +157,8 @@ TABLES: tuple[Table, ...] = (
                 description="the server every role calls, e.g. a local Ollama or vLLM"),
         Setting("timeout", SECONDS, 20, low=0, high=600,
                 description="seconds a model call may take, its whole wall time (more than 0)"),
-    ), note=f"litellm model strings per role ({', '.join(ROLES)}) or\n"
-            '`default` for all. Unset means "no model": the deterministic paths run.', raw=True),
+    ), note=f"litellm model strings per role ({', '.join(ROLES)})\n"
+            'or `default` for all. Unset means "no model": the deterministic paths run.', raw=True),
     Table("recall", (
         Setting("window", WHOLE, 200, low="max_bodies", high=200,
                 description="manifest lines a recall chooses from"),
@@ -168,6 +189,16 @@ TABLES: tuple[Table, ...] = (
         Setting("recent_messages", WHOLE, 6, low=1, high=1000, template="",
                 description="messages always kept verbatim"),
     )),
+    Table("tables", (
+        Setting("max_steps", WHOLE, 12, low=1, high=100,
+                description="model turns `table ask`, `table update` or `table refactor` may take"),
+        Setting("tool_budget_tokens", WHOLE, 20_000, low=500, high=1_000_000, template="",
+                description="estimated tokens all of one table loop's tool results may add up to"),
+        Setting("max_rows", WHOLE, 1000, low=1, high=100_000, template="",
+                description="rows one filter, search or join returns at most"),
+    )),
+    Table("teams", (), raw=True, entries=_team,
+          note="[teams.<team>] members = [\"alice\", \"bob\"]: who shares tables/team/<team>/"),
 )  # fmt: skip
 
 
@@ -255,7 +286,10 @@ class Schema:
         # The keys the file may hold: a top-level key, or a table and its keys.
         self.known_keys: dict[str, tuple[str, ...] | None] = {
             **{setting.name: None for setting in self.root.settings},
-            **{table.name: tuple(setting.name for setting in table.settings) for table in self.sections},
+            **{
+                table.name: None if table.entries else tuple(setting.name for setting in table.settings)
+                for table in self.sections
+            },
         }
 
     def setting(self, table: str, name: str) -> Setting:
@@ -271,6 +305,10 @@ class Schema:
             raise InvalidInput(f"{source}: {names} must be tables")
         for table in self.sections:
             given = tables[table.name]
+            if table.entries is not None:
+                checked = {key: table.entries(key, value, source, warnings) for key, value in given.items()}
+                values[table.name] = MappingProxyType({k: v for k, v in checked.items() if v is not None})
+                continue
             values[table.name] = (
                 given
                 if table.raw
@@ -347,6 +385,7 @@ RecallSettings: Any = SCHEMA.settings_types["recall"]
 KnowledgeSettings: Any = SCHEMA.settings_types["knowledge"]
 ExtractionSettings: Any = SCHEMA.settings_types["extraction"]
 ContextSettings: Any = SCHEMA.settings_types["context"]
+TablesSettings: Any = SCHEMA.settings_types["tables"]
 KNOWN_KEYS = SCHEMA.known_keys
 DEFAULT_TIMEOUT = float(SCHEMA.setting("models", "timeout").default)
 

@@ -24,6 +24,7 @@ from .vault import Vault, locate_vault, resolve_user, validate_user_name
 if TYPE_CHECKING:
     from .knowledge.service import KnowledgeService
     from .memory.service import MemoryService
+    from .tables.service import TableService
     from .tasks.context import ContextAssembler
     from .tasks.service import TaskService
 
@@ -102,6 +103,12 @@ class Session:
         )
 
     @cached_property
+    def tables(self) -> TableService:
+        from .tables.service import TableService
+
+        return TableService(self.vault, self.user, store=self.store, warnings=self.warnings)
+
+    @cached_property
     def context(self) -> ContextAssembler:
         from .tasks.context import ContextAssembler
 
@@ -116,6 +123,8 @@ class Session:
             self.knowledge.close()
         if "memory" in built:
             self.memory.close()
+        if "tables" in built:
+            self.tables.close()
 
     def __enter__(self) -> Session:
         return self

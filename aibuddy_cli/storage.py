@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from stat import S_ISDIR, S_ISLNK, S_ISREG
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, NoReturn, Protocol
 
 from .errors import Busy, Conflict, InvalidInput, NotFound
 
@@ -446,3 +446,50 @@ class FileStore:
                 os.close(fd)
 
         return release
+
+
+class ReadOnlyStore:
+    """Another store seen through a handle that can only read: every write is refused
+    (NotAllowed). The read-only model loops get this, so no tool, whatever a model calls, can
+    change a file."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]:
+        return self._store.scan(prefix, suffix)
+
+    def folders(self, prefix: str) -> list[str]:
+        return self._store.folders(prefix)
+
+    def read(self, key: str) -> tuple[bytes, Entry]:
+        return self._store.read(key)
+
+    def stat(self, key: str) -> Entry:
+        return self._store.stat(key)
+
+    def exists(self, key: str) -> bool:
+        return self._store.exists(key)
+
+    def _refuse(self, key: str) -> NoReturn:
+        from .errors import NotAllowed
+
+        raise NotAllowed(f"read-only: {key} cannot be changed here")
+
+    def write(self, key: str, data: bytes, *, create: bool = False) -> Entry:
+        self._refuse(key)
+
+    def append(self, key: str, data: bytes) -> None:
+        self._refuse(key)
+
+    def move(self, key: str, new_key: str) -> None:
+        self._refuse(key)
+
+    def replace(self, key: str, new_key: str) -> None:
+        self._refuse(key)
+
+    def delete(self, key: str) -> None:
+        self._refuse(key)
+
+    def lock(self, name: str, timeout: float = 30.0) -> AbstractContextManager[None]:
+        self._refuse(f"lock {name}")

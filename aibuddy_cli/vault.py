@@ -89,6 +89,9 @@ class Vault(NamedTuple):
     def memory_index_path(self, user: str) -> Path:
         return self.cache_dir / "index" / f"memory-{validate_user_name(user)}.sqlite"
 
+    def tables_index_path(self) -> Path:
+        return self.cache_dir / "index" / "tables.sqlite"
+
     def locks_dir(self) -> Path:
         return self.cache_dir / "locks"
 

@@ -43,7 +43,7 @@ def test_the_settings_objects_are_typed_named_tuples() -> None:
     assert recall.__annotations__ == {"window": int, "max_bodies": int, "lexical_share": int}
     assert config.ExtractionSettings.__annotations__["similarity"] is float
     assert config.Config._fields == ("default_user", "admins", "models", "recall", "knowledge", "extraction",
-                                     "context", "warnings")
+                                     "context", "tables", "teams", "warnings")
 
 
 def test_the_models_table_keys_and_timeout_come_from_the_declarations() -> None:
@@ -109,7 +109,7 @@ def test_top_level_keys_and_tables_keep_their_messages() -> None:
         config.config_from_data({"admins": ["ann", 5]}, SOURCE)
     with pytest.raises(InvalidInput) as raised:
         config.config_from_data({"recall": 5}, SOURCE)
-    tables = "[models], [recall], [knowledge], [extraction], [context]"
+    tables = "[models], [recall], [knowledge], [extraction], [context], [tables], [teams]"
     assert str(raised.value) == f"{SOURCE}: {tables} must be tables"
 
 
@@ -146,7 +146,7 @@ def test_the_template_writes_the_declared_defaults_and_leaves_out_the_rest() -> 
     for line in (
         "window = 200", "max_bodies = 5", "max_steps = 8", "max_writes = 5", "compact_at_tokens = 6000",
         "timeout = 20", '# default = "openai/gpt-4o-mini"', '# recall = "ollama/llama3.2"',
-        "# litellm model strings per role (recall, extract, summary, knowledge, compact) or",
+        "# litellm model strings per role (recall, extract, summary, knowledge, compact, tables, embedding)",
     ):
         assert line in lines, line
 
@@ -192,7 +192,7 @@ def test_a_new_table_is_one_more_declaration() -> None:
         extended.parse({"consolidation": {"every": 0}}, SOURCE)
     with pytest.raises(InvalidInput, match="^/v/aibuddy.toml: memory must be true or false$"):
         extended.parse({"consolidation": {"memory": 1}}, SOURCE)
-    with pytest.raises(InvalidInput, match=r"\[context\], \[consolidation\] must be tables$"):
+    with pytest.raises(InvalidInput, match=r"\[teams\], \[consolidation\] must be tables$"):
         extended.parse({"consolidation": []}, SOURCE)
     assert extended.parse({"consolidation": {"evry": 3}}, SOURCE).warnings == (
         f"{SOURCE}: unknown key in [consolidation]: 'evry' (did you mean every?); ignored",

@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 from .. import __version__
 from ..errors import AibuddyError, as_aibuddy_error
 from ..vault import default_user_name, init_vault
-from . import kb, memory, output, task
+from . import kb, memory, output, table, task
 from .context import AppState, state_of
 
 
@@ -74,6 +74,7 @@ app = typer.Typer(
 app.add_typer(memory.app, name="memory")
 app.add_typer(kb.app, name="kb")
 app.add_typer(task.app, name="task")
+app.add_typer(table.app, name="table")
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,480 @@
+"""`aibuddy table …`: typed knowledge tables; create, add, filter, reduce, search, join, reshape."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import Aborted, InvalidInput, NotFound, UsageError
+from ..tables.changes import Change, Changes
+from ..tables.queries import SearchResult
+from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, ColumnSpec, json_text
+from ..tables.service import TableService
+from ..tables.state import TableList
+from . import output, table_output
+from .context import AppState, state_of, stdin_is_terminal
+from .output import render
+
+app = typer.Typer(help="Knowledge tables: typed rows in git-friendly CSV files.", no_args_is_help=True)
+columns_app = typer.Typer(
+    help="Add, derive, delete, rename, copy, move, transform columns.", no_args_is_help=True
+)
+app.add_typer(columns_app, name="column")
+
+JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+WhereOption = typer.Option(
+    None, "--where", help='A filter: a Python boolean expression, e.g. age > 30 and city == "Berlin".'
+)
+FILE_LIMIT = 256 * 1024 * 1024  # the largest file `table add --file` reads
+
+
+def _tables(state: AppState) -> TableService:
+    return state.session().tables
+
+
+def _changed(state: AppState, change: Change | Changes) -> None:
+    state.report_warnings()
+    changes = change.changes if isinstance(change, Changes) else [change]
+    text = "\n".join(table_output.change_text(c) for c in changes)
+    render(state.json, change.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+def _confirm(yes: bool, question: str) -> None:
+    if yes:
+        return
+    if not stdin_is_terminal():
+        raise UsageError("refusing to delete without --yes when stdin is not a terminal")
+    if not typer.confirm(question, default=False, err=True):
+        raise Aborted("nothing deleted")
+
+
+def _json_value(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{what} is not JSON: {exc}") from None
+
+
+# --- tables --------------------------------------------------------------------------------
+
+
+@app.command("list")
+def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
+    """Your tables and your teams' tables."""
+    state = state_of(ctx, json)
+    service = _tables(state)
+    result = TableList(service.state.user, service.queries.list_tables())
+    state.report_warnings()
+    text = table_output.tables_text(result.tables)
+    render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    table: str = typer.Argument(..., help="NAME or team/<team>/NAME."),
+    json: bool = JsonOption,
+) -> None:
+    """A table's description, key, columns and row count."""
+    state = state_of(ctx, json)
+    info = _tables(state).queries.show(table)
+    state.report_warnings()
+    text = table_output.info_text(info)
+    render(state.json, info.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+def _column_spec(text: str) -> ColumnSpec:
+    name, _, rest = text.partition(":")
+    type_, _, description = rest.partition(":")
+    if not type_:
+        raise UsageError(f"--column {text!r}: write name:type[:description] ({', '.join(COLUMN_TYPES)})")
+    return ColumnSpec(name, type_, description)
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="NAME (yours) or team/<team>/NAME."),
+    description: str = typer.Option("", "--description", "-d", help="What the table holds."),
+    key: str = typer.Option(DEFAULT_KEY, "--key", help="The name of the key column aibuddy assigns."),
+    columns: list[str] = typer.Option([], "--column", "-c", help="name:type[:description], repeatable."),
+    json: bool = JsonOption,
+) -> None:
+    """Create an empty table (columns can also come with the first rows)."""
+    state = state_of(ctx, json)
+    info = _tables(state).changes.create(name, description, key, [_column_spec(c) for c in columns])
+    state.report_warnings()
+    text = f"created table {info.ref.qualified}"
+    render(state.json, info.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    rows: list[str] = typer.Option([], "--row", "-r", help="One row as a JSON object, repeatable."),
+    file: str | None = typer.Option(None, "--file", "-f", help="JSONL or CSV rows ('-' reads stdin)."),
+    json: bool = JsonOption,
+) -> None:
+    """Add rows; columns the table lacks are created with the type their values suggest."""
+    state = state_of(ctx, json)
+    if bool(rows) == bool(file):
+        raise UsageError("give rows with --row, or a file with --file (not both)")
+    if file:
+        parsed, from_text = _file_rows(file)
+    else:
+        parsed = [_json_value(row, f"--row {number}") for number, row in enumerate(rows, 1)]
+        from_text = False
+    _changed(state, _tables(state).changes.add_rows(table, parsed, from_text=from_text))
+
+
+def _file_rows(file: str) -> tuple[list[Any], bool]:
+    """The rows of a JSONL or CSV file (CSV when the first line is not a JSON object), and
+    whether their values are text."""
+    import csv
+    import io
+
+    source = "standard input" if file == "-" else file
+    try:
+        data = sys.stdin.buffer.read(FILE_LIMIT + 1) if file == "-" else Path(file).read_bytes()
+    except FileNotFoundError:
+        raise NotFound(f"{source} not found") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{source} is a folder") from None
+    if len(data) > FILE_LIMIT:
+        raise InvalidInput(f"{source} is larger than {FILE_LIMIT >> 20} MiB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{source} is not UTF-8 text") from None
+    if text.lstrip().startswith("{"):
+        rows = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                rows.append(_json_value(line, f"{source} line {number}"))
+        return rows, False
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+        rows = [{name: value for name, value in row.items() if name is not None} for row in reader]
+    except csv.Error as exc:
+        raise InvalidInput(f"{source}: {exc}") from None
+    return rows, True
+
+
+@app.command("update-rows")
+def update_rows(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    where: str = typer.Option(..., "--where", help='Which rows ("True" for all).'),
+    values: str = typer.Option(..., "--set", help='The new values, a JSON object: {"city": "Paris"}.'),
+    json: bool = JsonOption,
+) -> None:
+    """Set values in the rows a filter selects."""
+    state = state_of(ctx, json)
+    new = _json_value(values, "--set")
+    if not isinstance(new, dict):
+        raise InvalidInput("--set must be a JSON object of column names and values")
+    _changed(state, _tables(state).changes.update_rows(table, where, new))
+
+
+@app.command("delete-rows")
+def delete_rows(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    where: str = typer.Option(..., "--where", help='Which rows ("True" for all).'),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
+    json: bool = JsonOption,
+) -> None:
+    """Delete the rows a filter selects (the journal keeps them)."""
+    state = state_of(ctx, json)
+    _confirm(yes, f"Delete the rows of {table} where {where}?")
+    _changed(state, _tables(state).changes.delete_rows(table, where))
+
+
+@app.command()
+def rename(
+    ctx: typer.Context,
+    old: str = typer.Argument(...),
+    new: str = typer.Argument(...),
+    json: bool = JsonOption,
+) -> None:
+    """Rename a table within its folder."""
+    state = state_of(ctx, json)
+    _changed(state, _tables(state).changes.rename(old, new))
+
+
+@app.command()
+def delete(
+    ctx: typer.Context,
+    tables: list[str] = typer.Argument(...),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
+    json: bool = JsonOption,
+) -> None:
+    """Delete tables (the journal keeps their schema and rows)."""
+    state = state_of(ctx, json)
+    _confirm(yes, f"Delete {', '.join(tables)}?")
+    _changed(state, Changes(_tables(state).changes.delete(tables)))
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [name.strip() for name in text.split(",") if name.strip()] if text else None
+
+
+@app.command("filter")
+def filter_(
+    ctx: typer.Context,
+    tables: list[str] = typer.Argument(None, help="Tables (default: every table you may see)."),
+    where: str | None = WhereOption,
+    columns: str | None = typer.Option(None, "--columns", help="Columns to show, comma-separated."),
+    limit: int | None = typer.Option(
+        None, "--limit", "-n", min=1, help="At most this many rows a table (100)."
+    ),
+    offset: int = typer.Option(0, "--offset", min=0, help="Skip this many rows first."),
+    json: bool = JsonOption,
+) -> None:
+    """Rows where a filter holds, ordered by key."""
+    state = state_of(ctx, json)
+    result = _tables(state).queries.filter(tables or [], where, _names(columns), limit, offset)
+    state.report_warnings()
+
+    def rich() -> None:
+        for rowset in result.tables:
+            title = f"{rowset.table}: {len(rowset.rows)} of {rowset.total} row(s)"
+            table_output.show_rows(title, rowset.columns, rowset.rows)
+
+    render(state.json, result.to_json, lambda: table_output.filter_text(result), rich)
+
+
+@app.command()
+def reduce(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    metric: str = typer.Option(
+        ..., "--metric", "-m", help="count, sum, mean, median, min, max, var, std, mode."
+    ),
+    columns: list[str] = typer.Option(..., "--column", "-c", help="A column to reduce, repeatable."),
+    where: str | None = WhereOption,
+    group_by: list[str] = typer.Option([], "--group-by", "-g", help="A column to group by, repeatable."),
+    json: bool = JsonOption,
+) -> None:
+    """A metric of columns, over the rows a filter selects, optionally by group."""
+    state = state_of(ctx, json)
+    result = _tables(state).queries.reduce(table, metric, columns, where, group_by)
+    state.report_warnings()
+    text = table_output.reduction_text(result)
+    render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help='Words, CJK text, "quoted phrases".'),
+    tables: list[str] = typer.Option([], "--table", "-t", help="Search only this table, repeatable."),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="At most this many rows (10)."),
+    json: bool = JsonOption,
+) -> None:
+    """Rows ranked by how well their text matches."""
+    state = state_of(ctx, json)
+    result = _tables(state).queries.search(query, tables, limit)
+    state.report_warnings()
+    text = table_output.search_text(result)
+    render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+@app.command()
+def join(
+    ctx: typer.Context,
+    left: str = typer.Argument(...),
+    right: str = typer.Argument(...),
+    on: str = typer.Option(..., "--on", help="How rows pair: left.col == right.col (or the tables' names)."),
+    where: str | None = WhereOption,
+    columns: str | None = typer.Option(None, "--columns", help="table.column names, comma-separated."),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="At most this many rows (100)."),
+    json: bool = JsonOption,
+) -> None:
+    """Rows of two tables paired where --on holds."""
+    state = state_of(ctx, json)
+    result = _tables(state).queries.join(left, right, on, where, _names(columns), limit)
+    state.report_warnings()
+
+    def rich() -> None:
+        table_output.show_rows(
+            f"{result.left} ⋈ {result.right}: {result.total} pair(s)", result.columns, result.rows
+        )
+
+    render(state.json, result.to_json, lambda: table_output.join_text(result), rich)
+
+
+# --- columns ---------------------------------------------------------------------------------
+
+
+@columns_app.command("add")
+def column_add(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    column: str = typer.Argument(...),
+    type_: str = typer.Argument(..., metavar="TYPE", help=", ".join(COLUMN_TYPES)),
+    description: str = typer.Option("", "--description", "-d"),
+    json: bool = JsonOption,
+) -> None:
+    """An empty column."""
+    state = state_of(ctx, json)
+    _changed(state, _tables(state).changes.add_column(table, column, type_, description))
+
+
+@columns_app.command("derive")
+def column_derive(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    column: str = typer.Argument(...),
+    expression: str = typer.Argument(..., help="e.g. price * quantity, lower(name), len(tags)."),
+    type_: str | None = typer.Option(None, "--type", help="The new column's type (default: inferred)."),
+    json: bool = JsonOption,
+) -> None:
+    """A column computed from the others."""
+    state = state_of(ctx, json)
+    _changed(state, _tables(state).changes.derive_column(table, column, expression, type_))
+
+
+@columns_app.command("delete")
+def column_delete(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    column: str = typer.Argument(...),
+    json: bool = JsonOption,
+) -> None:
+    """Remove a column and its values."""
+    state = state_of(ctx, json)
+    _changed(state, _tables(state).changes.delete_column(table, column))
+
+
+@columns_app.command("rename")
+def column_rename(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    old: str = typer.Argument(...),
+    new: str = typer.Argument(...),
+    json: bool = JsonOption,
+) -> None:
+    """Give a column a new name."""
+    state = state_of(ctx, json)
+    _changed(state, _tables(state).changes.rename_column(table, old, new))
+
+
+@columns_app.command("copy")
+def column_copy(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    column: str = typer.Argument(...),
+    to_table: str = typer.Argument(...),
+    json: bool = JsonOption,
+) -> None:
+    """Copy a column to another table, row by row where the keys are equal."""
+    state = state_of(ctx, json)
+    _changed(state, Changes(_tables(state).changes.copy_column(table, column, to_table)))
+
+
+@columns_app.command("move")
+def column_move(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    column: str = typer.Argument(...),
+    to_table: str = typer.Argument(...),
+    json: bool = JsonOption,
+) -> None:
+    """Move a column to another table, row by row where the keys are equal."""
+    state = state_of(ctx, json)
+    _changed(state, Changes(_tables(state).changes.copy_column(table, column, to_table, move=True)))
+
+
+@columns_app.command("transform")
+def column_transform(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    column: str = typer.Argument(...),
+    type_: str | None = typer.Option(None, "--type", help="Convert the values to this type."),
+    expression: str | None = typer.Option(None, "--expression", "-e", help="Replace the values by this."),
+    json: bool = JsonOption,
+) -> None:
+    """Convert a column to another type, or recompute it; values that do not convert are reported."""
+    state = state_of(ctx, json)
+    _changed(state, _tables(state).changes.transform_column(table, column, type_, expression))
+
+
+# --- natural language ------------------------------------------------------------------------
+
+
+def _agent(state: AppState) -> Any:
+    from ..tables.loops import TableAgent
+
+    session = state.session()
+    return TableAgent(session.tables, session.environ)
+
+
+@app.command()
+def ask(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="What you want to know from your tables."),
+    json: bool = JsonOption,
+) -> None:
+    """Answer from your tables through read-only tools (matching rows without a model)."""
+    state = state_of(ctx, json)
+    answer = _agent(state).ask(question)
+    state.report_warnings()
+    text = answer.answer
+    if answer.hits:
+        text += "\n" + table_output.search_text(SearchResult(question, answer.method, answer.hits))
+    render(state.json, answer.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+def _change(
+    ctx: typer.Context, kind: str, request: str, dry_run: bool, instructions: str | None, json: bool
+) -> None:
+    state = state_of(ctx, json)
+    run = _agent(state).change(kind, request, dry_run=dry_run, instructions=instructions)
+    state.report_warnings()
+    lines = [run.summary, ""]
+    for operation in run.operations:
+        arguments = output.one_line(json_text(operation["arguments"]))
+        lines.append(
+            f"{'applied' if operation['applied'] else 'not applied'}\t{operation['tool']}\t{arguments}"
+        )
+    if dry_run:
+        lines.append("(dry run: nothing applied)")
+    text = "\n".join(lines).rstrip()
+    render(state.json, run.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+DryRunOption = typer.Option(False, "--dry-run", help="Show the operations the model chooses; apply none.")
+InstructionsOption = typer.Option(None, "--instructions", help="Guidance for this call.")
+
+
+@app.command()
+def update(
+    ctx: typer.Context,
+    request: str = typer.Argument(..., help="The end state you want, not the steps."),
+    dry_run: bool = DryRunOption,
+    instructions: str | None = InstructionsOption,
+    json: bool = JsonOption,
+) -> None:
+    """Bring your tables to a described end state (a model with table tools; journaled)."""
+    _change(ctx, "update", request, dry_run, instructions, json)
+
+
+@app.command()
+def refactor(
+    ctx: typer.Context,
+    request: str = typer.Argument(..., help="How the tables should be structured."),
+    dry_run: bool = DryRunOption,
+    instructions: str | None = InstructionsOption,
+    json: bool = JsonOption,
+) -> None:
+    """Restructure tables and columns (a model with table tools; journaled)."""
+    _change(ctx, "refactor", request, dry_run, instructions, json)

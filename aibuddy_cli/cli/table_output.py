@@ -1,0 +1,114 @@
+"""Plain-text and Rich renderings of table results. Rows print as tab-separated lines under a
+header line; cells go through `one_line`, so a value cannot forge a row or a column."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..tables.changes import Change
+from ..tables.queries import FilterResult, JoinResult, Reduction, SearchResult
+from ..tables.state import TableInfo
+from .output import one_line
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return one_line(json.dumps(value, ensure_ascii=False))
+    return one_line(value)
+
+
+def rows_text(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["\t".join(columns)]
+    lines += ["\t".join(cell(row.get(c)) for c in columns) for row in rows]
+    return "\n".join(lines)
+
+
+def tables_text(tables: Sequence[TableInfo]) -> str:
+    return "\n".join(
+        f"{one_line(t.ref.qualified)}\t{t.rows} rows\t{len(t.schema.columns)} columns\t"
+        + one_line(t.schema.description)
+        for t in tables
+    )
+
+
+def info_text(info: TableInfo) -> str:
+    lines = [f"{one_line(info.ref.qualified)}: {info.rows} rows, key {info.schema.key}"]
+    if info.schema.description:
+        lines.append(one_line(info.schema.description))
+    for column in info.schema.columns:
+        described = f"  {one_line(column.description)}" if column.description else ""
+        lines.append(f"  {column.name}\t{column.type}{described}")
+    return "\n".join(lines)
+
+
+def filter_text(result: FilterResult) -> str:
+    parts = []
+    for rowset in result.tables:
+        shown = len(rowset.rows)
+        header = f"# {one_line(rowset.table)}: {shown} of {rowset.total} row(s)"
+        parts.append(header + "\n" + rows_text(rowset.columns, rowset.rows))
+    return "\n\n".join(parts)
+
+
+def reduction_text(result: Reduction) -> str:
+    columns = [*result.group_by, *(f"{result.metric}({c})" for c in result.columns)]
+    rows = [
+        {**group, **{f"{result.metric}({c})": values[c] for c in result.columns}}
+        for group, values in result.groups
+    ]
+    return rows_text(columns, rows)
+
+
+def search_text(result: SearchResult) -> str:
+    return "\n".join(
+        f"{one_line(hit.table)}\t{hit.score:.3f}\t" + "\t".join(f"{k}={cell(v)}" for k, v in hit.row.items())
+        for hit in result.hits
+    )
+
+
+def join_text(result: JoinResult) -> str:
+    return f"# {result.total} pair(s)\n" + rows_text(result.columns, result.rows)
+
+
+def change_text(change: Change) -> str:
+    detail = change.changed
+    op = change.op
+    if op == "add_rows":
+        added = f"added {detail['added']} row(s) to {change.table}"
+        new = [c["name"] for c in detail["new_columns"]]
+        return added + (f" (new columns: {', '.join(new)})" if new else "")
+    if op == "update_rows":
+        return f"updated {detail['updated']} of {detail['matched']} matching row(s) in {change.table}"
+    if op == "delete_rows":
+        return f"deleted {detail['deleted']} row(s) from {change.table}"
+    if op == "rename_table":
+        return f"renamed {change.table} to {detail['new']}"
+    if op == "delete_table":
+        return f"deleted table {change.table}"
+    failed = (
+        detail.get("not_converted", {}).get("count", 0)
+        if isinstance(detail.get("not_converted"), dict)
+        else 0
+    )
+    summary = f"{op.replace('_', ' ')} {change.table}: {detail.get('column', '')}"
+    return summary + (f" ({failed} value(s) could not be converted and are empty)" if failed else "")
+
+
+def show_rows(title: str, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+    """Rows as a Rich table, for a person at a terminal."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(one_line(title)))
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(escape(cell(row.get(c))) for c in columns))
+    Console().print(table)

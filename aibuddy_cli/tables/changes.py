@@ -1,0 +1,458 @@
+"""Changing tables: create, add, update and delete rows, rename and delete tables, and the column
+operations. Every change holds the tables lock, checks everything before it writes (a refused
+value writes nothing of that call), writes the files atomically, keeps the index in step, and
+appends what it changed to the journal (.aibuddy/logs/tables.jsonl).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from ..errors import Conflict, InvalidInput, NotFound
+from . import csvfile
+from .access import TableRef
+from .filters import compile_expression, compile_filter
+from .index import IndexedTable, from_sql
+from .schema import (
+    COLUMN_TYPES,
+    DEFAULT_KEY,
+    MAX_COLUMNS,
+    ColumnSpec,
+    TableSchema,
+    ValueRefused,
+    cell_text,
+    check_name,
+    infer_type,
+    parse_row,
+    parse_value,
+)
+from .state import TableInfo, TablesState, bounded
+
+Row = dict[str, Any]
+MAX_REPORTED = 50  # values a transform could not convert, listed in its answer
+
+
+class Change(NamedTuple):
+    """What one operation did, as its answer and its journal line."""
+
+    op: str
+    table: str
+    changed: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "table": self.table, **self.changed}
+
+
+class Changes(NamedTuple):
+    """Several operations' answers: the tables deleted, a column moved."""
+
+    changes: list[Change]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"changes": [c.to_json() for c in self.changes]}
+
+
+class TableChanges:
+    def __init__(self, state: TablesState) -> None:
+        self.state = state
+
+    # --- tables --------------------------------------------------------------------------------
+
+    def create(
+        self, name: str, description: str = "", key: str = DEFAULT_KEY, columns: Sequence[ColumnSpec] = ()
+    ) -> TableInfo:
+        ref = self.state.access.parse(name)
+        schema = TableSchema.new(description, key, columns)
+        with self.state.lock():
+            if self.state.store.exists(ref.schema_key) or self.state.store.exists(ref.rows_key):
+                raise Conflict(f"table {ref.qualified} exists")
+            self.state.store.write(ref.schema_key, schema.encode(), create=True)
+            self.state.store.write(ref.rows_key, csvfile.encode(schema, []), create=True)
+            self._journal(Change("create_table", ref.qualified, {"schema": schema.to_json()}))
+        return TableInfo(ref, schema, 0)
+
+    def rename(self, old: str, new: str) -> Change:
+        """A table under a new name, in the same folder (NAME, or the folder's full reference)."""
+        ref = self.state.access.parse(old)
+        target = self.state.access.parse(new) if "/" in new else ref.renamed(new)
+        if target.folder != ref.folder:
+            raise InvalidInput("a table is renamed within its folder: copy its rows to move it elsewhere")
+        with self.state.lock():
+            self.state.schema(ref)
+            if self.state.store.exists(target.schema_key) or self.state.store.exists(target.rows_key):
+                raise Conflict(f"table {target.qualified} exists")
+            self.state.store.move(ref.rows_key, target.rows_key)
+            self.state.store.move(ref.schema_key, target.schema_key)
+            self.state.index.forget(ref)
+            change = Change("rename_table", ref.qualified, {"new": target.qualified})
+            self._journal(change)
+        return change
+
+    def delete(self, specs: Sequence[str]) -> list[Change]:
+        """Delete tables; the journal keeps their schema and, when small, their rows' text."""
+        refs = [self.state.access.parse(spec) for spec in specs]
+        changes = []
+        with self.state.lock():
+            found = [(ref, *self.state.schema(ref)) for ref in refs]  # all exist before any goes
+            for ref, schema, _ in found:
+                try:
+                    data, _ = self.state.store.read(ref.rows_key)
+                except NotFound:
+                    data = b""
+                self.state.store.delete(ref.schema_key)
+                if data or self.state.store.exists(ref.rows_key):
+                    self.state.store.delete(ref.rows_key)
+                self.state.index.forget(ref)
+                kept = (
+                    data.decode("utf-8", "replace")
+                    if len(data) <= 1 << 20
+                    else f"({len(data)} bytes, not kept)"
+                )
+                change = Change("delete_table", ref.qualified, {"schema": schema.to_json(), "csv": kept})
+                self._journal(change)
+                changes.append(change)
+        return changes
+
+    # --- rows ----------------------------------------------------------------------------------
+
+    def add_rows(self, spec: str, rows: Sequence[Mapping[str, Any]], *, from_text: bool = False) -> Change:
+        """Rows appended with new keys. A column the table lacks is created with the type its
+        values suggest (from_text: the values are CSV text). Nothing is written when any value
+        does not fit its column."""
+        if not rows:
+            raise InvalidInput("no rows to add")
+        with self.state.lock():
+            table = self.state.open(spec)
+            schema = table.schema
+            new_columns = self._new_columns(schema, rows, from_text)
+            if schema.key in {name for row in rows for name in row}:
+                raise InvalidInput(
+                    f"the key column {schema.key} is assigned by aibuddy; leave it out of the rows"
+                )
+            grown = schema.with_columns([*schema.columns, *new_columns])
+            types = grown.types
+            parsed = [parse_row(row, types, number) for number, row in enumerate(rows, 1)]
+            start = max(schema.next_key, self._max_key(table) + 1)
+            for offset, row in enumerate(parsed):
+                row[schema.key] = start + offset
+            grown = grown._replace(next_key=start + len(parsed))
+            if new_columns:
+                existing = self.state.read_rows(table.ref, schema)
+                self._write(table.ref, grown, [*existing, *parsed])
+            else:
+                data, _ = self.state.store.read(table.ref.rows_key)
+                tail = csvfile.encode_lines(grown, parsed).encode("utf-8")
+                separator = b"" if not data or data.endswith(b"\n") else b"\n"
+                schema_entry = self.state.store.write(table.ref.schema_key, grown.encode())
+                rows_entry = self.state.store.write(table.ref.rows_key, data + separator + tail)
+                table.schema = grown
+                self.state.index.apply(table, (rows_entry, schema_entry), upserts=parsed)
+            keys = [row[schema.key] for row in parsed]
+            change = Change(
+                "add_rows",
+                table.ref.qualified,
+                {
+                    "added": len(keys),
+                    "keys": bounded(keys),
+                    "new_columns": [c.to_json() for c in new_columns],
+                },
+            )
+            self._journal(change)
+        return change
+
+    def _new_columns(
+        self, schema: TableSchema, rows: Sequence[Mapping[str, Any]], from_text: bool
+    ) -> list[ColumnSpec]:
+        known = set(schema.names)
+        names: dict[str, None] = {}
+        for number, row in enumerate(rows, 1):
+            if not isinstance(row, Mapping):
+                raise InvalidInput(f"row {number}: a row is an object of column names and values")
+            for name in row:
+                if name not in known:
+                    names[check_name(name)] = None
+        if len(known) + len(names) > MAX_COLUMNS:
+            raise InvalidInput(f"a table has at most {MAX_COLUMNS} columns")
+        return [
+            ColumnSpec(name, infer_type((row.get(name) for row in rows), from_text=from_text))
+            for name in names
+        ]
+
+    def update_rows(self, spec: str, where: str, values: Mapping[str, Any]) -> Change:
+        """The rows where `where` holds get `values`; the journal keeps the values they had."""
+        if not values:
+            raise InvalidInput("no values to set")
+        with self.state.lock():
+            table = self.state.open(spec)
+            schema = table.schema
+            if schema.key in values:
+                raise InvalidInput(f"the key column {schema.key} is assigned by aibuddy and cannot be set")
+            for name in values:
+                schema.column(name)
+            try:
+                new = {name: parse_value(value, schema.types[name]) for name, value in values.items()}
+            except ValueRefused as exc:
+                raise InvalidInput(f"--set: {exc}") from None
+            keys = set(self._matching(table, where))
+            rows = self.state.read_rows(table.ref, schema) if keys else []
+            before: dict[int, Row] = {}
+            changed_rows = []
+            for row in rows:
+                if row[schema.key] in keys:
+                    old = {name: row.get(name) for name, value in new.items() if row.get(name) != value}
+                    if old:
+                        before[row[schema.key]] = old
+                        row.update(new)
+                        changed_rows.append(row)
+            if changed_rows:
+                self._write(table.ref, schema, rows, table=table, upserts=changed_rows)
+            change = Change(
+                "update_rows",
+                table.ref.qualified,
+                {"matched": len(keys), "updated": len(before), "before": bounded(list(before.items()))},
+            )
+            if before:
+                self._journal(change)
+        return change
+
+    def delete_rows(self, spec: str, where: str) -> Change:
+        with self.state.lock():
+            table = self.state.open(spec)
+            schema = table.schema
+            keys = set(self._matching(table, where))
+            deleted: list[Row] = []
+            if keys:
+                rows = self.state.read_rows(table.ref, schema)
+                deleted = [row for row in rows if row[schema.key] in keys]
+                kept = [row for row in rows if row[schema.key] not in keys]
+                self._write(table.ref, schema, kept, table=table, deletes=list(keys))
+            change = Change(
+                "delete_rows", table.ref.qualified, {"deleted": len(deleted), "rows": bounded(deleted)}
+            )
+            if deleted:
+                self._journal(change)
+        return change
+
+    def _matching(self, table: IndexedTable, where: str) -> list[int]:
+        if not where or not where.strip():
+            raise InvalidInput('a filter is required (write "True" to mean every row)')
+        compiled = compile_filter(where, table.columns())
+        key = table.schema.key
+        found = self.state.index.query(
+            f'SELECT "{key}" FROM {table.rows} WHERE {compiled.sql}', compiled.params
+        )
+        return [row[0] for row in found]
+
+    def _max_key(self, table: IndexedTable) -> int:
+        found = self.state.index.query(f'SELECT max("{table.schema.key}") FROM {table.rows}')[0][0]
+        return int(found or 0)
+
+    # --- columns -------------------------------------------------------------------------------
+
+    def add_column(self, spec: str, column: str, type_: str, description: str = "") -> Change:
+        check_name(column)
+        if type_ not in COLUMN_TYPES:
+            raise InvalidInput(f"unknown type {type_!r}: use {', '.join(COLUMN_TYPES)}")
+        return self._reshape(
+            spec,
+            "create_empty_column",
+            lambda table, rows: self._added(table, column, type_, description, rows),
+        )
+
+    def _added(
+        self, table: IndexedTable, column: str, type_: str, description: str, rows: list[Row]
+    ) -> tuple[TableSchema, dict[str, Any]]:
+        if column in table.schema.types:
+            raise Conflict(f"column {column} exists in {table.ref.qualified}")
+        if len(table.schema.columns) >= MAX_COLUMNS:
+            raise InvalidInput(f"a table has at most {MAX_COLUMNS} columns")
+        schema = table.schema.with_columns([*table.schema.columns, ColumnSpec(column, type_, description)])
+        return schema, {"column": column, "type": type_}
+
+    def derive_column(self, spec: str, column: str, expression: str, type_: str | None = None) -> Change:
+        """A new column computed from the others (`price * quantity`, `lower(name)`)."""
+        check_name(column)
+
+        def derive(table: IndexedTable, rows: list[Row]) -> tuple[TableSchema, dict[str, Any]]:
+            if column in table.schema.types:
+                raise Conflict(f"column {column} exists in {table.ref.qualified}")
+            compiled = compile_expression(expression, table.columns())
+            key = table.schema.key
+            found = dict(
+                self.state.index.query(f'SELECT "{key}", {compiled.sql} FROM {table.rows}', compiled.params)
+            )
+            chosen = type_ or _derived_type(compiled.type, found.values())
+            if chosen not in COLUMN_TYPES:
+                raise InvalidInput(f"unknown type {chosen!r}: use {', '.join(COLUMN_TYPES)}")
+            failed = self._fill(rows, key, column, chosen, found)
+            schema = table.schema.with_columns([*table.schema.columns, ColumnSpec(column, chosen)])
+            return schema, {
+                "column": column,
+                "type": chosen,
+                "expression": expression,
+                "not_converted": failed,
+            }
+
+        return self._reshape(spec, "create_derived_column", derive)
+
+    def delete_column(self, spec: str, column: str) -> Change:
+        def drop(table: IndexedTable, rows: list[Row]) -> tuple[TableSchema, dict[str, Any]]:
+            spec_ = self._own_column(table, column)
+            for row in rows:
+                row.pop(column, None)
+            schema = table.schema.with_columns([c for c in table.schema.columns if c.name != column])
+            return schema, {"column": column, "type": spec_.type}
+
+        return self._reshape(spec, "delete_column", drop)
+
+    def rename_column(self, spec: str, old: str, new: str) -> Change:
+        check_name(new)
+
+        def rename(table: IndexedTable, rows: list[Row]) -> tuple[TableSchema, dict[str, Any]]:
+            self._own_column(table, old)
+            if new in table.schema.types:
+                raise Conflict(f"column {new} exists in {table.ref.qualified}")
+            for row in rows:
+                row[new] = row.pop(old, None)
+            columns = [c._replace(name=new) if c.name == old else c for c in table.schema.columns]
+            return table.schema.with_columns(columns), {"column": old, "new": new}
+
+        return self._reshape(spec, "rename_column", rename)
+
+    def transform_column(
+        self, spec: str, column: str, type_: str | None = None, expression: str | None = None
+    ) -> Change:
+        """A column's values converted to another type, or replaced by an expression's values;
+        values that cannot be converted become empty and are listed in the answer."""
+        if type_ is None and expression is None:
+            raise InvalidInput("give a new type, an expression, or both")
+
+        def transform(table: IndexedTable, rows: list[Row]) -> tuple[TableSchema, dict[str, Any]]:
+            current = self._own_column(table, column)
+            chosen = type_ or current.type
+            if chosen not in COLUMN_TYPES:
+                raise InvalidInput(f"unknown type {chosen!r}: use {', '.join(COLUMN_TYPES)}")
+            key = table.schema.key
+            if expression is not None:
+                compiled = compile_expression(expression, table.columns())
+                found = dict(
+                    self.state.index.query(
+                        f'SELECT "{key}", {compiled.sql} FROM {table.rows}', compiled.params
+                    )
+                )
+            else:
+                found = {row[key]: cell_text(row.get(column), current.type) for row in rows}
+            failed = self._fill(rows, key, column, chosen, found)
+            columns = [c._replace(type=chosen) if c.name == column else c for c in table.schema.columns]
+            detail = {"column": column, "type": chosen, "was": current.type, "not_converted": failed}
+            if expression is not None:
+                detail["expression"] = expression
+            return table.schema.with_columns(columns), detail
+
+        return self._reshape(spec, "transform_column", transform)
+
+    def copy_column(self, spec: str, column: str, to_table: str, *, move: bool = False) -> list[Change]:
+        """A column copied (or moved) to another table, row by row where the keys are equal."""
+        with self.state.lock():
+            source = self.state.open(spec)
+            spec_ = self._own_column(source, column)
+            target = self.state.open(to_table)
+            if target.ref == source.ref:
+                raise InvalidInput("copy a column to another table")
+            if column in target.schema.types:
+                raise Conflict(f"column {column} exists in {target.ref.qualified}")
+            key = source.schema.key
+            values = {row[key]: row.get(column) for row in self.state.read_rows(source.ref, source.schema)}
+            target_rows = self.state.read_rows(target.ref, target.schema)
+            matched = 0
+            for row in target_rows:
+                row[column] = values.get(row[target.schema.key])
+                matched += row[target.schema.key] in values
+            grown = target.schema.with_columns([*target.schema.columns, spec_])
+            self._write(target.ref, grown, target_rows)
+            changes = [
+                Change(
+                    "copy_column",
+                    source.ref.qualified,
+                    {"column": column, "to_table": target.ref.qualified, "matched": matched},
+                )
+            ]
+            self._journal(changes[0])
+        if move:
+            changes.append(self.delete_column(spec, column))
+        return changes
+
+    # --- shared steps --------------------------------------------------------------------------
+
+    @staticmethod
+    def _own_column(table: IndexedTable, column: str) -> ColumnSpec:
+        found = table.schema.column(column)
+        if column == table.schema.key:
+            raise InvalidInput(f"{column} is the key column: it cannot be changed")
+        return found
+
+    @staticmethod
+    def _fill(rows: list[Row], key: str, column: str, type_: str, values: Mapping[int, Any]) -> Any:
+        """Set column in rows from values by key, converted to type_; what fails becomes empty."""
+        failed = []
+        for row in rows:
+            value = values.get(row[key])
+            try:
+                row[column] = parse_value(value if isinstance(value, str) else _plain(value, type_), type_)
+            except ValueRefused as exc:
+                row[column] = None
+                failed.append({"key": row[key], "value": value, "reason": str(exc)})
+        return {"count": len(failed), "values": failed[:MAX_REPORTED]}
+
+    def _reshape(self, spec: str, op: str, reshape: Any) -> Change:
+        """A schema change over every row: reshape(table, rows) -> (new schema, what changed)."""
+        with self.state.lock():
+            table = self.state.open(spec)
+            rows = self.state.read_rows(table.ref, table.schema)
+            schema, detail = reshape(table, rows)
+            self._write(table.ref, schema, rows)
+            change = Change(op, table.ref.qualified, detail)
+            self._journal(change)
+        return change
+
+    def _write(
+        self,
+        ref: TableRef,
+        schema: TableSchema,
+        rows: list[Row],
+        *,
+        table: IndexedTable | None = None,
+        upserts: Sequence[Row] = (),
+        deletes: Sequence[int] = (),
+    ) -> None:
+        """The table's files rewritten; with table, the index changed in place (same layout)."""
+        schema_entry = self.state.store.write(ref.schema_key, schema.encode())
+        rows_entry = self.state.store.write(ref.rows_key, csvfile.encode(schema, rows))
+        if table is not None:
+            self.state.index.apply(table, (rows_entry, schema_entry), upserts=upserts, deletes=deletes)
+
+    def _journal(self, change: Change) -> None:
+        self.state.journal(change.op, change.table, {}, change.changed)
+
+
+def _plain(value: Any, type_: str) -> Any:
+    """An SQL result as a value parse_value takes for type_ (SQLite has no booleans or lists)."""
+    if value is None:
+        return None
+    if type_ == "bool" and isinstance(value, int):
+        return bool(value)
+    if type_ in ("list", "dict") and isinstance(value, str):
+        return from_sql(value, type_)
+    if type_ == "str" and not isinstance(value, str):
+        return str(value)
+    if type_ == "float" and isinstance(value, int):
+        return float(value)
+    return value
+
+
+def _derived_type(compiled: str | None, values: Any) -> str:
+    if compiled in COLUMN_TYPES:
+        return compiled
+    sample = [v for v in values if v is not None]
+    return infer_type(sample, from_text=False) if sample else "str"

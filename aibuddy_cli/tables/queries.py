@@ -1,0 +1,404 @@
+"""Reading tables: list, show, filter, reduce, search, join. Nothing here writes a table file; it
+is all the read-only `table ask` loop may reach.
+
+Every query runs as parameterized SQL over the derived index (filters compiled by filters.py);
+rows come back typed, ordered by key, and bounded (`[tables] max_rows`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from itertools import groupby
+from typing import Any, NamedTuple
+
+from ..errors import InvalidInput
+from ..text import fts_query
+from .filters import compile_filter
+from .index import IndexedTable
+from .state import TableInfo, TablesState
+
+METRICS = ("count", "sum", "mean", "median", "min", "max", "var", "std", "mode")
+NUMERIC_METRICS = ("sum", "mean", "median", "var", "std")
+NUMERIC_TYPES = ("int", "float", "bool")
+_SQL_METRICS = {
+    "count": "count({})",
+    "sum": "total({})",
+    "mean": "avg({})",
+    "min": "min({})",
+    "max": "max({})",
+}
+
+Row = dict[str, Any]
+
+
+class RowSet(NamedTuple):
+    table: str
+    columns: list[str]
+    rows: list[Row]
+    total: int  # rows that match, before offset and limit
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table": self.table, "columns": self.columns, "total": self.total, "rows": self.rows}
+
+
+class FilterResult(NamedTuple):
+    filter: str | None
+    offset: int
+    limit: int
+    tables: list[RowSet]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filter": self.filter,
+            "offset": self.offset,
+            "limit": self.limit,
+            "tables": [t.to_json() for t in self.tables],
+        }
+
+
+class Reduction(NamedTuple):
+    table: str
+    metric: str
+    columns: list[str]
+    filter: str | None
+    group_by: list[str]
+    groups: list[tuple[Row, Row]]  # (group values, metric per column)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "metric": self.metric,
+            "columns": self.columns,
+            "filter": self.filter,
+            "group_by": self.group_by,
+            "groups": [{"group": group, "values": values} for group, values in self.groups],
+        }
+
+
+class SearchHit(NamedTuple):
+    table: str
+    score: float
+    row: Row
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table": self.table, "score": self.score, "row": self.row}
+
+
+class SearchResult(NamedTuple):
+    query: str
+    method: str  # "lexical", or "embedding" when vectorized columns ranked the rows
+    hits: list[SearchHit]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "method": self.method, "hits": [h.to_json() for h in self.hits]}
+
+
+class JoinResult(NamedTuple):
+    left: str
+    right: str
+    on: str
+    columns: list[str]
+    total: int
+    rows: list[Row]
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+class TableQueries:
+    def __init__(self, state: TablesState) -> None:
+        self.state = state
+
+    @property
+    def max_rows(self) -> int:
+        return int(self.state.vault.config.tables.max_rows)
+
+    def _limit(self, limit: int | None, default: int = 100) -> int:
+        chosen = default if limit is None else limit
+        if chosen < 1:
+            raise InvalidInput("the limit must be at least 1")
+        return min(chosen, self.max_rows)
+
+    # --- tables ------------------------------------------------------------------------------
+
+    def list_tables(self) -> list[TableInfo]:
+        """Every table the user may see; a damaged one is a warning, the others are listed."""
+        tables = []
+        for ref in self.state.refs():
+            try:
+                table = self.state.open(ref)
+            except InvalidInput as exc:
+                self.state.warnings.append(f"{ref.qualified} left out: {exc.message}")
+                continue
+            tables.append(TableInfo(ref, table.schema, table.row_count))
+        return tables
+
+    def show(self, spec: str) -> TableInfo:
+        table = self.state.open(spec)
+        return TableInfo(table.ref, table.schema, table.row_count)
+
+    # --- filter --------------------------------------------------------------------------------
+
+    def filter(
+        self,
+        specs: Sequence[str] = (),
+        where: str | None = None,
+        columns: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> FilterResult:
+        """Rows matching where (every row without it) of each table named (all visible ones
+        when none is), ordered by key, the key column first."""
+        if offset < 0:
+            raise InvalidInput("the offset must be 0 or more")
+        limit = self._limit(limit)
+        tables = [self.state.open(spec) for spec in specs] or [
+            self.state.open(ref) for ref in self.state.refs()
+        ]
+        where = where if where and where.strip() else None
+        return FilterResult(
+            where, offset, limit, [self._filter_one(t, where, columns, limit, offset) for t in tables]
+        )
+
+    def _filter_one(
+        self, table: IndexedTable, where: str | None, columns: Sequence[str] | None, limit: int, offset: int
+    ) -> RowSet:
+        names = self._columns(table, columns)
+        clause, params = self._where(table, where)
+        key = table.schema.key
+        total = self.state.index.query(f"SELECT count(*) FROM {table.rows}{clause}", params)[0][0]
+        selected = ", ".join(f'"{n}"' for n in names)
+        found = self.state.index.query(
+            f'SELECT {selected} FROM {table.rows}{clause} ORDER BY "{key}" LIMIT ? OFFSET ?',
+            [*params, limit, offset],
+        )
+        return RowSet(table.ref.qualified, names, [table.decode(r, names) for r in found], total)
+
+    @staticmethod
+    def _columns(table: IndexedTable, columns: Sequence[str] | None) -> list[str]:
+        if not columns:
+            return table.schema.names
+        for name in columns:
+            table.schema.column(name)
+        key = table.schema.key
+        return [key, *dict.fromkeys(c for c in columns if c != key)]
+
+    @staticmethod
+    def _where(table: IndexedTable, where: str | None, what: str = "filter") -> tuple[str, list[Any]]:
+        if not where:
+            return "", []
+        compiled = compile_filter(where, table.columns(), what=what)
+        return f" WHERE {compiled.sql}", list(compiled.params)
+
+    # --- reduce --------------------------------------------------------------------------------
+
+    def reduce(
+        self,
+        spec: str,
+        metric: str,
+        columns: Sequence[str],
+        where: str | None = None,
+        group_by: Sequence[str] = (),
+    ) -> Reduction:
+        if metric not in METRICS:
+            raise InvalidInput(f"unknown metric {metric!r}: use {', '.join(METRICS)}")
+        if not columns:
+            raise InvalidInput("name at least one column to reduce")
+        table = self.state.open(spec)
+        for name in [*columns, *group_by]:
+            column = table.schema.column(name)
+            if name in columns and metric in NUMERIC_METRICS and column.type not in NUMERIC_TYPES:
+                raise InvalidInput(f"{metric} needs a numeric column; {name} is {column.type}")
+        columns, group_by = list(dict.fromkeys(columns)), list(dict.fromkeys(group_by))
+        where = where if where and where.strip() else None
+        clause, params = self._where(table, where)
+        groups_sql = ", ".join(f'"{g}"' for g in group_by)
+        if metric in _SQL_METRICS:
+            aggregates = ", ".join(_SQL_METRICS[metric].format(f'"{c}"') for c in columns)
+            select = f"{groups_sql}, {aggregates}" if group_by else aggregates
+            tail = f" GROUP BY {groups_sql} ORDER BY {groups_sql}" if group_by else ""
+            found = self.state.index.query(f"SELECT {select} FROM {table.rows}{clause}{tail}", params)
+            groups = [
+                (
+                    table.decode(row[: len(group_by)], group_by),
+                    {
+                        c: self._sql_value(table, metric, c, v)
+                        for c, v in zip(columns, row[len(group_by) :], strict=True)
+                    },
+                )
+                for row in found
+            ]
+        else:
+            groups = self._python_reduce(table, metric, columns, group_by, clause, params)
+        return Reduction(table.ref.qualified, metric, columns, where, group_by, groups)
+
+    @staticmethod
+    def _sql_value(table: IndexedTable, metric: str, column: str, value: Any) -> Any:
+        if value is None or metric in ("count", "mean"):
+            return value
+        type_ = table.schema.types[column]
+        if metric == "sum":
+            return int(value) if type_ in ("int", "bool") else float(value)
+        return table.decode([value], [column])[column]  # min, max: the column's own type
+
+    def _python_reduce(
+        self,
+        table: IndexedTable,
+        metric: str,
+        columns: list[str],
+        group_by: list[str],
+        clause: str,
+        params: list[Any],
+    ) -> list[tuple[Row, Row]]:
+        """median, var, std and mode, over the values SQL selects (NULLs left out)."""
+        names = [*group_by, *columns]
+        order = ", ".join(f'"{g}"' for g in group_by) or f'"{table.schema.key}"'
+        selected = ", ".join(f'"{n}"' for n in names)
+        found = self.state.index.query(
+            f"SELECT {selected} FROM {table.rows}{clause} ORDER BY {order}", params
+        )
+        width = len(group_by)
+        groups = []
+        for group, members in groupby(found, key=lambda row: tuple(row[:width])):
+            rows = list(members)
+            values = {}
+            for at, column in enumerate(columns, width):
+                present = [row[at] for row in rows if row[at] is not None]
+                values[column] = _metric(metric, present, table, column)
+            groups.append((table.decode(group, group_by), values))
+        if not group_by and not groups:
+            groups = [({}, {column: None for column in columns})]
+        return groups
+
+    # --- search --------------------------------------------------------------------------------
+
+    def search(self, query: str, specs: Sequence[str] = (), limit: int | None = None) -> SearchResult:
+        """Rows ranked by BM25 over their text, list and object cells (English and CJK, as kb search)."""
+        if not query.strip():
+            raise InvalidInput("the search query is empty")
+        limit = self._limit(limit, 10)
+        match = fts_query(query)
+        tables = [self.state.open(spec) for spec in specs] or [
+            self.state.open(ref) for ref in self.state.refs()
+        ]
+        hits: list[SearchHit] = []
+        if match is None:
+            return SearchResult(query, "lexical", hits)
+        for table in tables:
+            names = table.schema.names
+            selected = ", ".join(f'r."{n}"' for n in names)
+            found = self.state.index.query(
+                f"SELECT bm25({table.fts}) AS score, {selected} FROM {table.fts} f"
+                f' JOIN {table.rows} r ON r."{table.schema.key}" = f.rowid'
+                f" WHERE {table.fts} MATCH ? ORDER BY score LIMIT ?",
+                [match, limit],
+            )
+            hits += [
+                SearchHit(table.ref.qualified, round(-row[0], 4), table.decode(row[1:], names))
+                for row in found
+            ]
+        hits.sort(key=lambda hit: -hit.score)
+        return SearchResult(query, "lexical", hits[:limit])
+
+    # --- join ----------------------------------------------------------------------------------
+
+    def join(
+        self,
+        left: str,
+        right: str,
+        on: str,
+        where: str | None = None,
+        columns: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> JoinResult:
+        """Rows of two tables paired where `on` holds (`left.col == right.col`; the tables may
+        also be named by their names), with the columns named `table.column`."""
+        return self._join(left, right, on, where, columns, self._limit(limit), None)
+
+    def search_join(self, left: str, right: str, on: str, query: str, k: int | None = None) -> JoinResult:
+        """The left table's best matches for query (as `search`), paired with the right's rows."""
+        found = self.search(query, [left], k)
+        a = self.state.open(left)
+        keys = [hit.row[a.schema.key] for hit in found.hits]
+        return self._join(left, right, on, None, None, self.max_rows, keys)
+
+    def _join(
+        self,
+        left: str,
+        right: str,
+        on: str,
+        where: str | None,
+        columns: Sequence[str] | None,
+        limit: int,
+        left_keys: Sequence[int] | None,
+    ) -> JoinResult:
+        a, b = self.state.open(left), self.state.open(right)
+        names = {"left": a, "right": b}
+        if a.ref.name != b.ref.name:
+            names |= {a.ref.name: a, b.ref.name: b}
+        available = {}
+        for qualifier, table in names.items():
+            alias = "l" if table is a else "r"
+            for name, column in table.columns(qualifier).items():
+                available[name] = column._replace(sql=f"{alias}.{column.sql.split('.', 1)[1]}")
+        condition = compile_filter(on, available, what="on")
+        clause, params = f" ON {condition.sql}", list(condition.params)
+        conditions = []
+        if where and where.strip():
+            compiled = compile_filter(where, available, what="filter")
+            conditions.append(compiled.sql)
+            params += compiled.params
+        if left_keys is not None:
+            conditions.append(f'l."{a.schema.key}" IN ({", ".join("?" for _ in left_keys) or "NULL"})')
+            params += list(left_keys)
+        if conditions:
+            clause += " WHERE " + " AND ".join(f"({c})" for c in conditions)
+        label = {
+            id(a): a.ref.name if a.ref.name != b.ref.name else "left",
+            id(b): b.ref.name if a.ref.name != b.ref.name else "right",
+        }
+        all_columns = [
+            (f"{label[id(t)]}.{c.name}", alias, c.name, t)
+            for t, alias in ((a, "l"), (b, "r"))
+            for c in t.schema.columns
+        ]
+        if columns:
+            wanted = {name: i for i, name in enumerate(columns)}
+            picked = [c for c in all_columns if c[0] in wanted]
+            unknown = [name for name in columns if name not in {c[0] for c in all_columns}]
+            if unknown:
+                raise InvalidInput(f"no column {unknown[0]!r} in the join (columns are named table.column)")
+            picked.sort(key=lambda c: wanted[c[0]])
+        else:
+            picked = all_columns
+        selected = ", ".join(f'{alias}."{name}"' for _, alias, name, _ in picked)
+        source = f"{a.rows} l JOIN {b.rows} r{clause}"
+        total = self.state.index.query(f"SELECT count(*) FROM {source}", params)[0][0]
+        order = f'l."{a.schema.key}", r."{b.schema.key}"'
+        found = self.state.index.query(
+            f"SELECT {selected} FROM {source} ORDER BY {order} LIMIT ?", [*params, limit]
+        )
+        rows = [
+            {
+                label_: t.decode([value], [name])[name]
+                for (label_, _, name, t), value in zip(picked, row, strict=True)
+            }
+            for row in found
+        ]
+        return JoinResult(a.ref.qualified, b.ref.qualified, on, [c[0] for c in picked], total, rows)
+
+
+def _metric(metric: str, values: list[Any], table: IndexedTable, column: str) -> Any:
+    if not values:
+        return None
+    if metric == "mode":
+        return table.decode([statistics.multimode(values)[0]], [column])[column]
+    numbers = [float(v) for v in values]
+    if metric == "median":
+        return statistics.median(numbers)
+    if len(numbers) < 2:
+        return None  # the sample variance of one value is undefined
+    variance = statistics.variance(numbers)
+    return variance if metric == "var" else math.sqrt(variance)

@@ -1,0 +1,332 @@
+"""A knowledge table's schema and its typed values: what a cell may hold, how it is written in the
+CSV, and how a column's type is inferred from the first values it receives.
+
+`<table>.schema.json` holds the description, the key column (an integer aibuddy assigns, never
+written by callers), the columns in order with their types and descriptions, and the next key.
+A cell's CSV text is canonical, so the same value is always the same bytes: `git diff` shows
+only the rows that changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime, time
+from typing import Any, NamedTuple
+
+from ..errors import InvalidInput
+
+COLUMN_TYPES = ("str", "int", "float", "bool", "date", "datetime", "time", "list", "dict")
+NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+MAX_COLUMNS = 200
+MAX_CELL_CHARS = 100_000
+INT_RANGE = (-(2**63), 2**63 - 1)
+DEFAULT_KEY = "row_id"
+
+
+def check_name(name: str, what: str = "column") -> str:
+    """A table or column name: snake_case ASCII, starting with a letter, at most 63 characters."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise InvalidInput(
+            f"invalid {what} name {name!r}: use snake_case (a-z, 0-9, _), starting with a letter"
+        )
+    return name
+
+
+class ColumnSpec(NamedTuple):
+    name: str
+    type: str
+    description: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "description": self.description}
+
+
+class TableSchema(NamedTuple):
+    description: str
+    key: str  # the integer key column aibuddy assigns
+    columns: tuple[ColumnSpec, ...]  # the key column first
+    next_key: int
+
+    @classmethod
+    def new(
+        cls, description: str = "", key: str = DEFAULT_KEY, columns: Iterable[ColumnSpec] = ()
+    ) -> TableSchema:
+        check_name(key, "key column")
+        specs = [ColumnSpec(key, "int", "the row's key, assigned by aibuddy")]
+        for column in columns:
+            check_name(column.name)
+            if column.type not in COLUMN_TYPES:
+                raise InvalidInput(
+                    f"column {column.name}: unknown type {column.type!r} ({', '.join(COLUMN_TYPES)})"
+                )
+            if any(existing.name == column.name for existing in specs):
+                raise InvalidInput(f"column {column.name} is given twice")
+            specs.append(column)
+        if len(specs) > MAX_COLUMNS:
+            raise InvalidInput(f"a table has at most {MAX_COLUMNS} columns")
+        return cls(" ".join(description.split()), key, tuple(specs), 1)
+
+    @property
+    def names(self) -> list[str]:
+        return [column.name for column in self.columns]
+
+    @property
+    def types(self) -> dict[str, str]:
+        return {column.name: column.type for column in self.columns}
+
+    def column(self, name: str) -> ColumnSpec:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise InvalidInput(f"no column {name!r} (columns: {', '.join(self.names)})")
+
+    def with_columns(self, columns: Iterable[ColumnSpec]) -> TableSchema:
+        return self._replace(columns=tuple(columns))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "description": self.description,
+            "key": self.key,
+            "columns": [column.to_json() for column in self.columns],
+            "next_key": self.next_key,
+        }
+
+    def encode(self) -> bytes:
+        return (json.dumps(self.to_json(), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+    @classmethod
+    def decode(cls, data: bytes, source: str) -> TableSchema:
+        """The schema file's content, checked (InvalidInput naming source when it is unreadable)."""
+        try:
+            raw = json.loads(data)
+            key = raw["key"]
+            columns = tuple(
+                ColumnSpec(str(c["name"]), str(c["type"]), str(c.get("description") or ""))
+                for c in raw["columns"]
+            )
+            schema = cls(str(raw.get("description") or ""), key, columns, int(raw["next_key"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidInput(f"{source}: unreadable table schema ({exc})") from None
+        names = schema.names
+        problems = [
+            f"column {name!r}: invalid name"
+            for name in names
+            if not isinstance(name, str) or not NAME.fullmatch(name)
+        ]
+        problems += [
+            f"column {c.name}: unknown type {c.type!r}" for c in columns if c.type not in COLUMN_TYPES
+        ]
+        if len(set(names)) != len(names):
+            problems.append("a column name is repeated")
+        if not columns or columns[0].name != key or columns[0].type != "int":
+            problems.append(f"the key column {key!r} must be the first column, of type int")
+        if schema.next_key < 1:
+            problems.append("next_key must be at least 1")
+        if problems:
+            raise InvalidInput(f"{source}: unreadable table schema ({'; '.join(problems)})")
+        return schema
+
+
+# --- values ------------------------------------------------------------------------------------
+
+
+class ValueRefused(ValueError):
+    """A value that does not fit its column; the caller names the row and the column."""
+
+
+_TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def parse_value(value: Any, type_: str) -> Any:
+    """A value given for a column (JSON value, or text from a CSV cell or a command line) as the
+    column's Python value; None for a missing or empty value. Raises ValueRefused."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and type_ != "str":
+        return _from_text(value.strip(), type_)
+    if type_ == "str":
+        if not isinstance(value, str):
+            raise ValueRefused(f"expected text, got {_kind(value)}")
+        if len(value) > MAX_CELL_CHARS:
+            raise ValueRefused(f"text longer than {MAX_CELL_CHARS} characters")
+        return value
+    if type_ == "int":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueRefused(f"expected a whole number, got {_kind(value)}")
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueRefused(f"expected a whole number, got {value!r}")
+        return _in_range(int(value))
+    if type_ == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueRefused(f"expected a number, got {_kind(value)}")
+        if not math.isfinite(value):
+            raise ValueRefused("expected a finite number")
+        return float(value)
+    if type_ == "bool":
+        if not isinstance(value, bool):
+            raise ValueRefused(f"expected true or false, got {_kind(value)}")
+        return value
+    if type_ == "list":
+        if not isinstance(value, list):
+            raise ValueRefused(f"expected a list, got {_kind(value)}")
+        return _bounded_json(value)
+    if type_ == "dict":
+        if not isinstance(value, dict):
+            raise ValueRefused(f"expected an object, got {_kind(value)}")
+        return _bounded_json(value)
+    raise ValueRefused(f"expected ISO {type_} text, got {_kind(value)}")
+
+
+def _from_text(text: str, type_: str) -> Any:
+    if text == "":
+        return None
+    try:
+        if type_ == "int":
+            if not re.fullmatch(r"[+-]?\d{1,19}", text):
+                raise ValueError
+            return _in_range(int(text))
+        if type_ == "float":
+            number = float(text)
+            if not math.isfinite(number):
+                raise ValueError
+            return number
+        if type_ == "bool":
+            lowered = text.lower()
+            if lowered in _TRUE or lowered in _FALSE:
+                return lowered in _TRUE
+            raise ValueError
+        # ISO 8601's extended forms only: Python also reads "20240501" and "01" as a date and a time.
+        if type_ == "date" and _DATE.fullmatch(text):
+            return date.fromisoformat(text).isoformat()
+        if type_ == "datetime" and _DATETIME.fullmatch(text):
+            return datetime.fromisoformat(text).isoformat()
+        if type_ == "time" and _TIME.fullmatch(text):
+            return time.fromisoformat(text).isoformat()
+        if type_ in ("date", "datetime", "time"):
+            raise ValueError
+        if type_ in ("list", "dict"):
+            parsed = json.loads(text)
+            return parse_value(parsed, type_) if not isinstance(parsed, str) else _refuse(type_, text)
+    except ValueRefused:
+        raise
+    except (ValueError, OverflowError, RecursionError):
+        pass
+    return _refuse(type_, text)
+
+
+_TIME_PART = r"\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?"
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_TIME = re.compile(_TIME_PART + r"([+-]\d{2}:\d{2}|Z)?")
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]" + _TIME_PART + r"([+-]\d{2}:\d{2}|Z)?")
+
+_EXPECTED = {
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "date": "a date YYYY-MM-DD",
+    "datetime": "a date and time YYYY-MM-DDTHH:MM:SS",
+    "time": "a time HH:MM[:SS]",
+    "list": "a JSON list",
+    "dict": "a JSON object",
+}
+
+
+def _refuse(type_: str, text: str) -> Any:
+    shown = text if len(text) <= 40 else text[:39] + "…"
+    raise ValueRefused(f"expected {_EXPECTED[type_]}, got {shown!r}")
+
+
+def _kind(value: Any) -> str:
+    return {
+        bool: "true/false",
+        int: "a number",
+        float: "a number",
+        str: "text",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
+
+
+def _in_range(number: int) -> int:
+    if not INT_RANGE[0] <= number <= INT_RANGE[1]:
+        raise ValueRefused("the number is out of range (64-bit)")
+    return number
+
+
+def _bounded_json(value: Any) -> Any:
+    if len(json_text(value)) > MAX_CELL_CHARS:
+        raise ValueRefused(f"value longer than {MAX_CELL_CHARS} characters as JSON")
+    return value
+
+
+def json_text(value: Any) -> str:
+    """A list or dict cell, canonical: compact, keys in the order given, UTF-8 as is."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def cell_text(value: Any, type_: str) -> str:
+    """A parsed value as its CSV cell (the one spelling of that value)."""
+    if value is None:
+        return ""
+    if type_ == "bool":
+        return "true" if value else "false"
+    if type_ == "float":
+        return repr(float(value))
+    if type_ in ("list", "dict"):
+        return json_text(value)
+    return str(value)
+
+
+def infer_type(values: Iterable[Any], *, from_text: bool) -> str:
+    """The type of a new column from the values it receives: the narrowest that fits them all.
+
+    JSON values keep their JSON type (text stays text: "01234" is a code, not a number). Text from
+    a CSV file is read as what it spells: true/false, whole numbers without leading zeros,
+    numbers, ISO dates, times and date-times, else text."""
+    candidates = list(_TEXT_CANDIDATES if from_text else _JSON_CANDIDATES)
+    seen = False
+    for value in values:
+        if value is None or value == "":
+            continue
+        seen = True
+        candidates = [t for t in candidates if _fits(value, t, from_text)]
+    return candidates[0] if seen and candidates else "str"
+
+
+_TEXT_CANDIDATES = ("bool", "int", "float", "date", "datetime", "time", "str")
+_JSON_CANDIDATES = ("bool", "int", "float", "list", "dict", "str")
+_LEADING_ZERO = re.compile(r"[+-]?0\d")
+
+
+def _fits(value: Any, type_: str, from_text: bool) -> bool:
+    if type_ == "str":
+        return isinstance(value, str)
+    if from_text:
+        if not isinstance(value, str):
+            return False
+        text = value.strip()
+        if type_ == "bool":
+            return text.lower() in ("true", "false")
+        if type_ in ("int", "float") and _LEADING_ZERO.match(text):
+            return False
+    elif isinstance(value, str) or (type_ == "int" and isinstance(value, float)):
+        return False
+    try:
+        parse_value(value, type_)
+    except ValueRefused:
+        return False
+    return True
+
+
+def parse_row(row: Mapping[str, Any], types: Mapping[str, str], number: int) -> dict[str, Any]:
+    """A row's values parsed for their columns; InvalidInput names the row and the column."""
+    parsed = {}
+    for name, value in row.items():
+        try:
+            parsed[name] = parse_value(value, types[name])
+        except ValueRefused as exc:
+            raise InvalidInput(f"row {number}, column {name}: {exc}") from None
+    return parsed

@@ -1,0 +1,37 @@
+"""Knowledge tables of one user: the tables they and their teams keep under tables/.
+
+`TableService` composes the parts that share one `TablesState` (access, store, index, lock,
+journal): `queries` (list, show, filter, reduce, search, join: all that reads) and `changes`
+(create, rows, rename, delete, columns). `read_only()` is the same user's view over a store
+that refuses every write, for the `table ask` loop.
+"""
+
+from __future__ import annotations
+
+from ..storage import FileStore, ReadOnlyStore, Store
+from ..vault import Vault, validate_user_name
+from .changes import TableChanges
+from .queries import TableQueries
+from .state import TablesState
+
+
+class TableService:
+    def __init__(
+        self, vault: Vault, user: str, *, store: Store | None = None, warnings: list[str] | None = None
+    ) -> None:
+        store = store or FileStore(vault.root, vault.locks_dir())
+        self.state = TablesState(vault, validate_user_name(user), store, [] if warnings is None else warnings)
+        self.queries = TableQueries(self.state)
+        self.changes = TableChanges(self.state)
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.state.warnings
+
+    def read_only(self) -> TableQueries:
+        """The queries over a store that refuses writes (its own index handle, the same sink)."""
+        state = self.state
+        return TableQueries(TablesState(state.vault, state.user, ReadOnlyStore(state.store), state.warnings))
+
+    def close(self) -> None:
+        self.state.close()

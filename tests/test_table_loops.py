@@ -1,0 +1,180 @@
+"""table ask / update / refactor: isolated model tool loops over the table tools. The read-only
+guard, the required first ask, dry runs, the journal, bounds and fallbacks; scripted in-process,
+and end to end through litellm and the local fake server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ok
+from fake_openai import FakeOpenAI
+from scripted_model import ScriptedModel
+
+from aibuddy_cli.errors import ModelUnavailable, NotAllowed
+from aibuddy_cli.session import Session
+from aibuddy_cli.tables.loops import TableAgent
+from aibuddy_cli.vault import Vault
+
+ENV = {"AIBUDDY_MODEL_TABLES": "openai/tables-test", "AIBUDDY_TIMEOUT": "30"}
+
+
+@pytest.fixture
+def stocked(cli, vault: Vault) -> Vault:
+    ok(cli("table", "create", "vendors", "-d", "Suppliers we buy from", "--json"))
+    rows = [
+        {"name": "Acme", "city": "Berlin", "rating": 4},
+        {"name": "Globex", "city": "Paris", "rating": 2},
+        {"name": "Initech", "city": "Berlin", "rating": 5},
+    ]
+    ok(cli("table", "add", "vendors", *[a for r in rows for a in ("--row", json.dumps(r))], "--json"))
+    return vault
+
+
+def rows_file(vault: Vault) -> Path:
+    return vault.root / "tables/personal/demo/vendors.csv"
+
+
+def agent(vault: Vault, model: ScriptedModel, environ: dict[str, str] | None = None) -> TableAgent:
+    session = Session(Vault.open(vault.root), "demo", environ=ENV if environ is None else environ)
+    return TableAgent(session.tables, session.environ, connect=lambda settings: model)
+
+
+def test_ask_answers_through_read_only_tools(stocked: Vault) -> None:
+    model = ScriptedModel()
+    model.call(("tables_overview", {}))
+    model.call(("filter", {"tables": ["vendors"], "filter": 'city == "Berlin"', "columns": ["name"]}))
+    model.answer("Acme and Initech are in Berlin (vendors rows 1 and 3).")
+    answer = agent(stocked, model).ask("Which vendors are in Berlin?")
+    assert answer.method == "model" and "Initech" in answer.answer
+    overview, found = model.tool_results()
+    assert overview[0]["table"] == "vendors" and overview[0]["rows"] == 3
+    assert [r["name"] for r in found["tables"][0]["rows"]] == ["Acme", "Initech"]
+
+
+def test_ask_can_never_change_a_table_even_when_the_model_calls_a_mutating_tool(stocked: Vault) -> None:
+    before = rows_file(stocked).read_bytes()
+    model = ScriptedModel()
+    model.call(
+        ("delete_rows", {"table": "vendors", "filter": "True"}),
+        ("add_rows", {"table": "vendors", "rows": [{"name": "Evil"}]}),
+        ("delete_tables", {"tables": ["vendors"]}),
+    )
+    model.answer("done")
+    agent(stocked, model).ask("Delete everything")
+    results = model.tool_results()
+    assert all("unknown tool" in r["error"] for r in results)
+    assert rows_file(stocked).read_bytes() == before
+    assert not (stocked.root / ".aibuddy/logs/tables.jsonl").read_text().count('"delete_rows"')
+
+
+def test_the_read_only_handle_refuses_writes(stocked: Vault) -> None:
+    session = Session(Vault.open(stocked.root), "demo", environ={})
+    queries = session.tables.read_only()
+    assert queries.filter(["vendors"]).tables[0].total == 3
+    with pytest.raises(NotAllowed):
+        queries.state.store.write("tables/personal/demo/vendors.csv", b"x")
+
+
+def test_without_a_model_ask_answers_with_matching_rows(cli, stocked: Vault) -> None:
+    answer = ok(cli("table", "ask", "Globex Paris", "--json"))
+    assert answer["method"] == "lexical" and answer["hits"][0]["row"]["name"] == "Globex"
+    assert cli("table", "update", "Globex moved to Lyon").exit_code == 7
+
+
+def test_a_model_that_runs_out_of_steps_falls_back_to_rows_with_a_warning(cli, stocked: Vault) -> None:
+    config = stocked.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("max_steps = 12", "max_steps = 2"))
+    model = ScriptedModel()
+    model.call(("tables_overview", {}))
+    model.call(("tables_overview", {}))
+    session = Session(Vault.open(stocked.root), "demo", environ=ENV)
+    answer = TableAgent(session.tables, session.environ, connect=lambda s: model).ask("Acme")
+    assert answer.method == "lexical" and answer.hits[0].row["name"] == "Acme"
+    assert any("all 2 steps" in w and "matching rows" in w for w in session.take_warnings())
+
+
+def test_update_requires_ask_first_applies_and_journals_the_run(stocked: Vault) -> None:
+    model = ScriptedModel()
+    model.call(
+        ("update_rows", {"table": "vendors", "filter": 'name == "Globex"', "values": {"city": "Lyon"}})
+    )
+    model.call(("ask", {"question": "Where is Globex?"}))
+    model.answer("Globex is in Paris (row 2).")  # the nested read-only loop's answer
+    model.call(
+        ("update_rows", {"table": "vendors", "filter": 'name == "Globex"', "values": {"city": "Lyon"}})
+    )
+    model.answer("Moved Globex to Lyon.")
+    run = agent(stocked, model).change("update", "Globex is now based in Lyon")
+    refused, asked, applied = (r for seen in model.tool_results() for r in [seen])
+    assert "call ask first" in refused["error"]
+    assert asked == {"answer": "Globex is in Paris (row 2)."}
+    assert applied["updated"] == 1
+    assert [op["applied"] for op in run.operations] == [True] and run.summary == "Moved Globex to Lyon."
+    assert "2,Globex,Lyon,2" in rows_file(stocked).read_text()
+    journal = [json.loads(x) for x in (stocked.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()]
+    assert (
+        journal[-1]["op"] == "update_rows"
+        and journal[-1]["run"] == run.run
+        and journal[-1]["source"] == "update"
+    )
+
+
+def test_a_dry_run_shows_the_operations_and_applies_none(stocked: Vault) -> None:
+    before = rows_file(stocked).read_bytes()
+    model = ScriptedModel()
+    model.call(("ask", {"question": "What columns?"}))
+    model.answer("name, city, rating")
+    model.call(("create_derived_column", {"table": "vendors", "column": "good", "expression": "rating >= 4"}))
+    model.call(("delete_column", {"table": "vendors", "column": "rating"}))
+    model.answer("Replaced rating by a good flag.")
+    run = agent(stocked, model).change("refactor", "Keep only whether a vendor is good", dry_run=True)
+    assert [(op["tool"], op["applied"]) for op in run.operations] == [
+        ("create_derived_column", False),
+        ("delete_column", False),
+    ]
+    assert rows_file(stocked).read_bytes() == before
+
+
+def test_a_failing_update_says_how_much_was_applied(stocked: Vault) -> None:
+    model = ScriptedModel()
+    model.call(("ask", {"question": "rows?"}))
+    model.answer("three vendors")
+    model.call(("delete_rows", {"table": "vendors", "filter": "rating < 3"}))
+    # no reply left: the scripted model fails like a provider error
+    with pytest.raises(ModelUnavailable, match="1 operation"):
+        agent(stocked, model).change("update", "Drop the badly rated vendors")
+    assert "Globex" not in rows_file(stocked).read_text()
+
+
+def test_ask_and_update_through_litellm_and_the_fake_server(
+    cli, stocked: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    fake_openai.call_tools(("search", {"query": "Initech"}))
+    fake_openai.enqueue(content="Initech is rated 5.")
+    answer = ok(cli("table", "ask", "How is Initech rated?", "--json"))
+    assert answer == {
+        "question": "How is Initech rated?",
+        "method": "model",
+        "answer": "Initech is rated 5.",
+        "hits": [],
+    }
+    tools = {t["function"]["name"] for t in fake_openai.requests[0]["body"]["tools"]}
+    assert tools == {"tables_overview", "filter", "search", "reduce", "filter_join", "search_join"}
+    fake_openai.call_tools(("ask", {"question": "vendors?"}))
+    fake_openai.enqueue(content="Acme, Globex, Initech")
+    fake_openai.call_tools(
+        ("add_rows", {"table": "vendors", "rows": [{"name": "Hooli", "city": "Palo Alto"}]})
+    )
+    fake_openai.enqueue(content="Added Hooli.")
+    run = ok(cli("table", "update", "Hooli in Palo Alto is a vendor too", "--json"))
+    assert run["summary"] == "Added Hooli." and run["operations"][0]["result"]["added"] == 1
+    fake_openai.enqueue(status=500)
+    failed = cli("table", "ask", "Acme", "--json")
+    assert failed.exit_code == 0 and json.loads(failed.stdout)["method"] == "lexical"
+    assert "matching rows instead" in failed.stderr

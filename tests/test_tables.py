@@ -1,0 +1,220 @@
+"""Knowledge tables through the CLI: typed rows in git-friendly files, filters, reductions,
+search, joins, row and column changes, the journal, and who may see which table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ok, run_aibuddy
+
+from aibuddy_cli.vault import Vault
+
+PEOPLE = [
+    {
+        "name": "Ada Lovelace",
+        "city": "London",
+        "age": 36,
+        "tags": ["math", "engines"],
+        "joined": "2021-03-01",
+    },
+    {"name": "Alan Turing", "city": "London", "age": 41, "tags": ["math", "crypto"], "joined": "2022-07-15"},
+    {"name": "Grace Hopper", "city": "New York", "age": 85, "tags": ["compilers"], "joined": "2020-01-10"},
+    {"name": "李雷", "city": "北京", "age": 28, "tags": ["ops"], "joined": "2023-11-30"},
+]
+
+
+def rows_file(vault: Vault, name: str, owner: str = "demo", scope: str = "personal") -> Path:
+    return vault.root / "tables" / scope / owner / f"{name}.csv"
+
+
+@pytest.fixture
+def people(cli, vault: Vault) -> str:
+    ok(cli("table", "create", "people", "-d", "People I work with", "-c", "joined:date", "--json"))
+    args = [arg for row in PEOPLE for arg in ("--row", json.dumps(row, ensure_ascii=False))]
+    ok(cli("table", "add", "people", *args, "--json"))
+    return "people"
+
+
+def test_rows_get_keys_types_and_new_columns(cli, vault: Vault, people: str) -> None:
+    shown = ok(cli("table", "show", "people", "--json"))
+    assert shown["rows"] == 4 and shown["key"] == "row_id"
+    assert {c["name"]: c["type"] for c in shown["columns"]} == {
+        "row_id": "int",
+        "joined": "date",
+        "name": "str",
+        "city": "str",
+        "age": "int",
+        "tags": "list",
+    }
+    text = rows_file(vault, "people").read_text(encoding="utf-8")
+    assert text.splitlines()[0] == "row_id,joined,name,city,age,tags"
+    assert text.splitlines()[4] == '4,2023-11-30,李雷,北京,28,"[""ops""]"'
+
+
+def test_a_value_that_does_not_fit_is_refused_and_nothing_is_written(cli, vault: Vault, people: str) -> None:
+    before = rows_file(vault, "people").read_bytes()
+    result = cli(
+        "table", "add", "people", "--row", '{"name": "Ok", "age": 3}', "--row", '{"age": "old"}', "--json"
+    )
+    assert result.exit_code == 6
+    assert "row 2, column age" in result.stderr and "whole number" in result.stderr
+    assert rows_file(vault, "people").read_bytes() == before
+    assert cli("table", "add", "people", "--row", '{"row_id": 9}').exit_code == 6  # keys are assigned
+
+
+def test_adding_a_row_is_a_one_line_git_diff(cli, vault: Vault, people: str) -> None:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(vault.root), *args], check=True, capture_output=True, text=True
+        ).stdout
+
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "people")
+    ok(cli("table", "add", "people", "--row", '{"name": "Linus", "city": "Helsinki", "age": 55}', "--json"))
+    diff = git("diff", "--numstat", "--", "tables/personal/demo/people.csv")
+    assert diff.split()[:2] == ["1", "0"]
+
+
+def test_a_hand_edit_is_picked_up_and_a_malformed_file_is_reported_not_rewritten(
+    cli, vault: Vault, people: str
+) -> None:
+    path = rows_file(vault, "people")
+    path.write_text(path.read_text(encoding="utf-8") + "5,2024-01-01,Edsger,Austin,72,[]\n", encoding="utf-8")
+    found = ok(cli("table", "filter", "people", "--where", 'city == "Austin"', "--json"))
+    assert [r["name"] for r in found["tables"][0]["rows"]] == ["Edsger"]
+    broken = path.read_text(encoding="utf-8") + "6,2024-02-30,Nobody,Nowhere,1,[]\n"
+    path.write_text(broken, encoding="utf-8")
+    result = cli("table", "filter", "people", "--json")
+    assert result.exit_code == 6
+    assert "people.csv line 7, column joined" in result.stderr
+    assert path.read_text(encoding="utf-8") == broken
+    assert cli("table", "add", "people", "--row", '{"name": "X"}').exit_code == 6
+    assert path.read_text(encoding="utf-8") == broken
+
+
+def test_filters_select_typed_rows(cli, people: str) -> None:
+    def names(where: str) -> list[str]:
+        document = ok(cli("table", "filter", "people", "--where", where, "--json"))
+        return [row["name"] for row in document["tables"][0]["rows"]]
+
+    assert names('age > 30 and city == "London"') == ["Ada Lovelace", "Alan Turing"]
+    assert names('"math" in tags') == ["Ada Lovelace", "Alan Turing"]
+    assert names('"Hop" in name') == ["Grace Hopper"]
+    assert names('joined >= date("2022-01-01")') == ["Alan Turing", "李雷"]
+    bad = cli("table", "filter", "people", "--where", '__import__("os").system("true")', "--json")
+    assert bad.exit_code == 6 and json.loads(bad.stdout)["error"]["code"] == "invalid_filter"
+
+
+def test_reduce_search_and_join(cli, people: str) -> None:
+    mean = ok(cli("table", "reduce", "people", "-m", "mean", "-c", "age", "-g", "city", "--json"))
+    assert {g["group"]["city"]: g["values"]["age"] for g in mean["groups"]} == {
+        "London": 38.5,
+        "New York": 85.0,
+        "北京": 28.0,
+    }
+    median = ok(
+        cli("table", "reduce", "people", "-m", "median", "-c", "age", "--where", "age < 80", "--json")
+    )
+    assert median["groups"] == [{"group": {}, "values": {"age": 36.0}}]
+    hits = ok(cli("table", "search", "北京", "--json"))["hits"]
+    assert [h["row"]["name"] for h in hits] == ["李雷"]
+    ok(cli("table", "create", "cities", "-c", "city:str", "-c", "country:str", "--json"))
+    ok(cli("table", "add", "cities", "--row", '{"city": "London", "country": "UK"}', "--json"))
+    joined = ok(
+        cli(
+            "table", "join", "people", "cities", "--on", "people.city == cities.city",
+            "--columns", "people.name,cities.country", "--json",
+        )
+    )  # fmt: skip
+    assert joined["rows"] == [
+        {"people.name": "Ada Lovelace", "cities.country": "UK"},
+        {"people.name": "Alan Turing", "cities.country": "UK"},
+    ]
+
+
+def test_update_and_delete_rows_are_journaled(cli, vault: Vault, people: str) -> None:
+    updated = ok(
+        cli(
+            "table",
+            "update-rows",
+            "people",
+            "--where",
+            'city == "London"',
+            "--set",
+            '{"city": "Cambridge"}',
+            "--json",
+        )
+    )
+    assert updated["matched"] == 2 and updated["updated"] == 2
+    assert cli("table", "delete-rows", "people", "--where", "age > 80").exit_code == 2  # --yes needed
+    deleted = ok(cli("table", "delete-rows", "people", "--where", "age > 80", "--yes", "--json"))
+    assert deleted["deleted"] == 1 and deleted["rows"][0]["name"] == "Grace Hopper"
+    journal = [
+        json.loads(line) for line in (vault.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()
+    ]
+    assert [entry["op"] for entry in journal] == ["create_table", "add_rows", "update_rows", "delete_rows"]
+    assert journal[2]["changed"]["before"] == [[1, {"city": "London"}], [2, {"city": "London"}]]
+
+
+def test_column_operations(cli, vault: Vault, people: str) -> None:
+    ok(cli("table", "column", "derive", "people", "decade", "age // 10", "--json"))
+    ok(cli("table", "column", "rename", "people", "decade", "age_decade", "--json"))
+    ok(cli("table", "column", "add", "people", "email", "str", "--json"))
+    transformed = ok(cli("table", "column", "transform", "people", "city", "--type", "int", "--json"))
+    assert transformed["not_converted"]["count"] == 4
+    ok(cli("table", "column", "delete", "people", "city", "--json"))
+    rows = ok(cli("table", "filter", "people", "--columns", "name,age_decade,email", "--json"))["tables"][0][
+        "rows"
+    ]
+    assert rows[0] == {"row_id": 1, "name": "Ada Lovelace", "age_decade": 3, "email": None}
+    assert cli("table", "column", "delete", "people", "row_id").exit_code == 6
+
+
+def test_rename_and_delete_tables(cli, vault: Vault, people: str) -> None:
+    ok(cli("table", "rename", "people", "contacts", "--json"))
+    assert not rows_file(vault, "people").exists() and rows_file(vault, "contacts").exists()
+    assert cli("table", "show", "people").exit_code == 3
+    ok(cli("table", "delete", "contacts", "--yes", "--json"))
+    assert ok(cli("table", "list", "--json"))["tables"] == []
+
+
+def test_team_tables_are_for_members_only(cli, vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text() + '\n[teams.ops]\nmembers = ["demo", "bob"]\n')
+    ok(cli("table", "create", "team/ops/vendors", "-c", "name:str", "--json"))
+    ok(cli("table", "add", "team/ops/vendors", "--row", '{"name": "Acme"}', "--json"))
+    assert rows_file(vault, "vendors", "ops", "team").exists()
+    assert [t["table"] for t in ok(cli("--user", "bob", "table", "list", "--json"))["tables"]] == [
+        "team/ops/vendors"
+    ]
+    outsider = cli("--user", "eve", "table", "filter", "team/ops/vendors", "--json")
+    assert outsider.exit_code == 5 and "vendors" not in outsider.stdout + outsider.stderr
+    assert ok(cli("--user", "eve", "table", "list", "--json"))["tables"] == []
+    assert ok(cli("--user", "eve", "table", "search", "Acme", "--json"))["hits"] == []
+    assert cli("--user", "eve", "table", "filter", "--json").exit_code == 0
+
+
+def test_rows_from_a_csv_file_infer_types(cli, vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "products.csv"
+    source.write_text("sku,price,in_stock,added\n0042,9.5,true,2024-05-01\n0043,12,false,2024-06-01\n")
+    ok(cli("table", "create", "products", "--json"))
+    ok(cli("table", "add", "products", "--file", str(source), "--json"))
+    types = {c["name"]: c["type"] for c in ok(cli("table", "show", "products", "--json"))["columns"]}
+    assert types == {"row_id": "int", "sku": "str", "price": "float", "in_stock": "bool", "added": "date"}
+    cheap = ok(cli("table", "filter", "products", "--where", "price < 10 and in_stock", "--json"))
+    assert [r["sku"] for r in cheap["tables"][0]["rows"]] == ["0042"]
+
+
+def test_the_index_is_rebuilt_after_aibuddy_dir_is_deleted(
+    aibuddy_exe: list[str], vault: Vault, env: dict[str, str], cli, people: str
+) -> None:
+    import shutil
+
+    shutil.rmtree(vault.root / ".aibuddy")
+    result = run_aibuddy(aibuddy_exe, "table", "filter", "people", "--where", "age < 30", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert [r["name"] for r in json.loads(result.stdout)["tables"][0]["rows"]] == ["李雷"]
