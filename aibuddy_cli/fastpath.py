@@ -1,5 +1,5 @@
 """A lean route for the hot read commands scripts call in loops: `memory recall`, `kb search`,
-`kb read`.
+`kb read`, `table filter`, `table reduce`, `table search`.
 
 It parses their few options by hand and renders through `cli.output` / `cli.kb_output`, so it
 never imports Typer, Rich or pydantic (~100-250 ms of start-up). It handles only well-formed
@@ -23,10 +23,14 @@ MAX_NUMBER = 1_000_000  # larger numbers go to Typer, which judges them
 class Route(NamedTuple):
     positionals: tuple[str, ...]
     options: dict[str, str]  # spelling -> argument name
-    numbers: dict[str, int]  # arguments that are whole numbers, 1 to this maximum (as in Typer)
+    numbers: dict[str, int]  # arguments that are whole numbers, 1 (or `minimums`) to this maximum
     # The last two positionals are DOC ANCHOR or one citation DOC#ANCHOR, and a word that begins
     # with one '-' is a positional (an anchor such as `-operator`), as in the Typer app.
     citation: bool = False
+    repeated: frozenset[str] = frozenset()  # options given any number of times: a list
+    required: frozenset[str] = frozenset()  # options without which Typer reports a usage error
+    variadic: bool = False  # the last positional takes any number of words: a list
+    minimums: dict[str, int] = {}  # numbers whose lowest value is not 1 (never mutated)
 
 
 ROUTES: dict[tuple[str, ...], Route] = {
@@ -41,6 +45,34 @@ ROUTES: dict[tuple[str, ...], Route] = {
         {"--cursor": "cursor", "--max-chars": "max_chars", "--task": "task", "--status": "status"},
         {"max_chars": MAX_NUMBER},
         citation=True,
+    ),
+    ("table", "filter"): Route(
+        ("tables",),
+        {"--where": "where", "--columns": "columns", "--limit": "limit", "-n": "limit", "--offset": "offset"},
+        {"limit": MAX_NUMBER, "offset": MAX_NUMBER},
+        variadic=True,
+        minimums={"offset": 0},
+    ),
+    ("table", "reduce"): Route(
+        ("table",),
+        {
+            "--metric": "metric",
+            "-m": "metric",
+            "--column": "columns",
+            "-c": "columns",
+            "--where": "where",
+            "--group-by": "group_by",
+            "-g": "group_by",
+        },
+        {},
+        repeated=frozenset({"columns", "group_by"}),
+        required=frozenset({"metric", "columns"}),
+    ),
+    ("table", "search"): Route(
+        ("query",),
+        {"--table": "tables", "-t": "tables", "--limit": "limit", "-n": "limit"},
+        {"limit": MAX_NUMBER},
+        repeated=frozenset({"tables"}),
     ),
 }
 
@@ -82,9 +114,12 @@ def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
                 value = args[index]
             key = route.options[name]
             if key in route.numbers:
-                if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= route.numbers[key]:
+                low = route.minimums.get(key, 1)
+                if not (value.isascii() and value.isdigit()) or not low <= int(value) <= route.numbers[key]:
                     return None
                 parsed[key] = int(value)
+            elif key in route.repeated:
+                parsed.setdefault(key, []).append(value)
             else:
                 parsed[key] = value
         elif arg == "--":
@@ -97,6 +132,16 @@ def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
         index += 1
     if route.citation:
         positionals = _cited(positionals, len(route.positionals))
+    if not route.required <= parsed.keys():
+        return None
+    if route.variadic:
+        fixed = len(route.positionals) - 1
+        if len(positionals) < fixed:
+            return None
+        parsed[route.positionals[-1]] = positionals[fixed:]
+        positionals = positionals[:fixed]
+        parsed.update(zip(route.positionals[:fixed], positionals, strict=True))
+        return parsed
     if len(positionals) != len(route.positionals):
         return None
     parsed.update(zip(route.positionals, positionals, strict=True))
@@ -139,7 +184,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     session: Session | None = None
     try:
         session = Session.locate(options.get("vault"), options.get("user"), warnings=warnings)
-        document, text = _HANDLERS[rest[1]](session, args, stderr)
+        document, text = _HANDLERS[tuple(rest[:2])](session, args, stderr)
     except (AibuddyError, OSError) as error:
         output.report_warnings(warnings, stderr)
         return output.report_error(as_aibuddy_error(error), args["json"], stdout, stderr)
@@ -191,4 +236,41 @@ def _read(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
     return section_page.to_json, lambda: kb_output.page_text(section_page)
 
 
-_HANDLERS = {"recall": _recall, "search": _search, "read": _read}
+def _table_filter(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
+    from .cli import table_output
+    from .tables.queries import names_list
+
+    result = session.tables.queries.filter(
+        args["tables"],
+        args.get("where"),
+        names_list(args.get("columns")),
+        args.get("limit"),
+        args.get("offset", 0),
+    )
+    return result.to_json, lambda: table_output.filter_text(result)
+
+
+def _table_reduce(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
+    from .cli import table_output
+
+    result = session.tables.queries.reduce(
+        args["table"], args["metric"], args["columns"], args.get("where"), args.get("group_by", [])
+    )
+    return result.to_json, lambda: table_output.reduction_text(result)
+
+
+def _table_search(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
+    from .cli import table_output
+
+    result = session.tables.queries.search(args["query"], args.get("tables", []), args.get("limit"))
+    return result.to_json, lambda: table_output.search_text(result)
+
+
+_HANDLERS: dict[tuple[str, ...], Callable[[Session, dict[str, Any], TextIO], Rendered]] = {
+    ("memory", "recall"): _recall,
+    ("kb", "search"): _search,
+    ("kb", "read"): _read,
+    ("table", "filter"): _table_filter,
+    ("table", "reduce"): _table_reduce,
+    ("table", "search"): _table_search,
+}

@@ -20,6 +20,8 @@ from aibuddy_cli import fastpath
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.tables.queries import TableQueries
+from aibuddy_cli.tables.service import TableService
 from aibuddy_cli.vault import Vault
 
 # --- the routes are the Typer commands' parameters ----------------------------------------------
@@ -29,6 +31,9 @@ SERVICE_CALLS: dict[tuple[str, ...], tuple[type, str]] = {
     ("memory", "recall"): (MemoryService, "recall"),
     ("kb", "search"): (KnowledgeService, "search"),
     ("kb", "read"): (KnowledgeService, "read"),
+    ("table", "filter"): (TableQueries, "filter"),
+    ("table", "reduce"): (TableQueries, "reduce"),
+    ("table", "search"): (TableQueries, "search"),
 }
 
 
@@ -74,6 +79,10 @@ def test_a_route_takes_its_commands_arguments_and_option_spellings(path: tuple[s
     route, command = fastpath.ROUTES[path], typer_command(*path)
     assert route.positionals == tuple(p.name for p in arguments(command))
     assert route.options == value_options(command)
+    assert route.repeated == {p.name for p in options(command) if p.multiple}
+    assert route.required == {p.name for p in options(command) if p.required}
+    assert route.variadic == any(p.nargs == -1 for p in arguments(command))
+    assert not route.variadic or arguments(command)[-1].nargs == -1
     flags = {s for p in options(command) if p.is_flag for s in p.opts}
     assert flags == {"--json"}  # the one flag fastpath.parse knows
     # Values the fast path passes on as text are text to Typer too.
@@ -89,13 +98,28 @@ def test_a_route_takes_the_whole_numbers_typer_takes(path: tuple[str, str]) -> N
     route, numbers = fastpath.ROUTES[path], whole_numbers(typer_command(*path))
     assert set(route.numbers) == set(numbers)
     for name, bounds in numbers.items():
-        assert (bounds.min, bounds.min_open, bounds.max_open) == (1, False, False), name
+        assert (bounds.min, bounds.min_open, bounds.max_open) == (
+            route.minimums.get(name, 1),
+            False,
+            False,
+        ), name
         assert route.numbers[name] == (fastpath.MAX_NUMBER if bounds.max is None else bounds.max), name
 
 
-def minimal_call(path: tuple[str, ...]) -> list[str]:
-    """The command with a value for each positional and nothing else."""
-    return [*path, *(f"{name}-value" for name in fastpath.ROUTES[path].positionals), "--json"]
+def minimal_call(path: tuple[str, ...], given: str | None = None) -> list[str]:
+    """The command with a value for each positional and each required option (but `given`, which
+    the caller adds) and nothing else."""
+    route = fastpath.ROUTES[path]
+    required = [
+        (next(s for s, n in route.options.items() if n == name and s.startswith("--")), name)
+        for name in sorted(route.required - {given})
+    ]
+    return [
+        *path,
+        *(f"{name}-value" for name in route.positionals),
+        *(word for spelling, name in required for word in (spelling, f"{name}-value")),
+        "--json",
+    ]
 
 
 def option_calls() -> list[Any]:
@@ -104,13 +128,30 @@ def option_calls() -> list[Any]:
     calls = []
     for path, route in fastpath.ROUTES.items():
         values = {name: "7" if name in route.numbers else f"{name}-value" for name in route.options.values()}
+        expected = {name: [value] if name in route.repeated else value for name, value in values.items()}
         for spelling, name in route.options.items():
-            argv = [*minimal_call(path), spelling, values[name]]
-            calls.append(pytest.param(argv, {name: values[name]}, id=" ".join(argv)))
+            argv = [*minimal_call(path, given=name), spelling, values[name]]
+            calls.append(pytest.param(argv, {name: expected[name]}, id=" ".join(argv)))
         long = [(spelling, name) for spelling, name in route.options.items() if spelling.startswith("--")]
-        argv = [*minimal_call(path), *(f"{spelling}={values[name]}" for spelling, name in long)]
-        calls.append(pytest.param(argv, values, id=" ".join(argv)))
+        argv = [*minimal_call(path, given=""), *(f"{spelling}={values[name]}" for spelling, name in long)]
+        argv = _without_required(path, argv)  # the required options come once, as --name=value
+        calls.append(pytest.param(argv, expected, id=" ".join(argv)))
     return calls
+
+
+def _without_required(path: tuple[str, ...], argv: list[str]) -> list[str]:
+    """argv without the minimal call's required options (the caller gives them as --name=value)."""
+    route = fastpath.ROUTES[path]
+    spellings = {s for s, n in route.options.items() if n in route.required}
+    kept, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in spellings:
+            skip = True
+        else:
+            kept.append(word)
+    return kept
 
 
 @pytest.fixture
@@ -148,7 +189,7 @@ def test_an_omitted_option_reaches_the_service_as_typers_default(
     fast, typer_call = service_calls(minimal_call(path))
     assert fast == typer_call
     for param in options(typer_command(*path)):
-        if not param.is_flag:
+        if not param.is_flag and not param.required:
             assert param.name in fast and fast[param.name] == param.default, param.name
 
 
@@ -158,7 +199,17 @@ def test_options_reach_the_service_as_through_typer(
 ) -> None:
     fast, typer_call = service_calls(argv)
     assert fast == typer_call
-    assert {name: str(fast[name]) for name in expected} == expected
+    route = fastpath.ROUTES[tuple(argv[:2])]
+    # A repeated option is a list; a comma-separated one (--columns) reaches the service split.
+    shown = {
+        name: fast[name]
+        if name in route.repeated
+        else ",".join(fast[name])
+        if isinstance(fast[name], list)
+        else str(fast[name])
+        for name in expected
+    }
+    assert shown == expected
 
 
 # --- both routes print the same ---------------------------------------------------------------
@@ -235,6 +286,46 @@ def test_kb_fast_path_and_typer_app_print_the_same(
     )
 
 
+TABLE_CALLS = [
+    ["table", "filter", "--json"],
+    ["table", "filter", "people", "--where", 'city == "London" and age > 30', "--columns", "name,age"],
+    ["table", "filter", "people", "--limit", "1", "--offset", "1", "--json"],
+    ["table", "filter", "people", "--where", "__import__('os')", "--json"],
+    ["table", "filter", "nobody", "--json"],
+    ["table", "reduce", "people", "-m", "mean", "-c", "age", "-g", "city", "--json"],
+    ["table", "reduce", "people", "--metric", "median", "--column", "age", "--where", "age < 80"],
+    ["table", "reduce", "people", "-m", "sum", "-c", "city", "--json"],
+    ["table", "search", "北京", "--json"],
+    ["table", "search", "Turing", "-t", "people"],
+    ["--user", "eve", "table", "filter", "team/ops/x", "--json"],
+]
+
+
+@pytest.mark.parametrize("args", TABLE_CALLS)
+def test_table_fast_path_and_typer_app_print_the_same(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    monkeypatch.setenv("AIBUDDY_VAULT", str(vault.root))
+    tables = TableService(vault, "demo")
+    tables.changes.create("people")
+    rows = [
+        {"name": "Ada", "city": "London", "age": 36},
+        {"name": "Alan Turing", "city": "London", "age": 41},
+        {"name": "Grace", "city": "New York", "age": 85},
+        {"name": "李雷", "city": "北京", "age": 28},
+    ]
+    tables.changes.add_rows("people", rows)
+    out, err = io.StringIO(), io.StringIO()
+    fast_code = fastpath.run(args, out, err)
+    assert fast_code is not None, "the fast path should handle this call"
+    typer_result = CliRunner().invoke(app, args)
+    assert (typer_result.exit_code, typer_result.stdout, typer_result.stderr) == (
+        fast_code,
+        out.getvalue(),
+        err.getvalue(),
+    )
+
+
 def test_what_a_failing_command_noticed_is_still_reported(vault: Vault, tmp_path: Path) -> None:
     service = KnowledgeService(vault, "demo", environ={})
     for name in ("fast", "slow"):
@@ -277,6 +368,10 @@ def test_what_a_failing_command_noticed_is_still_reported(vault: Vault, tmp_path
         ["memory", "recall", "x", "-n=1", "--json"],
         ["kb", "read", "a", "b", "--max-chars", "٣"],
         ["kb", "search", "x", "--limit", "99999999999999999999"],
+        ["table", "reduce", "people", "-m", "mean"],  # no --column: Typer says so
+        ["table", "filter", "--offset", "-1"],
+        ["table", "filter", "--limit", "0"],
+        ["table", "search", "x", "--where", "y"],
     ],
 )
 def test_the_fast_path_leaves_anything_unusual_to_typer(args: list[str]) -> None:

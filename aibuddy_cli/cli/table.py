@@ -11,7 +11,7 @@ import typer
 
 from ..errors import Aborted, InvalidInput, NotFound, UsageError
 from ..tables.changes import Change, Changes
-from ..tables.queries import SearchResult
+from ..tables.queries import SearchResult, names_list
 from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, ColumnSpec, json_text
 from ..tables.service import TableService
 from ..tables.state import TableList
@@ -223,10 +223,6 @@ def delete(
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _names(text: str | None) -> list[str] | None:
-    return [name.strip() for name in text.split(",") if name.strip()] if text else None
-
-
 @app.command("filter")
 def filter_(
     ctx: typer.Context,
@@ -241,7 +237,7 @@ def filter_(
 ) -> None:
     """Rows where a filter holds, ordered by key."""
     state = state_of(ctx, json)
-    result = _tables(state).queries.filter(tables or [], where, _names(columns), limit, offset)
+    result = _tables(state).queries.filter(tables or [], where, names_list(columns), limit, offset)
     state.report_warnings()
 
     def rich() -> None:
@@ -301,7 +297,7 @@ def join(
 ) -> None:
     """Rows of two tables paired where --on holds."""
     state = state_of(ctx, json)
-    result = _tables(state).queries.join(left, right, on, where, _names(columns), limit)
+    result = _tables(state).queries.join(left, right, on, where, names_list(columns), limit)
     state.report_warnings()
 
     def rich() -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..tables.changes import Change
-from ..tables.queries import FilterResult, JoinResult, Reduction, SearchResult
-from ..tables.state import TableInfo
 from .output import one_line
+
+if TYPE_CHECKING:
+    from ..tables.changes import Change
+    from ..tables.queries import FilterResult, JoinResult, Reduction, SearchResult
+    from ..tables.state import TableInfo
 
 
 def cell(value: Any) -> str:

@@ -7,8 +7,6 @@ rows come back typed, ordered by key, and bounded (`[tables] max_rows`).
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Sequence
 from itertools import groupby
 from typing import Any, NamedTuple
@@ -31,6 +29,11 @@ _SQL_METRICS = {
 }
 
 Row = dict[str, Any]
+
+
+def names_list(text: str | None) -> list[str] | None:
+    """Column names given as one comma-separated option (`--columns name,city`)."""
+    return [name.strip() for name in text.split(",") if name.strip()] if text else None
 
 
 class RowSet(NamedTuple):
@@ -143,7 +146,7 @@ class TableQueries:
 
     def filter(
         self,
-        specs: Sequence[str] = (),
+        tables: Sequence[str] = (),
         where: str | None = None,
         columns: Sequence[str] | None = None,
         limit: int | None = None,
@@ -154,12 +157,12 @@ class TableQueries:
         if offset < 0:
             raise InvalidInput("the offset must be 0 or more")
         limit = self._limit(limit)
-        tables = [self.state.open(spec) for spec in specs] or [
+        opened = [self.state.open(spec) for spec in tables] or [
             self.state.open(ref) for ref in self.state.refs()
         ]
         where = where if where and where.strip() else None
         return FilterResult(
-            where, offset, limit, [self._filter_one(t, where, columns, limit, offset) for t in tables]
+            where, offset, limit, [self._filter_one(t, where, columns, limit, offset) for t in opened]
         )
 
     def _filter_one(
@@ -274,19 +277,19 @@ class TableQueries:
 
     # --- search --------------------------------------------------------------------------------
 
-    def search(self, query: str, specs: Sequence[str] = (), limit: int | None = None) -> SearchResult:
+    def search(self, query: str, tables: Sequence[str] = (), limit: int | None = None) -> SearchResult:
         """Rows ranked by BM25 over their text, list and object cells (English and CJK, as kb search)."""
         if not query.strip():
             raise InvalidInput("the search query is empty")
         limit = self._limit(limit, 10)
         match = fts_query(query)
-        tables = [self.state.open(spec) for spec in specs] or [
+        opened = [self.state.open(spec) for spec in tables] or [
             self.state.open(ref) for ref in self.state.refs()
         ]
         hits: list[SearchHit] = []
         if match is None:
             return SearchResult(query, "lexical", hits)
-        for table in tables:
+        for table in opened:
             names = table.schema.names
             selected = ", ".join(f'r."{n}"' for n in names)
             found = self.state.index.query(
@@ -391,6 +394,9 @@ class TableQueries:
 
 
 def _metric(metric: str, values: list[Any], table: IndexedTable, column: str) -> Any:
+    import math
+    import statistics  # ~7 ms to import: only for the metrics SQL has no function for
+
     if not values:
         return None
     if metric == "mode":

@@ -8,11 +8,16 @@ that refuses every write, for the `table ask` loop.
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import TYPE_CHECKING
+
 from ..storage import FileStore, ReadOnlyStore, Store
 from ..vault import Vault, validate_user_name
-from .changes import TableChanges
 from .queries import TableQueries
 from .state import TablesState
+
+if TYPE_CHECKING:
+    from .changes import TableChanges
 
 
 class TableService:
@@ -22,7 +27,12 @@ class TableService:
         store = store or FileStore(vault.root, vault.locks_dir())
         self.state = TablesState(vault, validate_user_name(user), store, [] if warnings is None else warnings)
         self.queries = TableQueries(self.state)
-        self.changes = TableChanges(self.state)
+
+    @cached_property
+    def changes(self) -> TableChanges:
+        from .changes import TableChanges  # not imported by the read-only fast path
+
+        return TableChanges(self.state)
 
     @property
     def warnings(self) -> list[str]:
