@@ -55,4 +55,17 @@ step task context t1
 step kb ask "How do I roll back the payments API?" --task t1
 step memory extract --transcript "$here/scripts/sample-transcript.jsonl" --dry-run
 echo
+echo "--- knowledge tables: typed rows in CSV, filters, reductions, search ---"
+step table list
+step table show vendors
+step table filter vendors --where 'renewal < date("2027-01-01") and rating >= 3' --columns name,renewal
+step table filter vendors --where '"alerting" in services' --json
+step table reduce vendors --metric mean --column rating
+step table search 对象存储
+step table add vendors --row '{"name": "Wise", "city": "London", "rating": 4, "services": ["payouts"], "country": "UK"}'
+step table update-rows vendors --where 'name == "PagerDuty"' --set '{"rating": 4}'
+step table ask "Which vendors handle card processing?"
+printf '\n$ aibuddy table filter vendors --where "__import__(\x27os\x27)" (never evaluated: exit 6)\n'
+"$aibuddy" table filter vendors --where "__import__('os')" || echo "exit code $?"
+echo
 echo "Scratch vault left at $scratch/vault (git status of the repository is unchanged)."

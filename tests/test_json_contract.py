@@ -23,6 +23,10 @@ TRANSCRIPT = [
 ]
 
 
+ADA = '{"name": "Ada", "age": 36, "city": "London"}'
+ALAN = '{"name": "Alan", "age": 41, "city": "London"}'
+
+
 def shape(value: Any) -> Any:
     """Keys of objects at every depth; lists by their first item; scalars as '*'."""
     if isinstance(value, dict):
@@ -80,6 +84,29 @@ CASES: list[tuple[str, list[str], int]] = [
     ("task end", ["task", "end", "t1"], 0),
     ("kb reject", ["kb", "reject", "draft"], 0),
     ("memory clear", ["memory", "clear", "--yes"], 0),
+    ("table create", ["table", "create", "people", "-d", "People", "-c", "name:str", "-c", "age:int"], 0),
+    ("table add", ["table", "add", "people", "--row", ADA, "--row", ALAN], 0),
+    ("table list", ["table", "list"], 0),
+    ("table show", ["table", "show", "people"], 0),
+    ("table filter", ["table", "filter", "people", "--where", "age > 30"], 0),
+    ("table reduce", ["table", "reduce", "people", "-m", "mean", "-c", "age", "-g", "city"], 0),
+    ("table search", ["table", "search", "Ada"], 0),
+    ("table join", ["table", "join", "people", "people", "--on", "left.city == right.city"], 0),
+    (
+        "table update-rows",
+        ["table", "update-rows", "people", "--where", "age > 40", "--set", '{"city": "Oxford"}'],
+        0,
+    ),
+    ("table column add", ["table", "column", "add", "people", "email", "str"], 0),
+    ("table column derive", ["table", "column", "derive", "people", "decade", "age // 10"], 0),
+    ("table column rename", ["table", "column", "rename", "people", "decade", "age_decade"], 0),
+    ("table column transform", ["table", "column", "transform", "people", "age_decade", "--type", "str"], 0),
+    ("table column delete", ["table", "column", "delete", "people", "email"], 0),
+    ("table ask", ["table", "ask", "Ada"], 0),
+    ("table update", ["table", "update", "Ada moved to Paris"], 7),
+    ("table rename", ["table", "rename", "people", "contacts"], 0),
+    ("table delete-rows", ["table", "delete-rows", "contacts", "--where", "age > 40", "--yes"], 0),
+    ("table delete", ["table", "delete", "contacts", "--yes"], 0),
     ("error", ["memory", "show", "missing"], 3),
 ]
 
@@ -363,5 +390,144 @@ PINNED: dict[str, Any] = {
     },
     "kb reject": {"rejected": ["*"]},
     "memory clear": {"user": "*", "removed": ["*"], "not_removed": []},
+    "table create": {
+        "table": "*",
+        "description": "*",
+        "key": "*",
+        "columns": [{"name": "*", "type": "*", "description": "*"}],
+        "rows": "*",
+    },
+    "table add": {
+        "op": "*",
+        "table": "*",
+        "added": "*",
+        "keys": ["*"],
+        "new_columns": [{"name": "*", "type": "*", "description": "*"}],
+    },
+    "table list": {
+        "user": "*",
+        "tables": [
+            {
+                "table": "*",
+                "description": "*",
+                "key": "*",
+                "columns": [{"name": "*", "type": "*", "description": "*"}],
+                "rows": "*",
+            }
+        ],
+    },
+    "table show": {
+        "table": "*",
+        "description": "*",
+        "key": "*",
+        "columns": [{"name": "*", "type": "*", "description": "*"}],
+        "rows": "*",
+    },
+    "table filter": {
+        "filter": "*",
+        "offset": "*",
+        "limit": "*",
+        "tables": [
+            {
+                "table": "*",
+                "columns": ["*"],
+                "total": "*",
+                "rows": [{"row_id": "*", "name": "*", "age": "*", "city": "*"}],
+            }
+        ],
+    },
+    "table reduce": {
+        "table": "*",
+        "metric": "*",
+        "columns": ["*"],
+        "filter": "*",
+        "group_by": ["*"],
+        "groups": [{"group": {"city": "*"}, "values": {"age": "*"}}],
+    },
+    "table search": {
+        "query": "*",
+        "method": "*",
+        "hits": [{"table": "*", "score": "*", "row": {"row_id": "*", "name": "*", "age": "*", "city": "*"}}],
+    },
+    "table join": {
+        "left": "*",
+        "right": "*",
+        "on": "*",
+        "columns": ["*"],
+        "total": "*",
+        "rows": [
+            {
+                "left.row_id": "*",
+                "left.name": "*",
+                "left.age": "*",
+                "left.city": "*",
+                "right.row_id": "*",
+                "right.name": "*",
+                "right.age": "*",
+                "right.city": "*",
+            }
+        ],
+    },
+    "table update-rows": {
+        "op": "*",
+        "table": "*",
+        "matched": "*",
+        "updated": "*",
+        "before": [{"key": "*", "values": {"city": "*"}}],
+    },
+    "table column add": {"op": "*", "table": "*", "column": "*", "type": "*"},
+    "table column derive": {
+        "op": "*",
+        "table": "*",
+        "column": "*",
+        "type": "*",
+        "expression": "*",
+        "not_converted": {"count": "*", "values": []},
+    },
+    "table column rename": {"op": "*", "table": "*", "column": "*", "new": "*"},
+    "table column transform": {
+        "op": "*",
+        "table": "*",
+        "column": "*",
+        "type": "*",
+        "was": "*",
+        "not_converted": {"count": "*", "values": []},
+    },
+    "table column delete": {"op": "*", "table": "*", "column": "*", "type": "*"},
+    "table ask": {
+        "question": "*",
+        "method": "*",
+        "answer": "*",
+        "hits": [
+            {
+                "table": "*",
+                "score": "*",
+                "row": {"row_id": "*", "name": "*", "age": "*", "city": "*", "age_decade": "*"},
+            }
+        ],
+    },
+    "table update": {"error": {"code": "*", "message": "*"}},
+    "table rename": {"op": "*", "table": "*", "new": "*"},
+    "table delete-rows": {
+        "op": "*",
+        "table": "*",
+        "deleted": "*",
+        "rows": [{"row_id": "*", "name": "*", "age": "*", "city": "*", "age_decade": "*"}],
+    },
+    "table delete": {
+        "changes": [
+            {
+                "op": "*",
+                "table": "*",
+                "schema": {
+                    "description": "*",
+                    "key": "*",
+                    "columns": [{"name": "*", "type": "*", "description": "*"}],
+                    "next_key": "*",
+                },
+                "csv": "*",
+            }
+        ]
+    },
     "error": {"error": {"code": "*", "message": "*"}},
 }

@@ -157,7 +157,10 @@ def test_update_and_delete_rows_are_journaled(cli, vault: Vault, people: str) ->
         json.loads(line) for line in (vault.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()
     ]
     assert [entry["op"] for entry in journal] == ["create_table", "add_rows", "update_rows", "delete_rows"]
-    assert journal[2]["changed"]["before"] == [[1, {"city": "London"}], [2, {"city": "London"}]]
+    assert journal[2]["changed"]["before"] == [
+        {"key": 1, "values": {"city": "London"}},
+        {"key": 2, "values": {"city": "London"}},
+    ]
 
 
 def test_column_operations(cli, vault: Vault, people: str) -> None:

@@ -210,7 +210,11 @@ class TableChanges:
             change = Change(
                 "update_rows",
                 table.ref.qualified,
-                {"matched": len(keys), "updated": len(before), "before": bounded(list(before.items()))},
+                {
+                    "matched": len(keys),
+                    "updated": len(before),
+                    "before": bounded([{"key": key, "values": old} for key, old in before.items()]),
+                },
             )
             if before:
                 self._journal(change)
