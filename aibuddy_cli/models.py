@@ -210,6 +210,44 @@ def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **o
         raise ModelError(f"{settings.role} model returned no message") from None
 
 
+def embed(settings: ModelSettings, texts: Sequence[str]) -> list[list[float]]:
+    """Embeddings of texts through litellm.embedding, one vector each, in order. Raises ModelError
+    on any failure, a timeout included, or a reply that is not one vector per text."""
+    if settings.problem is not None:
+        raise ModelError(f"{settings.role} model not called: {settings.problem}")
+    if settings.model is None:
+        raise ModelError(f"no model configured for the {settings.role} role")
+
+    def call() -> Any:
+        kwargs: dict[str, Any] = dict(
+            model=settings.model, input=list(texts), timeout=settings.timeout, num_retries=0, max_retries=0
+        )
+        if settings.api_base:
+            kwargs["api_base"] = settings.api_base
+        return _litellm().embedding(**kwargs)
+
+    from . import model_workers
+
+    model_workers.gate_stdout()
+    job = model_workers.run(call, settings.timeout)
+    if job.abandoned:
+        raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s")
+    if job.error is not None:
+        raise ModelError(_describe(job.error, settings))
+    try:
+        items = sorted(job.result.data, key=lambda item: _item(item, "index"))
+        vectors = [[float(x) for x in _item(item, "embedding")] for item in items]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        raise ModelError(f"{settings.role} model returned no embeddings") from None
+    if len(vectors) != len(texts) or any(len(v) != len(vectors[0]) or not v for v in vectors):
+        raise ModelError(f"{settings.role} model returned {len(vectors)} embeddings for {len(texts)} texts")
+    return vectors
+
+
+def _item(item: Any, name: str) -> Any:
+    return item[name] if isinstance(item, Mapping) else getattr(item, name)
+
+
 def _describe(exc: BaseException, settings: ModelSettings) -> str:
     kind = type(exc).__name__
     text = " ".join(str(exc).split())

@@ -106,7 +106,9 @@ class Session:
     def tables(self) -> TableService:
         from .tables.service import TableService
 
-        return TableService(self.vault, self.user, store=self.store, warnings=self.warnings)
+        return TableService(
+            self.vault, self.user, store=self.store, warnings=self.warnings, environ=self.environ
+        )
 
     @cached_property
     def context(self) -> ContextAssembler:

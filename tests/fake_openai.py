@@ -24,11 +24,25 @@ class Behaviour:
     hold: threading.Event | None = None  # the reply waits until the test sets it
 
 
+SYNONYMS = {"car": "vehicle", "automobile": "vehicle", "truck": "vehicle", "cat": "pet", "dog": "pet"}
+
+
+def words_vector(text: str, dims: int = 32) -> list[float]:
+    """A deterministic embedding: words (with a few synonyms folded together) hashed into dims
+    buckets, so texts sharing words, or synonyms, point the same way."""
+    vector = [0.0] * dims
+    for word in text.lower().split():
+        word = SYNONYMS.get(word.strip(".,"), word.strip(".,"))
+        vector[sum(word.encode()) % dims] += 1.0
+    return vector if any(vector) else [1.0] + [0.0] * (dims - 1)
+
+
 class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self._queue: list[Behaviour] = []
         self._lock = threading.Lock()
+        self.embedding_failures: list[int] = []  # HTTP statuses the next embedding calls fail with
         self.default = Behaviour(content='{"selected": []}')
         server = self
 
@@ -41,7 +55,13 @@ class FakeOpenAI:
                 payload = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append({"path": self.path, "body": payload})
-                    behaviour = server._queue.pop(0) if server._queue else server.default
+                    if self.path.endswith("/embeddings"):
+                        failure = server.embedding_failures.pop(0) if server.embedding_failures else None
+                    else:
+                        behaviour = server._queue.pop(0) if server._queue else server.default
+                if self.path.endswith("/embeddings"):
+                    self._embeddings(payload, failure)
+                    return
                 if behaviour.delay:
                     time.sleep(behaviour.delay)
                 if behaviour.hold is not None:
@@ -80,6 +100,26 @@ class FakeOpenAI:
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout tests)
+
+            def _embeddings(self, payload: dict[str, Any], failure: int | None) -> None:
+                texts = payload.get("input") or []
+                texts = [texts] if isinstance(texts, str) else texts
+                if failure is not None:
+                    body = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}})
+                else:
+                    data = [
+                        {"object": "embedding", "index": i, "embedding": words_vector(text)}
+                        for i, text in enumerate(texts)
+                    ]
+                    usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+                    body = json.dumps(
+                        {"object": "list", "data": data, "model": payload.get("model"), "usage": usage}
+                    )
+                self.send_response(failure or 200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body.encode())))
+                self.end_headers()
+                self.wfile.write(body.encode())
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

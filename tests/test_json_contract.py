@@ -447,7 +447,14 @@ PINNED: dict[str, Any] = {
     "table search": {
         "query": "*",
         "method": "*",
-        "hits": [{"table": "*", "score": "*", "row": {"row_id": "*", "name": "*", "age": "*", "city": "*"}}],
+        "hits": [
+            {
+                "table": "*",
+                "match": "*",
+                "score": "*",
+                "row": {"row_id": "*", "name": "*", "age": "*", "city": "*"},
+            }
+        ],
     },
     "table join": {
         "left": "*",
@@ -501,6 +508,7 @@ PINNED: dict[str, Any] = {
         "hits": [
             {
                 "table": "*",
+                "match": "*",
                 "score": "*",
                 "row": {"row_id": "*", "name": "*", "age": "*", "city": "*", "age_decade": "*"},
             }

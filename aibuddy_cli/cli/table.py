@@ -474,3 +474,15 @@ def refactor(
 ) -> None:
     """Restructure tables and columns (a model with table tools; journaled)."""
     _change(ctx, "refactor", request, dry_run, instructions, json)
+
+
+@columns_app.command("vectorize")
+def column_vectorize(
+    ctx: typer.Context,
+    table: str = typer.Argument(...),
+    column: str = typer.Argument(...),
+    json: bool = JsonOption,
+) -> None:
+    """Make a text or list column searchable by meaning (needs an embedding model)."""
+    state = state_of(ctx, json)
+    _changed(state, _tables(state).changes.vectorize_column(table, column))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, ModelUnavailable, NotFound
 from . import csvfile
 from .access import TableRef
 from .filters import compile_expression, compile_filter
@@ -386,6 +386,40 @@ class TableChanges:
         if move:
             changes.append(self.delete_column(spec, column))
         return changes
+
+    def vectorize_column(self, spec: str, column: str) -> Change:
+        """Mark a text or list column for semantic search and embed its values now (the
+        `embedding` role; exit 7 without one, or when it fails: then nothing changes)."""
+        from ..models import ModelCall
+        from . import vectors
+
+        call = ModelCall("embedding", self.state.vault.config.models, self.state.environ)
+        if not call.configured:
+            raise ModelUnavailable(
+                "vectorizing needs an embedding model: set [models] embedding (AIBUDDY_MODEL_EMBEDDING)"
+            )
+        with self.state.lock():
+            table = self.state.open(spec)
+            current = self._own_column(table, column)
+            if current.type not in ("str", "list"):
+                raise InvalidInput(
+                    f"only text and list columns can be vectorized; {column} is {current.type}"
+                )
+            found = self.state.index.query(f'SELECT "{column}" FROM {table.rows}')
+            texts = [
+                t for (value,) in found if (t := vectors.cell_text(table.decode([value], [column])[column]))
+            ]
+            made = call(lambda settings: len(vectors.vectors(self.state, settings, texts)), warnings=None)
+            if made is None:
+                raise ModelUnavailable(f"{column} not vectorized: {call.failure}")
+            columns = [c._replace(vectorized=True) if c.name == column else c for c in table.schema.columns]
+            schema = table.schema.with_columns(columns)
+            schema_entry = self.state.store.write(table.ref.schema_key, schema.encode())
+            table.schema = schema
+            self.state.index.apply(table, (self.state.rows_entry(table.ref), schema_entry))
+            change = Change("vectorize_column", table.ref.qualified, {"column": column, "values": made})
+            self._journal(change)
+        return change
 
     # --- shared steps --------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..cache_db import CacheDB, cannot_write, files_digest, is_contention, is_corrupt, to_signed
@@ -22,7 +23,7 @@ from .access import TableRef
 from .filters import Column
 from .schema import TableSchema, json_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -32,7 +33,8 @@ CREATE TABLE tables (
     signature INTEGER NOT NULL,
     columns TEXT NOT NULL,
     row_count INTEGER NOT NULL
-)
+);
+CREATE TABLE vectors (hash TEXT PRIMARY KEY, vector BLOB NOT NULL)
 """
 
 SQL_TYPES = {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}  # the others are TEXT
@@ -100,7 +102,7 @@ class IndexedTable:
 class TableIndex(CacheDB):
     schema = _SCHEMA
     version = SCHEMA_VERSION
-    tables = ("meta", "tables")
+    tables = ("meta", "tables", "vectors")
 
     def _drop(self, table_id: int) -> None:
         self.db.execute(f"DROP TABLE IF EXISTS rows_{table_id}")
@@ -139,6 +141,9 @@ class TableIndex(CacheDB):
         return table
 
     def _create(self, table: IndexedTable) -> None:
+        # A table of the same id may be left from an index of an older version: made anew.
+        self.db.execute(f"DROP TABLE IF EXISTS {table.rows}")
+        self.db.execute(f"DROP TABLE IF EXISTS {table.fts}")
         columns = ", ".join(
             f'"{c.name}" {SQL_TYPES.get(c.type, "TEXT")}'
             + (" PRIMARY KEY" if c.name == table.schema.key else "")
@@ -210,6 +215,26 @@ class TableIndex(CacheDB):
             if is_corrupt(error) or cannot_write(error):
                 raise
             raise InvalidInput(f"the expression cannot be evaluated: {error}") from None
+
+    # --- embeddings, by the hash of the model and the text -------------------------------------
+
+    def stored_vectors(self, hashes: Sequence[str]) -> dict[str, list[float]]:
+        found: dict[str, list[float]] = {}
+        for start in range(0, len(hashes), 500):
+            chunk = list(hashes[start : start + 500])
+            marks = ", ".join("?" for _ in chunk)
+            for digest, blob in self.db.execute(
+                f"SELECT hash, vector FROM vectors WHERE hash IN ({marks})", chunk
+            ):
+                found[digest] = list(array("f", blob))
+        return found
+
+    def store_vectors(self, vectors: Mapping[str, Sequence[float]]) -> None:
+        with self.write():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO vectors (hash, vector) VALUES (?, ?)",
+                ((digest, array("f", vector).tobytes()) for digest, vector in vectors.items()),
+            )
 
 
 def _layout(schema: TableSchema) -> str:

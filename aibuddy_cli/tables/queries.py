@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import groupby
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidInput
 from ..text import fts_query
@@ -27,6 +27,9 @@ _SQL_METRICS = {
     "min": "min({})",
     "max": "max({})",
 }
+
+if TYPE_CHECKING:
+    from ..models import ModelSettings
 
 Row = dict[str, Any]
 
@@ -82,11 +85,12 @@ class Reduction(NamedTuple):
 
 class SearchHit(NamedTuple):
     table: str
-    score: float
+    score: float  # BM25 (lexical), or the summed cosine similarity (embedding)
     row: Row
+    match: str = "lexical"  # or "embedding"
 
     def to_json(self) -> dict[str, Any]:
-        return {"table": self.table, "score": self.score, "row": self.row}
+        return {"table": self.table, "match": self.match, "score": self.score, "row": self.row}
 
 
 class SearchResult(NamedTuple):
@@ -277,19 +281,45 @@ class TableQueries:
 
     # --- search --------------------------------------------------------------------------------
 
-    def search(self, query: str, tables: Sequence[str] = (), limit: int | None = None) -> SearchResult:
-        """Rows ranked by BM25 over their text, list and object cells (English and CJK, as kb search)."""
-        if not query.strip():
+    def search(
+        self, query: str | Sequence[str], tables: Sequence[str] = (), limit: int | None = None
+    ) -> SearchResult:
+        """Rows ranked by how well they match. In a table with a vectorized column, and with the
+        embedding role configured, by the cosine similarity of their embeddings to the query's
+        (to each of several reference texts, summed); otherwise, or when the model fails (a
+        warning), by BM25 over their text, list and object cells (English and CJK, as kb search)."""
+        references = [query] if isinstance(query, str) else [str(text) for text in query]
+        references = [text for text in references if text.strip()]
+        if not references:
             raise InvalidInput("the search query is empty")
+        shown = references[0] if len(references) == 1 else " | ".join(references)
         limit = self._limit(limit, 10)
-        match = fts_query(query)
         opened = [self.state.open(spec) for spec in tables] or [
             self.state.open(ref) for ref in self.state.refs()
         ]
+        semantic = [t for t in opened if any(c.vectorized for c in t.schema.columns)]
         hits: list[SearchHit] = []
+        if semantic:
+            from ..models import ModelCall
+
+            found = ModelCall("embedding", self.state.vault.config.models, self.state.environ)(
+                lambda settings: self._semantic(settings, references, semantic, limit),
+                warnings=self.state.warnings,
+                fallback="searched their words instead",
+            )
+            if found is not None:
+                hits += found
+                opened = [t for t in opened if t not in semantic]
+        method = "embedding" if hits else "lexical"
+        hits += self._lexical(" ".join(references), opened, limit)
+        return SearchResult(shown, method, hits[:limit])
+
+    def _lexical(self, query: str, tables: list[IndexedTable], limit: int) -> list[SearchHit]:
+        match = fts_query(query)
         if match is None:
-            return SearchResult(query, "lexical", hits)
-        for table in opened:
+            return []
+        hits: list[SearchHit] = []
+        for table in tables:
             names = table.schema.names
             selected = ", ".join(f'r."{n}"' for n in names)
             found = self.state.index.query(
@@ -303,7 +333,34 @@ class TableQueries:
                 for row in found
             ]
         hits.sort(key=lambda hit: -hit.score)
-        return SearchResult(query, "lexical", hits[:limit])
+        return hits
+
+    def _semantic(
+        self, settings: ModelSettings, references: list[str], tables: list[IndexedTable], limit: int
+    ) -> list[SearchHit]:
+        from . import vectors
+
+        hits: list[SearchHit] = []
+        for table in tables:
+            ranked = vectors.rank(self.state, settings, references, table, limit)
+            rows = self._rows_by_key(table, [key for _, key in ranked])
+            hits += [
+                SearchHit(table.ref.qualified, round(score, 4), rows[key], "embedding")
+                for score, key in ranked
+                if key in rows
+            ]
+        hits.sort(key=lambda hit: -hit.score)
+        return hits
+
+    def _rows_by_key(self, table: IndexedTable, keys: list[int]) -> dict[int, Row]:
+        names = table.schema.names
+        selected = ", ".join(f'"{n}"' for n in names)
+        marks = ", ".join("?" for _ in keys) or "NULL"
+        found = self.state.index.query(
+            f'SELECT {selected} FROM {table.rows} WHERE "{table.schema.key}" IN ({marks})', keys
+        )
+        rows = [table.decode(row, names) for row in found]
+        return {row[table.schema.key]: row for row in rows}
 
     # --- join ----------------------------------------------------------------------------------
 

@@ -39,9 +39,13 @@ class ColumnSpec(NamedTuple):
     name: str
     type: str
     description: str = ""
+    vectorized: bool = False  # table search ranks its text by embeddings (the `embedding` role)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type, "description": self.description}
+        data: dict[str, Any] = {"name": self.name, "type": self.type, "description": self.description}
+        if self.vectorized:
+            data["vectorized"] = True
+        return data
 
 
 class TableSchema(NamedTuple):
@@ -104,7 +108,12 @@ class TableSchema(NamedTuple):
             raw = json.loads(data)
             key = raw["key"]
             columns = tuple(
-                ColumnSpec(str(c["name"]), str(c["type"]), str(c.get("description") or ""))
+                ColumnSpec(
+                    str(c["name"]),
+                    str(c["type"]),
+                    str(c.get("description") or ""),
+                    c.get("vectorized") is True,
+                )
                 for c in raw["columns"]
             )
             schema = cls(str(raw.get("description") or ""), key, columns, int(raw["next_key"]))

@@ -8,6 +8,8 @@ that refuses every write, for the `table ask` loop.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -22,10 +24,18 @@ if TYPE_CHECKING:
 
 class TableService:
     def __init__(
-        self, vault: Vault, user: str, *, store: Store | None = None, warnings: list[str] | None = None
+        self,
+        vault: Vault,
+        user: str,
+        *,
+        store: Store | None = None,
+        warnings: list[str] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         store = store or FileStore(vault.root, vault.locks_dir())
-        self.state = TablesState(vault, validate_user_name(user), store, [] if warnings is None else warnings)
+        sink = [] if warnings is None else warnings
+        environ = os.environ if environ is None else environ
+        self.state = TablesState(vault, validate_user_name(user), store, sink, environ)
         self.queries = TableQueries(self.state)
 
     @cached_property
@@ -41,7 +51,8 @@ class TableService:
     def read_only(self) -> TableQueries:
         """The queries over a store that refuses writes (its own index handle, the same sink)."""
         state = self.state
-        return TableQueries(TablesState(state.vault, state.user, ReadOnlyStore(state.store), state.warnings))
+        read_only = ReadOnlyStore(state.store)
+        return TableQueries(TablesState(state.vault, state.user, read_only, state.warnings, state.environ))
 
     def close(self) -> None:
         self.state.close()

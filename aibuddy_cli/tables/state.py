@@ -4,7 +4,7 @@ one lock for every table write, the journal, and reading a table's schema and ro
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple
 
@@ -38,11 +38,14 @@ class TableInfo(NamedTuple):
 
 
 class TablesState:
-    def __init__(self, vault: Vault, user: str, store: Store, warnings: list[str]) -> None:
+    def __init__(
+        self, vault: Vault, user: str, store: Store, warnings: list[str], environ: Mapping[str, str]
+    ) -> None:
         self.vault = vault
         self.user = user
         self.store = store
         self.warnings = warnings
+        self.environ = environ  # for the embedding role
         self.access = TableAccess(user, vault.config.teams)
         self.index = TableIndex(vault.tables_index_path())
         self.run: str | None = None  # the natural-language run the journal lines belong to

@@ -67,8 +67,10 @@ def filter_rows(work: TableWork, args: dict[str, Any]) -> Any:
 
 
 def search_rows(work: TableWork, args: dict[str, Any]) -> Any:
+    query = args.get("query", "")
+    references = _list(query, "query") if isinstance(query, list) else str(query)
     return work.queries.search(
-        str(args.get("query", "")), _list(args.get("tables"), "tables"), _int(args.get("k"), 10, "k")
+        references, _list(args.get("tables"), "tables"), _int(args.get("k"), 10, "k")
     ).to_json()
 
 
@@ -139,10 +141,9 @@ READ_TOOLS: tuple[Tool[TableWork], ...] = (
     ),
     Tool(
         "search",
-        "Rows ranked by how well their text matches the query (words, CJK, quoted phrases).",
-        _object(
-            {"query": {"type": "string"}, "tables": _REFS, "k": {"type": "integer", "minimum": 1}}, "query"
-        ),
+        "Rows ranked by how well they match the query (words, CJK, quoted phrases; by meaning in tables with "
+        "a vectorized column: several reference texts as a list rank by their summed similarity).",
+        _object({"query": _NAMES, "tables": _REFS, "k": {"type": "integer", "minimum": 1}}, "query"),
         search_rows,
     ),
     Tool(
@@ -272,6 +273,7 @@ MUTATING = {
     "rename_column": lambda c, a: c.rename_column(_s(a, "table"), _s(a, "old"), _s(a, "new")),
     "copy_column": lambda c, a: c.copy_column(_s(a, "table"), _s(a, "column"), _s(a, "to_table")),
     "move_column": lambda c, a: c.copy_column(_s(a, "table"), _s(a, "column"), _s(a, "to_table"), move=True),
+    "vectorize_column": lambda c, a: c.vectorize_column(_s(a, "table"), _s(a, "column")),
     "transform_column": lambda c, a: c.transform_column(
         _s(a, "table"), _s(a, "column"), a.get("type"), a.get("expression")
     ),
@@ -361,6 +363,13 @@ WRITE_TOOLS: tuple[Tool[TableWork], ...] = (
         "transform_column",
         "Convert a column to another type and/or recompute it by an expression; unconvertible values empty.",
         {**_COLUMN, "type": _TEXT, "expression": _TEXT},
+        "table",
+        "column",
+    ),
+    _write(
+        "vectorize_column",
+        "Make a text or list column searchable by meaning (embeddings through the embedding model).",
+        _COLUMN,
         "table",
         "column",
     ),
