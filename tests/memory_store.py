@@ -49,7 +49,9 @@ class MemoryStore:
         check_key(prefix)
         base = prefix + "/"
         names = {key[len(base) :].split("/", 1)[0] for key in self.files if key.startswith(base)}
-        return sorted(name for name in names if not name.startswith(".") and self._is_folder(base + name))
+        return sorted(
+            name for name in names if not name.startswith(".") and self._is_folder(base + name)
+        )
 
     def read(self, key: str) -> tuple[bytes, Entry]:
         check_key(key)

@@ -42,18 +42,8 @@ def test_the_settings_objects_are_typed_named_tuples() -> None:
     assert recall._fields == tuple(setting.name for setting in declared.settings)
     assert recall.__annotations__ == {"window": int, "max_bodies": int, "lexical_share": int}
     assert config.ExtractionSettings.__annotations__["similarity"] is float
-    assert config.Config._fields == (
-        "default_user",
-        "admins",
-        "models",
-        "recall",
-        "knowledge",
-        "extraction",
-        "context",
-        "tables",
-        "teams",
-        "warnings",
-    )
+    assert config.Config._fields == ("default_user", "admins", "models", "recall", "knowledge", "extraction",
+                                     "context", "tables", "teams", "warnings")
 
 
 def test_the_models_table_keys_and_timeout_come_from_the_declarations() -> None:
@@ -154,14 +144,8 @@ def test_the_template_writes_the_declared_defaults_and_leaves_out_the_rest() -> 
     lines = text.splitlines()
     assert lines[:3] == ["# aibuddy vault configuration", 'default_user = "alice"', 'admins = ["alice"]']
     for line in (
-        "window = 200",
-        "max_bodies = 5",
-        "max_steps = 8",
-        "max_writes = 5",
-        "compact_at_tokens = 6000",
-        "timeout = 20",
-        '# default = "openai/gpt-4o-mini"',
-        '# recall = "ollama/llama3.2"',
+        "window = 200", "max_bodies = 5", "max_steps = 8", "max_writes = 5", "compact_at_tokens = 6000",
+        "timeout = 20", '# default = "openai/gpt-4o-mini"', '# recall = "ollama/llama3.2"',
         "# litellm model strings per role (recall, extract, summary, knowledge, compact, tables, embedding)",
     ):
         assert line in lines, line
@@ -231,17 +215,8 @@ def test_a_bound_must_name_another_key_of_its_table() -> None:
 
 
 def test_vault_still_exports_the_configuration_names() -> None:
-    for name in (
-        "Config",
-        "RecallSettings",
-        "KnowledgeSettings",
-        "ExtractionSettings",
-        "ContextSettings",
-        "KNOWN_KEYS",
-        "CONFIG_FILE",
-        "config_from_data",
-        "config_template",
-    ):
+    for name in ("Config", "RecallSettings", "KnowledgeSettings", "ExtractionSettings", "ContextSettings",
+                 "KNOWN_KEYS", "CONFIG_FILE", "config_from_data", "config_template"):
         assert getattr(vault, name) is getattr(config, name), name
 
 
