@@ -107,6 +107,7 @@ CASES: list[tuple[str, list[str], int]] = [
     ("table rename", ["table", "rename", "people", "contacts"], 0),
     ("table delete-rows", ["table", "delete-rows", "contacts", "--where", "age > 40", "--yes"], 0),
     ("table delete", ["table", "delete", "contacts", "--yes"], 0),
+    ("table undo", ["table", "undo", "--yes"], 3),
     ("error", ["memory", "show", "missing"], 3),
 ]
 
@@ -515,6 +516,7 @@ PINNED: dict[str, Any] = {
         ],
     },
     "table update": {"error": {"code": "*", "message": "*"}},
+    "table undo": {"error": {"code": "*", "message": "*"}},
     "table rename": {"op": "*", "table": "*", "new": "*"},
     "table delete-rows": {
         "op": "*",

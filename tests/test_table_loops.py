@@ -178,3 +178,42 @@ def test_ask_and_update_through_litellm_and_the_fake_server(
     failed = cli("table", "ask", "Acme", "--json")
     assert failed.exit_code == 0 and json.loads(failed.stdout)["method"] == "lexical"
     assert "matching rows instead" in failed.stderr
+
+
+def test_undo_puts_back_what_the_last_run_changed(cli, stocked: Vault) -> None:
+    before = rows_file(stocked).read_bytes()
+    model = ScriptedModel()
+    model.call(("ask", {"question": "vendors?"}))
+    model.answer("three vendors")
+    model.call(
+        ("delete_rows", {"table": "vendors", "filter": "rating < 3"}),
+        ("create_table", {"name": "cities", "columns": {"city": "str"}}),
+    )
+    model.answer("Dropped Globex; added a cities table.")
+    agent(stocked, model).change("refactor", "Drop bad vendors, keep a list of cities")
+    assert "Globex" not in rows_file(stocked).read_text()
+    assert cli("table", "undo").exit_code == 2  # --yes without a terminal
+    undone = ok(cli("table", "undo", "--yes", "--json"))
+    assert rows_file(stocked).read_bytes() == before
+    assert not (stocked.root / "tables/personal/demo/cities.csv").exists()
+    assert "tables/personal/demo/vendors.csv" in undone["files"]
+    assert [r["name"] for r in ok(cli("table", "filter", "vendors", "--json"))["tables"][0]["rows"]] == [
+        "Acme",
+        "Globex",
+        "Initech",
+    ]
+    assert cli("table", "undo", "--yes").exit_code == 3  # nothing left to undo
+
+
+def test_undo_refuses_when_a_file_changed_since_the_run(cli, stocked: Vault) -> None:
+    model = ScriptedModel()
+    model.call(("ask", {"question": "vendors?"}))
+    model.answer("three vendors")
+    model.call(("update_rows", {"table": "vendors", "filter": 'name == "Acme"', "values": {"rating": 1}}))
+    model.answer("Acme rated 1.")
+    agent(stocked, model).change("update", "Acme is rated 1 now")
+    ok(cli("table", "add", "vendors", "--row", '{"name": "Later"}', "--json"))
+    after_edit = rows_file(stocked).read_bytes()
+    refused = cli("table", "undo", "--yes", "--json")
+    assert refused.exit_code == 4 and "changed since" in refused.stderr
+    assert rows_file(stocked).read_bytes() == after_edit

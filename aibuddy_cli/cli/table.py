@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +131,21 @@ def add(
     else:
         parsed = [_json_value(row, f"--row {number}") for number, row in enumerate(rows, 1)]
         from_text = False
-    _changed(state, _tables(state).changes.add_rows(table, parsed, from_text=from_text))
+    with _working(f"adding {len(parsed)} rows to {table}", len(parsed) >= 1000):
+        change = _tables(state).changes.add_rows(table, parsed, from_text=from_text)
+    _changed(state, change)
+
+
+@contextmanager
+def _working(message: str, long: bool) -> Iterator[None]:
+    """A spinner on stderr while long work runs, for a person at a terminal; nothing otherwise."""
+    if not (long and sys.stderr.isatty()):
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(message):
+        yield
 
 
 def _file_rows(file: str) -> tuple[list[Any], bool]:
@@ -486,3 +502,24 @@ def column_vectorize(
     """Make a text or list column searchable by meaning (needs an embedding model)."""
     state = state_of(ctx, json)
     _changed(state, _tables(state).changes.vectorize_column(table, column))
+
+
+@app.command()
+def undo(
+    ctx: typer.Context,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
+    json: bool = JsonOption,
+) -> None:
+    """Put back the files your last table update or refactor changed (if nothing changed since)."""
+    from ..tables.undo import undo_last
+
+    state = state_of(ctx, json)
+    if not yes:
+        if not stdin_is_terminal():
+            raise UsageError("refusing to undo without --yes when stdin is not a terminal")
+        if not typer.confirm("Undo your last table update or refactor?", default=False, err=True):
+            raise Aborted("nothing undone")
+    undone = undo_last(_tables(state).state)
+    state.report_warnings()
+    text = f"undid run {undone.run}: " + ", ".join(undone.files)
+    render(state.json, undone.to_json, lambda: text, lambda: output.emit_text(text))

@@ -197,7 +197,11 @@ class TableIndex(CacheDB):
 
     def forget(self, ref: TableRef) -> None:
         """Drop a table that was renamed or deleted."""
-        found = self.db.execute("SELECT id FROM tables WHERE rows_key = ?", (ref.rows_key,)).fetchone()
+        self.forget_key(ref.rows_key)
+
+    def forget_key(self, rows_key: str) -> None:
+        """Drop the table of a rows file (it is rebuilt from the file on next use)."""
+        found = self.db.execute("SELECT id FROM tables WHERE rows_key = ?", (rows_key,)).fetchone()
         if found is None:
             return
         with self.write():

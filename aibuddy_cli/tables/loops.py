@@ -26,6 +26,7 @@ from ..errors import InvalidInput, ModelUnavailable
 from .queries import SearchHit
 from .service import TableService
 from .tools import ASK_TOOL, READ_TOOLS, WRITE_TOOLS, TableWork
+from .undo import SnapshotStore
 
 if TYPE_CHECKING:
     from ..models import ModelCall, ModelSettings
@@ -170,11 +171,13 @@ class TableAgent:
             )
 
         state = self.service.state
-        state.run, state.source = run, kind
+        original, snapshots = state.store, SnapshotStore(state.store, run)
+        state.run, state.source, state.store = run, kind, snapshots
         try:
             summary = call(loop, warnings=None)
         finally:
-            state.run, state.source = None, "cli"
+            state.run, state.source, state.store = None, "cli", original
+            snapshots.finish()
         if summary is None:
             applied = sum(1 for op in work.operations if op["applied"])
             raise ModelUnavailable(
