@@ -217,3 +217,14 @@ def test_undo_refuses_when_a_file_changed_since_the_run(cli, stocked: Vault) -> 
     refused = cli("table", "undo", "--yes", "--json")
     assert refused.exit_code == 4 and "changed since" in refused.stderr
     assert rows_file(stocked).read_bytes() == after_edit
+
+
+def test_instructions_reach_the_model_and_a_run_needs_ask_before_any_change(stocked: Vault) -> None:
+    model = ScriptedModel()
+    model.answer("Nothing to change.")
+    run = agent(stocked, model).change("update", "All good?", instructions="Never delete rows.")
+    system = model.seen[0][0]["content"]
+    assert system.endswith("The user's instructions for this call: Never delete rows.")
+    assert run.operations == [] and run.summary == "Nothing to change."
+    tools = {message["role"] for message in model.seen[0]}
+    assert tools == {"system", "user"}

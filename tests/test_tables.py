@@ -221,3 +221,33 @@ def test_the_index_is_rebuilt_after_aibuddy_dir_is_deleted(
     result = run_aibuddy(aibuddy_exe, "table", "filter", "people", "--where", "age < 30", "--json", env=env)
     assert result.returncode == 0, result.stderr
     assert [r["name"] for r in json.loads(result.stdout)["tables"][0]["rows"]] == ["李雷"]
+
+
+def test_concurrent_adds_from_many_processes_keep_every_row_once(
+    aibuddy_exe: list[str], vault: Vault, env: dict[str, str], cli
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    ok(cli("table", "create", "log", "-c", "n:int", "--json"))
+
+    def add(n: int) -> int:
+        row = json.dumps({"n": n})
+        return run_aibuddy(aibuddy_exe, "table", "add", "log", "--row", row, "--json", env=env).returncode
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert list(pool.map(add, range(16))) == [0] * 16
+    rows = ok(cli("table", "filter", "log", "--json"))["tables"][0]["rows"]
+    assert sorted(r["n"] for r in rows) == list(range(16))
+    assert [r["row_id"] for r in rows] == list(range(1, 17))
+
+
+def test_rows_from_standard_input_in_a_real_process(
+    aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
+) -> None:
+    assert run_aibuddy(aibuddy_exe, "table", "create", "notes", env=env).returncode == 0
+    lines = b'{"text": "first"}\n{"text": "\xe7\xac\xac\xe4\xba\x8c"}\n'
+    added = run_aibuddy(aibuddy_exe, "table", "add", "notes", "--file", "-", "--json", env=env, input=lines)
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["added"] == 2
+    found = run_aibuddy(aibuddy_exe, "table", "search", "第二", "--json", env=env)
+    assert [h["row"]["text"] for h in json.loads(found.stdout)["hits"]] == ["第二"]
