@@ -85,14 +85,9 @@ class IndexedTable:
         self.fts = f"fts_{table_id}"
         self.row_count = row_count
 
-    def columns(self, qualifier: str | None = None) -> dict[str, Column]:
-        """The names an expression over this table may use; with a qualifier (a join), each as
-        qualifier.column over this table's SQL alias."""
-        if qualifier is None:
-            return {c.name: Column(f'"{c.name}"', c.type) for c in self.schema.columns}
-        return {
-            f"{qualifier}.{c.name}": Column(f'{qualifier}."{c.name}"', c.type) for c in self.schema.columns
-        }
+    def columns(self) -> dict[str, Column]:
+        """The names an expression over this table may use."""
+        return {c.name: Column(f'"{c.name}"', c.type) for c in self.schema.columns}
 
     def decode(self, values: Sequence[Any], names: Sequence[str]) -> Row:
         types = self.schema.types

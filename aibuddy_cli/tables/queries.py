@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidInput
 from ..text import fts_query
-from .filters import compile_filter
+from .filters import Column, compile_filter
 from .index import IndexedTable
 from .state import TableInfo, TablesState
 
@@ -395,14 +395,17 @@ class TableQueries:
         left_keys: Sequence[int] | None,
     ) -> JoinResult:
         a, b = self.state.open(left), self.state.open(right)
-        names = {"left": a, "right": b}
-        if a.ref.name != b.ref.name:
-            names |= {a.ref.name: a, b.ref.name: b}
-        available = {}
-        for qualifier, table in names.items():
-            alias = "l" if table is a else "r"
-            for name, column in table.columns(qualifier).items():
-                available[name] = column._replace(sql=f"{alias}.{column.sql.split('.', 1)[1]}")
+        # Each side is named by its table's name, or left/right (always; the only names when the
+        # two tables have the same name); in SQL the aliases l and r.
+        distinct = a.ref.name != b.ref.name
+        sides = [("l", "left", a), ("r", "right", b)]
+        label = {alias: table.ref.name if distinct else generic for alias, generic, table in sides}
+        available = {
+            f"{qualifier}.{c.name}": Column(f'{alias}."{c.name}"', c.type)
+            for alias, generic, table in sides
+            for qualifier in {generic, label[alias]}
+            for c in table.schema.columns
+        }
         condition = compile_filter(on, available, what="on")
         clause, params = f" ON {condition.sql}", list(condition.params)
         conditions = []
@@ -415,14 +418,10 @@ class TableQueries:
             params += list(left_keys)
         if conditions:
             clause += " WHERE " + " AND ".join(f"({c})" for c in conditions)
-        label = {
-            id(a): a.ref.name if a.ref.name != b.ref.name else "left",
-            id(b): b.ref.name if a.ref.name != b.ref.name else "right",
-        }
         all_columns = [
-            (f"{label[id(t)]}.{c.name}", alias, c.name, t)
-            for t, alias in ((a, "l"), (b, "r"))
-            for c in t.schema.columns
+            (f"{label[alias]}.{c.name}", alias, c.name, table)
+            for alias, _, table in sides
+            for c in table.schema.columns
         ]
         if columns:
             wanted = {name: i for i, name in enumerate(columns)}
