@@ -33,6 +33,7 @@ lint: $(STAMP)
 bench: install
 	$(PY) bench/bench_memory.py
 	$(PY) bench/bench_kb.py
+	$(PY) bench/bench_tables.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -13,15 +13,17 @@ import json
 import sqlite3
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cache_db import CacheDB, cannot_write, files_digest, is_contention, is_corrupt, to_signed
 from ..errors import Busy, InvalidInput
 from ..storage import Entry
 from ..text import index_text
 from .access import TableRef
-from .filters import Column
 from .schema import TableSchema, json_text
+
+if TYPE_CHECKING:
+    from .filters import Column
 
 SCHEMA_VERSION = 2
 
@@ -87,6 +89,8 @@ class IndexedTable:
 
     def columns(self) -> dict[str, Column]:
         """The names an expression over this table may use."""
+        from .filters import Column  # the filter language: imported when an expression is compiled
+
         return {c.name: Column(f'"{c.name}"', c.type) for c in self.schema.columns}
 
     def decode(self, values: Sequence[Any], names: Sequence[str]) -> Row:

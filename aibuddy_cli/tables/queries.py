@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidInput
 from ..text import fts_query
-from .filters import Column, compile_filter
 from .index import IndexedTable
 from .state import TableInfo, TablesState
 
@@ -196,6 +195,8 @@ class TableQueries:
     def _where(table: IndexedTable, where: str | None, what: str = "filter") -> tuple[str, list[Any]]:
         if not where:
             return "", []
+        from .filters import compile_filter
+
         compiled = compile_filter(where, table.columns(), what=what)
         return f" WHERE {compiled.sql}", list(compiled.params)
 
@@ -394,6 +395,8 @@ class TableQueries:
         limit: int,
         left_keys: Sequence[int] | None,
     ) -> JoinResult:
+        from .filters import Column, compile_filter
+
         a, b = self.state.open(left), self.state.open(right)
         # Each side is named by its table's name, or left/right (always; the only names when the
         # two tables have the same name); in SQL the aliases l and r.

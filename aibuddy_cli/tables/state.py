@@ -13,7 +13,6 @@ from ..clock import utc_now
 from ..errors import NotFound
 from ..storage import Entry, Store
 from ..vault import Vault
-from . import csvfile
 from .access import SUFFIX_SCHEMA, TableAccess, TableRef
 from .index import IndexedTable, TableIndex
 from .schema import TableSchema
@@ -76,6 +75,8 @@ class TablesState:
             ) from None
 
     def read_rows(self, ref: TableRef, schema: TableSchema) -> list[dict[str, Any]]:
+        from . import csvfile
+
         data, _ = self.store.read(ref.rows_key)
         return csvfile.decode(data, schema, ref.rows_key)
 
