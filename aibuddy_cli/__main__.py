@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -81,6 +80,8 @@ def _explain_misplaced_option(error: Any, args: Sequence[str]) -> None:
     index = spelled[0]
     taken = args[index : index + (2 if name in ("--vault", "--user") and "=" not in args[index] else 1)]
     rest = [*args[:index], *args[index + len(taken) :]]
+    import shlex  # only for these messages: 5 ms of every start-up otherwise
+
     if name in _ROOT_OPTIONS and ctx is not None and ctx.parent is not None:
         fixed = ["aibuddy", *taken, *(rest if name != "--version" else [])]
         message = f"{name} goes before the group: {shlex.join(fixed)}"

@@ -174,13 +174,21 @@ class TableQueries:
         names = self._columns(table, columns)
         clause, params = self._where(table, where)
         key = table.schema.key
-        total = self.state.index.query(f"SELECT count(*) FROM {table.rows}{clause}", params)[0][0]
         selected = ", ".join(f'"{n}"' for n in names)
+        # One scan: the count of all matches rides on each row returned (a window function).
+        order = f'ORDER BY "{key}" LIMIT ? OFFSET ?'
         found = self.state.index.query(
-            f'SELECT {selected} FROM {table.rows}{clause} ORDER BY "{key}" LIMIT ? OFFSET ?',
-            [*params, limit, offset],
+            f"SELECT {selected}, count(*) OVER () FROM {table.rows}{clause} {order}", [*params, limit, offset]
         )
-        return RowSet(table.ref.qualified, names, [table.decode(r, names) for r in found], total)
+        if found:
+            total = found[0][-1]
+        else:  # past the end, or nothing matches
+            total = (
+                self.state.index.query(f"SELECT count(*) FROM {table.rows}{clause}", params)[0][0]
+                if offset
+                else 0
+            )
+        return RowSet(table.ref.qualified, names, [table.decode(r[:-1], names) for r in found], total)
 
     @staticmethod
     def _columns(table: IndexedTable, columns: Sequence[str] | None) -> list[str]:
