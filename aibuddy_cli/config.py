@@ -137,6 +137,7 @@ MODEL_ROLES = {
     "compact": "summarises a task's older messages",
     "tables": "answers `table ask` and carries out `table update` and `table refactor` through their tools",
     "embedding": "embeds the text of vectorized table columns for `table search` (litellm.embedding)",
+    "consolidate": "distils each chunk of a task's messages into memory, contacts and a summary",
 }
 ROLES = tuple(MODEL_ROLES)
 
@@ -157,8 +158,9 @@ TABLES: tuple[Table, ...] = (
                 description="the server every role calls, e.g. a local Ollama or vLLM"),
         Setting("timeout", SECONDS, 20, low=0, high=600,
                 description="seconds a model call may take, its whole wall time (more than 0)"),
-    ), note=f"litellm model strings per role ({', '.join(ROLES)})\n"
-            'or `default` for all. Unset means "no model": the deterministic paths run.', raw=True),
+    ), note="litellm model strings per role, or `default` for all. The roles:\n"
+            f"{', '.join(ROLES)}.\n"
+            'Unset means "no model": the deterministic paths run.', raw=True),
     Table("recall", (
         Setting("window", WHOLE, 200, low="max_bodies", high=200,
                 description="manifest lines a recall chooses from"),
@@ -196,6 +198,21 @@ TABLES: tuple[Table, ...] = (
                 description="estimated tokens all of one table loop's tool results may add up to"),
         Setting("max_rows", WHOLE, 1000, low=1, high=100_000, template="",
                 description="rows one filter, search or join returns at most"),
+    )),
+    Table("consolidation", (
+        Setting("every", WHOLE, 50, low=1, high=10_000,
+                description="messages of a task between two background consolidation passes"),
+        Setting("memory", FLAG, True,
+                description="distil user memory records (as automatic extraction does)"),
+        Setting("contacts", FLAG, False,
+                description="keep the people a chunk mentions in the personal `contacts` table"),
+        Setting("bios", FLAG, True, template="", description="with contacts: a short bio of each"),
+        Setting("response_policies", FLAG, True, template="",
+                description="with contacts: how the user wants each one answered"),
+        Setting("summaries", FLAG, True, description="keep a rolling summary of each task"),
+        Setting("knowledge", FLAG, False, template="",
+                description="add the facts a chunk states as rows of existing knowledge tables"),
+        Setting("tasks", FLAG, False, template="", description="update the task's plan and status"),
     )),
     Table("teams", (), raw=True, entries=_team,
           note="[teams.<team>] members = [\"alice\", \"bob\"]: who shares tables/team/<team>/"),
@@ -386,6 +403,7 @@ KnowledgeSettings: Any = SCHEMA.settings_types["knowledge"]
 ExtractionSettings: Any = SCHEMA.settings_types["extraction"]
 ContextSettings: Any = SCHEMA.settings_types["context"]
 TablesSettings: Any = SCHEMA.settings_types["tables"]
+ConsolidationSettings: Any = SCHEMA.settings_types["consolidation"]
 KNOWN_KEYS = SCHEMA.known_keys
 DEFAULT_TIMEOUT = float(SCHEMA.setting("models", "timeout").default)
 

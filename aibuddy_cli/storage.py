@@ -63,8 +63,9 @@ class Store(Protocol):
       whenever the content does: the derived indexes rely on it to notice edits.
     - `write(key, data, create=False)`: replace atomically (a reader sees the old or the new bytes,
       never a mix); with create=True, Conflict if the key exists. Returns the new Entry.
-    - `append(key, data)`: add data at the end (logs), creating the key; concurrent appends never
-      interleave.
+    - `append(key, data)`: add data at the end (logs, one line or more), creating the key, on a
+      line of its own (a newline first when the file does not end with one); concurrent appends
+      never interleave.
     - `move(key, new_key)`: rename, Conflict if new_key exists; `replace(key, new_key)`: rename
       over it. NotFound if key is absent.
     - `delete(key)`: NotFound if absent. `exists(key)`: whether anything is there.
@@ -356,10 +357,13 @@ class FileStore:
         path = self.path(key)
         self._check_lock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
         with self.lock("append-" + key.replace("/", "-")):
             fd = os.open(path, flags, 0o644)
             try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":  # a line left open by a hand edit
+                    data = b"\n" + data
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]

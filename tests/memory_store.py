@@ -79,7 +79,8 @@ class MemoryStore:
         check_key(key)
         with self._guard:
             old = self.files.get(key, (b"", 0))[0]
-            self.files[key] = (old + data, self._stamp())
+            separator = b"\n" if old and not old.endswith(b"\n") else b""
+            self.files[key] = (old + separator + data, self._stamp())
 
     def move(self, key: str, new_key: str) -> None:
         if self.exists(new_key):

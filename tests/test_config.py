@@ -43,7 +43,7 @@ def test_the_settings_objects_are_typed_named_tuples() -> None:
     assert recall.__annotations__ == {"window": int, "max_bodies": int, "lexical_share": int}
     assert config.ExtractionSettings.__annotations__["similarity"] is float
     assert config.Config._fields == ("default_user", "admins", "models", "recall", "knowledge", "extraction",
-                                     "context", "tables", "teams", "warnings")
+                                     "context", "tables", "consolidation", "teams", "warnings")
 
 
 def test_the_models_table_keys_and_timeout_come_from_the_declarations() -> None:
@@ -109,7 +109,7 @@ def test_top_level_keys_and_tables_keep_their_messages() -> None:
         config.config_from_data({"admins": ["ann", 5]}, SOURCE)
     with pytest.raises(InvalidInput) as raised:
         config.config_from_data({"recall": 5}, SOURCE)
-    tables = "[models], [recall], [knowledge], [extraction], [context], [tables], [teams]"
+    tables = "[models], [recall], [knowledge], [extraction], [context], [tables], [consolidation], [teams]"
     assert str(raised.value) == f"{SOURCE}: {tables} must be tables"
 
 
@@ -146,7 +146,7 @@ def test_the_template_writes_the_declared_defaults_and_leaves_out_the_rest() -> 
     for line in (
         "window = 200", "max_bodies = 5", "max_steps = 8", "max_writes = 5", "compact_at_tokens = 6000",
         "timeout = 20", '# default = "openai/gpt-4o-mini"', '# recall = "ollama/llama3.2"',
-        "# litellm model strings per role (recall, extract, summary, knowledge, compact, tables, embedding)",
+        f"# {', '.join(models.ROLES)}.",
     ):
         assert line in lines, line
 
@@ -174,7 +174,7 @@ def test_readme_key_table_matches_the_declarations() -> None:
 
 # --- a new table is one declaration ---------------------------------------------------------------
 
-CONSOLIDATION = Table("consolidation", (
+CONSOLIDATION = Table("example", (
     Setting("every", WHOLE, 50, "messages between two consolidation passes", low=1, high=10_000),
     Setting("memory", FLAG, True, "distil user memory records"),
     Setting("contacts", FLAG, False, "keep a contacts table", template=""),
@@ -183,26 +183,26 @@ CONSOLIDATION = Table("consolidation", (
 
 def test_a_new_table_is_one_more_declaration() -> None:
     extended = Schema((*TABLES, CONSOLIDATION))
-    loaded = extended.parse({"consolidation": {"every": 10}, "recall": {"window": 100}}, SOURCE)
-    assert loaded.consolidation == (10, True, False) and loaded.consolidation.every == 10
+    loaded = extended.parse({"example": {"every": 10}, "recall": {"window": 100}}, SOURCE)
+    assert loaded.example == (10, True, False) and loaded.example.every == 10
     assert loaded.recall.window == 100 and loaded.recall.max_bodies == 5  # the others are untouched
-    assert extended.parse({}, SOURCE).consolidation.memory is True
-    assert extended.config_type().consolidation.every == 50
+    assert extended.parse({}, SOURCE).example.memory is True
+    assert extended.config_type().example.every == 50
     with pytest.raises(InvalidInput, match="^/v/aibuddy.toml: every must be a whole number from 1 to 10000$"):
-        extended.parse({"consolidation": {"every": 0}}, SOURCE)
+        extended.parse({"example": {"every": 0}}, SOURCE)
     with pytest.raises(InvalidInput, match="^/v/aibuddy.toml: memory must be true or false$"):
-        extended.parse({"consolidation": {"memory": 1}}, SOURCE)
-    with pytest.raises(InvalidInput, match=r"\[teams\], \[consolidation\] must be tables$"):
-        extended.parse({"consolidation": []}, SOURCE)
-    assert extended.parse({"consolidation": {"evry": 3}}, SOURCE).warnings == (
-        f"{SOURCE}: unknown key in [consolidation]: 'evry' (did you mean every?); ignored",
+        extended.parse({"example": {"memory": 1}}, SOURCE)
+    with pytest.raises(InvalidInput, match=r"\[teams\], \[example\] must be tables$"):
+        extended.parse({"example": []}, SOURCE)
+    assert extended.parse({"example": {"evry": 3}}, SOURCE).warnings == (
+        f"{SOURCE}: unknown key in [example]: 'evry' (did you mean every?); ignored",
     )
     template = extended.template("alice")
-    assert template.endswith("\n[consolidation]\nevery = 50\nmemory = true\n")
-    assert extended.parse(tomllib.loads(template), SOURCE).consolidation == (50, True, False)
-    assert "| `[consolidation] every` | whole number | `50` | 1 to 10000 |" in extended.reference()
+    assert template.endswith("\n[example]\nevery = 50\nmemory = true\n")
+    assert extended.parse(tomllib.loads(template), SOURCE).example == (50, True, False)
+    assert "| `[example] every` | whole number | `50` | 1 to 10000 |" in extended.reference()
     # The running configuration does not know it.
-    assert "consolidation" not in config.KNOWN_KEYS and "consolidation" not in config.Config._fields
+    assert "example" not in config.KNOWN_KEYS and "example" not in config.Config._fields
 
 
 def test_a_bound_must_name_another_key_of_its_table() -> None:

@@ -318,6 +318,8 @@ PINNED: dict[str, Any] = {
         "attached": [],
         "plan": "*",
         "recalled": {},
+        "messages": "*",
+        "in_use": "*",
     },
     "task list": {
         "tasks": [
@@ -329,6 +331,8 @@ PINNED: dict[str, Any] = {
                 "attached": ["*"],
                 "plan": "*",
                 "recalled": {},
+                "messages": "*",
+                "in_use": ["*"],
             }
         ]
     },
@@ -340,6 +344,8 @@ PINNED: dict[str, Any] = {
         "attached": ["*"],
         "plan": "*",
         "recalled": {},
+        "messages": "*",
+        "in_use": ["*"],
     },
     "task attach": {
         "id": "*",
@@ -349,6 +355,8 @@ PINNED: dict[str, Any] = {
         "attached": ["*"],
         "plan": "*",
         "recalled": {},
+        "messages": "*",
+        "in_use": "*",
     },
     "task detach": {
         "id": "*",
@@ -358,6 +366,8 @@ PINNED: dict[str, Any] = {
         "attached": [],
         "plan": "*",
         "recalled": {},
+        "messages": "*",
+        "in_use": "*",
     },
     "task add-message": {"n": "*", "role": "*", "content": "*", "at": "*", "attached": ["*"]},
     "task context": {
@@ -381,6 +391,8 @@ PINNED: dict[str, Any] = {
             "attached": ["*"],
             "plan": "*",
             "recalled": {},
+            "messages": "*",
+            "in_use": ["*"],
         },
         "extraction": {
             "cues": [],

@@ -27,6 +27,8 @@ class Task(NamedTuple):
     attached: list[str]  # qualified document references: system/<id>, personal/<owner>/<id>
     plan: str | None = None
     recalled: dict[str, int] = {}  # memory record -> message count when the context delivered it
+    messages: int | None = None  # messages added (None: a task file from before it was counted)
+    in_use: list[str] | None = None  # the attachments recorded with the latest message
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()
@@ -75,6 +77,14 @@ def parse_tool_calls(text: str, source: str = "tool calls") -> list[dict[str, An
     return calls
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _references(value: Any) -> list[str] | None:
+    return list(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
+
 def validate_task_id(task_id: str) -> str:
     try:
         return validate_record_name(task_id)
@@ -111,7 +121,13 @@ class TaskService:
         try:
             raw = json.loads(data)
             required = {field: raw[field] for field in ("id", "goal", "created", "status", "attached")}
-            task = Task(**required, plan=raw.get("plan"), recalled=dict(raw.get("recalled") or {}))
+            task = Task(
+                **required,
+                plan=raw.get("plan"),
+                recalled=dict(raw.get("recalled") or {}),
+                messages=_count(raw.get("messages")),
+                in_use=_references(raw.get("in_use")),
+            )
             if not isinstance(task.attached, list) or not all(isinstance(a, str) for a in task.attached):
                 raise TypeError("attached must be a list of document references")
             if not isinstance(task.goal, str) or task.status not in ("open", "closed"):
@@ -126,7 +142,8 @@ class TaskService:
             raise UsageError("the task goal is empty")
         with self.lock():
             numbers = [int(name[1:]) for name in self._ids() if name[0] == "t" and name[1:].isdigit()]
-            task = Task(f"t{max(numbers, default=0) + 1}", goal, utc_now(), "open", [], plan or None)
+            task_id = f"t{max(numbers, default=0) + 1}"
+            task = Task(task_id, goal, utc_now(), "open", [], plan or None, messages=0)
             self.save(task)
         return task
 
@@ -159,6 +176,8 @@ class TaskService:
         A change of the selection applies from the next message: until then the attachments
         recorded with the latest message hold (the live selection when there is no message)."""
         task = self.get(task_id)
+        if task.in_use is not None and task.messages:
+            return list(task.in_use), task.messages
         try:
             data, _ = self.store.read(self._key(task_id, "messages.jsonl"))
         except NotFound:
@@ -208,16 +227,22 @@ class TaskService:
             if task.status != "open":
                 raise Conflict(f"task {task_id} is closed")
             key = self._key(task_id, "messages.jsonl")
-            try:
-                existing, _ = self.store.read(key)
-            except NotFound:
-                existing = b""
-            count = sum(1 for line in existing.splitlines() if line.strip())
+            count = task.messages if task.messages is not None else self._count_lines(key)
             message = TaskMessage(count + 1, role, content, utc_now(), list(task.attached), tool_calls)
             line = json.dumps(message.to_json(), ensure_ascii=False) + "\n"
-            prefix = existing if not existing or existing.endswith(b"\n") else existing + b"\n"
-            self.store.write(key, prefix + line.encode("utf-8"))
+            # The count first: a crash between the two writes leaves a gap in the numbers, never
+            # two messages with one number. The log is appended to, never rewritten.
+            self.save(task._replace(messages=message.n, in_use=message.attached))
+            self.store.append(key, line.encode("utf-8"))
         return message
+
+    def _count_lines(self, key: str) -> int:
+        """Messages in a log from before tasks counted them (read once, then counted)."""
+        try:
+            data, _ = self.store.read(key)
+        except NotFound:
+            return 0
+        return sum(1 for line in data.splitlines() if line.strip())
 
     # --- the compacted history's cache ----------------------------------------------------
 
