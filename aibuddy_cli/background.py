@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -17,7 +18,7 @@ def spawn_aibuddy(vault_root: Path, user: str, args: Sequence[str], environ: Map
     import subprocess
 
     command = [sys.executable, "-m", "aibuddy_cli", "--vault", str(vault_root), "--user", user, *args]
-    subprocess.Popen(
+    child = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -26,3 +27,6 @@ def spawn_aibuddy(vault_root: Path, user: str, args: Sequence[str], environ: Map
         start_new_session=True,  # a Ctrl-C at the terminal does not cut the summary short
         close_fds=True,
     )
+    # In a long-lived process (an MCP server) the child is reaped when it ends, never a zombie; a
+    # command that exits first leaves it to init.
+    threading.Thread(target=child.wait, name="aibuddy-reaper", daemon=True).start()

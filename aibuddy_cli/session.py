@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .knowledge.service import KnowledgeService
     from .memory.service import MemoryService
     from .tables.service import TableService
+    from .tasks.consolidation import Consolidator
     from .tasks.context import ContextAssembler
     from .tasks.service import TaskService
 
@@ -109,6 +110,12 @@ class Session:
         return TableService(
             self.vault, self.user, store=self.store, warnings=self.warnings, environ=self.environ
         )
+
+    @cached_property
+    def consolidation(self) -> Consolidator:
+        from .tasks.consolidation import Consolidator
+
+        return Consolidator(self.tasks, self.memory, lambda: self.tables, self.environ)
 
     @cached_property
     def context(self) -> ContextAssembler:

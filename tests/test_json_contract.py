@@ -81,6 +81,7 @@ CASES: list[tuple[str, list[str], int]] = [
     ("task detach", ["task", "detach", "t2", "guide"], 0),
     ("task add-message", ["task", "add-message", "t1", "Thanks", "--role", "assistant"], 0),
     ("task context", ["task", "context", "t1"], 0),
+    ("task consolidate", ["task", "consolidate", "t1", "--dry-run"], 0),
     ("task end", ["task", "end", "t1"], 0),
     ("kb reject", ["kb", "reject", "draft"], 0),
     ("memory clear", ["memory", "clear", "--yes"], 0),
@@ -346,6 +347,7 @@ PINNED: dict[str, Any] = {
         "recalled": {},
         "messages": "*",
         "in_use": ["*"],
+        "consolidation": {"through": "*", "pending": "*", "running": "*", "summary": "*"},
     },
     "task attach": {
         "id": "*",
@@ -381,6 +383,7 @@ PINNED: dict[str, Any] = {
         "documents": [{"doc": "*", "title": "*", "scope": "*", "summary": "*", "sections": "*"}],
         "unavailable_documents": [],
         "estimated_tokens": "*",
+        "consolidation": {"through": "*", "summary": "*"},
     },
     "task end": {
         "task": {
@@ -400,6 +403,13 @@ PINNED: dict[str, Any] = {
             "written": [],
             "decisions": [{"step": "*", "outcome": "*", "detail": "*"}],
         },
+    },
+    "task consolidate": {
+        "task": "*",
+        "dry_run": "*",
+        "reason": "*",
+        "passes": [],
+        "status": {"through": "*", "pending": "*", "running": "*", "summary": "*"},
     },
     "kb reject": {"rejected": ["*"]},
     "memory clear": {"user": "*", "removed": ["*"], "not_removed": []},

@@ -61,9 +61,18 @@ def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
 
 @app.command()
 def show(ctx: typer.Context, task: str = typer.Argument(...), json: bool = JsonOption) -> None:
-    """One task."""
+    """One task, and how far its consolidation has come."""
+    from ..tasks.consolidation import TaskShown
+
     state = state_of(ctx, json)
-    _show(state, _tasks(state).get(task))
+    session = state.session()
+    shown = TaskShown(session.tasks.get(task), session.consolidation.status(task))
+    status = shown.consolidation
+    text = _task_text(shown.task) + (
+        f"\nconsolidated through message {status.through}, {status.pending} pending"
+        + (" (a pass is running)" if status.running else "")
+    )
+    render(state.json, shown.to_json, lambda: text, lambda: output.emit_text(text))
 
 
 @app.command()
@@ -115,7 +124,9 @@ def add_message(
     state = state_of(ctx, json)
     content = sys.stdin.read() if text == "-" else text
     calls = None if tool_calls is None else parse_tool_calls(tool_calls, "--tool-calls")
-    message = _tasks(state).add_message(task, role, content, calls)
+    session = state.session()
+    message = session.tasks.add_message(task, role, content, calls)
+    session.consolidation.after_message(task, message)  # a background pass when a chunk is complete
     summary = f"{task} message {message.n} ({message.role})"
     render(state.json, message.to_json, lambda: summary, lambda: output.emit_text(summary))
 
@@ -141,6 +152,9 @@ def _context_text(context: TaskContext) -> str:
     parts = [f"# {context.task.id}: {context.task.goal}"]
     if context.task.plan:
         parts.append(f"## Plan\n{context.task.plan}")
+    through, rolling = context.consolidated
+    if rolling:
+        parts.append(f"## The task so far (consolidated through message {through})\n{rolling}")
     if context.summary:
         first, last = context.summary.covers
         parts.append(f"## Earlier messages {first}-{last} ({context.summary.method})\n{context.summary.text}")
@@ -164,6 +178,37 @@ def _context_text(context: TaskContext) -> str:
             )
         )
     return "\n\n".join(parts)
+
+
+@app.command()
+def consolidate(
+    ctx: typer.Context,
+    task: str = typer.Argument(...),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the decisions; write nothing."),
+    cancel: bool = typer.Option(False, "--cancel", help="Stop the task's running background pass."),
+    background: bool = typer.Option(False, "--background", hidden=True),  # started by add-message
+    json: bool = JsonOption,
+) -> None:
+    """Consolidate the task's pending messages into memory, contacts, a summary (model role
+    `consolidate`); a background pass runs by itself every [consolidation] every messages."""
+    state = state_of(ctx, json)
+    consolidator = state.session().consolidation
+    if cancel:
+        cancelled = consolidator.cancel(task)
+        text = "stopped the running pass" if cancelled.cancelled else "no pass of this task is running"
+        render(state.json, cancelled.to_json, lambda: text, lambda: output.emit_text(text))
+        return
+    result = consolidator.run(task, dry_run=dry_run, background=background)
+    state.report_warnings()
+    lines = [result.reason] if result.reason else []
+    for done in result.passes:
+        first, last = done.chunk
+        lines.append(f"messages {first}-{last}: " + ("applied" if done.applied else "not applied"))
+        lines.append(memory_output.decisions_text(done.decisions))
+    status = result.status
+    lines.append(f"consolidated through message {status.through}, {status.pending} pending")
+    text = "\n".join(line for line in lines if line)
+    render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))
 
 
 @app.command()

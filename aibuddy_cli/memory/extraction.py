@@ -228,7 +228,7 @@ class Extractor:
                     decisions.append(Decision("candidate", "dropped", f"{more} more: {reason}"))
                 break
             try:
-                decision = self._reconcile(candidate, dry_run)
+                decision = self.reconcile(candidate, dry_run)
             except AibuddyError as exc:  # one bad candidate never stops the others
                 decision = Decision("candidate", "failed", bounded(exc.message))
             decisions.append(decision)
@@ -238,7 +238,9 @@ class Extractor:
                     written.append(decision.name)
         return self._log(result, source)
 
-    def _reconcile(self, raw: Any, dry_run: bool) -> Decision:
+    def reconcile(self, raw: Any, dry_run: bool) -> Decision:
+        """One proposed record weighed against the user's records: dropped, a no-op, an update of
+        a record extraction wrote, protected (a person wrote it), or a new `auto` record."""
         try:
             candidate = _validate(raw)
         except InvalidInput as exc:

@@ -88,8 +88,10 @@ def pointers(content: str) -> Pointers:
             elif isinstance(doc, str) and "outline" in item:
                 citations.append(doc)  # read_doc: the whole document's outline
             records = item.get("records")
-            if memories is None and isinstance(records, list) and all(
-                isinstance(r, dict) and isinstance(r.get("name"), str) for r in records
+            if (
+                memories is None
+                and isinstance(records, list)
+                and all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in records)
             ):
                 memories = [r["name"] for r in records]
             answer = item.get("answer")
@@ -161,6 +163,7 @@ class TaskContext(NamedTuple):
     memories: ContextMemories
     documents: list[MapEntry]
     unavailable_documents: list[dict[str, str]]
+    consolidated: tuple[int, str | None] = (0, None)  # the last message consolidated, the rolling summary
 
     @property
     def estimated_tokens(self) -> int:
@@ -179,6 +182,7 @@ class TaskContext(NamedTuple):
             "documents": [entry.to_json() for entry in self.documents],
             "unavailable_documents": self.unavailable_documents,
             "estimated_tokens": self.estimated_tokens,
+            "consolidation": {"through": self.consolidated[0], "summary": self.consolidated[1]},
         }
 
 
@@ -209,7 +213,11 @@ class ContextAssembler:
         except Exception as exc:  # noqa: BLE001 - a side path: the context assembles without it
             self.warnings.append(f"document map left out: {describe_failure(exc)}")
             documents, unavailable = [], []
-        return TaskContext(task, summary, recent, memories, documents, unavailable)
+        from .consolidation import consolidated
+
+        return TaskContext(
+            task, summary, recent, memories, documents, unavailable, consolidated(self.tasks, task_id)
+        )
 
     def _split(self, messages: list[TaskMessage]) -> tuple[list[TaskMessage], list[TaskMessage]]:
         """(older messages to compact, recent ones kept verbatim)."""
@@ -228,7 +236,7 @@ class ContextAssembler:
         covered = hashlib.sha256(
             json.dumps([m.to_json() for m in older], ensure_ascii=False).encode()
         ).hexdigest()
-        cached = self.tasks.cached_summary(task_id)
+        cached = self.tasks.document(task_id, "summary.json")
         if cached is not None and cached.get("sha256") == covered:
             try:
                 return HistorySummary(**{k: cached[k] for k in HistorySummary._fields})
@@ -238,7 +246,7 @@ class ContextAssembler:
         text, method = self._compact(older)
         summary = HistorySummary(text, method, covers)
         if method == "model":  # a digest is cheap to rebuild; only model summaries are worth keeping
-            self.tasks.cache_summary(task_id, {**summary.to_json(), "sha256": covered})
+            self.tasks.keep_document(task_id, "summary.json", {**summary.to_json(), "sha256": covered})
         return summary
 
     def _compact(self, older: list[TaskMessage]) -> tuple[str, str]:

@@ -244,21 +244,30 @@ class TaskService:
             return 0
         return sum(1 for line in data.splitlines() if line.strip())
 
-    # --- the compacted history's cache ----------------------------------------------------
+    # --- the task's own documents (compaction cache, consolidation watermark) ------------------
 
-    def cached_summary(self, task_id: str) -> dict[str, Any] | None:
-        """The cached compaction of the task's older messages (summary.json), None when there is
-        none or it cannot be read (it is only a cache: the caller makes it again)."""
+    def document(self, task_id: str, name: str) -> dict[str, Any] | None:
+        """A JSON document of the task's folder, None when there is none or it cannot be read."""
         try:
-            data = json.loads(self.store.read(self._key(task_id, "summary.json"))[0])
+            data = json.loads(self.store.read(self._key(task_id, name))[0])
         except (NotFound, ValueError):
             return None
         return data if isinstance(data, dict) else None
 
-    def cache_summary(self, task_id: str, summary: Mapping[str, Any]) -> None:
-        data = json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
+    def keep_document(self, task_id: str, name: str, document: Mapping[str, Any]) -> None:
+        """Write a JSON document of the task's folder atomically, under the task lock."""
+        data = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
         with self.lock():
-            self.store.write(self._key(task_id, "summary.json"), data.encode("utf-8"))
+            self.store.write(self._key(task_id, name), data.encode("utf-8"))
+
+    def set_plan(self, task_id: str, plan: str | None = None, status: str | None = None) -> Task:
+        with self.lock():
+            task = self.get(task_id)
+            if status not in (None, "open", "closed"):
+                raise InvalidInput(f"invalid status {status!r}: open or closed")
+            task = task._replace(plan=task.plan if plan is None else plan, status=status or task.status)
+            self.save(task)
+        return task
 
     def mark_recalled(self, task_id: str, names: list[str], at_message: int) -> None:
         with self.lock():

@@ -1,0 +1,298 @@
+"""Consolidation: a pass over each chunk of a task's messages, through the real litellm client and
+the local fake server. Evidence checks, the shield, category flags, dry runs, the watermark across
+failures and a killed pass, and the background trigger that add-message never waits for."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+from conftest import ok, run_aibuddy
+from fake_openai import FakeOpenAI
+
+from aibuddy_cli.vault import Vault
+
+MODEL = {"AIBUDDY_MODEL_CONSOLIDATE": "openai/consolidate-test", "AIBUDDY_TIMEOUT": "30"}
+
+
+def every(vault: Vault, n: int) -> None:
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("every = 50", f"every = {n}"))
+
+
+def watermark(vault: Vault, task: str = "t1") -> dict | None:
+    path = vault.root / "tasks" / "demo" / task / "consolidation.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def log(vault: Vault) -> list[dict]:
+    path = vault.root / ".aibuddy/logs/consolidation.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture
+def chat(cli, vault: Vault) -> str:
+    """A task of four messages; the assistant saved one record and deleted another itself."""
+    every(vault, 4)
+    ok(cli("task", "new", "Plan the offsite", "--json"))
+    calls = [
+        {"function": {"name": "memory_save", "arguments": json.dumps({"name": "offsite-budget"})}},
+        {"function": {"name": "memory_delete", "arguments": json.dumps({"name": "old-venue"})}},
+    ]
+    for role, text, extra in (
+        ("user", "I'm vegetarian, remember that for every event.", []),
+        ("assistant", "Noted.", ["--tool-calls", json.dumps(calls)]),
+        ("user", "Maria Lopez handles the venue; she prefers email.", []),
+        ("assistant", "I'll email Maria.", []),
+    ):
+        ok(cli("task", "add-message", "t1", text, "--role", role, *extra, "--json"))
+    return "t1"
+
+
+@pytest.fixture
+def model(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    for name, value in MODEL.items():
+        monkeypatch.setenv(name, value)
+    return fake_openai
+
+
+REPLY = {
+    "memory": [
+        {
+            "type": "user",
+            "name": "diet",
+            "description": "Vegetarian",
+            "body": "The user is vegetarian.",
+            "evidence": [1],
+        },
+        {"type": "user", "name": "shoe-size", "description": "Shoe size 44", "body": "44", "evidence": [9]},
+        {"type": "project", "name": "ghost", "description": "No evidence", "body": "x"},
+        {"type": "project", "name": "offsite-budget", "description": "Budget", "body": "5k", "evidence": [2]},
+        {
+            "type": "project",
+            "name": "old-venue",
+            "description": "Old venue",
+            "body": "Hall A",
+            "evidence": [2],
+        },
+    ],
+    "contacts": [{"name": "Maria Lopez", "bio": "Handles the venue", "evidence": [3]}],
+    "summary": {"text": "Planning an offsite; Maria handles the venue.", "evidence": [1, 3]},
+}
+
+
+def test_without_a_model_nothing_is_consolidated_and_it_says_why(cli, vault: Vault, chat: str) -> None:
+    result = ok(cli("task", "consolidate", "t1", "--json"))
+    assert result["passes"] == [] and "no model for the consolidate role" in result["reason"]
+    assert watermark(vault) is None and result["status"]["pending"] == 4
+
+
+def test_a_pass_checks_evidence_shields_and_keeps_its_watermark(cli, vault: Vault, chat: str, model) -> None:
+    model.reply_json(REPLY)
+    result = ok(cli("task", "consolidate", "t1", "--json"))
+    (done,) = result["passes"]
+    assert done["chunk"] == [1, 4] and done["applied"] is True
+    outcomes = {(d["step"], d.get("name"), d["outcome"]) for d in done["decisions"]}
+    assert ("memory", "diet", "created") in outcomes
+    assert ("memory", "offsite-budget", "handled") in outcomes
+    assert ("memory", "old-venue", "dropped") in outcomes
+    assert ("contacts", None, "ignored") in outcomes  # contacts are off by default
+    dropped = [d["detail"] for d in done["decisions"] if d["outcome"] == "dropped" and d.get("name") is None]
+    assert any("outside the chunk: message(s) 9" in d for d in dropped) and any(
+        "no evidence" in d for d in dropped
+    )
+    record = ok(cli("memory", "show", "diet", "--json"))
+    assert record["provenance"] == "auto"
+    assert not (vault.root / "memory/demo/shoe-size.md").exists()
+    mark = watermark(vault)
+    assert mark["last"] == 4 and mark["summary"].startswith("Planning an offsite")
+    context = ok(cli("task", "context", "t1", "--json"))
+    assert context["consolidation"] == {"through": 4, "summary": mark["summary"]}
+    shown = ok(cli("task", "show", "t1", "--json"))["consolidation"]
+    assert shown == {"through": 4, "pending": 0, "running": False, "summary": mark["summary"]}
+    assert log(vault)[-1]["applied"] is True
+    # Nothing pending: a second run makes no request.
+    before = len(model.requests)
+    assert ok(cli("task", "consolidate", "t1", "--json"))["passes"] == []
+    assert len(model.requests) == before
+
+
+def test_a_dry_run_writes_nothing(cli, vault: Vault, chat: str, model) -> None:
+    model.reply_json(REPLY)
+    result = ok(cli("task", "consolidate", "t1", "--dry-run", "--json"))
+    outcomes = {(d["step"], d.get("name"), d["outcome"]) for d in result["passes"][0]["decisions"]}
+    assert ("memory", "diet", "would-create") in outcomes
+    assert watermark(vault) is None and not (vault.root / "memory/demo/diet.md").exists() and log(vault) == []
+
+
+def test_a_failed_pass_leaves_the_watermark_and_is_retried(cli, vault: Vault, chat: str, model) -> None:
+    model.enqueue(status=500)
+    failed = ok(cli("task", "consolidate", "t1", "--json"))
+    assert failed["passes"][0]["applied"] is False and watermark(vault) is None
+    assert log(vault)[-1]["applied"] is False
+    model.reply_json({"summary": {"text": "Offsite planning.", "evidence": [4]}})
+    assert ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["applied"] is True
+    assert watermark(vault)["last"] == 4
+
+
+def test_contacts_are_a_table_merged_by_name(cli, vault: Vault, chat: str, model, monkeypatch) -> None:
+    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_CONTACTS", "1")
+    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_MEMORY", "0")
+    model.reply_json(REPLY)
+    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    assert {"step": "memory", "outcome": "ignored", "detail": "category switched off"} in decisions
+    rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
+    assert rows == [{"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": None}]
+    for i in range(4):
+        ok(cli("task", "add-message", "t1", f"more {i}", "--role", "user", "--json"))
+    model.reply_json(
+        {"contacts": [{"name": "Maria Lopez", "response_policy": "Email only", "evidence": [6]}]}
+    )
+    ok(cli("task", "consolidate", "t1", "--json"))
+    rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
+    assert rows == [
+        {"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": "Email only"}
+    ]
+
+
+def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model, monkeypatch) -> None:
+    every(vault, 2)
+    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_KNOWLEDGE", "1")
+    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_TASKS", "1")
+    ok(cli("table", "create", "venues", "-c", "name:str", "-c", "city:str", "--json"))
+    ok(cli("task", "new", "Offsite", "--json"))
+    done = [
+        {"function": {"name": "add_rows", "arguments": {"table": "venues", "rows": [{"name": "Hall A"}]}}}
+    ]
+    ok(cli("task", "add-message", "t1", "Hall A and Villa B are options.", "--role", "user", "--json"))
+    ok(
+        cli(
+            "task",
+            "add-message",
+            "t1",
+            "Added Hall A.",
+            "--role",
+            "assistant",
+            "--tool-calls",
+            json.dumps(done),
+            "--json",
+        )
+    )
+    model.reply_json(
+        {
+            "knowledge": [
+                {"table": "venues", "rows": [{"name": "Hall A"}], "evidence": [2]},
+                {"table": "venues", "rows": [{"name": "Villa B", "city": "Lisbon"}], "evidence": [1]},
+            ],
+            "tasks": {"plan": "Compare Hall A and Villa B", "evidence": [1]},
+        }
+    )
+    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    assert [d["outcome"] for d in decisions if d["step"] == "knowledge"] == ["handled", "added"]
+    names = [r["name"] for r in ok(cli("table", "filter", "venues", "--json"))["tables"][0]["rows"]]
+    assert names == ["Villa B"]  # Hall A was the chunk's own add_rows, which this test never ran
+    assert ok(cli("task", "show", "t1", "--json"))["plan"] == "Compare Hall A and Villa B"
+
+
+# --- in the background, in real processes -------------------------------------------------------
+
+
+def wait_for(check, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def process_env(env: dict[str, str], fake_openai: FakeOpenAI) -> dict[str, str]:
+    return {**env, **MODEL, "OPENAI_API_KEY": "sk-test", "OPENAI_API_BASE": fake_openai.url}
+
+
+def add(aibuddy_exe: list[str], env: dict[str, str], text: str) -> subprocess.CompletedProcess[bytes]:
+    return run_aibuddy(aibuddy_exe, "task", "add-message", "t1", text, "--role", "user", "--json", env=env)
+
+
+def test_add_message_starts_a_background_pass_at_the_end_of_a_chunk(
+    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
+) -> None:
+    every(vault, 2)
+    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
+    fake_openai.reply_json({"summary": {"text": "Two messages so far.", "evidence": [1, 2]}})
+    assert add(aibuddy_exe, process_env, "first").returncode == 0
+    assert not wait_for(lambda: fake_openai.requests, 0.5)  # one message: no chunk yet
+    assert add(aibuddy_exe, process_env, "second").returncode == 0
+    assert wait_for(lambda: (watermark(vault) or {}).get("last") == 2)
+    assert watermark(vault)["summary"] == "Two messages so far."
+
+
+def test_a_failing_background_pass_never_reaches_add_message(
+    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
+) -> None:
+    every(vault, 1)
+    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
+    fake_openai.enqueue(status=500)
+    added = add(aibuddy_exe, process_env, "hello")
+    assert added.returncode == 0 and added.stderr == b""
+    assert wait_for(lambda: log(vault))
+    assert log(vault)[-1]["applied"] is False and watermark(vault) is None
+
+
+def test_a_killed_pass_leaves_the_watermark_and_no_lock(
+    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
+) -> None:
+    every(vault, 50)
+    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
+    assert add(aibuddy_exe, process_env, "hello").returncode == 0
+    hold = threading.Event()
+    fake_openai.enqueue(content='{"summary": {"text": "late", "evidence": [1]}}', hold=hold)
+    command = [*aibuddy_exe, "task", "consolidate", "t1"]  # on demand: the pending message is a chunk
+    child = subprocess.Popen(command, env=process_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: fake_openai.requests)  # the pass is waiting for the model
+        shown = json.loads(run_aibuddy(aibuddy_exe, "task", "show", "t1", "--json", env=process_env).stdout)
+        assert shown["consolidation"]["running"] is True
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    finally:
+        hold.set()
+    assert watermark(vault) is None
+    shown = json.loads(run_aibuddy(aibuddy_exe, "task", "show", "t1", "--json", env=process_env).stdout)
+    assert shown["consolidation"] == {"through": 0, "pending": 1, "running": False, "summary": None}
+    fake_openai.reply_json({"summary": {"text": "Said hello.", "evidence": [1]}})
+    again = run_aibuddy(aibuddy_exe, "task", "consolidate", "t1", "--json", env=process_env)
+    assert json.loads(again.stdout)["passes"][0]["applied"] is True and watermark(vault)["last"] == 1
+
+
+def test_a_running_pass_can_be_cancelled(
+    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
+) -> None:
+    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
+    assert add(aibuddy_exe, process_env, "hello").returncode == 0
+    every(vault, 1)  # now, not before the message: this test starts the pass itself
+    hold = threading.Event()
+    fake_openai.enqueue(content="{}", hold=hold)
+    child = subprocess.Popen(
+        [*aibuddy_exe, "task", "consolidate", "t1", "--background"],
+        env=process_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_for(lambda: fake_openai.requests)
+        cancelled = run_aibuddy(
+            aibuddy_exe, "task", "consolidate", "t1", "--cancel", "--json", env=process_env
+        )
+        assert json.loads(cancelled.stdout) == {"task": "t1", "cancelled": True}
+        assert child.wait(timeout=20) != 0
+    finally:
+        hold.set()
+    assert watermark(vault) is None
