@@ -54,6 +54,7 @@ step task add-message t1 --role assistant "Checking the deployment policy."
 step task context t1
 step kb ask "How do I roll back the payments API?" --task t1
 step memory extract --transcript "$here/scripts/sample-transcript.jsonl" --dry-run
+step task consolidate t1
 echo
 echo "--- knowledge tables: typed rows in CSV, filters, reductions, search ---"
 step table list
