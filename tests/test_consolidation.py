@@ -149,6 +149,8 @@ def test_contacts_are_a_table_merged_by_name(cli, vault: Vault, chat: str, model
     assert {"step": "memory", "outcome": "ignored", "detail": "category switched off"} in decisions
     rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
     assert rows == [{"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": None}]
+    journal = (vault.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()
+    assert [json.loads(line)["source"] for line in journal] == ["consolidation", "consolidation"]
     for i in range(4):
         ok(cli("task", "add-message", "t1", f"more {i}", "--role", "user", "--json"))
     model.reply_json(

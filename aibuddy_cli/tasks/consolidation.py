@@ -254,6 +254,9 @@ class Consolidator:
         if reason is not None:
             return Consolidation(task_id, dry_run, reason, [], self.status(task_id))
         passes: list[Pass] = []
+        tables = self._tables().state if flags["contacts"] or flags["knowledge"] else None
+        if tables is not None:
+            tables.source = "consolidation"  # how the tables journal names these changes
         try:
             with self.tasks.store.lock(self._lock_name(task_id), timeout=0):
                 if background:
@@ -270,6 +273,9 @@ class Consolidator:
                     mark = {**mark, "last": chunk[-1].n}
         except Busy:
             reason = "a consolidation pass of this task is running"
+        finally:
+            if tables is not None:
+                tables.source = "cli"
         return Consolidation(task_id, dry_run, reason, passes, self.status(task_id))
 
     def _pass(
