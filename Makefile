@@ -34,6 +34,7 @@ bench: install
 	$(PY) bench/bench_memory.py
 	$(PY) bench/bench_kb.py
 	$(PY) bench/bench_tables.py
+	$(PY) bench/bench_tasks.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -233,6 +233,11 @@ class ContextAssembler:
         return messages[: len(messages) - keep], messages[len(messages) - keep :]
 
     def _summary(self, task_id: str, older: list[TaskMessage]) -> HistorySummary:
+        from ..models import ModelCall
+
+        if not ModelCall("compact", self.vault.config.models, self.environ).configured:
+            # No model, no cache: the digest is cheap to make, so the older messages are not hashed.
+            return HistorySummary(self._digest(older), "digest", [older[0].n, older[-1].n])
         covered = hashlib.sha256(
             json.dumps([m.to_json() for m in older], ensure_ascii=False).encode()
         ).hexdigest()
