@@ -112,3 +112,15 @@ def init(
         output.emit_json(created.to_json())
     else:
         output.emit_text(f"created vault {created.root} (default user {created.config.default_user})")
+
+
+@app.command()
+def mcp(
+    ctx: typer.Context,
+    task: str | None = typer.Option(None, "--task", help="Offer knowledge_ask over this task's documents."),
+) -> None:
+    """Serve the Model Context Protocol on stdio (for Claude Code, Claude Desktop, Cursor, …)."""
+    from ..mcp_server import serve
+
+    state = state_of(ctx)
+    serve(state.vault_option, state.user_option, task, os.environ, Path.cwd())
