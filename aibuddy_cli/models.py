@@ -169,7 +169,24 @@ def _litellm() -> Any:
 
 
 def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
-    """One chat completion; returns litellm's response message. Raises ModelError on any failure.
+    """One chat completion; returns the response message (content, tool_calls). Raises ModelError
+    on any failure. From the `aibuddy` command it asks the warm model worker first (worker.py);
+    without one, the call runs here."""
+    import aibuddy_cli
+
+    if aibuddy_cli.use_worker and settings.problem is None and settings.model is not None:
+        from . import worker
+
+        try:
+            return worker.complete(settings, messages, options)
+        except worker.WorkerUnavailable:
+            pass
+    return call_in_process(settings, messages, **options)
+
+
+def call_in_process(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
+    """One chat completion in this process; returns litellm's response message. Raises ModelError
+    on any failure.
 
     The call runs on a model worker thread so the configured timeout bounds it even if the
     provider client ignores its own timeout; anything litellm prints there is dropped, never sent

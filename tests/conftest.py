@@ -41,6 +41,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(("AIBUDDY_", "OPENAI_", "LITELLM_", "ANTHROPIC_")):
             monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AIBUDDY_WORKER", "0")  # children started without child_env too
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -106,6 +107,7 @@ def child_env(vault_root: Path, user: str = "demo", **extra: str) -> dict[str, s
     """The environment of a child `aibuddy` process: this vault and user, none of the caller's
     AIBUDDY_/OPENAI_ settings, and PYTHONPATH to the code these tests import."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
+    clean["AIBUDDY_WORKER"] = "0"  # no model worker outlives a test: the worker's own tests turn it on
     return {**clean, "AIBUDDY_VAULT": str(vault_root), "AIBUDDY_USER": user, **extra, "PYTHONPATH": str(CODE)}
 
 

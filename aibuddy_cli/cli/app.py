@@ -124,3 +124,37 @@ def mcp(
 
     state = state_of(ctx)
     serve(state.vault_option, state.user_option, task, os.environ, Path.cwd())
+
+
+worker_app = typer.Typer(help="The model worker: litellm kept warm between commands.", no_args_is_help=True)
+app.add_typer(worker_app, name="worker")
+
+
+@worker_app.command("status")
+def worker_status(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Whether a worker serves this environment's model calls."""
+    from .. import worker
+
+    state = state_of(ctx, json)
+    found = worker.status(os.environ)
+    text = f"running (pid {found.pid}, {found.calls} calls)" if found.running else "not running"
+    output.render(state.json, found.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+@worker_app.command("stop")
+def worker_stop(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Stop this environment's worker (the next model call runs in-process and starts one)."""
+    from .. import worker
+
+    state = state_of(ctx, json)
+    found = worker.stop(os.environ)
+    text = "stopped" if not found.running else "still running"
+    output.render(state.json, found.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+@worker_app.command("serve", hidden=True)
+def worker_serve() -> None:
+    """Serve model calls until idle (started by the first model call that finds no worker)."""
+    from .. import worker
+
+    worker.serve(os.environ)
