@@ -35,6 +35,7 @@ bench: install
 	$(PY) bench/bench_kb.py
 	$(PY) bench/bench_tables.py
 	$(PY) bench/bench_tasks.py
+	$(PY) bench/bench_models.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
