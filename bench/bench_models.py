@@ -132,7 +132,8 @@ def main() -> None:
         "",
         f"- shell loop calls 2-6, median under 1 s: {ms(warm_median)} — "
         + ("PASS" if warm_median < 1 else "FAIL"),
-        f"- MCP calls 2-10, each under 0.3 s: worst {ms(mcp_worst)} — " + ("PASS" if mcp_worst < 0.3 else "FAIL"),
+        f"- MCP calls 2-10, each under 0.3 s: worst {ms(mcp_worst)} — "
+        + ("PASS" if mcp_worst < 0.3 else "FAIL"),
     ]
     text = "\n".join(lines) + "\n"
     OUT.parent.mkdir(parents=True, exist_ok=True)
