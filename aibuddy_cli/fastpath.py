@@ -238,7 +238,7 @@ def _read(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
 
 def _table_filter(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
     from .cli import table_output
-    from .tables.queries import names_list
+    from .tables.schema import names_list
 
     result = session.tables.queries.filter(
         args["tables"],

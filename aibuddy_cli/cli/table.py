@@ -7,19 +7,19 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ..errors import Aborted, InvalidInput, NotFound, UsageError
-from ..tables.changes import Change, Changes
-from ..tables.queries import SearchResult, names_list
-from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, ColumnSpec, json_text
-from ..tables.service import TableService
-from ..tables.state import TableList
+from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, ColumnSpec, json_text, names_list
 from . import output, table_output
 from .context import AppState, state_of, stdin_is_terminal
 from .output import render
+
+if TYPE_CHECKING:  # the table modules load when a table command runs, not for every command's help
+    from ..tables.changes import Change, Changes
+    from ..tables.service import TableService
 
 app = typer.Typer(help="Knowledge tables: typed rows in git-friendly CSV files.", no_args_is_help=True)
 columns_app = typer.Typer(
@@ -40,7 +40,7 @@ def _tables(state: AppState) -> TableService:
 
 def _changed(state: AppState, change: Change | Changes) -> None:
     state.report_warnings()
-    changes = change.changes if isinstance(change, Changes) else [change]
+    changes: list[Change] = getattr(change, "changes", None) or [change]  # type: ignore[list-item]
     text = "\n".join(table_output.change_text(c) for c in changes)
     render(state.json, change.to_json, lambda: text, lambda: output.emit_text(text))
 
@@ -69,6 +69,8 @@ def list_(ctx: typer.Context, json: bool = JsonOption) -> None:
     """Your tables and your teams' tables."""
     state = state_of(ctx, json)
     service = _tables(state)
+    from ..tables.state import TableList
+
     result = TableList(service.state.user, service.queries.list_tables())
     state.report_warnings()
     text = table_output.tables_text(result.tables)
@@ -233,6 +235,8 @@ def delete(
     """Delete tables (the journal keeps their schema and rows)."""
     state = state_of(ctx, json)
     _confirm(yes, f"Delete {', '.join(tables)}?")
+    from ..tables.changes import Changes
+
     _changed(state, Changes(_tables(state).changes.delete(tables)))
 
 
@@ -390,6 +394,8 @@ def column_copy(
 ) -> None:
     """Copy a column to another table, row by row where the keys are equal."""
     state = state_of(ctx, json)
+    from ..tables.changes import Changes
+
     _changed(state, Changes(_tables(state).changes.copy_column(table, column, to_table)))
 
 
@@ -403,6 +409,8 @@ def column_move(
 ) -> None:
     """Move a column to another table, row by row where the keys are equal."""
     state = state_of(ctx, json)
+    from ..tables.changes import Changes
+
     _changed(state, Changes(_tables(state).changes.copy_column(table, column, to_table, move=True)))
 
 
@@ -442,6 +450,8 @@ def ask(
     state.report_warnings()
     text = answer.answer
     if answer.hits:
+        from ..tables.queries import SearchResult
+
         text += "\n" + table_output.search_text(SearchResult(question, answer.method, answer.hits))
     render(state.json, answer.to_json, lambda: text, lambda: output.emit_text(text))
 

@@ -33,11 +33,6 @@ if TYPE_CHECKING:
 Row = dict[str, Any]
 
 
-def names_list(text: str | None) -> list[str] | None:
-    """Column names given as one comma-separated option (`--columns name,city`)."""
-    return [name.strip() for name in text.split(",") if name.strip()] if text else None
-
-
 class RowSet(NamedTuple):
     table: str
     columns: list[str]

@@ -35,6 +35,11 @@ def check_name(name: str, what: str = "column") -> str:
     return name
 
 
+def names_list(text: str | None) -> list[str] | None:
+    """Column names given as one comma-separated option (`--columns name,city`)."""
+    return [name.strip() for name in text.split(",") if name.strip()] if text else None
+
+
 class ColumnSpec(NamedTuple):
     name: str
     type: str
