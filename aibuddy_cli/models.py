@@ -157,7 +157,11 @@ def _litellm() -> Any:
             os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             import logging
+            import warnings
 
+            # Notes pydantic makes about litellm's types while it builds them (at import and at
+            # the first call) are not the user's business: never printed on stderr.
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"pydantic\._internal")
             import litellm
 
             litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners
@@ -184,45 +188,42 @@ def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **o
     return call_in_process(settings, messages, **options)
 
 
-def call_in_process(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
-    """One chat completion in this process; returns litellm's response message. Raises ModelError
-    on any failure.
-
-    The call runs on a model worker thread so the configured timeout bounds it even if the
-    provider client ignores its own timeout; anything litellm prints there is dropped, never sent
-    to stdout.
-    """
+def _litellm_call(settings: ModelSettings, function: str, **arguments: Any) -> Any:
+    """`litellm.<function>(model=…, **arguments)` with the role's settings and no retries, on a
+    model worker thread, so the configured timeout bounds it even if the provider client ignores
+    its own; anything litellm prints there is dropped, never sent to stdout. The timeout bounds
+    the call's whole wall time, litellm's import included (seconds on a cold start): a script
+    that sets AIBUDDY_TIMEOUT=1 gets its answer or fallback in 1 s. Raises ModelError."""
     if settings.problem is not None:
         raise ModelError(f"{settings.role} model not called: {settings.problem}")
     if settings.model is None:
         raise ModelError(f"no model configured for the {settings.role} role")
 
     def call() -> Any:
-        litellm = _litellm()
         kwargs: dict[str, Any] = dict(
-            model=settings.model,
-            messages=list(messages),
-            timeout=settings.timeout,
-            num_retries=0,
-            max_retries=0,
-            **options,
+            model=settings.model, timeout=settings.timeout, num_retries=0, max_retries=0, **arguments
         )
         if settings.api_base:
             kwargs["api_base"] = settings.api_base
-        return litellm.completion(**kwargs)
+        return getattr(_litellm(), function)(**kwargs)
 
     from . import model_workers
 
     model_workers.gate_stdout()
-    # The timeout bounds the call's whole wall time, litellm's import included (seconds on a
-    # cold start): a script that sets AIBUDDY_TIMEOUT=1 gets its answer or fallback in 1 s.
     job = model_workers.run(call, settings.timeout)
     if job.abandoned:
         raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s")
     if job.error is not None:
         raise ModelError(_describe(job.error, settings))
+    return job.result
+
+
+def call_in_process(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
+    """One chat completion in this process; returns litellm's response message. Raises ModelError
+    on any failure."""
+    result = _litellm_call(settings, "completion", messages=list(messages), **options)
     try:
-        return job.result.choices[0].message
+        return result.choices[0].message
     except (AttributeError, IndexError, KeyError, TypeError):
         raise ModelError(f"{settings.role} model returned no message") from None
 
@@ -230,29 +231,9 @@ def call_in_process(settings: ModelSettings, messages: Sequence[Mapping[str, Any
 def embed(settings: ModelSettings, texts: Sequence[str]) -> list[list[float]]:
     """Embeddings of texts through litellm.embedding, one vector each, in order. Raises ModelError
     on any failure, a timeout included, or a reply that is not one vector per text."""
-    if settings.problem is not None:
-        raise ModelError(f"{settings.role} model not called: {settings.problem}")
-    if settings.model is None:
-        raise ModelError(f"no model configured for the {settings.role} role")
-
-    def call() -> Any:
-        kwargs: dict[str, Any] = dict(
-            model=settings.model, input=list(texts), timeout=settings.timeout, num_retries=0, max_retries=0
-        )
-        if settings.api_base:
-            kwargs["api_base"] = settings.api_base
-        return _litellm().embedding(**kwargs)
-
-    from . import model_workers
-
-    model_workers.gate_stdout()
-    job = model_workers.run(call, settings.timeout)
-    if job.abandoned:
-        raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s")
-    if job.error is not None:
-        raise ModelError(_describe(job.error, settings))
+    result = _litellm_call(settings, "embedding", input=list(texts))
     try:
-        items = sorted(job.result.data, key=lambda item: _item(item, "index"))
+        items = sorted(result.data, key=lambda item: _item(item, "index"))
         vectors = [[float(x) for x in _item(item, "embedding")] for item in items]
     except (AttributeError, KeyError, TypeError, ValueError):
         raise ModelError(f"{settings.role} model returned no embeddings") from None

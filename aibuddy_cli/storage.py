@@ -452,10 +452,9 @@ class FileStore:
         return release
 
 
-class ReadOnlyStore:
-    """Another store seen through a handle that can only read: every write is refused
-    (NotAllowed). The read-only model loops get this, so no tool, whatever a model calls, can
-    change a file."""
+class StoreView:
+    """Another store seen through a wrapper that passes every call on; subclasses change what
+    writing means (refused, recorded first)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -474,6 +473,29 @@ class ReadOnlyStore:
 
     def exists(self, key: str) -> bool:
         return self._store.exists(key)
+
+    def write(self, key: str, data: bytes, *, create: bool = False) -> Entry:
+        return self._store.write(key, data, create=create)
+
+    def append(self, key: str, data: bytes) -> None:
+        self._store.append(key, data)
+
+    def move(self, key: str, new_key: str) -> None:
+        self._store.move(key, new_key)
+
+    def replace(self, key: str, new_key: str) -> None:
+        self._store.replace(key, new_key)
+
+    def delete(self, key: str) -> None:
+        self._store.delete(key)
+
+    def lock(self, name: str, timeout: float = 30.0) -> AbstractContextManager[None]:
+        return self._store.lock(name, timeout)
+
+
+class ReadOnlyStore(StoreView):
+    """A store through a handle that can only read: every write is refused (NotAllowed). The
+    read-only model loops get this, so no tool, whatever a model calls, can change a file."""
 
     def _refuse(self, key: str) -> NoReturn:
         from .errors import NotAllowed

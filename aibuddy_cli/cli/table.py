@@ -45,13 +45,14 @@ def _changed(state: AppState, change: Change | Changes) -> None:
     render(state.json, change.to_json, lambda: text, lambda: output.emit_text(text))
 
 
-def _confirm(yes: bool, question: str) -> None:
+def _confirm(yes: bool, question: str, verb: str = "delete", done: str = "deleted") -> None:
+    """Ask on a terminal (stderr: stdout may be JSON); without one, --yes is required."""
     if yes:
         return
     if not stdin_is_terminal():
-        raise UsageError("refusing to delete without --yes when stdin is not a terminal")
+        raise UsageError(f"refusing to {verb} without --yes when stdin is not a terminal")
     if not typer.confirm(question, default=False, err=True):
-        raise Aborted("nothing deleted")
+        raise Aborted(f"nothing {done}")
 
 
 def _json_value(text: str, what: str) -> Any:
@@ -524,11 +525,7 @@ def undo(
     from ..tables.undo import undo_last
 
     state = state_of(ctx, json)
-    if not yes:
-        if not stdin_is_terminal():
-            raise UsageError("refusing to undo without --yes when stdin is not a terminal")
-        if not typer.confirm("Undo your last table update or refactor?", default=False, err=True):
-            raise Aborted("nothing undone")
+    _confirm(yes, "Undo your last table update or refactor?", "undo", "undone")
     undone = undo_last(_tables(state).state)
     state.report_warnings()
     text = f"undid run {undone.run}: " + ", ".join(undone.files)

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from contextlib import AbstractContextManager
 from typing import Any, NamedTuple
 
 from ..errors import Conflict, NotFound
-from ..storage import Entry, Store
+from ..storage import Entry, Store, StoreView
 from .state import JOURNAL, TablesState
 
 UNDO_FOLDER = ".aibuddy/undo"
@@ -32,11 +31,11 @@ def _current(store: Store, key: str) -> bytes | None:
         return None
 
 
-class SnapshotStore:
+class SnapshotStore(StoreView):
     """A store that keeps each table file's bytes before the run first changes it."""
 
     def __init__(self, store: Store, run: str) -> None:
-        self._store = store
+        super().__init__(store)
         self.run = run
         self.before: dict[str, str | None] = {}
 
@@ -62,44 +61,21 @@ class SnapshotStore:
         if self.before:
             self._save({key: _sha(_current(self._store, key)) for key in self.before})
 
-    # --- the Store protocol ---------------------------------------------------------------
-
-    def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]:
-        return self._store.scan(prefix, suffix)
-
-    def folders(self, prefix: str) -> list[str]:
-        return self._store.folders(prefix)
-
-    def read(self, key: str) -> tuple[bytes, Entry]:
-        return self._store.read(key)
-
-    def stat(self, key: str) -> Entry:
-        return self._store.stat(key)
-
-    def exists(self, key: str) -> bool:
-        return self._store.exists(key)
-
     def write(self, key: str, data: bytes, *, create: bool = False) -> Entry:
         self._keep(key)
-        return self._store.write(key, data, create=create)
-
-    def append(self, key: str, data: bytes) -> None:
-        self._store.append(key, data)
+        return super().write(key, data, create=create)
 
     def move(self, key: str, new_key: str) -> None:
         self._keep(key, new_key)
-        self._store.move(key, new_key)
+        super().move(key, new_key)
 
     def replace(self, key: str, new_key: str) -> None:
         self._keep(key, new_key)
-        self._store.replace(key, new_key)
+        super().replace(key, new_key)
 
     def delete(self, key: str) -> None:
         self._keep(key)
-        self._store.delete(key)
-
-    def lock(self, name: str, timeout: float = 30.0) -> AbstractContextManager[None]:
-        return self._store.lock(name, timeout)
+        super().delete(key)
 
 
 class Undone(NamedTuple):
