@@ -232,5 +232,8 @@ def init_vault(path: Path, user: str) -> Vault:
     if missing:
         separator = "" if existing.endswith("\n") or not existing else "\n"
         gitignore.write_text(existing + separator + "\n".join(missing) + "\n", encoding="utf-8")
+    from .gitmerge import write_attributes
+
+    write_attributes(path)  # the merge driver's routes; `aibuddy git setup` registers the driver
     (path / CONFIG_FILE).write_text(config_template(user), encoding="utf-8")
     return Vault.open(path)

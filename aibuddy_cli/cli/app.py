@@ -158,3 +158,31 @@ def worker_serve() -> None:
     from .. import worker
 
     worker.serve(os.environ)
+
+
+git_app = typer.Typer(help="A vault shared through git: the merge driver.", no_args_is_help=True)
+app.add_typer(git_app, name="git")
+
+
+@git_app.command("setup")
+def git_setup(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Register the aibuddy merge driver in this vault's git repository (once per clone)."""
+    from .. import gitmerge
+
+    state = state_of(ctx, json)
+    done = gitmerge.setup(state.session().vault.root)
+    text = f"merge driver registered in {done.repository}"
+    output.render(state.json, done.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+@git_app.command("merge-file", hidden=True)
+def git_merge_file(
+    base: Path = typer.Argument(...),
+    current: Path = typer.Argument(...),
+    other: Path = typer.Argument(...),
+    path: str = typer.Argument(..., help="The file's path in the repository (%P)."),
+) -> None:
+    """The merge driver git runs: merge OTHER into CURRENT over BASE (exit 1 on a conflict)."""
+    from .. import gitmerge
+
+    raise typer.Exit(gitmerge.merge_file(base, current, other, path))

@@ -1,0 +1,111 @@
+"""A vault shared through git: two clones of one remote recall and save concurrently, and the
+aibuddy merge driver merges them; a real disagreement stays a git conflict."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import child_env, run_aibuddy
+
+from aibuddy_cli.vault import init_vault
+
+GIT_USER = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+
+
+def git(repo: Path, *args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(repo), *GIT_USER, *args], env=env, capture_output=True, text=True, check=check
+    )
+
+
+@pytest.fixture
+def clones(tmp_path: Path, aibuddy_exe: list[str]) -> tuple[Path, Path, dict[str, str]]:
+    origin = tmp_path / "origin"
+    init_vault(origin, "demo")
+    env = child_env(origin)
+    git(origin, "init", "-q", "-b", "main", env=env)
+    git(origin, "add", "-A", env=env)
+    git(origin, "commit", "-qm", "vault", env=env)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(origin), str(remote)], check=True, env=env)
+    clones = []
+    for name in ("a", "b"):
+        clone = tmp_path / name
+        subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True, env=env)
+        setup = run_aibuddy(aibuddy_exe, "--vault", str(clone), "git", "setup", "--json", env=env)
+        assert setup.returncode == 0, setup.stderr
+        clones.append(clone)
+    return clones[0], clones[1], env
+
+
+def aibuddy(aibuddy_exe: list[str], clone: Path, env: dict[str, str], *args: str) -> dict:
+    result = run_aibuddy(aibuddy_exe, "--vault", str(clone), *args, "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_recalls_and_saves_in_two_clones_merge_without_conflict(
+    aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]
+) -> None:
+    a, b, env = clones
+    assert ".gitattributes" in git(a, "ls-files", env=env).stdout
+    aibuddy(
+        aibuddy_exe, a, env, "memory", "save", "tea", "--type", "user", "--description", "Drinks green tea"
+    )
+    git(a, "add", "-A", env=env)
+    git(a, "commit", "-qm", "tea", env=env)
+    git(a, "push", "-q", env=env)
+    git(b, "pull", "-q", "--no-rebase", env=env)
+    for _ in range(2):
+        aibuddy(aibuddy_exe, a, env, "memory", "recall", "green tea")
+    for _ in range(3):
+        aibuddy(aibuddy_exe, b, env, "memory", "recall", "green tea")
+    aibuddy(aibuddy_exe, b, env, "memory", "save", "coffee", "--type", "user", "--description", "No coffee")
+    for clone, message in ((a, "recalls in a"), (b, "recalls in b")):
+        git(clone, "add", "-A", env=env)
+        git(clone, "commit", "-qm", message, env=env)
+    git(a, "push", "-q", env=env)
+    pulled = git(b, "pull", "-q", "--no-rebase", env=env, check=False)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    record = aibuddy(aibuddy_exe, b, env, "memory", "show", "tea")
+    assert record["recallCount"] == 5
+    assert {r["name"] for r in aibuddy(aibuddy_exe, b, env, "memory", "list")["records"]} == {"tea", "coffee"}
+    assert git(b, "status", "--porcelain", env=env).stdout == ""
+
+
+def test_two_different_body_edits_stay_a_conflict(
+    aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]
+) -> None:
+    a, b, env = clones
+    aibuddy(
+        aibuddy_exe,
+        a,
+        env,
+        "memory",
+        "save",
+        "tea",
+        "--type",
+        "user",
+        "--description",
+        "Tea",
+        "--body",
+        "Green.",
+    )
+    git(a, "add", "-A", env=env)
+    git(a, "commit", "-qm", "tea", env=env)
+    git(a, "push", "-q", env=env)
+    git(b, "pull", "-q", "--no-rebase", env=env)
+    aibuddy(aibuddy_exe, a, env, "memory", "update", "tea", "--body", "Green, no sugar.")
+    aibuddy(aibuddy_exe, b, env, "memory", "update", "tea", "--body", "Black with milk.")
+    for clone in (a, b):
+        git(clone, "commit", "-qam", "edit", env=env)
+    git(a, "push", "-q", env=env)
+    pulled = git(b, "pull", "-q", "--no-rebase", env=env, check=False)
+    assert pulled.returncode != 0 and "CONFLICT" in pulled.stdout + pulled.stderr
+    text = (b / "memory/demo/tea.md").read_text()
+    assert "<<<<<<<" in text and "Green, no sugar." in text and "Black with milk." in text
+    shown = run_aibuddy(aibuddy_exe, "--vault", str(b), "memory", "show", "tea", env=env)
+    assert shown.returncode == 6 and b"merge conflict" in shown.stderr
