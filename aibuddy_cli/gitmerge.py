@@ -21,18 +21,27 @@ from typing import Any, NamedTuple
 
 from .errors import AibuddyError, MalformedRecord, NotFound
 
-ATTRIBUTES = ("memory/**/*.md merge=aibuddy",)
+ATTRIBUTES = (
+    "memory/**/*.md merge=aibuddy",
+    "tables/**/*.csv merge=aibuddy",
+    "tables/**/*.schema.json merge=aibuddy",
+)
 DRIVER_NAME = "aibuddy: recall telemetry and concurrent edits"
 
 
 def merge_file(base: Path, current: Path, other: Path, path: str) -> int:
     """Merge other into current (in place) over base; the exit status git expects."""
+    merged: str | None = None
     if path.startswith("memory/") and path.endswith(".md"):
         merged = _merged_record(base, current, other, Path(path).stem)
-        if merged is not None:
-            current.write_bytes(merged.encode("utf-8"))
-            return 0
-    return _git_merge_file(base, current, other)
+    elif path.startswith("tables/") and path.endswith(".schema.json"):
+        merged = _merged_schema(base, current, other)
+    elif path.startswith("tables/") and path.endswith(".csv"):
+        merged = _merged_rows(base, current, other)
+    if merged is None:
+        return _git_merge_file(base, current, other)
+    current.write_bytes(merged.encode("utf-8"))
+    return 0
 
 
 def _git_merge_file(base: Path, current: Path, other: Path) -> int:
@@ -84,6 +93,107 @@ def _merged_record(base: Path, current: Path, other: Path, name: str) -> str | N
     )
     text = render_record(merged)
     return with_line_ending(text, line_ending(texts[1])) if line_ending(texts[1]) != "\n" else text
+
+
+# --- tables ----------------------------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _merged_schema(base: Path, current: Path, other: Path) -> str | None:
+    """Schemas: description and key three-way, columns by name (one side's new column is added,
+    a column both sides typed differently is a conflict), the next key the larger."""
+    import json
+
+    texts = [_read_text(path) for path in (base, current, other)]
+    try:
+        old, ours, theirs = (json.loads(text) if text else None for text in texts)
+        if not (isinstance(ours, dict) and isinstance(theirs, dict)):
+            return None
+        old = old if isinstance(old, dict) else {}
+        merged = dict(ours)
+        for key in ("description", "key"):
+            value = _three_way(old.get(key), ours.get(key), theirs.get(key))
+            if value is _CONFLICT:
+                return None
+            merged[key] = value
+        columns = {c["name"]: c for c in ours["columns"]}
+        old_columns = {c["name"]: c for c in old.get("columns", [])}
+        for column in theirs["columns"]:
+            mine = columns.get(column["name"])
+            if mine is None:
+                if column["name"] not in old_columns:  # theirs added it; a column ours deleted stays deleted
+                    columns[column["name"]] = column
+            elif mine != column:
+                value = _three_way(old_columns.get(column["name"]), mine, column)
+                if value is _CONFLICT:
+                    return None
+                columns[column["name"]] = value
+        merged["columns"] = list(columns.values())
+        merged["next_key"] = max(int(ours["next_key"]), int(theirs["next_key"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return json.dumps(merged, ensure_ascii=False, indent=2) + "\n"
+
+
+def _merged_rows(base: Path, current: Path, other: Path) -> str | None:
+    """Rows by key (the first column): each side's changes and deletions apply; rows both sides
+    added under one key are kept both, the merging side's (ours) renumbered after the largest
+    key, so keys already pushed stay; the same row changed differently on both sides is a
+    conflict. Columns are the union."""
+    import csv
+    import io
+
+    tables = []
+    for path in (base, current, other):
+        text = _read_text(path)
+        if text is None:
+            return None
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+        tables.append((rows[0], rows[1:]) if rows else ([], []))
+    (old_header, _), (our_header, _), (their_header, _) = tables
+    if not our_header or not their_header or our_header[0] != their_header[0]:
+        return None
+    header = [*our_header, *(c for c in their_header if c not in our_header and c not in old_header)]
+
+    def keyed(table: tuple[list[str], list[list[str]]]) -> dict[str, dict[str, str]]:
+        names, rows = table
+        return {row[0]: dict(zip(names, row, strict=False)) for row in rows if row}
+
+    old, ours, theirs = (keyed(table) for table in tables)
+    merged: dict[str, dict[str, str]] = {}
+    renumbered: list[dict[str, str]] = []
+    for key in dict.fromkeys([*ours, *theirs]):
+        a, b, o = ours.get(key), theirs.get(key), old.get(key)
+        if key in old:
+            value = _three_way(o, a, b)
+            if value is _CONFLICT:
+                return None
+            if value is not None:
+                merged[key] = value
+        elif a is not None and b is not None and a != b:
+            merged[key] = b  # the keys others already have stay; the merging side's row moves
+            renumbered.append(a)
+        else:
+            merged[key] = a if a is not None else b  # type: ignore[assignment]
+    try:
+        largest = max((int(key) for key in merged), default=0)
+    except ValueError:
+        return None
+    for offset, row in enumerate(renumbered, 1):
+        row = {**row, header[0]: str(largest + offset)}
+        merged[row[header[0]]] = row
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for key in sorted(merged, key=int):
+        writer.writerow([merged[key].get(column, "") for column in header])
+    return out.getvalue()
 
 
 # --- set-up --------------------------------------------------------------------------------------

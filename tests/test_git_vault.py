@@ -109,3 +109,87 @@ def test_two_different_body_edits_stay_a_conflict(
     assert "<<<<<<<" in text and "Green, no sugar." in text and "Black with milk." in text
     shown = run_aibuddy(aibuddy_exe, "--vault", str(b), "memory", "show", "tea", env=env)
     assert shown.returncode == 6 and b"merge conflict" in shown.stderr
+
+
+def test_rows_added_in_two_clones_merge_with_unique_keys(
+    aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]
+) -> None:
+    a, b, env = clones
+    aibuddy(aibuddy_exe, a, env, "table", "create", "vendors", "-c", "name:str")
+    aibuddy(aibuddy_exe, a, env, "table", "add", "vendors", "--row", '{"name": "Acme"}')
+    git(a, "add", "-A", env=env)
+    git(a, "commit", "-qm", "vendors", env=env)
+    git(a, "push", "-q", env=env)
+    git(b, "pull", "-q", "--no-rebase", env=env)
+    aibuddy(
+        aibuddy_exe,
+        a,
+        env,
+        "table",
+        "add",
+        "vendors",
+        "--row",
+        '{"name": "Globex"}',
+        "--row",
+        '{"name": "Hooli"}',
+    )
+    aibuddy(aibuddy_exe, b, env, "table", "add", "vendors", "--row", '{"name": "Initech", "city": "Austin"}')
+    aibuddy(
+        aibuddy_exe,
+        b,
+        env,
+        "table",
+        "update-rows",
+        "vendors",
+        "--where",
+        'name == "Acme"',
+        "--set",
+        '{"name": "Acme Corp"}',
+    )
+    for clone in (a, b):
+        git(clone, "add", "-A", env=env)
+        git(clone, "commit", "-qm", "rows", env=env)
+    git(a, "push", "-q", env=env)
+    pulled = git(b, "pull", "-q", "--no-rebase", env=env, check=False)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    rows = aibuddy(aibuddy_exe, b, env, "table", "filter", "vendors")["tables"][0]["rows"]
+    assert [(r["row_id"], r["name"]) for r in rows] == [
+        (1, "Acme Corp"),
+        (2, "Globex"),
+        (3, "Hooli"),
+        (4, "Initech"),
+    ]
+    assert rows[3]["city"] == "Austin" and rows[1]["city"] is None
+    assert git(b, "status", "--porcelain", env=env).stdout == ""
+    added = aibuddy(aibuddy_exe, b, env, "table", "add", "vendors", "--row", '{"name": "Umbrella"}')
+    assert added["keys"] == [5]
+
+
+def test_one_row_changed_differently_in_two_clones_is_a_conflict(
+    aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]
+) -> None:
+    a, b, env = clones
+    aibuddy(aibuddy_exe, a, env, "table", "create", "vendors", "-c", "name:str")
+    aibuddy(aibuddy_exe, a, env, "table", "add", "vendors", "--row", '{"name": "Acme"}')
+    git(a, "add", "-A", env=env)
+    git(a, "commit", "-qm", "vendors", env=env)
+    git(a, "push", "-q", env=env)
+    git(b, "pull", "-q", "--no-rebase", env=env)
+    for clone, name in ((a, "Acme A"), (b, "Acme B")):
+        aibuddy(
+            aibuddy_exe,
+            clone,
+            env,
+            "table",
+            "update-rows",
+            "vendors",
+            "--where",
+            "True",
+            "--set",
+            json.dumps({"name": name}),
+        )
+        git(clone, "commit", "-qam", "rename", env=env)
+    git(a, "push", "-q", env=env)
+    pulled = git(b, "pull", "-q", "--no-rebase", env=env, check=False)
+    assert pulled.returncode != 0 and "CONFLICT" in pulled.stdout + pulled.stderr
+    assert "<<<<<<<" in (b / "tables/personal/demo/vendors.csv").read_text()
