@@ -25,6 +25,7 @@ ATTRIBUTES = (
     "memory/**/*.md merge=aibuddy",
     "tables/**/*.csv merge=aibuddy",
     "tables/**/*.schema.json merge=aibuddy",
+    "knowledge/**/*.meta.json merge=aibuddy",
 )
 DRIVER_NAME = "aibuddy: recall telemetry and concurrent edits"
 
@@ -38,6 +39,8 @@ def merge_file(base: Path, current: Path, other: Path, path: str) -> int:
         merged = _merged_schema(base, current, other)
     elif path.startswith("tables/") and path.endswith(".csv"):
         merged = _merged_rows(base, current, other)
+    elif path.startswith("knowledge/") and path.endswith(".meta.json"):
+        merged = _merged_sidecar(base, current, other)
     if merged is None:
         return _git_merge_file(base, current, other)
     current.write_bytes(merged.encode("utf-8"))
@@ -196,6 +199,37 @@ def _merged_rows(base: Path, current: Path, other: Path) -> str | None:
     return out.getvalue()
 
 
+# --- document sidecars --------------------------------------------------------------------------
+
+DERIVED = ("title", "sha256", "outline")  # made from the body: the next command makes them again
+
+
+def _merged_sidecar(base: Path, current: Path, other: Path) -> str | None:
+    """Sidecars key by key. What is derived from the body (title, sha256, outline) takes ours
+    when both sides differ: the next command sees the merged body and its sidecar disagree and
+    derives them again (a ready document goes back to pending, as after any edit). A summary
+    both sides made differently keeps the later one's; review fields that differ conflict."""
+    import json
+
+    texts = [_read_text(path) for path in (base, current, other)]
+    try:
+        old, ours, theirs = (json.loads(text) if text else {} for text in texts)
+    except ValueError:
+        return None
+    if not (isinstance(old, dict) and isinstance(ours, dict) and isinstance(theirs, dict)) or not ours:
+        return None
+    merged = dict(ours)
+    for key in dict.fromkeys([*ours, *theirs]):
+        value = _three_way(old.get(key), ours.get(key), theirs.get(key))
+        if value is not _CONFLICT:
+            merged[key] = value
+        elif key in DERIVED or key in ("summary", "summary_sha256"):
+            merged[key] = ours.get(key)
+        else:
+            return None
+    return json.dumps(merged, ensure_ascii=False, indent=2) + "\n"
+
+
 # --- set-up --------------------------------------------------------------------------------------
 
 
@@ -235,3 +269,29 @@ def setup(root: Path) -> GitSetup:
             raise AibuddyError(f"git config {key} failed: {done.stderr.strip()}")
     write_attributes(root)
     return GitSetup(found.stdout.strip(), driver_command(), list(ATTRIBUTES))
+
+
+HINT = "git does not know the aibuddy merge driver in this clone: run `aibuddy git setup` once"
+
+
+def setup_hint(root: Path) -> str | None:
+    """A one-line hint, the first time a command runs in a clone whose git config lacks the
+    driver the vault's .gitattributes names (git does not copy config into a clone)."""
+    try:
+        if "merge=aibuddy" not in (root / ".gitattributes").read_text(encoding="utf-8"):
+            return None
+        marker = root / ".aibuddy" / "git-setup-hint"
+        if marker.exists():
+            return None
+        git = next((p / ".git" for p in (root, *root.parents) if (p / ".git").exists()), None)
+        if (
+            git is None
+            or not git.is_dir()
+            or '[merge "aibuddy"]' in (git / "config").read_text(encoding="utf-8")
+        ):
+            return None
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("shown\n", encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return HINT

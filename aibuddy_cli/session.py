@@ -68,6 +68,11 @@ class Session:
         sink: list[str] = [] if warnings is None else warnings
         found = locate_vault(vault, environ, Path.cwd() if cwd is None else cwd)
         sink.extend(found.config.warnings)
+        from .gitmerge import setup_hint
+
+        hint = setup_hint(found.root)
+        if hint is not None:
+            sink.append(hint)
         return cls(found, resolve_user(user, environ, found.config), environ=environ, warnings=sink)
 
     def take_warnings(self) -> list[str]:

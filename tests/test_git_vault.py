@@ -193,3 +193,33 @@ def test_one_row_changed_differently_in_two_clones_is_a_conflict(
     pulled = git(b, "pull", "-q", "--no-rebase", env=env, check=False)
     assert pulled.returncode != 0 and "CONFLICT" in pulled.stdout + pulled.stderr
     assert "<<<<<<<" in (b / "tables/personal/demo/vendors.csv").read_text()
+
+
+def test_a_clone_without_the_driver_gets_a_hint_once(
+    aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    _, _, env = clones
+    fresh = tmp_path / "fresh"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(fresh)], check=True, env=env)
+    first = run_aibuddy(aibuddy_exe, "--vault", str(fresh), "memory", "list", "--json", env=env)
+    assert first.returncode == 0 and first.stderr.decode().count("aibuddy git setup") == 1
+    again = run_aibuddy(aibuddy_exe, "--vault", str(fresh), "memory", "list", "--json", env=env)
+    assert again.stderr == b""
+    assert git(fresh, "status", "--porcelain", env=env).stdout == ""  # the marker is under .aibuddy/
+
+
+def test_sidecars_merge_key_by_key(tmp_path: Path) -> None:
+    from aibuddy_cli.gitmerge import merge_file
+
+    base = {"title": "Guide", "sha256": "a", "summary": None, "reviewed_by": None}
+    ours = {**base, "summary": "Ours."}
+    theirs = {**base, "reviewed_by": "alice"}
+    files = []
+    for name, data in (("base", base), ("ours", ours), ("theirs", theirs)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        files.append(path)
+    assert merge_file(*files, "knowledge/system/ready/guide.meta.json") == 0
+    assert json.loads(files[1].read_text()) == {**base, "summary": "Ours.", "reviewed_by": "alice"}
+    files[1].write_text(json.dumps({**base, "reviewed_by": "bob"}))
+    assert merge_file(*files, "knowledge/system/ready/guide.meta.json") == 1  # a review both changed
