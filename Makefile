@@ -36,6 +36,7 @@ bench: install
 	$(PY) bench/bench_tables.py
 	$(PY) bench/bench_tasks.py
 	$(PY) bench/bench_models.py
+	$(PY) bench/bench_git.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
