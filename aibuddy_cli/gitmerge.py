@@ -256,6 +256,14 @@ class GitSetup(NamedTuple):
         return self._asdict()
 
 
+def register_if_in_git(root: Path) -> None:
+    """At `aibuddy init`: register the driver when the vault is in a git repository already."""
+    try:
+        setup(root)
+    except AibuddyError:
+        pass  # not a repository (yet): `aibuddy git setup` after `git init` or a clone
+
+
 def setup(root: Path) -> GitSetup:
     """Register the driver in the repository holding root, and write the attributes."""
     found = subprocess.run(

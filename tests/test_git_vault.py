@@ -223,3 +223,15 @@ def test_sidecars_merge_key_by_key(tmp_path: Path) -> None:
     assert json.loads(files[1].read_text()) == {**base, "summary": "Ours.", "reviewed_by": "alice"}
     files[1].write_text(json.dumps({**base, "reviewed_by": "bob"}))
     assert merge_file(*files, "knowledge/system/ready/guide.meta.json") == 1  # a review both changed
+
+
+def test_init_in_a_git_repository_registers_the_driver(aibuddy_exe: list[str], tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = child_env(repo / "vault")
+    git(repo, "init", "-q", env=env)
+    made = run_aibuddy(aibuddy_exe, "--user", "demo", "init", str(repo / "vault"), env=env)
+    assert made.returncode == 0, made.stderr
+    driver = git(repo, "config", "--get", "merge.aibuddy.driver", env=env).stdout
+    assert driver.strip().endswith("git merge-file %O %A %B %P")
+    assert "tables/**/*.csv merge=aibuddy" in (repo / "vault/.gitattributes").read_text()

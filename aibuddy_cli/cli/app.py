@@ -108,6 +108,9 @@ def init(
     """Create a vault: folders, aibuddy.toml and a .gitignore for the derived .aibuddy/ cache."""
     state = state_of(ctx, json)
     created = init_vault(path, state.user_option or default_user_name(os.environ))
+    from ..gitmerge import register_if_in_git
+
+    register_if_in_git(created.root)  # in a git repository already: the merge driver too
     if json:
         output.emit_json(created.to_json())
     else:
