@@ -235,12 +235,9 @@ def _merged_sidecar(base: Path, current: Path, other: Path) -> str | None:
 
 def write_attributes(root: Path) -> None:
     """The vault's .gitattributes routes its merge-aware files to the driver (lines kept)."""
-    path = root / ".gitattributes"
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
-    missing = [line for line in ATTRIBUTES if line not in existing.splitlines()]
-    if missing:
-        separator = "" if existing.endswith("\n") or not existing else "\n"
-        path.write_text(existing + separator + "\n".join(missing) + "\n", encoding="utf-8")
+    from .vault import add_lines
+
+    add_lines(root / ".gitattributes", ATTRIBUTES)
 
 
 def driver_command() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -218,6 +218,15 @@ def default_user_name(environ: Mapping[str, str]) -> str:
     return candidate if _USER_NAME.fullmatch(candidate) else "me"
 
 
+def add_lines(path: Path, lines: Iterable[str]) -> None:
+    """Append the lines a file (.gitignore, .gitattributes) lacks; a person's lines are kept."""
+    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    missing = [line for line in lines if line not in existing.splitlines()]
+    if missing:
+        separator = "" if existing.endswith("\n") or not existing else "\n"
+        path.write_text(existing + separator + "\n".join(missing) + "\n", encoding="utf-8")
+
+
 def init_vault(path: Path, user: str) -> Vault:
     """Create the vault layout, aibuddy.toml and a .gitignore for the derived cache."""
     validate_user_name(user)
@@ -226,12 +235,7 @@ def init_vault(path: Path, user: str) -> Vault:
     path.mkdir(parents=True, exist_ok=True)
     for folder in VAULT_FOLDERS:
         (path / folder).mkdir(parents=True, exist_ok=True)
-    gitignore = path / ".gitignore"
-    existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
-    missing = [line for line in GITIGNORE_LINES if line not in existing.split()]
-    if missing:
-        separator = "" if existing.endswith("\n") or not existing else "\n"
-        gitignore.write_text(existing + separator + "\n".join(missing) + "\n", encoding="utf-8")
+    add_lines(path / ".gitignore", GITIGNORE_LINES)
     from .gitmerge import write_attributes
 
     write_attributes(path)  # the merge driver's routes; `aibuddy git setup` registers the driver
