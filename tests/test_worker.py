@@ -4,6 +4,7 @@ the real litellm client, the local fake server; the worker never makes a command
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -66,20 +67,27 @@ def test_the_first_model_call_starts_a_worker_that_serves_the_next(
 
 
 def test_a_stale_socket_never_fails_or_hangs_a_command(
-    aibuddy_exe: list[str], worker_env: dict[str, str], fake_openai: FakeOpenAI
+    worker_env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In-process, as the command runs it (use_worker on), so litellm is imported only once."""
+    import aibuddy_cli
+
+    for name, value in worker_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AIBUDDY_WORKER_IDLE", "0")  # no worker is started: the socket stays stale
+    monkeypatch.setattr(aibuddy_cli, "use_worker", True)
     fake_openai.default.content = '{"selected": ["tea"]}'
-    worker_env["AIBUDDY_WORKER_IDLE"] = "0"  # no worker is started: the socket stays stale
-    path = worker.socket_path(worker_env)
+    path = worker.socket_path(dict(os.environ))
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(str(path))
     dead.close()  # bound, never listening: connections are refused
+    memory = MemoryService(Vault.open(vault.root), "demo")
     started = time.monotonic()
-    assert recall(aibuddy_exe, worker_env)["method"] == "model"
+    assert memory.recall("tea").method == "model"
     assert time.monotonic() - started < 20
     path.unlink()
     path.write_text("not a socket")
-    assert recall(aibuddy_exe, worker_env)["method"] == "model"
+    assert memory.recall("tea").method == "model"
 
 
 def test_lexical_commands_never_start_a_worker(aibuddy_exe: list[str], worker_env: dict[str, str]) -> None:
