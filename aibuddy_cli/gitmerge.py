@@ -94,8 +94,7 @@ def _merged_record(base: Path, current: Path, other: Path, name: str) -> str | N
         last_recalled_at=_later(ours.last_recalled_at, theirs.last_recalled_at),
         updated=_later(ours.updated, theirs.updated),
     )
-    text = render_record(merged)
-    return with_line_ending(text, line_ending(texts[1])) if line_ending(texts[1]) != "\n" else text
+    return with_line_ending(render_record(merged), line_ending(texts[1]))
 
 
 # --- tables ----------------------------------------------------------------------------------------

@@ -298,3 +298,17 @@ def test_a_running_pass_can_be_cancelled(
     finally:
         hold.set()
     assert watermark(vault) is None
+
+
+def test_each_chunk_of_one_run_rolls_the_summary_the_chunk_before_wrote(
+    cli, vault: Vault, chat: str, model
+) -> None:
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("every = 4", "every = 2"))
+    model.reply_json({"summary": {"text": "First half.", "evidence": [1]}})
+    model.reply_json({"summary": {"text": "Both halves.", "evidence": [3]}})
+    passes = ok(cli("task", "consolidate", "t1", "--json"))["passes"]
+    assert [p["chunk"] for p in passes] == [[1, 2], [3, 4]]
+    second = model.requests[-1]["body"]["messages"][1]["content"]
+    assert second.startswith("Previous summary: First half.")
+    assert watermark(vault)["summary"] == "Both halves."

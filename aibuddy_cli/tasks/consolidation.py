@@ -80,13 +80,22 @@ def categories(settings: Any, environ: Mapping[str, str]) -> dict[str, bool]:
     return flags
 
 
-def consolidated(tasks: TaskService, task_id: str) -> tuple[int, str | None]:
-    """How far consolidation has come for the task: the last message, and the rolling summary."""
+def watermark(tasks: TaskService, task_id: str) -> dict[str, Any]:
+    """The task's watermark document, read once: "last" a message number (0 before any pass),
+    "summary" the rolling summary or None, whatever the file holds."""
     found = tasks.document(task_id, WATERMARK) or {}
     last, summary = found.get("last"), found.get("summary")
-    return (last if isinstance(last, int) and last >= 0 else 0), (
-        summary if isinstance(summary, str) else None
-    )
+    return {
+        **found,
+        "last": last if isinstance(last, int) and last >= 0 else 0,
+        "summary": summary if isinstance(summary, str) else None,
+    }
+
+
+def consolidated(tasks: TaskService, task_id: str) -> tuple[int, str | None]:
+    """How far consolidation has come for the task: the last message, and the rolling summary."""
+    mark = watermark(tasks, task_id)
+    return mark["last"], mark["summary"]
 
 
 class Status(NamedTuple):
@@ -168,10 +177,6 @@ class Consolidator:
 
     # --- watermark and status ------------------------------------------------------------------
 
-    def _watermark(self, task_id: str) -> dict[str, Any]:
-        found = self.tasks.document(task_id, WATERMARK) or {}
-        return {**found, "last": consolidated(self.tasks, task_id)[0]}
-
     def _lock_name(self, task_id: str) -> str:
         return f"consolidate-{self.tasks.user}-{task_id}"
 
@@ -186,14 +191,13 @@ class Consolidator:
 
     def status(self, task_id: str) -> Status:
         task = self.tasks.get(task_id)
-        mark = self._watermark(task_id)
+        mark = watermark(self.tasks, task_id)
         count = task.messages if task.messages is not None else len(self.tasks.messages(task_id))
-        summary = mark.get("summary")
         return Status(
             mark["last"],
             max(count - mark["last"], 0),
             self.running(task_id),
-            summary if isinstance(summary, str) else None,
+            mark["summary"],
         )
 
     # --- the trigger ---------------------------------------------------------------------------
@@ -201,7 +205,7 @@ class Consolidator:
     def after_message(self, task_id: str, message: TaskMessage) -> bool:
         """Start a background pass when message completes a chunk; never raises. True if started."""
         try:
-            if message.n - self._watermark(task_id)["last"] < self.settings.every:
+            if message.n - watermark(self.tasks, task_id)["last"] < self.settings.every:
                 return False
             if not any(categories(self.settings, self.environ).values()) or not self._model().configured:
                 return False
@@ -261,7 +265,7 @@ class Consolidator:
             with self.tasks.store.lock(self._lock_name(task_id), timeout=0):
                 if background:
                     self.tasks.store.write(self._pid_key(task_id), str(os.getpid()).encode())
-                mark = self._watermark(task_id)
+                mark = watermark(self.tasks, task_id)
                 messages = [m for m in self.tasks.messages(task_id) if m.n > mark["last"]]
                 every = self.settings.every
                 while messages and (len(messages) >= every or not background):
@@ -270,7 +274,8 @@ class Consolidator:
                     passes.append(done)
                     if not done.applied and not dry_run:
                         break
-                    mark = {**mark, "last": chunk[-1].n}
+                    # The next chunk rolls the summary this one wrote (a dry run wrote none).
+                    mark = {**mark, "last": chunk[-1].n} if dry_run else watermark(self.tasks, task_id)
         except Busy:
             reason = "a consolidation pass of this task is running"
         finally:
@@ -295,7 +300,7 @@ class Consolidator:
         if mark.get("digest") == digest:
             decisions.append(Decision("chunk", "skipped", "already consolidated"))
             return Pass([first, last], decisions, True)
-        previous = mark.get("summary") if isinstance(mark.get("summary"), str) else None
+        previous = mark["summary"]
 
         def ask(settings: ModelSettings) -> dict[str, Any]:
             from ..models import complete_json
