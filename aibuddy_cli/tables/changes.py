@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from ..errors import Conflict, InvalidInput, ModelUnavailable, NotFound
 from . import csvfile
 from .access import TableRef
-from .filters import compile_expression, compile_filter
+from .filters import compile_expression
 from .index import IndexedTable, from_sql
 from .schema import (
     COLUMN_TYPES,
@@ -241,12 +241,17 @@ class TableChanges:
     def _matching(self, table: IndexedTable, where: str) -> list[int]:
         if not where or not where.strip():
             raise InvalidInput('a filter is required (write "True" to mean every row)')
-        compiled = compile_filter(where, table.columns())
-        key = table.schema.key
-        found = self.state.index.query(
-            f'SELECT "{key}" FROM {table.rows} WHERE {compiled.sql}', compiled.params
-        )
+        clause, params = table.where(where)
+        found = self.state.index.query(f'SELECT "{table.schema.key}" FROM {table.rows}{clause}', params)
         return [row[0] for row in found]
+
+    def _computed(self, table: IndexedTable, expression: str) -> tuple[dict[int, Any], str | None]:
+        """An expression's value for every row, by key, and the type the expression has."""
+        compiled = compile_expression(expression, table.columns())
+        found = self.state.index.query(
+            f'SELECT "{table.schema.key}", {compiled.sql} FROM {table.rows}', compiled.params
+        )
+        return dict(found), compiled.type
 
     def _max_key(self, table: IndexedTable) -> int:
         found = self.state.index.query(f'SELECT max("{table.schema.key}") FROM {table.rows}')[0][0]
@@ -281,12 +286,9 @@ class TableChanges:
         def derive(table: IndexedTable, rows: list[Row]) -> tuple[TableSchema, dict[str, Any]]:
             if column in table.schema.types:
                 raise Conflict(f"column {column} exists in {table.ref.qualified}")
-            compiled = compile_expression(expression, table.columns())
+            found, computed_type = self._computed(table, expression)
             key = table.schema.key
-            found = dict(
-                self.state.index.query(f'SELECT "{key}", {compiled.sql} FROM {table.rows}', compiled.params)
-            )
-            chosen = type_ or _derived_type(compiled.type, found.values())
+            chosen = type_ or _derived_type(computed_type, found.values())
             if chosen not in COLUMN_TYPES:
                 raise InvalidInput(f"unknown type {chosen!r}: use {', '.join(COLUMN_TYPES)}")
             failed = self._fill(rows, key, column, chosen, found)
@@ -339,12 +341,7 @@ class TableChanges:
                 raise InvalidInput(f"unknown type {chosen!r}: use {', '.join(COLUMN_TYPES)}")
             key = table.schema.key
             if expression is not None:
-                compiled = compile_expression(expression, table.columns())
-                found = dict(
-                    self.state.index.query(
-                        f'SELECT "{key}", {compiled.sql} FROM {table.rows}', compiled.params
-                    )
-                )
+                found = self._computed(table, expression)[0]
             else:
                 found = {row[key]: cell_text(row.get(column), current.type) for row in rows}
             failed = self._fill(rows, key, column, chosen, found)

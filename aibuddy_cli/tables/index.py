@@ -93,6 +93,15 @@ class IndexedTable:
 
         return {c.name: Column(f'"{c.name}"', c.type) for c in self.schema.columns}
 
+    def where(self, expression: str | None, what: str = "filter") -> tuple[str, list[Any]]:
+        """The SQL WHERE clause of a filter over this table and its parameters ("" without one)."""
+        if not expression:
+            return "", []
+        from .filters import compile_filter
+
+        compiled = compile_filter(expression, self.columns(), what=what)
+        return f" WHERE {compiled.sql}", list(compiled.params)
+
     def decode(self, values: Sequence[Any], names: Sequence[str]) -> Row:
         types = self.schema.types
         return {name: from_sql(value, types[name]) for name, value in zip(names, values, strict=True)}

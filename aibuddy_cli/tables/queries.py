@@ -167,7 +167,7 @@ class TableQueries:
         self, table: IndexedTable, where: str | None, columns: Sequence[str] | None, limit: int, offset: int
     ) -> RowSet:
         names = self._columns(table, columns)
-        clause, params = self._where(table, where)
+        clause, params = table.where(where)
         key = table.schema.key
         selected = ", ".join(f'"{n}"' for n in names)
         # One scan: the count of all matches rides on each row returned (a window function).
@@ -194,15 +194,6 @@ class TableQueries:
         key = table.schema.key
         return [key, *dict.fromkeys(c for c in columns if c != key)]
 
-    @staticmethod
-    def _where(table: IndexedTable, where: str | None, what: str = "filter") -> tuple[str, list[Any]]:
-        if not where:
-            return "", []
-        from .filters import compile_filter
-
-        compiled = compile_filter(where, table.columns(), what=what)
-        return f" WHERE {compiled.sql}", list(compiled.params)
-
     # --- reduce --------------------------------------------------------------------------------
 
     def reduce(
@@ -224,7 +215,7 @@ class TableQueries:
                 raise InvalidInput(f"{metric} needs a numeric column; {name} is {column.type}")
         columns, group_by = list(dict.fromkeys(columns)), list(dict.fromkeys(group_by))
         where = where if where and where.strip() else None
-        clause, params = self._where(table, where)
+        clause, params = table.where(where)
         groups_sql = ", ".join(f'"{g}"' for g in group_by)
         if metric in _SQL_METRICS:
             aggregates = ", ".join(_SQL_METRICS[metric].format(f'"{c}"') for c in columns)
