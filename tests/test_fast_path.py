@@ -275,6 +275,11 @@ def test_kb_fast_path_and_typer_app_print_the_same(
     kb_vault: Vault, monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
     monkeypatch.setenv("AIBUDDY_VAULT", str(kb_vault.root))
+    assert_both_routes_print_the_same(args)
+
+
+def assert_both_routes_print_the_same(args: list[str]) -> None:
+    """The fast path takes args, and exits and prints exactly as the Typer app does."""
     out, err = io.StringIO(), io.StringIO()
     fast_code = fastpath.run(args, out, err)
     assert fast_code is not None, "the fast path should handle this call"
@@ -315,15 +320,7 @@ def test_table_fast_path_and_typer_app_print_the_same(
         {"name": "李雷", "city": "北京", "age": 28},
     ]
     tables.changes.add_rows("people", rows)
-    out, err = io.StringIO(), io.StringIO()
-    fast_code = fastpath.run(args, out, err)
-    assert fast_code is not None, "the fast path should handle this call"
-    typer_result = CliRunner().invoke(app, args)
-    assert (typer_result.exit_code, typer_result.stdout, typer_result.stderr) == (
-        fast_code,
-        out.getvalue(),
-        err.getvalue(),
-    )
+    assert_both_routes_print_the_same(args)
 
 
 def test_what_a_failing_command_noticed_is_still_reported(vault: Vault, tmp_path: Path) -> None:

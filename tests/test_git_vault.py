@@ -41,6 +41,14 @@ def clones(tmp_path: Path, aibuddy_exe: list[str]) -> tuple[Path, Path, dict[str
     return clones[0], clones[1], env
 
 
+def share(a: Path, b: Path, message: str, env: dict[str, str]) -> None:
+    """Commit everything in clone a, push it, and pull it into clone b."""
+    git(a, "add", "-A", env=env)
+    git(a, "commit", "-qm", message, env=env)
+    git(a, "push", "-q", env=env)
+    git(b, "pull", "-q", "--no-rebase", env=env)
+
+
 def aibuddy(aibuddy_exe: list[str], clone: Path, env: dict[str, str], *args: str) -> dict:
     result = run_aibuddy(aibuddy_exe, "--vault", str(clone), *args, "--json", env=env)
     assert result.returncode == 0, result.stderr
@@ -55,10 +63,7 @@ def test_recalls_and_saves_in_two_clones_merge_without_conflict(
     aibuddy(
         aibuddy_exe, a, env, "memory", "save", "tea", "--type", "user", "--description", "Drinks green tea"
     )
-    git(a, "add", "-A", env=env)
-    git(a, "commit", "-qm", "tea", env=env)
-    git(a, "push", "-q", env=env)
-    git(b, "pull", "-q", "--no-rebase", env=env)
+    share(a, b, "tea", env)
     for _ in range(2):
         aibuddy(aibuddy_exe, a, env, "memory", "recall", "green tea")
     for _ in range(3):
@@ -94,10 +99,7 @@ def test_two_different_body_edits_stay_a_conflict(
         "--body",
         "Green.",
     )
-    git(a, "add", "-A", env=env)
-    git(a, "commit", "-qm", "tea", env=env)
-    git(a, "push", "-q", env=env)
-    git(b, "pull", "-q", "--no-rebase", env=env)
+    share(a, b, "tea", env)
     aibuddy(aibuddy_exe, a, env, "memory", "update", "tea", "--body", "Green, no sugar.")
     aibuddy(aibuddy_exe, b, env, "memory", "update", "tea", "--body", "Black with milk.")
     for clone in (a, b):
@@ -117,10 +119,7 @@ def test_rows_added_in_two_clones_merge_with_unique_keys(
     a, b, env = clones
     aibuddy(aibuddy_exe, a, env, "table", "create", "vendors", "-c", "name:str")
     aibuddy(aibuddy_exe, a, env, "table", "add", "vendors", "--row", '{"name": "Acme"}')
-    git(a, "add", "-A", env=env)
-    git(a, "commit", "-qm", "vendors", env=env)
-    git(a, "push", "-q", env=env)
-    git(b, "pull", "-q", "--no-rebase", env=env)
+    share(a, b, "vendors", env)
     aibuddy(
         aibuddy_exe,
         a,
@@ -171,10 +170,7 @@ def test_one_row_changed_differently_in_two_clones_is_a_conflict(
     a, b, env = clones
     aibuddy(aibuddy_exe, a, env, "table", "create", "vendors", "-c", "name:str")
     aibuddy(aibuddy_exe, a, env, "table", "add", "vendors", "--row", '{"name": "Acme"}')
-    git(a, "add", "-A", env=env)
-    git(a, "commit", "-qm", "vendors", env=env)
-    git(a, "push", "-q", env=env)
-    git(b, "pull", "-q", "--no-rebase", env=env)
+    share(a, b, "vendors", env)
     for clone, name in ((a, "Acme A"), (b, "Acme B")):
         aibuddy(
             aibuddy_exe,
