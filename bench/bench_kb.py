@@ -14,10 +14,11 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchlib import check_run, run_once
 
 OUT = Path(__file__).resolve().parent / "out"
 AIBUDDY = Path(sys.executable).parent / "aibuddy"
@@ -126,26 +127,6 @@ def build_corpus(n: int) -> Path:
         (folder / name).write_text(make_document(rng, chinese[i], extras[i]), encoding="utf-8")
     staging.rename(corpus)
     return corpus
-
-
-def run_once(argv: list[str], env: dict[str, str]) -> float:
-    """Wall time of one whole process, in milliseconds."""
-    start = time.perf_counter()
-    subprocess.run(
-        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    return (time.perf_counter() - start) * 1000
-
-
-def check_run(
-    argv: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)
-) -> subprocess.CompletedProcess[str]:
-    """Run once with output captured (outside timing); warn on an unexpected exit code."""
-    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if done.returncode not in ok:
-        problem = done.stderr.strip()[:500]
-        print(f"WARNING: {' '.join(argv)} exited {done.returncode}: {problem}", file=sys.stderr)
-    return done
 
 
 def measure(commands: dict[str, list[str]], env: dict[str, str], runs: int) -> dict[str, float]:
@@ -282,8 +263,10 @@ def report(n: int, runs: int, rows: list[Row], base: float, notes: list[str]) ->
     import_ms = rows[0][1]
     per_2000 = import_ms * 2000 / n
     scaled = "" if n == 2000 else f" (extrapolated from {n:,}: {per_2000 / 1000:.1f} s)"
-    lines.append(f"- import of 2,000 documents under 60 s{scaled}: {per_2000 / 1000:.1f} s — "
-                 f"{'PASS' if per_2000 < 60_000 else 'FAIL'}")
+    lines.append(
+        f"- import of 2,000 documents under 60 s{scaled}: {per_2000 / 1000:.1f} s — "
+        f"{'PASS' if per_2000 < 60_000 else 'FAIL'}"
+    )
     lines += ["", "Checks:", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
 

@@ -14,10 +14,11 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchlib import check_run, run_once
 
 from aibuddy_cli.memory.records import TYPES, MemoryRecord, parse_record, render_record
 from aibuddy_cli.vault import CACHE_DIR, init_vault
@@ -145,26 +146,6 @@ def restore_mtimes(vault: Path, mtimes: dict[str, float]) -> None:
             record = parse_record(name, text)._replace(last_recalled_at=None)
             path.write_text(render_record(record), encoding="utf-8")
         os.utime(path, (mtime, mtime))
-
-
-def run_once(argv: list[str], env: dict[str, str]) -> float:
-    """Wall time of one whole process, in milliseconds."""
-    start = time.perf_counter()
-    subprocess.run(
-        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    return (time.perf_counter() - start) * 1000
-
-
-def check_run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run once with output captured (outside timing); warn on a failure."""
-    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(
-            f"WARNING: {' '.join(argv[1:])} exited {done.returncode}: {done.stderr.strip()[:500]}",
-            file=sys.stderr,
-        )
-    return done
 
 
 def measure(commands: dict[str, list[str]], env: dict[str, str], runs: int) -> dict[str, float]:

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchlib import check_run, run_once
+
 OUT = Path(__file__).resolve().parent / "out"
 AIBUDDY = Path(sys.executable).parent / "aibuddy"
 USER = "bench"
@@ -96,26 +98,6 @@ def generate(n: int, more: int) -> tuple[Path, Path, list[dict]]:
     write_jsonl(rows_file, rows)
     write_jsonl(more_file, extra)
     return rows_file, more_file, rows
-
-
-def run_once(argv: list[str], env: dict[str, str]) -> float:
-    """Wall time of one whole process, in milliseconds."""
-    start = time.perf_counter()
-    subprocess.run(
-        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    return (time.perf_counter() - start) * 1000
-
-
-def check_run(
-    argv: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)
-) -> subprocess.CompletedProcess[str]:
-    """Run once with output captured (outside timing); warn on an unexpected exit code."""
-    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if done.returncode not in ok:
-        problem = done.stderr.strip()[:500]
-        print(f"WARNING: {' '.join(argv)} exited {done.returncode}: {problem}", file=sys.stderr)
-    return done
 
 
 def timed_run(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:

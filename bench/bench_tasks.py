@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchlib import check_run, run_once
+
 OUT = Path(__file__).resolve().parent / "out"
 AIBUDDY = Path(sys.executable).parent / "aibuddy"
 USER = "bench"
@@ -68,26 +70,6 @@ def clean_env(vault: Path, extra: dict[str, str] | None = None) -> dict[str, str
     home.mkdir(parents=True, exist_ok=True)
     env.update(AIBUDDY_VAULT=str(vault), AIBUDDY_USER=USER, HOME=str(home))
     return dict(env, **(extra or {}))
-
-
-def run_once(argv: list[str], env: dict[str, str]) -> float:
-    """Wall time of one whole process, in milliseconds."""
-    start = time.perf_counter()
-    subprocess.run(
-        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    return (time.perf_counter() - start) * 1000
-
-
-def check_run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run once with output captured (outside timing); warn on a failure."""
-    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(
-            f"WARNING: {' '.join(argv[1:])} exited {done.returncode}: {done.stderr.strip()[:500]}",
-            file=sys.stderr,
-        )
-    return done
 
 
 def ere_escape(text: str) -> str:
