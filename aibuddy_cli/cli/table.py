@@ -40,8 +40,7 @@ def _tables(state: AppState) -> TableService:
 
 def _changed(state: AppState, change: Change | Changes) -> None:
     state.report_warnings()
-    changes: list[Change] = getattr(change, "changes", None) or [change]  # type: ignore[list-item]
-    text = "\n".join(table_output.change_text(c) for c in changes)
+    text = "\n".join(table_output.change_text(c) for c in change.changes)
     render(state.json, change.to_json, lambda: text, lambda: output.emit_text(text))
 
 
