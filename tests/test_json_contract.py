@@ -102,7 +102,7 @@ CASES: list[tuple[str, list[str], int]] = [
     ("table column derive", ["table", "column", "derive", "people", "decade", "age // 10"], 0),
     ("table column rename", ["table", "column", "rename", "people", "decade", "age_decade"], 0),
     ("table column transform", ["table", "column", "transform", "people", "age_decade", "--type", "str"], 0),
-    ("table column delete", ["table", "column", "delete", "people", "email"], 0),
+    ("table column delete", ["table", "column", "delete", "people", "email", "--yes"], 0),
     ("table ask", ["table", "ask", "Ada"], 0),
     ("table update", ["table", "update", "Ada moved to Paris"], 7),
     ("table rename", ["table", "rename", "people", "contacts"], 0),

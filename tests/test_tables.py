@@ -167,14 +167,20 @@ def test_column_operations(cli, vault: Vault, people: str) -> None:
     ok(cli("table", "column", "derive", "people", "decade", "age // 10", "--json"))
     ok(cli("table", "column", "rename", "people", "decade", "age_decade", "--json"))
     ok(cli("table", "column", "add", "people", "email", "str", "--json"))
-    transformed = ok(cli("table", "column", "transform", "people", "city", "--type", "int", "--json"))
-    assert transformed["not_converted"]["count"] == 4
-    ok(cli("table", "column", "delete", "people", "city", "--json"))
+    before = rows_file(vault, "people").read_bytes()
+    refused = cli("table", "column", "transform", "people", "city", "--type", "int", "--json")
+    assert refused.exit_code == 6 and json.loads(refused.stdout)["error"]["code"] == "values_not_kept"
+    assert "row_id 1: 'London'" in refused.stderr and rows_file(vault, "people").read_bytes() == before
+    lossy = ["--type", "int", "--lossy", "drop", "--yes", "--json"]
+    transformed = ok(cli("table", "column", "transform", "people", "city", *lossy))
+    assert transformed["not_converted"]["count"] == 4 and transformed["lossy"] == "drop"
+    assert cli("table", "column", "delete", "people", "city").exit_code == 2  # --yes without a terminal
+    ok(cli("table", "column", "delete", "people", "city", "--yes", "--json"))
     rows = ok(cli("table", "filter", "people", "--columns", "name,age_decade,email", "--json"))["tables"][0][
         "rows"
     ]
     assert rows[0] == {"row_id": 1, "name": "Ada Lovelace", "age_decade": 3, "email": None}
-    assert cli("table", "column", "delete", "people", "row_id").exit_code == 6
+    assert cli("table", "column", "delete", "people", "row_id", "--yes").exit_code == 6
 
 
 def test_rename_and_delete_tables(cli, vault: Vault, people: str) -> None:

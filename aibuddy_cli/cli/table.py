@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..errors import Aborted, InvalidInput, NotFound, UsageError
-from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, ColumnSpec, json_text, names_list
+from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, ColumnSpec, check_lossy, json_text, names_list
 from . import output, table_output
 from .context import AppState, state_of, stdin_is_terminal
 from .output import render
@@ -32,6 +32,14 @@ WhereOption = typer.Option(
     None, "--where", help='A filter: a Python boolean expression, e.g. age > 30 and city == "Berlin".'
 )
 FILE_LIMIT = 256 * 1024 * 1024  # the largest file `table add --file` reads
+LOSSY_VERB = "convert values lossily"
+YesOption = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal.")
+LossyOption = typer.Option(
+    None,
+    "--lossy",
+    help="Convert values that do not convert exactly anyway: round (to the nearest value) or drop "
+    "(empty them). Without it such a change is refused and nothing is written.",
+)
 
 
 def _tables(state: AppState) -> TableService:
@@ -150,6 +158,17 @@ def _working(message: str, long: bool) -> Iterator[None]:
         yield
 
 
+def _bounded_read(path: Path) -> bytes:
+    """At most FILE_LIMIT + 1 bytes of path: a file too large is refused by its size before it
+    is read, and one whose size is unknown (a device, a pipe) is read no further than that."""
+    with path.open("rb") as handle:
+        import os
+
+        if os.fstat(handle.fileno()).st_size > FILE_LIMIT:
+            raise InvalidInput(f"{path} is larger than {FILE_LIMIT >> 20} MiB")
+        return handle.read(FILE_LIMIT + 1)
+
+
 def _file_rows(file: str) -> tuple[list[Any], bool]:
     """The rows of a JSONL or CSV file (CSV when the first line is not a JSON object), and
     whether their values are text."""
@@ -158,7 +177,7 @@ def _file_rows(file: str) -> tuple[list[Any], bool]:
 
     source = "standard input" if file == "-" else file
     try:
-        data = sys.stdin.buffer.read(FILE_LIMIT + 1) if file == "-" else Path(file).read_bytes()
+        data = sys.stdin.buffer.read(FILE_LIMIT + 1) if file == "-" else _bounded_read(Path(file))
     except FileNotFoundError:
         raise NotFound(f"{source} not found") from None
     except IsADirectoryError:
@@ -204,7 +223,7 @@ def delete_rows(
     ctx: typer.Context,
     table: str = typer.Argument(...),
     where: str = typer.Option(..., "--where", help='Which rows ("True" for all).'),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
+    yes: bool = YesOption,
     json: bool = JsonOption,
 ) -> None:
     """Delete the rows a filter selects (the journal keeps them)."""
@@ -229,7 +248,7 @@ def rename(
 def delete(
     ctx: typer.Context,
     tables: list[str] = typer.Argument(...),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
+    yes: bool = YesOption,
     json: bool = JsonOption,
 ) -> None:
     """Delete tables (the journal keeps their schema and rows)."""
@@ -352,11 +371,15 @@ def column_derive(
     column: str = typer.Argument(...),
     expression: str = typer.Argument(..., help="e.g. price * quantity, lower(name), len(tags)."),
     type_: str | None = typer.Option(None, "--type", help="The new column's type (default: inferred)."),
+    lossy: str | None = LossyOption,
+    yes: bool = YesOption,
     json: bool = JsonOption,
 ) -> None:
-    """A column computed from the others."""
+    """A column computed from the others; refused when a value does not fit the type exactly."""
     state = state_of(ctx, json)
-    _changed(state, _tables(state).changes.derive_column(table, column, expression, type_))
+    if lossy:
+        _confirm(yes, f"Derive {column} in {table}, {_lossy_words(lossy)}?", LOSSY_VERB, "changed")
+    _changed(state, _tables(state).changes.derive_column(table, column, expression, type_, lossy))
 
 
 @columns_app.command("delete")
@@ -364,10 +387,12 @@ def column_delete(
     ctx: typer.Context,
     table: str = typer.Argument(...),
     column: str = typer.Argument(...),
+    yes: bool = YesOption,
     json: bool = JsonOption,
 ) -> None:
-    """Remove a column and its values."""
+    """Remove a column and its values (the journal keeps them)."""
     state = state_of(ctx, json)
+    _confirm(yes, f"Delete column {column} of {table} and its values?")
     _changed(state, _tables(state).changes.delete_column(table, column))
 
 
@@ -405,13 +430,22 @@ def column_move(
     table: str = typer.Argument(...),
     column: str = typer.Argument(...),
     to_table: str = typer.Argument(...),
+    lossy: str | None = typer.Option(
+        None, "--lossy", help="drop: leave out the values the other table has no row for (else refused)."
+    ),
+    yes: bool = YesOption,
     json: bool = JsonOption,
 ) -> None:
-    """Move a column to another table, row by row where the keys are equal."""
+    """Move a column to another table, row by row where the keys are equal; refused when a value
+    would be left behind."""
     state = state_of(ctx, json)
     from ..tables.changes import Changes
 
-    _changed(state, Changes(_tables(state).changes.copy_column(table, column, to_table, move=True)))
+    if lossy:
+        question = f"Move {column} to {to_table}, dropping the values it has no row for?"
+        _confirm(yes, question, "drop values", "moved")
+    changes = _tables(state).changes.copy_column(table, column, to_table, move=True, lossy=lossy)
+    _changed(state, Changes(changes))
 
 
 @columns_app.command("transform")
@@ -421,11 +455,23 @@ def column_transform(
     column: str = typer.Argument(...),
     type_: str | None = typer.Option(None, "--type", help="Convert the values to this type."),
     expression: str | None = typer.Option(None, "--expression", "-e", help="Replace the values by this."),
+    lossy: str | None = LossyOption,
+    yes: bool = YesOption,
     json: bool = JsonOption,
 ) -> None:
-    """Convert a column to another type, or recompute it; values that do not convert are reported."""
+    """Convert a column to another type, or recompute it. A value that does not convert exactly
+    refuses the change (exit 6, naming it) unless --lossy says what to do with it."""
     state = state_of(ctx, json)
-    _changed(state, _tables(state).changes.transform_column(table, column, type_, expression))
+    if lossy:
+        _confirm(yes, f"Transform {column} of {table}, {_lossy_words(lossy)}?", LOSSY_VERB, "changed")
+    _changed(state, _tables(state).changes.transform_column(table, column, type_, expression, lossy))
+
+
+def _lossy_words(lossy: str) -> str:
+    check_lossy(lossy)
+    if lossy == "round":
+        return "rounding values that do not convert exactly"
+    return "emptying values that do not convert exactly"
 
 
 # --- natural language ------------------------------------------------------------------------
@@ -517,7 +563,7 @@ def column_vectorize(
 @app.command()
 def undo(
     ctx: typer.Context,
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
+    yes: bool = YesOption,
     json: bool = JsonOption,
 ) -> None:
     """Put back the files your last table update or refactor changed (if nothing changed since)."""

@@ -99,7 +99,8 @@ def change_text(change: Change) -> str:
         else 0
     )
     summary = f"{op.replace('_', ' ')} {change.table}: {detail.get('column', '')}"
-    return summary + (f" ({failed} value(s) could not be converted and are empty)" if failed else "")
+    done = "rounded to the nearest value" if detail.get("lossy") == "round" else "emptied"
+    return summary + (f" ({failed} value(s) did not convert exactly and were {done})" if failed else "")
 
 
 def show_rows(title: str, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:

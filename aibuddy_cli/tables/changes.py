@@ -6,7 +6,7 @@ appends what it changed to the journal (.aibuddy/logs/tables.jsonl).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import Conflict, InvalidInput, ModelUnavailable, NotFound
@@ -17,11 +17,13 @@ from .index import IndexedTable, from_sql
 from .schema import (
     COLUMN_TYPES,
     DEFAULT_KEY,
+    INT_RANGE,
     MAX_COLUMNS,
     ColumnSpec,
     TableSchema,
     ValueRefused,
-    cell_text,
+    carry,
+    check_lossy,
     check_name,
     infer_type,
     parse_row,
@@ -31,14 +33,24 @@ from .state import TableInfo, TablesState, bounded
 
 Row = dict[str, Any]
 MAX_REPORTED = 50  # values a transform could not convert, listed in its answer
+MAX_NAMED = 10  # values a refusal names in its message
+
+
+class ValuesNotKept(InvalidInput):
+    """A change that would lose or alter values it was not asked to: refused as a whole (exit 6),
+    nothing written, naming the rows and values, unless the caller asked for a lossy conversion."""
+
+    code = "values_not_kept"
 
 
 class Change(NamedTuple):
-    """What one operation did, as its answer and its journal line."""
+    """What one operation did, as its answer and its journal line (which also has `kept`: the
+    values the change removed or replaced, when the answer does not list them)."""
 
     op: str
     table: str
     changed: dict[str, Any]
+    kept: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "table": self.table, **self.changed}
@@ -56,6 +68,9 @@ class Changes(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return {"changes": [c.to_json() for c in self.changes]}
+
+
+Reshaped = tuple[Change, TableSchema]  # what a column operation did, and the table's new schema
 
 
 class TableChanges:
@@ -139,6 +154,11 @@ class TableChanges:
             types = grown.types
             parsed = [parse_row(row, types, number) for number, row in enumerate(rows, 1)]
             start = max(schema.next_key, self._max_key(table) + 1)
+            if start + len(parsed) - 1 > INT_RANGE[1]:
+                raise InvalidInput(
+                    f"table {table.ref.qualified}: no key is left for {len(parsed)} row(s) (the next key "
+                    f"{start} is past the largest, {INT_RANGE[1]}: check next_key in {table.ref.schema_key})"
+                )
             for offset, row in enumerate(parsed):
                 row[schema.key] = start + offset
             grown = grown._replace(next_key=start + len(parsed))
@@ -268,98 +288,131 @@ class TableChanges:
         check_name(column)
         if type_ not in COLUMN_TYPES:
             raise InvalidInput(f"unknown type {type_!r}: use {', '.join(COLUMN_TYPES)}")
-        return self._reshape(
-            spec,
-            "create_empty_column",
-            lambda table, rows: self._added(table, column, type_, description, rows),
-        )
+        def added(table: IndexedTable, rows: list[Row]) -> Reshaped:
+            if column in table.schema.types:
+                raise Conflict(f"column {column} exists in {table.ref.qualified}")
+            if len(table.schema.columns) >= MAX_COLUMNS:
+                raise InvalidInput(f"a table has at most {MAX_COLUMNS} columns")
+            columns = [*table.schema.columns, ColumnSpec(column, type_, description)]
+            detail = {"column": column, "type": type_}
+            schema = table.schema.with_columns(columns)
+            return Change("create_empty_column", table.ref.qualified, detail), schema
 
-    def _added(
-        self, table: IndexedTable, column: str, type_: str, description: str, rows: list[Row]
-    ) -> tuple[TableSchema, dict[str, Any]]:
-        if column in table.schema.types:
-            raise Conflict(f"column {column} exists in {table.ref.qualified}")
-        if len(table.schema.columns) >= MAX_COLUMNS:
-            raise InvalidInput(f"a table has at most {MAX_COLUMNS} columns")
-        schema = table.schema.with_columns([*table.schema.columns, ColumnSpec(column, type_, description)])
-        return schema, {"column": column, "type": type_}
+        return self._reshape(spec, added)
 
-    def derive_column(self, spec: str, column: str, expression: str, type_: str | None = None) -> Change:
-        """A new column computed from the others (`price * quantity`, `lower(name)`)."""
+    def derive_column(
+        self,
+        spec: str,
+        column: str,
+        expression: str,
+        type_: str | None = None,
+        lossy: str | None = None,
+    ) -> Change:
+        """A new column computed from the others (`price * quantity`, `lower(name)`). A value
+        the chosen type cannot hold exactly refuses the change, unless `lossy` says what to do."""
         check_name(column)
+        check_lossy(lossy)
 
-        def derive(table: IndexedTable, rows: list[Row]) -> tuple[TableSchema, dict[str, Any]]:
+        def derive(table: IndexedTable, rows: list[Row]) -> Reshaped:
             if column in table.schema.types:
                 raise Conflict(f"column {column} exists in {table.ref.qualified}")
             found, computed_type = self._computed(table, expression)
-            key = table.schema.key
             chosen = type_ or _derived_type(computed_type, found.values())
             if chosen not in COLUMN_TYPES:
                 raise InvalidInput(f"unknown type {chosen!r}: use {', '.join(COLUMN_TYPES)}")
-            failed = self._fill(rows, key, column, chosen, found)
+            values = {k: _from_expression(v, computed_type) for k, v in found.items()}
+            failed, _ = self._fill(table, rows, column, chosen, values, lossy, "derived")
             schema = table.schema.with_columns([*table.schema.columns, ColumnSpec(column, chosen)])
-            return schema, {
-                "column": column,
-                "type": chosen,
-                "expression": expression,
-                "not_converted": failed,
-            }
+            detail = {"column": column, "type": chosen, "expression": expression, "not_converted": failed}
+            if lossy:
+                detail["lossy"] = lossy
+            return Change("create_derived_column", table.ref.qualified, detail), schema
 
-        return self._reshape(spec, "create_derived_column", derive)
+        return self._reshape(spec, derive)
 
     def delete_column(self, spec: str, column: str) -> Change:
-        def drop(table: IndexedTable, rows: list[Row]) -> tuple[TableSchema, dict[str, Any]]:
-            spec_ = self._own_column(table, column)
-            for row in rows:
-                row.pop(column, None)
-            schema = table.schema.with_columns([c for c in table.schema.columns if c.name != column])
-            return schema, {"column": column, "type": spec_.type}
+        """A column removed; the journal keeps its values (by key)."""
 
-        return self._reshape(spec, "delete_column", drop)
+        def drop(table: IndexedTable, rows: list[Row]) -> Reshaped:
+            spec_ = self._own_column(table, column)
+            key = table.schema.key
+            removed = []
+            for row in rows:
+                value = row.pop(column, None)
+                if value is not None:
+                    removed.append({"key": row[key], "value": value})
+            schema = table.schema.with_columns([c for c in table.schema.columns if c.name != column])
+            detail = {"column": column, "type": spec_.type}
+            kept = {"column_spec": spec_.to_json(), "values": bounded(removed)}
+            return Change("delete_column", table.ref.qualified, detail, kept), schema
+
+        return self._reshape(spec, drop)
 
     def rename_column(self, spec: str, old: str, new: str) -> Change:
         check_name(new)
 
-        def rename(table: IndexedTable, rows: list[Row]) -> tuple[TableSchema, dict[str, Any]]:
+        def rename(table: IndexedTable, rows: list[Row]) -> Reshaped:
             self._own_column(table, old)
             if new in table.schema.types:
                 raise Conflict(f"column {new} exists in {table.ref.qualified}")
             for row in rows:
                 row[new] = row.pop(old, None)
             columns = [c._replace(name=new) if c.name == old else c for c in table.schema.columns]
-            return table.schema.with_columns(columns), {"column": old, "new": new}
+            detail = {"column": old, "new": new}
+            return Change("rename_column", table.ref.qualified, detail), table.schema.with_columns(columns)
 
-        return self._reshape(spec, "rename_column", rename)
+        return self._reshape(spec, rename)
 
     def transform_column(
-        self, spec: str, column: str, type_: str | None = None, expression: str | None = None
+        self,
+        spec: str,
+        column: str,
+        type_: str | None = None,
+        expression: str | None = None,
+        lossy: str | None = None,
     ) -> Change:
-        """A column's values converted to another type, or replaced by an expression's values;
-        values that cannot be converted become empty and are listed in the answer."""
+        """A column's values converted to another type, or replaced by an expression's values.
+        Each value must convert exactly (149.0 to 149; not 79.5 to a whole number, not "0042" to
+        42): else the change is refused as a whole, naming the rows and values, and nothing is
+        written. `lossy` asks for it anyway: "round" takes the nearest value of the type,
+        "drop" empties what does not convert exactly; those values are listed in the answer
+        and the journal keeps every value the change replaced."""
         if type_ is None and expression is None:
             raise InvalidInput("give a new type, an expression, or both")
+        check_lossy(lossy)
 
-        def transform(table: IndexedTable, rows: list[Row]) -> tuple[TableSchema, dict[str, Any]]:
+        def transform(table: IndexedTable, rows: list[Row]) -> Reshaped:
             current = self._own_column(table, column)
             chosen = type_ or current.type
             if chosen not in COLUMN_TYPES:
                 raise InvalidInput(f"unknown type {chosen!r}: use {', '.join(COLUMN_TYPES)}")
             key = table.schema.key
             if expression is not None:
-                found = self._computed(table, expression)[0]
+                found, computed_type = self._computed(table, expression)
+                values = {k: _from_expression(v, computed_type) for k, v in found.items()}
             else:
-                found = {row[key]: cell_text(row.get(column), current.type) for row in rows}
-            failed = self._fill(rows, key, column, chosen, found)
+                values = {row[key]: (row.get(column), current.type) for row in rows}
+            failed, before = self._fill(table, rows, column, chosen, values, lossy, "transformed")
             columns = [c._replace(type=chosen) if c.name == column else c for c in table.schema.columns]
             detail = {"column": column, "type": chosen, "was": current.type, "not_converted": failed}
             if expression is not None:
                 detail["expression"] = expression
-            return table.schema.with_columns(columns), detail
+            if lossy:
+                detail["lossy"] = lossy
+            kept = {"before": bounded(before)} if before and (lossy or expression is not None) else None
+            schema = table.schema.with_columns(columns)
+            return Change("transform_column", table.ref.qualified, detail, kept), schema
 
-        return self._reshape(spec, "transform_column", transform)
+        return self._reshape(spec, transform)
 
-    def copy_column(self, spec: str, column: str, to_table: str, *, move: bool = False) -> list[Change]:
-        """A column copied (or moved) to another table, row by row where the keys are equal."""
+    def copy_column(
+        self, spec: str, column: str, to_table: str, *, move: bool = False, lossy: str | None = None
+    ) -> list[Change]:
+        """A column copied (or moved) to another table, row by row where the keys are equal. A
+        move that would leave values behind (rows the other table lacks) is refused, naming
+        them, unless lossy is "drop" (the journal keeps the column's values either way)."""
+        if check_lossy(lossy) == "round":
+            raise InvalidInput('a move keeps values or, with lossy "drop", drops those it cannot place')
         with self.state.lock():
             source = self.state.open(spec)
             spec_ = self._own_column(source, column)
@@ -375,6 +428,15 @@ class TableChanges:
             for row in target_rows:
                 row[column] = values.get(row[target.schema.key])
                 matched += row[target.schema.key] in values
+            if move and lossy is None:
+                placed = {row[target.schema.key] for row in target_rows}
+                left = [(k, v) for k, v in values.items() if v is not None and k not in placed]
+                if left:
+                    raise ValuesNotKept(
+                        f"not moved: {len(left)} value(s) of {column} have no row in {target.ref.qualified} "
+                        f"({_named([(k, v, 'no such key there') for k, v in left], key)}); nothing "
+                        'changed. Copy the column instead, or ask for lossy "drop" to leave them out'
+                    )
             grown = target.schema.with_columns([*target.schema.columns, spec_])
             self._write(target.ref, grown, target_rows)
             changes = [
@@ -433,26 +495,58 @@ class TableChanges:
         return found
 
     @staticmethod
-    def _fill(rows: list[Row], key: str, column: str, type_: str, values: Mapping[int, Any]) -> Any:
-        """Set column in rows from values by key, converted to type_; what fails becomes empty."""
-        failed = []
+    def _fill(
+        table: IndexedTable,
+        rows: list[Row],
+        column: str,
+        type_: str,
+        values: Mapping[int, tuple[Any, str]],
+        lossy: str | None,
+        what: str,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Set column in rows from values by key ((value, its type)), carried over to type_
+        (see schema.carry). Returns what was not carried over exactly (with lossy) and the
+        values the column had where they changed. ValuesNotKept, naming the values, when one
+        cannot be carried over exactly and lossy is None; nothing is set then."""
+        key = table.schema.key
+        failed: list[dict[str, Any]] = []
+        refused: list[tuple[Any, Any, str]] = []
+        before: list[dict[str, Any]] = []
+        carried: dict[int, Any] = {}
         for row in rows:
-            value = values.get(row[key])
+            value, source = values.get(row[key], (None, type_))
             try:
-                row[column] = parse_value(value if isinstance(value, str) else _plain(value, type_), type_)
+                result = carry(value, source, type_, lossy)
             except ValueRefused as exc:
-                row[column] = None
-                failed.append({"key": row[key], "value": value, "reason": str(exc)})
-        return {"count": len(failed), "values": failed[:MAX_REPORTED]}
+                refused.append((row[key], value, str(exc)))
+                continue
+            carried[row[key]] = result.value
+            if result.lost is not None:
+                failed.append({"key": row[key], "value": value, "reason": result.lost})
+        if refused:
+            how = (
+                'no nearest value exists for them; lossy "drop" empties them'
+                if lossy == "round"
+                else 'ask for a lossy conversion: "round" to the nearest value, "drop" to empty them'
+            )
+            raise ValuesNotKept(
+                f"not {what}: {len(refused)} value(s) of {table.ref.qualified} cannot become {type_} "
+                f"exactly ({_named(refused, key)}); nothing changed. To convert anyway, {how}"
+            )
+        for row in rows:
+            old, new = row.get(column), carried[row[key]]
+            if column in table.schema.types and not _same(old, new):
+                before.append({"key": row[key], "value": old})
+            row[column] = new
+        return {"count": len(failed), "values": failed[:MAX_REPORTED]}, before
 
-    def _reshape(self, spec: str, op: str, reshape: Any) -> Change:
-        """A schema change over every row: reshape(table, rows) -> (new schema, what changed)."""
+    def _reshape(self, spec: str, reshape: Callable[[IndexedTable, list[Row]], Reshaped]) -> Change:
+        """A schema change over every row: reshape(table, rows) -> (what changed, new schema)."""
         with self.state.lock():
             table = self.state.open(spec)
             rows = self.state.read_rows(table.ref, table.schema)
-            schema, detail = reshape(table, rows)
+            change, schema = reshape(table, rows)
             self._write(table.ref, schema, rows)
-            change = Change(op, table.ref.qualified, detail)
             self._journal(change)
         return change
 
@@ -473,22 +567,56 @@ class TableChanges:
             self.state.index.apply(table, (rows_entry, schema_entry), upserts=upserts, deletes=deletes)
 
     def _journal(self, change: Change) -> None:
-        self.state.journal(change.op, change.table, {}, change.changed)
+        self.state.journal(change.op, change.table, {}, {**change.changed, **(change.kept or {})})
 
 
-def _plain(value: Any, type_: str) -> Any:
-    """An SQL result as a value parse_value takes for type_ (SQLite has no booleans or lists)."""
+def _from_expression(value: Any, type_: str | None) -> tuple[Any, str]:
+    """An SQL result as a column value and its type (SQLite has no booleans or lists)."""
     if value is None:
-        return None
-    if type_ == "bool" and isinstance(value, int):
-        return bool(value)
-    if type_ in ("list", "dict") and isinstance(value, str):
-        return from_sql(value, type_)
-    if type_ == "str" and not isinstance(value, str):
-        return str(value)
-    if type_ == "float" and isinstance(value, int):
-        return float(value)
-    return value
+        return None, type_ or "str"
+    if type_ in COLUMN_TYPES and type_ != "str":
+        try:
+            converted = from_sql(value, type_)
+        except (ValueError, TypeError):
+            converted = None
+        if isinstance(converted, _PYTHON_TYPES[type_]) and (type_ == "bool") == isinstance(converted, bool):
+            return converted, type_
+    if isinstance(value, bool):
+        return value, "bool"
+    if isinstance(value, int):
+        return value, "int"
+    if isinstance(value, float):
+        return value, "float"
+    return str(value), "str"
+
+
+_PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "date": str,
+    "datetime": str,
+    "time": str,
+    "list": list,
+    "dict": dict,
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _named(values: Sequence[tuple[Any, Any, str]], key: str) -> str:
+    """The first few (key, value, why) of a refusal, for its message."""
+    shown = "; ".join(
+        f"{key} {k}: {_shown(v)} ({why})" for k, v, why in values[:MAX_NAMED]
+    )
+    return shown + (f"; and {len(values) - MAX_NAMED} more" if len(values) > MAX_NAMED else "")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _derived_type(compiled: str | None, values: Any) -> str:

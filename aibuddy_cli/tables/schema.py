@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInput
@@ -178,6 +179,8 @@ def parse_value(value: Any, type_: str) -> Any:
             raise ValueRefused(f"expected a number, got {_kind(value)}")
         if not math.isfinite(value):
             raise ValueRefused("expected a finite number")
+        if isinstance(value, int) and int(float(value)) != value:
+            raise ValueRefused(f"{value} has no exact floating-point value ({float(value)!r})")
         return float(value)
     if type_ == "bool":
         if not isinstance(value, bool):
@@ -203,6 +206,8 @@ def _from_text(text: str, type_: str) -> Any:
                 raise ValueError
             return _in_range(int(text))
         if type_ == "float":
+            if not _NUMBER.fullmatch(text):  # float() also takes "1_000", "nan", "infinity"
+                raise ValueError
             number = float(text)
             if not math.isfinite(number):
                 raise ValueError
@@ -231,6 +236,7 @@ def _from_text(text: str, type_: str) -> Any:
     return _refuse(type_, text)
 
 
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _TIME_PART = r"\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?"
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TIME = re.compile(_TIME_PART + r"([+-]\d{2}:\d{2}|Z)?")
@@ -298,8 +304,10 @@ def infer_type(values: Iterable[Any], *, from_text: bool) -> str:
     """The type of a new column from the values it receives: the narrowest that fits them all.
 
     JSON values keep their JSON type (text stays text: "01234" is a code, not a number). Text from
-    a CSV file is read as what it spells: true/false, whole numbers without leading zeros,
-    numbers, ISO dates, times and date-times, else text."""
+    a CSV file is read as what it spells, and only when the guessed type gives the same text back
+    (its one spelling of the value): true/false, whole numbers (`12`, not `+12`, `012` or `1_000`),
+    numbers (`9.5`, not `1.10` or `1e5`; a whole number such as `12` may join them, it is written
+    `12.0`), ISO dates, times and date-times as Python writes them, else text."""
     candidates = list(_TEXT_CANDIDATES if from_text else _JSON_CANDIDATES)
     seen = False
     for value in values:
@@ -312,27 +320,114 @@ def infer_type(values: Iterable[Any], *, from_text: bool) -> str:
 
 _TEXT_CANDIDATES = ("bool", "int", "float", "date", "datetime", "time", "str")
 _JSON_CANDIDATES = ("bool", "int", "float", "list", "dict", "str")
-_LEADING_ZERO = re.compile(r"[+-]?0\d")
 
 
 def _fits(value: Any, type_: str, from_text: bool) -> bool:
     if type_ == "str":
         return isinstance(value, str)
-    if from_text:
-        if not isinstance(value, str):
-            return False
-        text = value.strip()
-        if type_ == "bool":
-            return text.lower() in ("true", "false")
-        if type_ in ("int", "float") and _LEADING_ZERO.match(text):
-            return False
-    elif isinstance(value, str) or (type_ == "int" and isinstance(value, float)):
+    if from_text and not isinstance(value, str):
+        return False
+    if not from_text and (isinstance(value, str) or (type_ == "int" and isinstance(value, float))):
         return False
     try:
-        parse_value(value, type_)
+        parsed = parse_value(value, type_)
     except ValueRefused:
         return False
-    return True
+    if not from_text:
+        return True
+    text = cell_text(parsed, type_)
+    if type_ == "float" and text != value and parsed.is_integer():
+        return value == str(int(parsed))  # "12" in a column of numbers: the number twelve, exactly
+    return text == value
+
+
+# --- carrying a value from one type to another --------------------------------------------------
+
+LOSSY_MODES = ("round", "drop")
+
+
+def convert(value: Any, source: str, target: str, *, nearest: bool = False) -> Any:
+    """A value of a `source` column as a value of `target` (None stays None). ValueRefused when
+    it has none; `nearest` takes the nearest one (a number rounded to a whole one, halves away
+    from zero; text read as what it spells even when its spelling changes) where one exists.
+    Whether the conversion is exact is `carry`'s question."""
+    if value is None:
+        return None
+    if source == target:
+        return value
+    if target == "str":
+        return cell_text(value, source)
+    if source == "str":
+        if target == "int" and nearest:
+            try:
+                return parse_value(value, "int")
+            except ValueRefused:
+                return _whole(parse_value(value, "float"), nearest=True)
+        return parse_value(value, target)
+    if target == "int" and source in ("float", "bool"):
+        return int(value) if source == "bool" else _whole(value, nearest=nearest)
+    if target == "float" and source in ("int", "bool"):
+        return float(value)
+    if target == "bool" and source in ("int", "float"):
+        if value in (0, 1):
+            return bool(value)
+        raise ValueRefused(f"only 0 and 1 are true or false, not {value!r}")
+    if source == "date" and target == "datetime":
+        return datetime.fromisoformat(value).isoformat()
+    if source == "datetime" and target == "date":
+        moment = datetime.fromisoformat(value)
+        if moment.time() != time() or moment.tzinfo is not None:
+            raise ValueRefused(f"{value} is not midnight: its time of day would be lost")
+        return moment.date().isoformat()
+    return parse_value(cell_text(value, source), target)
+
+
+def _whole(number: float, *, nearest: bool) -> int:
+    if not math.isfinite(number):
+        raise ValueRefused(f"{number!r} is not a finite number")
+    if number.is_integer():
+        return _in_range(int(number))
+    if not nearest:
+        raise ValueRefused(f"{number!r} is not a whole number")
+    return _in_range(int(Decimal(number).to_integral_value(ROUND_HALF_UP)))
+
+
+def same_value(a: Any, b: Any, type_: str) -> bool:
+    """Whether two values of a column are the same value (True is not 1, 1.0 is not 1)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return cell_text(a, type_) == cell_text(b, type_) and type(a) is type(b)
+
+
+class Carried(NamedTuple):
+    value: Any  # what the cell holds now
+    lost: str | None  # why the value was not carried over exactly (None: it was)
+
+
+def carry(value: Any, source: str, target: str, lossy: str | None = None) -> Carried:
+    """A value carried from a `source` column to a `target` one. Exact when converting it back
+    gives the same value; else ValueRefused without `lossy`, the nearest value with "round"
+    (ValueRefused when there is none), empty with "drop"."""
+    try:
+        new = convert(value, source, target)
+        back = convert(new, target, source)
+        lost = None if same_value(back, value, source) else f"it would become {cell_text(new, target)!r}"
+    except ValueRefused as exc:
+        new, lost = None, str(exc)
+    if lost is None:
+        return Carried(new, None)
+    if lossy == "drop":
+        return Carried(None, f"{lost}; emptied")
+    if lossy == "round":
+        nearest = convert(value, source, target, nearest=True)
+        return Carried(nearest, f"{lost}; now {cell_text(nearest, target)!r}")
+    raise ValueRefused(lost)
+
+
+def check_lossy(lossy: str | None) -> str | None:
+    if lossy is not None and lossy not in LOSSY_MODES:
+        raise InvalidInput(f"unknown lossy conversion {lossy!r}: use {' or '.join(LOSSY_MODES)}")
+    return lossy
 
 
 def parse_row(row: Mapping[str, Any], types: Mapping[str, str], number: int) -> dict[str, Any]:

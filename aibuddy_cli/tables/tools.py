@@ -253,6 +253,10 @@ def _s(args: dict[str, Any], name: str) -> str:
     return value
 
 
+def _opt(args: dict[str, Any], name: str) -> str | None:
+    return None if args.get(name) is None else _s(args, name)
+
+
 MUTATING = {
     "add_rows": lambda c, a: c.add_rows(_s(a, "table"), _rows(a.get("rows"))),
     "update_rows": lambda c, a: c.update_rows(_s(a, "table"), _s(a, "filter"), _values(a.get("values"))),
@@ -267,20 +271,27 @@ MUTATING = {
     "delete_tables": lambda c, a: c.delete(_list(a.get("tables"), "tables")),
     "create_empty_column": lambda c, a: c.add_column(_s(a, "table"), _s(a, "column"), _s(a, "type")),
     "create_derived_column": lambda c, a: c.derive_column(
-        _s(a, "table"), _s(a, "column"), _s(a, "expression")
+        _s(a, "table"), _s(a, "column"), _s(a, "expression"), _opt(a, "type"), _opt(a, "lossy")
     ),
     "delete_column": lambda c, a: c.delete_column(_s(a, "table"), _s(a, "column")),
     "rename_column": lambda c, a: c.rename_column(_s(a, "table"), _s(a, "old"), _s(a, "new")),
     "copy_column": lambda c, a: c.copy_column(_s(a, "table"), _s(a, "column"), _s(a, "to_table")),
-    "move_column": lambda c, a: c.copy_column(_s(a, "table"), _s(a, "column"), _s(a, "to_table"), move=True),
+    "move_column": lambda c, a: c.copy_column(
+        _s(a, "table"), _s(a, "column"), _s(a, "to_table"), move=True, lossy=_opt(a, "lossy")
+    ),
     "vectorize_column": lambda c, a: c.vectorize_column(_s(a, "table"), _s(a, "column")),
     "transform_column": lambda c, a: c.transform_column(
-        _s(a, "table"), _s(a, "column"), a.get("type"), a.get("expression")
+        _s(a, "table"), _s(a, "column"), _opt(a, "type"), _opt(a, "expression"), _opt(a, "lossy")
     ),
 }
 
 _COLUMN = {"table": _REF, "column": {"type": "string"}}
 _TEXT = {"type": "string"}
+_LOSSY = {
+    "type": "string",
+    "enum": ["round", "drop"],
+    "description": "only when the user accepts losing values: round = nearest value, drop = empty it",
+}
 
 
 def _write(name: str, description: str, properties: dict[str, Any], *required: str) -> Tool[TableWork]:
@@ -328,8 +339,9 @@ WRITE_TOOLS: tuple[Tool[TableWork], ...] = (
     ),
     _write(
         "create_derived_column",
-        "Add a column computed by an expression over the others (price * quantity, lower(name)).",
-        {**_COLUMN, "expression": _TEXT},
+        "Add a column computed by an expression over the others (price * quantity, lower(name)); "
+        "type optional. Refused when a value does not fit the type exactly, unless lossy is given.",
+        {**_COLUMN, "expression": _TEXT, "type": _TEXT, "lossy": _LOSSY},
         "table",
         "column",
         "expression",
@@ -353,16 +365,18 @@ WRITE_TOOLS: tuple[Tool[TableWork], ...] = (
     ),
     _write(
         "move_column",
-        "Move a column to another table, matching rows by key.",
-        {**_COLUMN, "to_table": _REF},
+        "Move a column to another table, matching rows by key; refused when a value has no row there, "
+        'unless lossy is "drop".',
+        {**_COLUMN, "to_table": _REF, "lossy": _LOSSY},
         "table",
         "column",
         "to_table",
     ),
     _write(
         "transform_column",
-        "Convert a column to another type and/or recompute it by an expression; unconvertible values empty.",
-        {**_COLUMN, "type": _TEXT, "expression": _TEXT},
+        "Convert a column to another type and/or recompute it by an expression. Refused as a whole when a "
+        "value would not convert exactly (79.5 to int), unless lossy is given (round or drop).",
+        {**_COLUMN, "type": _TEXT, "expression": _TEXT, "lossy": _LOSSY},
         "table",
         "column",
     ),
