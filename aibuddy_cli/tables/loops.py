@@ -171,7 +171,11 @@ class TableAgent:
             )
 
         state = self.service.state
-        original, snapshots = state.store, SnapshotStore(state.store, run)
+
+        def started() -> None:  # journaled before the run's first change: undo finds the run by it
+            state.journal("start_run", "", {"request": request[:200]}, {"undo": snapshots.key})
+
+        original, snapshots = state.store, SnapshotStore(state.store, run, started)
         state.run, state.source, state.store = run, kind, snapshots
         try:
             summary = call(loop, warnings=None)

@@ -2,18 +2,25 @@
 
 During a run the tables' store is seen through a `SnapshotStore`: before a table file is first
 written, moved or deleted, its bytes (or its absence) are kept in `.aibuddy/undo/<run>.json`,
-and at the end the hash of each file as the run left it. `table undo` puts the files back as they
-were before the run, but only when none of them changed since: a later edit is never lost to an
-undo (exit 4 then).
+and before every change of a file the hash it is about to have, beside the hash it has now.
+So the record is complete whenever the run ends: a clean exit, an error, Ctrl-C, SIGTERM, SIGHUP
+or SIGKILL between any two steps, even between noting a change and making it. The first change
+also journals the run's start, so `table undo` finds a run that ended before it journaled an
+operation. `table undo` puts the files back as they were before the run, but only when each is
+as the run left it (or as it was just before the run's last change of it, or as it was before
+the run): a later edit is never lost to an undo (exit 4 then). The files it replaces are kept
+in `.aibuddy/undo/<run>.undone.json`, and it refuses (exit 5) a run that changed tables of a
+team the user is no longer a member of.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ..errors import Conflict, NotFound
+from ..errors import Conflict, InvalidInput, NotAllowed, NotFound
 from ..storage import Entry, Store, StoreView
 from .state import JOURNAL, TablesState
 
@@ -31,50 +38,68 @@ def _current(store: Store, key: str) -> bytes | None:
         return None
 
 
-class SnapshotStore(StoreView):
-    """A store that keeps each table file's bytes before the run first changes it."""
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", "surrogateescape")
 
-    def __init__(self, store: Store, run: str) -> None:
+
+class SnapshotStore(StoreView):
+    """A store that keeps each table file's bytes before the run first changes it, and notes
+    every change's outcome before making it."""
+
+    def __init__(self, store: Store, run: str, started: Callable[[], None] | None = None) -> None:
         super().__init__(store)
         self.run = run
+        self.started = started  # called once, before the run's first change
         self.before: dict[str, str | None] = {}
+        self.after: dict[str, str | None] = {}  # each file's hash once the change being made is made
+        self.prior: dict[str, str | None] = {}  # each file's hash before that change
 
     @property
     def key(self) -> str:
         return f"{UNDO_FOLDER}/{self.run}.json"
 
-    def _keep(self, *keys: str) -> None:
-        new = [key for key in keys if key.startswith("tables/") and key not in self.before]
-        if not new:
+    def _noting(self, outcomes: dict[str, bytes | None]) -> None:
+        """Note the files' coming contents (None: absent), keeping their first bytes."""
+        outcomes = {key: data for key, data in outcomes.items() if key.startswith("tables/")}
+        if not outcomes:
             return
-        for key in new:
-            data = _current(self._store, key)
-            self.before[key] = None if data is None else data.decode("utf-8", "surrogateescape")
-        self._save({})
+        if not self.before and self.started is not None:
+            self.started()
+        for key, data in outcomes.items():
+            if key not in self.before:
+                first = _current(self._store, key)
+                self.before[key] = _text(first)
+                self.after[key] = _sha(first)
+            self.prior[key] = self.after[key]
+            self.after[key] = _sha(data)
+        self._save()
 
-    def _save(self, after: dict[str, str | None]) -> None:
-        document = {"run": self.run, "before": self.before, "after": after}
+    def _save(self) -> None:
+        document = {"run": self.run, "before": self.before, "after": self.after, "prior": self.prior}
         self._store.write(self.key, json.dumps(document, ensure_ascii=False).encode("utf-8"))
 
     def finish(self) -> None:
-        """Note each changed file as the run left it, so an undo can tell a later edit."""
+        """Note each changed file as the run left it (what the notes say, unless a change failed)."""
         if self.before:
-            self._save({key: _sha(_current(self._store, key)) for key in self.before})
+            actual = {key: _sha(_current(self._store, key)) for key in self.before}
+            if actual != self.after:
+                self.prior, self.after = dict(self.after), actual
+                self._save()
 
     def write(self, key: str, data: bytes, *, create: bool = False) -> Entry:
-        self._keep(key)
+        self._noting({key: data})
         return super().write(key, data, create=create)
 
     def move(self, key: str, new_key: str) -> None:
-        self._keep(key, new_key)
+        self._noting({key: None, new_key: _current(self._store, key)})
         super().move(key, new_key)
 
     def replace(self, key: str, new_key: str) -> None:
-        self._keep(key, new_key)
+        self._noting({key: None, new_key: _current(self._store, key)})
         super().replace(key, new_key)
 
     def delete(self, key: str) -> None:
-        self._keep(key)
+        self._noting({key: None})
         super().delete(key)
 
 
@@ -93,21 +118,56 @@ def undo_last(state: TablesState) -> Undone:
         try:
             document = json.loads(state.store.read(f"{UNDO_FOLDER}/{run}.json")[0])
             before, after = document["before"], document["after"]
+            prior = document.get("prior") or {}
+            if not all(isinstance(part, dict) for part in (before, after, prior)):
+                raise TypeError
         except (NotFound, ValueError, KeyError, TypeError):
             raise NotFound(f"nothing to undo: the snapshot of run {run} is missing") from None
-        changed = [key for key, digest in after.items() if _sha(_current(state.store, key)) != digest]
-        if changed or set(after) != set(before):
-            raise Conflict(f"not undone: {', '.join(changed) or 'the run'} changed since run {run}")
+        _check_access(state, run, before)
+        current = {key: _current(state.store, key) for key in before}
+        changed = [
+            key
+            for key, text in before.items()
+            if key not in after
+            or _sha(current[key]) not in (after[key], prior.get(key, after[key]), _sha(_encoded(text)))
+        ]
+        if changed:
+            raise Conflict(f"not undone: {', '.join(changed)} changed since run {run}")
+        replaced = {key: _text(data) for key, data in current.items()}
+        kept = f"{UNDO_FOLDER}/{run}.undone.json"
+        state.store.write(kept, json.dumps({"run": run, "replaced": replaced}, ensure_ascii=False).encode())
         for key, text in before.items():
             if text is None:
                 if state.store.exists(key):
                     state.store.delete(key)
             else:
-                state.store.write(key, text.encode("utf-8", "surrogateescape"))
+                state.store.write(key, _encoded(text) or b"")
             if key.endswith(".csv"):
                 state.index.forget_key(key)
-        state.journal("undo", "", {"run": run}, {"files": sorted(before)})
+        state.journal("undo", "", {"run": run}, {"files": sorted(before), "replaced": kept})
     return Undone(run, sorted(before))
+
+
+def _encoded(text: str | None) -> bytes | None:
+    return None if text is None else text.encode("utf-8", "surrogateescape")
+
+
+def _check_access(state: TablesState, run: str, keys: dict[str, Any]) -> None:
+    """Every file of the run is a table file the user may change now (their own, or a team's
+    they are still a member of): else the whole undo is refused."""
+    own = f"tables/personal/{state.user}/"
+    for key in keys:
+        parts = key.split("/")
+        if key.startswith(own) and len(parts) == 4:
+            continue
+        if len(parts) == 4 and parts[:2] == ["tables", "team"]:
+            if parts[2] not in state.access.teams:
+                raise NotAllowed(
+                    f"not undone: run {run} changed tables of team {parts[2]!r}, and you are not a "
+                    "member of it now"
+                )
+            continue
+        raise InvalidInput(f"not undone: the snapshot of run {run} names {key!r}, not one of your tables")
 
 
 def _last_run(state: TablesState) -> str:

@@ -1,0 +1,178 @@
+"""`table undo` after any ending of a run: a `table update` killed by SIGTERM, SIGHUP or SIGKILL
+after it applied a change is undone like one that exited cleanly, and does not block the undo of
+an earlier run; and an undo into a team's tables checks membership now, as every other path does."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import child_env, ok, run_aibuddy
+from fake_openai import FakeOpenAI
+from scripted_model import ScriptedModel
+
+from aibuddy_cli.session import Session
+from aibuddy_cli.storage import FileStore
+from aibuddy_cli.tables.loops import TableAgent
+from aibuddy_cli.tables.state import TablesState
+from aibuddy_cli.tables.undo import SnapshotStore, undo_last
+from aibuddy_cli.vault import Vault
+
+ENV = {"AIBUDDY_MODEL_TABLES": "openai/tables-test", "AIBUDDY_TIMEOUT": "30"}
+VENDORS = "tables/personal/demo/vendors.csv"
+
+
+@pytest.fixture
+def stocked(cli, vault: Vault) -> Vault:
+    ok(cli("table", "create", "vendors", "-c", "name:str", "-c", "rating:int", "--json"))
+    rows = [{"name": "Acme", "rating": 4}, {"name": "Globex", "rating": 2}]
+    ok(cli("table", "add", "vendors", *[a for r in rows for a in ("--row", json.dumps(r))], "--json"))
+    return vault
+
+
+def agent(vault: Vault, model: ScriptedModel, user: str = "demo") -> TableAgent:
+    session = Session(Vault.open(vault.root), user, environ=ENV)
+    return TableAgent(session.tables, session.environ, connect=lambda settings: model)
+
+
+def rate_acme(vault: Vault, rating: int, table: str = "vendors", user: str = "demo") -> None:
+    """A finished update run (in-process, scripted) that sets Acme's rating."""
+    model = ScriptedModel()
+    model.call(("ask", {"question": "vendors?"}))
+    model.answer("Acme and Globex")
+    model.call(("update_rows", {"table": table, "filter": 'name == "Acme"', "values": {"rating": rating}}))
+    model.answer("done")
+    agent(vault, model, user).change("update", f"Acme is rated {rating}")
+
+
+def wait_for(condition, what: str, bound: float = 300.0) -> None:
+    """Poll until condition() holds (a generous bound: a slow machine is not a failure)."""
+    deadline = time.monotonic() + bound
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_block_earlier_runs(
+    aibuddy_exe: list[str], stocked: Vault, fake_openai: FakeOpenAI, ending: signal.Signals
+) -> None:
+    path = stocked.root / VENDORS
+    original = path.read_bytes()
+    rate_acme(stocked, 1)  # an earlier run, finished
+    after_first = path.read_bytes()
+    assert after_first != original
+    fake_openai.call_tools(("ask", {"question": "vendors?"}))
+    fake_openai.enqueue(content="Acme and Globex")
+    fake_openai.call_tools(("delete_rows", {"table": "vendors", "filter": 'name == "Globex"'}))
+    release = threading.Event()
+    fake_openai.enqueue(content="Dropped Globex.", hold=release)  # the turn after the change waits
+    slow = {**ENV, "AIBUDDY_TIMEOUT": "300"}  # a loaded machine's first call is no failure
+    env = child_env(stocked.root, **slow, OPENAI_API_KEY="sk-test", OPENAI_API_BASE=fake_openai.url)
+    command = [*aibuddy_exe, "table", "update", "Globex is no longer a vendor", "--json"]
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # the fourth model request comes only after delete_rows was applied and its result sent
+        wait_for(lambda: len(fake_openai.requests) >= 4 or child.poll() is not None, "the change")
+        assert child.poll() is None, child.communicate()
+        assert b"Globex" not in path.read_bytes()
+        child.send_signal(ending)
+        child.communicate(timeout=60)
+        assert child.returncode == -ending
+    finally:
+        release.set()
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    undone = run_aibuddy(aibuddy_exe, "table", "undo", "--yes", "--json", env=env)
+    assert undone.returncode == 0, undone.stderr
+    assert path.read_bytes() == after_first
+    earlier = run_aibuddy(aibuddy_exe, "table", "undo", "--yes", "--json", env=env)
+    assert earlier.returncode == 0, earlier.stderr
+    assert path.read_bytes() == original
+    found = run_aibuddy(aibuddy_exe, "table", "filter", "vendors", "--json", env=env)
+    assert [r["name"] for r in json.loads(found.stdout)["tables"][0]["rows"]] == ["Acme", "Globex"]
+
+
+class DyingStore(FileStore):
+    """A store whose process "dies" (an exception no one catches) just before it writes `key`."""
+
+    def __init__(self, root: Path, locks: Path, key: str) -> None:
+        super().__init__(root, locks)
+        self.dying = key
+
+    def write(self, key: str, data: bytes, *, create: bool = False):  # type: ignore[no-untyped-def]
+        if key == self.dying:
+            raise SystemExit("killed")
+        return super().write(key, data, create=create)
+
+
+def test_a_run_killed_between_noting_a_change_and_making_it_is_undone(stocked: Vault) -> None:
+    """The snapshot notes a change before it is made: a run that dies in between (the file still
+    as it was) is undone all the same, and nothing needs the run's clean end."""
+    rate_acme(stocked, 1)
+    after_first = (stocked.root / VENDORS).read_bytes()
+    vault = Vault.open(stocked.root)
+    session = Session(vault, "demo", environ={})
+    state: TablesState = session.tables.state
+    dying = DyingStore(vault.root, vault.locks_dir(), VENDORS)
+    snapshots = SnapshotStore(dying, "2099-01-01T00:00:00Z-dead00", lambda: None)
+    state.run, state.source, state.store = snapshots.run, "update", snapshots
+    state.journal("start_run", "", {}, {"undo": snapshots.key})
+    with pytest.raises(SystemExit):
+        session.tables.changes.update_rows("vendors", "True", {"rating": 3})
+    assert (stocked.root / VENDORS).read_bytes() == after_first  # no finish(): the process is gone
+    fresh = Session(Vault.open(stocked.root), "demo", environ={}).tables.state
+    assert undo_last(fresh).run == snapshots.run
+    assert (stocked.root / VENDORS).read_bytes() == after_first
+    assert undo_last(fresh).run != snapshots.run  # the earlier run is next, not blocked
+    assert b"Acme,4" in (stocked.root / VENDORS).read_bytes()
+
+
+def test_ctrl_c_during_a_run_leaves_it_undoable(stocked: Vault) -> None:
+    original = (stocked.root / VENDORS).read_bytes()
+
+    class Interrupting(ScriptedModel):
+        def __call__(self, messages, tools):  # type: ignore[no-untyped-def]
+            if len(self.seen) == 3:
+                raise KeyboardInterrupt
+            return super().__call__(messages, tools)
+
+    model = Interrupting()
+    model.call(("ask", {"question": "vendors?"}))
+    model.answer("Acme and Globex")
+    model.call(("delete_rows", {"table": "vendors", "filter": "True"}))
+    with pytest.raises(KeyboardInterrupt):
+        agent(stocked, model).change("update", "No vendors")
+    assert b"Acme" not in (stocked.root / VENDORS).read_bytes()
+    undo_last(Session(Vault.open(stocked.root), "demo", environ={}).tables.state)
+    assert (stocked.root / VENDORS).read_bytes() == original
+
+
+def test_a_user_removed_from_a_team_cannot_undo_into_its_tables(
+    aibuddy_exe: list[str], cli, vault: Vault
+) -> None:
+    config = vault.root / "aibuddy.toml"
+    with_team = config.read_text() + '\n[teams.eng]\nmembers = ["demo", "bob"]\n'
+    config.write_text(with_team)
+    ok(cli("table", "create", "team/eng/vendors", "-c", "name:str", "-c", "rating:int", "--json"))
+    ok(cli("table", "add", "team/eng/vendors", "--row", '{"name": "Acme", "rating": 4}', "--json"))
+    rate_acme(vault, 1, table="team/eng/vendors")
+    path = vault.root / "tables/team/eng/vendors.csv"
+    after_run = path.read_bytes()
+    config.write_text(with_team.replace('["demo", "bob"]', '["bob"]'))
+    env = child_env(vault.root)
+    refused = run_aibuddy(aibuddy_exe, "table", "undo", "--yes", "--json", env=env)
+    assert refused.returncode == 5, refused.stderr
+    assert json.loads(refused.stdout)["error"]["code"] == "not_allowed"
+    assert path.read_bytes() == after_run
+    assert run_aibuddy(aibuddy_exe, "table", "filter", "team/eng/vendors", env=env).returncode == 5
+    config.write_text(with_team)  # a member again: the undo goes through
+    assert run_aibuddy(aibuddy_exe, "table", "undo", "--yes", env=env).returncode == 0
+    assert b"Acme,4" in path.read_bytes()
