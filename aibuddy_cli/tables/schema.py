@@ -335,10 +335,15 @@ def _fits(value: Any, type_: str, from_text: bool) -> bool:
         return False
     if not from_text:
         return True
-    text = cell_text(parsed, type_)
-    if type_ == "float" and text != value and parsed.is_integer():
-        return value == str(int(parsed))  # "12" in a column of numbers: the number twelve, exactly
-    return text == value
+    return spells(value, parsed, type_)
+
+
+def spells(text: str, value: Any, type_: str) -> bool:
+    """Whether text is the one spelling of value (a whole number also in its int spelling: "12"
+    is the number twelve exactly, though a float column writes it 12.0)."""
+    if type_ == "float" and isinstance(value, float) and value.is_integer() and text == str(int(value)):
+        return True
+    return cell_text(value, type_) == text
 
 
 # --- carrying a value from one type to another --------------------------------------------------
@@ -410,8 +415,11 @@ def carry(value: Any, source: str, target: str, lossy: str | None = None) -> Car
     (ValueRefused when there is none), empty with "drop"."""
     try:
         new = convert(value, source, target)
-        back = convert(new, target, source)
-        lost = None if same_value(back, value, source) else f"it would become {cell_text(new, target)!r}"
+        if source == "str":
+            exact = spells(value, new, target)
+        else:
+            exact = same_value(convert(new, target, source), value, source)
+        lost = None if exact else f"it would become {cell_text(new, target)!r}"
     except ValueRefused as exc:
         new, lost = None, str(exc)
     if lost is None:

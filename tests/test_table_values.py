@@ -1,0 +1,252 @@
+"""A table change never destroys values: a conversion that cannot carry a value over exactly is
+refused as a whole (exit 6, naming the rows and values, nothing written) unless a lossy one is
+asked for; CSV import guesses only types that give the text back; destructive column changes ask
+and journal what they removed; a full key space and an oversized file are refused before work."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ok, run_aibuddy
+from scripted_model import ScriptedModel
+
+from aibuddy_cli.session import Session
+from aibuddy_cli.tables.loops import TableAgent
+from aibuddy_cli.vault import Vault
+
+ENV = {"AIBUDDY_MODEL_TABLES": "openai/tables-test", "AIBUDDY_TIMEOUT": "30"}
+
+
+def table_file(vault: Vault, name: str, suffix: str = ".csv") -> Path:
+    return vault.root / "tables/personal/demo" / f"{name}{suffix}"
+
+
+def journal(vault: Vault) -> list[dict]:
+    lines = (vault.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.fixture
+def items(aibuddy_exe: list[str], env: dict[str, str]) -> None:
+    assert run_aibuddy(aibuddy_exe, "table", "create", "items", "-c", "price:float", env=env).returncode == 0
+    rows = ("--row", '{"price": 149.0}', "--row", '{"price": 79.5}')
+    assert run_aibuddy(aibuddy_exe, "table", "add", "items", *rows, env=env).returncode == 0
+
+
+def test_a_transform_that_cannot_keep_a_value_is_refused_whole_in_a_real_process(
+    aibuddy_exe: list[str], env: dict[str, str], vault: Vault, items: None
+) -> None:
+    before = table_file(vault, "items").read_bytes(), table_file(vault, "items", ".schema.json").read_bytes()
+    refused = run_aibuddy(
+        aibuddy_exe, "table", "column", "transform", "items", "price", "--type", "int", env=env
+    )
+    assert refused.returncode == 6
+    message = refused.stderr.decode()
+    assert "row_id 2: 79.5" in message and "lossy" in message and "149.0" not in message
+    assert (
+        table_file(vault, "items").read_bytes(),
+        table_file(vault, "items", ".schema.json").read_bytes(),
+    ) == before
+    lossy = ("table", "column", "transform", "items", "price", "--type", "int", "--lossy", "round")
+    assert run_aibuddy(aibuddy_exe, *lossy, env=env).returncode == 2  # a lossy change asks: --yes here
+    assert table_file(vault, "items").read_bytes() == before[0]
+    done = run_aibuddy(aibuddy_exe, *lossy, "--yes", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["not_converted"]["values"] == [
+        {"key": 2, "value": 79.5, "reason": "79.5 is not a whole number; now '80'"}
+    ]
+    assert table_file(vault, "items").read_text() == "row_id,price\n1,149\n2,80\n"
+    assert journal(vault)[-1]["changed"]["before"] == [{"key": 1, "value": 149.0}, {"key": 2, "value": 79.5}]
+    assert run_aibuddy(aibuddy_exe, *lossy[:-2], "--lossy", "sideways", "--yes", env=env).returncode == 6
+
+
+def test_values_that_convert_exactly_convert(cli, vault: Vault) -> None:
+    ok(cli("table", "create", "t", "-c", "f:float", "-c", "s:str", "-c", "d:datetime", "--json"))
+    row = {"f": 149.0, "s": "12", "d": "2024-05-01T00:00:00"}
+    ok(cli("table", "add", "t", "--row", json.dumps(row), "--json"))
+    for column, type_ in (("f", "int"), ("s", "int"), ("d", "date"), ("f", "str"), ("f", "float")):
+        done = ok(cli("table", "column", "transform", "t", column, "--type", type_, "--json"))
+        assert done["not_converted"]["count"] == 0
+    assert table_file(vault, "t").read_text().splitlines()[1] == "1,149.0,12,2024-05-01"
+    for column, type_, value in (("s", "bool", "12"), ("d", "time", "'2024-05-01'")):
+        refused = cli("table", "column", "transform", "t", column, "--type", type_)
+        assert refused.exit_code == 6 and f"row_id 1: {value} (" in refused.stderr
+    ok(cli("table", "add", "t", "--row", '{"s": 7, "d": "2024-05-02"}', "--json"))
+    ok(cli("table", "update-rows", "t", "--where", "True", "--set", '{"s": 42}', "--json"))
+    assert cli("table", "column", "transform", "t", "s", "--type", "str").exit_code == 0
+
+
+def test_text_that_does_not_spell_its_value_exactly_is_refused(cli, vault: Vault) -> None:
+    ok(cli("table", "create", "codes", "-c", "code:str", "-c", "n:float", "--json"))
+    ok(cli("table", "add", "codes", "--row", '{"code": "+4930123"}', "--row", '{"code": "0042"}', "--json"))
+    before = table_file(vault, "codes").read_bytes()
+    refused = cli("table", "column", "transform", "codes", "code", "--type", "int")
+    assert refused.exit_code == 6
+    assert "row_id 1: '+4930123' (it would become '4930123')" in refused.stderr
+    assert "row_id 2: '0042'" in refused.stderr and table_file(vault, "codes").read_bytes() == before
+    # a JSON number a float column cannot hold exactly, float text Python reads loosely: refused
+    assert (
+        cli("table", "update-rows", "codes", "--where", "True", "--set", '{"n": 9007199254740993}').exit_code
+        == 6
+    )
+    assert cli("table", "add", "codes", "--row", '{"n": "1_000"}').exit_code == 6
+    assert cli("table", "add", "codes", "--row", '{"n": "infinity"}').exit_code == 6
+    assert table_file(vault, "codes").read_bytes() == before
+
+
+def test_derive_refuses_values_its_type_cannot_hold_unless_lossy(cli, vault: Vault) -> None:
+    ok(cli("table", "create", "p", "-c", "price:float", "--json"))
+    ok(cli("table", "add", "p", "--row", '{"price": 10.5}', "--row", '{"price": 4.0}', "--json"))
+    before = table_file(vault, "p").read_bytes()
+    refused = cli("table", "column", "derive", "p", "whole", "price", "--type", "int", "--json")
+    assert refused.exit_code == 6 and json.loads(refused.stdout)["error"]["code"] == "values_not_kept"
+    assert table_file(vault, "p").read_bytes() == before
+    derived = ok(
+        cli(
+            "table",
+            "column",
+            "derive",
+            "p",
+            "whole",
+            "price",
+            "--type",
+            "int",
+            "--lossy",
+            "drop",
+            "--yes",
+            "--json",
+        )
+    )
+    assert derived["not_converted"]["count"] == 1 and derived["lossy"] == "drop"
+    assert table_file(vault, "p").read_text().splitlines()[1:] == ["1,10.5,", "2,4.0,4"]
+
+
+def test_a_model_transform_is_refused_whole_and_lossy_only_when_it_asks(cli, vault: Vault) -> None:
+    ok(cli("table", "create", "items", "-c", "price:float", "--json"))
+    ok(cli("table", "add", "items", "--row", '{"price": 149.0}', "--row", '{"price": 79.5}', "--json"))
+    before = table_file(vault, "items").read_bytes()
+    model = ScriptedModel()
+    model.call(("ask", {"question": "prices?"}))
+    model.answer("149.0 and 79.5")
+    model.call(("transform_column", {"table": "items", "column": "price", "type": "int"}))
+    model.call(("transform_column", {"table": "items", "column": "price", "type": "int", "lossy": "drop"}))
+    model.answer("Prices are whole numbers now.")
+    session = Session(Vault.open(vault.root), "demo", environ=ENV)
+    run = TableAgent(session.tables, session.environ, connect=lambda s: model).change(
+        "refactor", "int prices"
+    )
+    refused, dropped = model.tool_results()[-2:]
+    assert "not transformed" in refused["error"] and "79.5" in refused["error"]
+    assert dropped["not_converted"]["count"] == 1
+    assert [op["applied"] for op in run.operations] == [True]
+    assert table_file(vault, "items").read_text() == "row_id,price\n1,149\n2,\n"
+    assert before != table_file(vault, "items").read_bytes()
+    assert ok(cli("table", "undo", "--yes", "--json"))["run"] == run.run
+    assert table_file(vault, "items").read_bytes() == before
+
+
+def test_csv_import_guesses_a_type_only_when_it_gives_the_text_back(
+    cli, vault: Vault, tmp_path: Path
+) -> None:
+    source = tmp_path / "contacts.csv"
+    source.write_text(
+        "phone,id,version,amount,price,flag,when\n"
+        "+4930123,123456789012345678901234,1.10,1_000,12,true,10:00\n"
+        "+4930124,2,1.2,2,9.5,false,11:30\n"
+    )
+    ok(cli("table", "create", "contacts", "--json"))
+    ok(cli("table", "add", "contacts", "--file", str(source), "--json"))
+    types = {c["name"]: c["type"] for c in ok(cli("table", "show", "contacts", "--json"))["columns"]}
+    assert types == {
+        "row_id": "int",
+        "phone": "str",
+        "id": "str",
+        "version": "str",
+        "amount": "str",
+        "price": "float",  # 12 is the number twelve exactly (written 12.0), as in a column of prices
+        "flag": "bool",
+        "when": "str",  # a time is written 10:00:00: the text would change
+    }
+    lines = table_file(vault, "contacts").read_text().splitlines()
+    assert lines[1] == "1,+4930123,123456789012345678901234,1.10,1_000,12.0,true,10:00"
+
+
+def test_a_next_key_past_the_largest_is_refused_before_anything_is_written(cli, vault: Vault) -> None:
+    ok(cli("table", "create", "log", "-c", "n:int", "--json"))
+    ok(cli("table", "add", "log", "--row", '{"n": 1}', "--json"))
+    schema_path = table_file(vault, "log", ".schema.json")
+    schema = json.loads(schema_path.read_text())
+    for next_key in (2**63, 2**64 + 5):
+        schema["next_key"] = next_key  # a hand edit or a merge
+        schema_path.write_text(json.dumps(schema))
+        before = table_file(vault, "log").read_bytes(), schema_path.read_bytes()
+        refused = cli("table", "add", "log", "--row", '{"n": 2}')
+        assert refused.exit_code == 6 and "next_key" in refused.stderr
+        assert (table_file(vault, "log").read_bytes(), schema_path.read_bytes()) == before
+        assert ok(cli("table", "filter", "log", "--json"))["tables"][0]["total"] == 1
+    schema["next_key"] = 2**63 - 1  # the last key is still there to give
+    schema_path.write_text(json.dumps(schema))
+    assert ok(cli("table", "add", "log", "--row", '{"n": 2}', "--json"))["keys"] == [2**63 - 1]
+    assert cli("table", "add", "log", "--row", '{"n": 3}').exit_code == 6
+    assert ok(cli("table", "filter", "log", "--json"))["tables"][0]["total"] == 2
+
+
+def test_add_file_refuses_an_oversized_file_without_reading_it(
+    aibuddy_exe: list[str], env: dict[str, str], tmp_path: Path
+) -> None:
+    assert run_aibuddy(aibuddy_exe, "table", "create", "big", env=env).returncode == 0
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as handle:
+        handle.truncate(3 << 30)  # 3 GiB, sparse: nothing on disk; reading it whole needs 3 GiB of memory
+
+    def small_memory() -> None:  # the child may use 1.5 GiB of address space: the file cannot fit
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+    result = subprocess.run(
+        [*aibuddy_exe, "table", "add", "big", "--file", str(huge), "--json"],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        preexec_fn=small_memory,
+    )
+    assert result.returncode == 6, result.stderr
+    assert json.loads(result.stdout)["error"]["message"].endswith("is larger than 256 MiB")
+
+
+def test_column_delete_asks_and_journals_its_values(cli, vault: Vault) -> None:
+    ok(cli("table", "create", "people", "-c", "name:str", "-c", "email:str", "--json"))
+    rows = ("--row", '{"name": "Ada", "email": "ada@example.com"}', "--row", '{"name": "Alan"}')
+    ok(cli("table", "add", "people", *rows, "--json"))
+    before = table_file(vault, "people").read_bytes()
+    refused = cli("table", "column", "delete", "people", "email")
+    assert refused.exit_code == 2 and "--yes" in refused.stderr
+    assert table_file(vault, "people").read_bytes() == before
+    declined = cli("table", "column", "delete", "people", "email", input="n\n")
+    assert declined.exit_code in (1, 2) and table_file(vault, "people").read_bytes() == before
+    ok(cli("table", "column", "delete", "people", "email", "--yes", "--json"))
+    last = journal(vault)[-1]
+    assert last["op"] == "delete_column"
+    assert last["changed"]["values"] == [{"key": 1, "value": "ada@example.com"}]
+    assert last["changed"]["column_spec"] == {"name": "email", "type": "str", "description": ""}
+
+
+def test_a_move_that_would_leave_values_behind_is_refused(cli, vault: Vault) -> None:
+    ok(cli("table", "create", "a", "-c", "x:int", "--json"))
+    ok(cli("table", "add", "a", "--row", '{"x": 1}', "--row", '{"x": 2}', "--json"))
+    ok(cli("table", "create", "b", "-c", "y:int", "--json"))
+    ok(cli("table", "add", "b", "--row", '{"y": 9}', "--json"))  # key 1 only
+    before = table_file(vault, "a").read_bytes(), table_file(vault, "b").read_bytes()
+    refused = cli("table", "column", "move", "a", "x", "b")
+    assert refused.exit_code == 6 and "row_id 2: 2" in refused.stderr
+    assert (table_file(vault, "a").read_bytes(), table_file(vault, "b").read_bytes()) == before
+    ok(cli("table", "column", "copy", "a", "x", "b", "--json"))  # a copy leaves nothing behind
+    ok(cli("table", "column", "delete", "b", "x", "--yes", "--json"))
+    assert cli("table", "column", "move", "a", "x", "b", "--lossy", "drop").exit_code == 2  # it asks
+    ok(cli("table", "column", "move", "a", "x", "b", "--lossy", "drop", "--yes", "--json"))
+    assert table_file(vault, "b").read_text().splitlines() == ["row_id,y,x", "1,9,1"]
+    assert journal(vault)[-1]["changed"]["values"] == [{"key": 1, "value": 1}, {"key": 2, "value": 2}]
