@@ -250,3 +250,19 @@ def test_a_move_that_would_leave_values_behind_is_refused(cli, vault: Vault) -> 
     ok(cli("table", "column", "move", "a", "x", "b", "--lossy", "drop", "--yes", "--json"))
     assert table_file(vault, "b").read_text().splitlines() == ["row_id,y,x", "1,9,1"]
     assert journal(vault)[-1]["changed"]["values"] == [{"key": 1, "value": 1}, {"key": 2, "value": 2}]
+
+
+def test_what_a_large_change_removes_is_kept_whole(cli, vault: Vault, tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"n": n, "note": f"note {n}"}) + "\n" for n in range(1200)))
+    ok(cli("table", "create", "many", "--json"))
+    ok(cli("table", "add", "many", "--file", str(rows), "--json"))
+    ok(cli("table", "column", "delete", "many", "note", "--yes", "--json"))
+    values = journal(vault)[-1]["changed"]["values"]
+    assert values["count"] == 1200 and len(values["first"]) == 1000
+    kept = [json.loads(line) for line in (vault.root / values["kept"]).read_text().splitlines()]
+    assert kept == [{"key": n + 1, "value": f"note {n}"} for n in range(1200)]
+    ok(cli("table", "delete-rows", "many", "--where", "True", "--yes", "--json"))
+    removed = journal(vault)[-1]["changed"]["rows"]
+    kept = [json.loads(line) for line in (vault.root / removed["kept"]).read_text().splitlines()]
+    assert kept == [{"row_id": n + 1, "n": n} for n in range(1200)]

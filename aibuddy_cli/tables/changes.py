@@ -127,7 +127,7 @@ class TableChanges:
                 kept = (
                     data.decode("utf-8", "replace")
                     if len(data) <= 1 << 20
-                    else f"({len(data)} bytes, not kept)"
+                    else f"({len(data)} bytes, kept in {self.state.keep_removed('csv', data)})"
                 )
                 change = Change("delete_table", ref.qualified, {"schema": schema.to_json(), "csv": kept})
                 self._journal(change)
@@ -232,17 +232,14 @@ class TableChanges:
                         changed_rows.append(row)
             if changed_rows:
                 self._write(table.ref, schema, rows, table=table, upserts=changed_rows)
+            replaced = [{"key": key, "values": old} for key, old in before.items()]
             change = Change(
                 "update_rows",
                 table.ref.qualified,
-                {
-                    "matched": len(keys),
-                    "updated": len(before),
-                    "before": bounded([{"key": key, "values": old} for key, old in before.items()]),
-                },
+                {"matched": len(keys), "updated": len(before), "before": bounded(replaced)},
             )
             if before:
-                self._journal(change)
+                self._journal(change._replace(kept={"before": self.state.removed(replaced)}))
         return change
 
     def delete_rows(self, spec: str, where: str) -> Change:
@@ -260,7 +257,7 @@ class TableChanges:
                 "delete_rows", table.ref.qualified, {"deleted": len(deleted), "rows": bounded(deleted)}
             )
             if deleted:
-                self._journal(change)
+                self._journal(change._replace(kept={"rows": self.state.removed(deleted)}))
         return change
 
     def _matching(self, table: IndexedTable, where: str) -> list[int]:
@@ -343,7 +340,7 @@ class TableChanges:
                     removed.append({"key": row[key], "value": value})
             schema = table.schema.with_columns([c for c in table.schema.columns if c.name != column])
             detail = {"column": column, "type": spec_.type}
-            kept = {"column_spec": spec_.to_json(), "values": bounded(removed)}
+            kept = {"column_spec": spec_.to_json(), "values": self.state.removed(removed)}
             return Change("delete_column", table.ref.qualified, detail, kept), schema
 
         return self._reshape(spec, drop)
@@ -399,7 +396,8 @@ class TableChanges:
                 detail["expression"] = expression
             if lossy:
                 detail["lossy"] = lossy
-            kept = {"before": bounded(before)} if before and (lossy or expression is not None) else None
+            replaced = before and (lossy or expression is not None)
+            kept = {"before": self.state.removed(before)} if replaced else None
             schema = table.schema.with_columns(columns)
             return Change("transform_column", table.ref.qualified, detail, kept), schema
 

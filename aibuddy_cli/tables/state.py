@@ -18,6 +18,7 @@ from .index import IndexedTable, TableIndex
 from .schema import TableSchema
 
 JOURNAL = ".aibuddy/logs/tables.jsonl"
+REMOVED = ".aibuddy/logs/removed"  # what a change removed, when too much for its journal line
 MAX_JOURNALED = 1000  # rows or keys one journal line lists; beyond, their count
 
 
@@ -109,6 +110,22 @@ class TablesState:
             "changed": changed,
         }
         self.store.append(JOURNAL, (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+
+    def removed(self, items: list[Any]) -> Any:
+        """What a change removed (rows, values), for its journal line: whole when short, else
+        its count and first items, the whole list kept in a file under .aibuddy/logs/removed/."""
+        if len(items) <= MAX_JOURNALED:
+            return items
+        data = "".join(json.dumps(item, ensure_ascii=False, default=str) + "\n" for item in items)
+        return {**bounded(items), "kept": self.keep_removed("jsonl", data.encode("utf-8"))}
+
+    def keep_removed(self, suffix: str, data: bytes) -> str:
+        """data kept in a new file under .aibuddy/logs/removed/; its key."""
+        import secrets
+
+        key = f"{REMOVED}/{utc_now().replace(':', '')}-{secrets.token_hex(4)}.{suffix}"
+        self.store.write(key, data, create=True)
+        return key
 
 
 def bounded(items: list[Any]) -> Any:
