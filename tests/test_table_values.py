@@ -266,3 +266,23 @@ def test_what_a_large_change_removes_is_kept_whole(cli, vault: Vault, tmp_path: 
     removed = journal(vault)[-1]["changed"]["rows"]
     kept = [json.loads(line) for line in (vault.root / removed["kept"]).read_text().splitlines()]
     assert kept == [{"row_id": n + 1, "n": n} for n in range(1200)]
+
+
+def test_an_import_that_would_drop_values_it_was_given_is_refused(cli, vault: Vault, tmp_path: Path) -> None:
+    ok(cli("table", "create", "t", "--json"))
+    before = table_file(vault, "t").read_bytes()
+    for name, content in (
+        ("extra.csv", "a,b\n1,2\n3,4,5\n"),  # a field the header has no name for
+        ("twice.csv", "a,a\n1,2\n"),  # a header naming a column twice
+        ("twice.jsonl", '{"a": 1, "a": 2}\n'),  # an object naming a key twice
+    ):
+        source = tmp_path / name
+        source.write_text(content)
+        refused = cli("table", "add", "t", "--file", str(source))
+        assert refused.exit_code == 6, (name, refused.stderr)
+        assert table_file(vault, "t").read_bytes() == before
+    assert (
+        "line 3: 3 fields where the header has 2"
+        in cli("table", "add", "t", "--file", str(tmp_path / "extra.csv")).stderr
+    )
+    assert cli("table", "add", "t", "--row", '{"a": 1, "a": 2}').exit_code == 6

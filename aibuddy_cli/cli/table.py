@@ -64,9 +64,18 @@ def _confirm(yes: bool, question: str, verb: str = "delete", done: str = "delete
 
 def _json_value(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError as exc:
         raise InvalidInput(f"{what} is not JSON: {exc}") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different: a repeated one would silently lose a value."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        repeated = sorted({k for k, _ in pairs if sum(1 for other, _ in pairs if other == k) > 1})
+        raise ValueError(f"a key is repeated ({', '.join(repeated)})")
+    return found
 
 
 # --- tables --------------------------------------------------------------------------------
@@ -196,7 +205,17 @@ def _file_rows(file: str) -> tuple[list[Any], bool]:
         return rows, False
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-        rows = [{name: value for name, value in row.items() if name is not None} for row in reader]
+        header = reader.fieldnames or []
+        if len(set(header)) != len(header):
+            raise InvalidInput(f"{source} line 1: a column is repeated in the header")
+        rows = []
+        for row in reader:
+            if None in row:  # more fields than the header names: their values would be lost
+                raise InvalidInput(
+                    f"{source} line {reader.line_num}: {len(header) + len(row[None])} fields where "
+                    f"the header has {len(header)}"
+                )
+            rows.append(row)
     except csv.Error as exc:
         raise InvalidInput(f"{source}: {exc}") from None
     return rows, True
