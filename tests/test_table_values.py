@@ -218,7 +218,9 @@ def test_add_file_refuses_an_oversized_file_without_reading_it(
     assert json.loads(result.stdout)["error"]["message"].endswith("is larger than 256 MiB")
 
 
-def test_column_delete_asks_and_journals_its_values(cli, vault: Vault) -> None:
+def test_column_delete_asks_and_journals_its_values(
+    cli, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ok(cli("table", "create", "people", "-c", "name:str", "-c", "email:str", "--json"))
     rows = ("--row", '{"name": "Ada", "email": "ada@example.com"}', "--row", '{"name": "Alan"}')
     ok(cli("table", "add", "people", *rows, "--json"))
@@ -226,9 +228,11 @@ def test_column_delete_asks_and_journals_its_values(cli, vault: Vault) -> None:
     refused = cli("table", "column", "delete", "people", "email")
     assert refused.exit_code == 2 and "--yes" in refused.stderr
     assert table_file(vault, "people").read_bytes() == before
+    monkeypatch.setattr("aibuddy_cli.cli.table.stdin_is_terminal", lambda: True)  # a person asked
     declined = cli("table", "column", "delete", "people", "email", input="n\n")
-    assert declined.exit_code in (1, 2) and table_file(vault, "people").read_bytes() == before
-    ok(cli("table", "column", "delete", "people", "email", "--yes", "--json"))
+    assert declined.exit_code == 1 and "Delete column email of people" in declined.stderr
+    assert table_file(vault, "people").read_bytes() == before
+    assert cli("table", "column", "delete", "people", "email", input="y\n").exit_code == 0
     last = journal(vault)[-1]
     assert last["op"] == "delete_column"
     assert last["changed"]["values"] == [{"key": 1, "value": "ada@example.com"}]
