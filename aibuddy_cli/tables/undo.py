@@ -63,8 +63,7 @@ class SnapshotStore(StoreView):
         outcomes = {key: data for key, data in outcomes.items() if key.startswith("tables/")}
         if not outcomes:
             return
-        if not self.before and self.started is not None:
-            self.started()
+        starting = not self.before
         for key, data in outcomes.items():
             if key not in self.before:
                 first = _current(self._store, key)
@@ -73,6 +72,8 @@ class SnapshotStore(StoreView):
             self.prior[key] = self.after[key]
             self.after[key] = _sha(data)
         self._save()
+        if starting and self.started is not None:  # after the snapshot exists, before any change
+            self.started()
 
     def _save(self) -> None:
         document = {"run": self.run, "before": self.before, "after": self.after, "prior": self.prior}
