@@ -176,3 +176,38 @@ def test_a_user_removed_from_a_team_cannot_undo_into_its_tables(
     config.write_text(with_team)  # a member again: the undo goes through
     assert run_aibuddy(aibuddy_exe, "table", "undo", "--yes", env=env).returncode == 0
     assert b"Acme,4" in path.read_bytes()
+
+
+def test_a_snapshot_written_by_an_earlier_version_is_undone_and_one_naming_other_files_refused(
+    cli, stocked: Vault
+) -> None:
+    """Snapshots of runs made before this version hold the files' text inline."""
+    import hashlib
+
+    path = stocked.root / VENDORS
+    original = path.read_text()
+    changed = original.replace("Acme,4", "Acme,1")
+    path.write_text(changed)
+    run = "2020-01-01T00:00:00Z-old000"
+    line = {"at": "2020-01-01T00:00:00Z", "user": "demo", "source": "update", "run": run, "op": "update_rows",
+            "table": "vendors", "args": {}, "changed": {}}  # fmt: skip
+    with (stocked.root / ".aibuddy/logs/tables.jsonl").open("a") as journal:
+        journal.write(json.dumps(line) + "\n")
+    snapshot = stocked.root / f".aibuddy/undo/{run}.json"
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(changed.encode()).hexdigest()
+    snapshot.write_text(json.dumps({"run": run, "before": {VENDORS: original}, "after": {VENDORS: digest}}))
+    assert ok(cli("table", "undo", "--yes", "--json"))["run"] == run
+    assert path.read_text() == original
+    secret = stocked.root / "memory/demo/x.md"
+    line["run"] = run = "2020-01-02T00:00:00Z-old001"
+    with (stocked.root / ".aibuddy/logs/tables.jsonl").open("a") as journal:
+        journal.write(json.dumps(line) + "\n")
+    (stocked.root / f".aibuddy/undo/{run}.json").write_text(
+        json.dumps(
+            {"run": run, "before": {"memory/demo/x.md": "planted"}, "after": {"memory/demo/x.md": None}}
+        )
+    )
+    refused = cli("table", "undo", "--yes")
+    assert refused.exit_code == 6 and "not one of your tables" in refused.stderr
+    assert not secret.exists()

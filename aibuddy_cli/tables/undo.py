@@ -1,8 +1,9 @@
 """Undoing the last natural-language run (`table update` / `table refactor`).
 
 During a run the tables' store is seen through a `SnapshotStore`: before a table file is first
-written, moved or deleted, its bytes (or its absence) are kept in `.aibuddy/undo/<run>.json`,
-and before every change of a file the hash it is about to have, beside the hash it has now.
+written, moved or deleted, its bytes are kept in `.aibuddy/undo/<run>/<n>` (its absence noted),
+and before every change of a file `.aibuddy/undo/<run>.json` notes the hash it is about to
+have, beside the hash it has now.
 So the record is complete whenever the run ends: a clean exit, an error, Ctrl-C, SIGTERM, SIGHUP
 or SIGKILL between any two steps, even between noting a change and making it. The first change
 also journals the run's start, so `table undo` finds a run that ended before it journaled an
@@ -50,7 +51,7 @@ class SnapshotStore(StoreView):
         super().__init__(store)
         self.run = run
         self.started = started  # called once, before the run's first change
-        self.before: dict[str, str | None] = {}
+        self.before: dict[str, str | None] = {}  # each file's kept bytes (a key), None: absent
         self.after: dict[str, str | None] = {}  # each file's hash once the change being made is made
         self.prior: dict[str, str | None] = {}  # each file's hash before that change
 
@@ -67,7 +68,11 @@ class SnapshotStore(StoreView):
         for key, data in outcomes.items():
             if key not in self.before:
                 first = _current(self._store, key)
-                self.before[key] = _text(first)
+                kept = None
+                if first is not None:
+                    kept = f"{UNDO_FOLDER}/{self.run}/{len(self.before) + 1}"
+                    self._store.write(kept, first)
+                self.before[key] = kept
                 self.after[key] = _sha(first)
             self.prior[key] = self.after[key]
             self.after[key] = _sha(data)
@@ -76,7 +81,7 @@ class SnapshotStore(StoreView):
             self.started()
 
     def _save(self) -> None:
-        document = {"run": self.run, "before": self.before, "after": self.after, "prior": self.prior}
+        document = {"run": self.run, "kept": self.before, "after": self.after, "prior": self.prior}
         self._store.write(self.key, json.dumps(document, ensure_ascii=False).encode("utf-8"))
 
     def finish(self) -> None:
@@ -118,9 +123,9 @@ def undo_last(state: TablesState) -> Undone:
         run = _last_run(state)
         try:
             document = json.loads(state.store.read(f"{UNDO_FOLDER}/{run}.json")[0])
-            before, after = document["before"], document["after"]
-            prior = document.get("prior") or {}
-            if not all(isinstance(part, dict) for part in (before, after, prior)):
+            before = _kept(state.store, document)
+            after, prior = document["after"], document.get("prior") or {}
+            if not all(isinstance(part, dict) for part in (after, prior)):
                 raise TypeError
         except (NotFound, ValueError, KeyError, TypeError):
             raise NotFound(f"nothing to undo: the snapshot of run {run} is missing") from None
@@ -128,29 +133,36 @@ def undo_last(state: TablesState) -> Undone:
         current = {key: _current(state.store, key) for key in before}
         changed = [
             key
-            for key, text in before.items()
+            for key, data in before.items()
             if key not in after
-            or _sha(current[key]) not in (after[key], prior.get(key, after[key]), _sha(_encoded(text)))
+            or _sha(current[key]) not in (after[key], prior.get(key, after[key]), _sha(data))
         ]
         if changed:
             raise Conflict(f"not undone: {', '.join(changed)} changed since run {run}")
         replaced = {key: _text(data) for key, data in current.items()}
         kept = f"{UNDO_FOLDER}/{run}.undone.json"
         state.store.write(kept, json.dumps({"run": run, "replaced": replaced}, ensure_ascii=False).encode())
-        for key, text in before.items():
-            if text is None:
+        for key, data in before.items():
+            if data is None:
                 if state.store.exists(key):
                     state.store.delete(key)
             else:
-                state.store.write(key, _encoded(text) or b"")
+                state.store.write(key, data)
             if key.endswith(".csv"):
                 state.index.forget_key(key)
         state.journal("undo", "", {"run": run}, {"files": sorted(before), "replaced": kept})
     return Undone(run, sorted(before))
 
 
-def _encoded(text: str | None) -> bytes | None:
-    return None if text is None else text.encode("utf-8", "surrogateescape")
+def _kept(store: Store, document: dict[str, Any]) -> dict[str, bytes | None]:
+    """Each file's bytes before the run (None: it did not exist). Snapshots written before the
+    bytes went to files of their own hold them as text under "before"."""
+    if "kept" not in document:
+        return {
+            key: None if text is None else str(text).encode("utf-8", "surrogateescape")
+            for key, text in document["before"].items()
+        }
+    return {key: None if kept is None else store.read(str(kept))[0] for key, kept in document["kept"].items()}
 
 
 def _check_access(state: TablesState, run: str, keys: dict[str, Any]) -> None:
