@@ -151,8 +151,8 @@ def test_contacts_are_a_table_merged_by_name(cli, vault: Vault, chat: str, model
     assert rows == [{"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": None}]
     journal = (vault.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()
     assert [json.loads(line)["source"] for line in journal] == ["consolidation", "consolidation"]
-    for i in range(4):
-        ok(cli("task", "add-message", "t1", f"more {i}", "--role", "user", "--json"))
+    for text in ("more 0", "Email only for Maria Lopez.", "more 2", "more 3"):
+        ok(cli("task", "add-message", "t1", text, "--role", "user", "--json"))
     model.reply_json(
         {"contacts": [{"name": "Maria Lopez", "response_policy": "Email only", "evidence": [6]}]}
     )
@@ -172,7 +172,8 @@ def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model, monkeypatch)
     done = [
         {"function": {"name": "add_rows", "arguments": {"table": "venues", "rows": [{"name": "Hall A"}]}}}
     ]
-    ok(cli("task", "add-message", "t1", "Hall A and Villa B are options.", "--role", "user", "--json"))
+    options = "Hall A and Villa B in Lisbon are options."
+    ok(cli("task", "add-message", "t1", options, "--role", "user", "--json"))
     ok(
         cli(
             "task",
