@@ -179,7 +179,7 @@ TABLES: tuple[Table, ...] = (
     )),
     Table("extraction", (
         Setting("similarity", NUMBER, 0.6, low=0, high=1,
-                description="same-type description similarity at which extraction updates a record"),
+                description="same-type fact similarity at which automatic memory updates a record"),
         Setting("min_salience", NUMBER, 0.5, low=0, high=1, template="",
                 description="candidates below this salience are dropped"),
         Setting("max_writes", WHOLE, 5, low=1, high=100,

@@ -23,6 +23,7 @@ from .errors import AibuddyError, MalformedRecord, NotFound
 
 ATTRIBUTES = (
     "memory/**/*.md merge=aibuddy",
+    "memory/**/.history/*.jsonl merge=union",  # previous versions of auto records: keep both sides'
     "tables/**/*.csv merge=aibuddy",
     "tables/**/*.schema.json merge=aibuddy",
     "knowledge/**/*.meta.json merge=aibuddy",

@@ -123,6 +123,85 @@ def test_a_pass_checks_evidence_shields_and_keeps_its_watermark(cli, vault: Vaul
     assert len(model.requests) == before
 
 
+def test_an_item_its_cited_messages_do_not_state_is_dropped(cli, vault: Vault, chat: str, model) -> None:
+    """The issue's example: a password "citing" message 1, which says nothing of a password."""
+    model.reply_json(
+        {
+            "memory": [
+                {
+                    "type": "user",
+                    "name": "password",
+                    "description": "The user's password is hunter2",
+                    "body": "hunter2",
+                    "evidence": [1],
+                },
+                {
+                    "type": "user",
+                    "name": "diet",
+                    "description": "The user is vegetarian at every event",
+                    "body": "Vegetarian.",
+                    "evidence": [1],
+                },
+                {
+                    "type": "user",
+                    "name": "venue-budget",
+                    "description": "Venue budget is 5000 euros",
+                    "body": "5000",
+                    "evidence": [3],  # message 3 names the venue, not a budget
+                },
+            ]
+        }
+    )
+    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    outcomes = {(d["step"], d.get("name"), d["outcome"]) for d in decisions}
+    assert {("memory", "password", "dropped"), ("memory", "diet", "created")} <= outcomes
+    assert ("memory", "venue-budget", "dropped") in outcomes
+    dropped = next(d for d in decisions if d.get("name") == "password")
+    assert dropped["detail"].startswith("the cited message(s) 1 do not state it")
+    assert not (vault.root / "memory/demo/password.md").exists()
+    assert (vault.root / "memory/demo/diet.md").exists()
+    assert "hunter2" not in (vault.root / ".aibuddy/logs/consolidation.jsonl").read_text()
+
+
+def test_a_contact_must_be_named_by_its_messages_and_its_bio_stated(
+    cli, vault: Vault, chat: str, model, monkeypatch
+) -> None:
+    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_CONTACTS", "1")
+    model.reply_json(
+        {
+            "contacts": [
+                {"name": "John Smith", "bio": "Handles the venue", "evidence": [3]},
+                {"name": "Maria Lopez", "bio": "Former chief financial officer", "evidence": [3]},
+            ]
+        }
+    )
+    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    outcomes = [(d.get("name"), d["outcome"], d["detail"]) for d in decisions if d["step"] == "contacts"]
+    assert outcomes == [
+        ("John Smith", "dropped", "the cited message(s) 3 do not state it: the name is not in them"),
+        ("Maria Lopez", "dropped", "bio: the cited message(s) 3 do not state it"),
+        ("Maria Lopez", "created", "new contact"),
+    ]
+    rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
+    assert rows == [{"row_id": 1, "name": "Maria Lopez", "bio": None, "response_policy": None}]
+
+
+def test_knowledge_rows_are_kept_as_far_as_their_messages_state_them() -> None:
+    from aibuddy_cli.tasks.consolidation import _stated_part
+
+    texts = {1: "Hall A and Villa B in Lisbon are options.", 2: "Noted."}
+    rows = [{"name": "Villa B", "city": "Lisbon"}, {"name": "Castle C", "city": "Porto"}]
+    item, problem, notes = _stated_part(
+        "knowledge", {"table": "venues", "rows": rows, "evidence": [1]}, texts
+    )
+    assert problem is None and item["rows"] == rows[:1]
+    assert [(n.outcome, n.detail) for n in notes] == [
+        ("dropped", "1 row(s): the cited message(s) 1 do not state it")
+    ]
+    _, problem, _ = _stated_part("knowledge", {"table": "venues", "rows": rows, "evidence": [2]}, texts)
+    assert problem == "the cited message(s) 2 do not state it: none of its 2 row(s)"
+
+
 def test_a_dry_run_writes_nothing(cli, vault: Vault, chat: str, model) -> None:
     model.reply_json(REPLY)
     result = ok(cli("task", "consolidate", "t1", "--dry-run", "--json"))
@@ -151,8 +230,8 @@ def test_contacts_are_a_table_merged_by_name(cli, vault: Vault, chat: str, model
     assert rows == [{"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": None}]
     journal = (vault.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()
     assert [json.loads(line)["source"] for line in journal] == ["consolidation", "consolidation"]
-    for i in range(4):
-        ok(cli("task", "add-message", "t1", f"more {i}", "--role", "user", "--json"))
+    for text in ("more 0", "Email only for Maria Lopez.", "more 2", "more 3"):
+        ok(cli("task", "add-message", "t1", text, "--role", "user", "--json"))
     model.reply_json(
         {"contacts": [{"name": "Maria Lopez", "response_policy": "Email only", "evidence": [6]}]}
     )
@@ -172,7 +251,8 @@ def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model, monkeypatch)
     done = [
         {"function": {"name": "add_rows", "arguments": {"table": "venues", "rows": [{"name": "Hall A"}]}}}
     ]
-    ok(cli("task", "add-message", "t1", "Hall A and Villa B are options.", "--role", "user", "--json"))
+    options = "Hall A and Villa B in Lisbon are options."
+    ok(cli("task", "add-message", "t1", options, "--role", "user", "--json"))
     ok(
         cli(
             "task",

@@ -390,3 +390,146 @@ def test_one_unusable_candidate_never_stops_the_run_or_the_log(
     assert result.written == ["new-one"]
     assert [d.outcome for d in result.decisions[-3:]] == ["created", "dropped", "dropped"]
     assert log_entries(vault)[-1]["written"] == ["new-one"]
+
+
+# --- two facts are two records (issue 17) --------------------------------------------------------
+
+
+def allergy(name: str, description: str, body: str = "") -> dict[str, object]:
+    return candidate(type="user", name=name, description=description, body=body or description)
+
+
+def test_two_allergies_of_one_reply_are_two_records(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
+    # The issue's reply: it reported "written": ["peanut-allergy", "peanut-allergy"].
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                allergy("peanut-allergy", "User is allergic to peanuts"),
+                allergy("peanut-allergy", "User is allergic to shellfish"),
+            ]
+        }
+    )
+    result = Extractor(memory).run(talk("I'm allergic to peanuts and to shellfish.", "Noted."))
+    assert result.written == ["peanut-allergy", "peanut-allergy-2"]
+    assert memory.show("peanut-allergy").description == "User is allergic to peanuts"
+    assert memory.show("peanut-allergy-2").description == "User is allergic to shellfish"
+    assert "a different fact: peanut vs shellfish" in result.decisions[-1].detail
+
+
+def test_a_different_fact_never_overwrites_an_auto_record(
+    memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
+) -> None:
+    memory.create_auto("deploys", type="project", description="Deploys to staging on Mondays", body="staging")
+    path = vault.root / "memory" / "demo" / "deploys.md"
+    before = path.read_bytes()
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                candidate(type="project", name="deploys", description="Deploys to production on Fridays")
+            ]
+        }
+    )
+    result = Extractor(memory).run(talk("Remember: production deploys happen on Fridays.", "Noted."))
+    assert result.written == ["deploys-2"] and result.decisions[-1].outcome == "created"
+    assert path.read_bytes() == before
+
+
+def test_the_same_body_under_a_different_fact_is_not_a_no_op(
+    memory: MemoryService, fake_openai: FakeOpenAI
+) -> None:
+    memory.create_auto("peanuts", type="user", description="User is allergic to peanuts", body="Confirmed.")
+    fake_openai.reply_json(
+        {"candidates": [allergy("shellfish", "User is allergic to shellfish", "Confirmed.")]}
+    )
+    result = Extractor(memory).run(talk("I'm also allergic to shellfish, confirmed.", "Noted."))
+    assert result.written == ["shellfish"]
+
+
+def test_a_stated_replacement_updates_the_record_and_keeps_what_it_said(
+    memory: MemoryService, fake_openai: FakeOpenAI
+) -> None:
+    memory.create_auto("report-due", type="project", description="Weekly report due on Friday", body="Friday")
+    before = memory.show("report-due")
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                candidate(
+                    type="project",
+                    name="due",
+                    description="Weekly report is now due on Monday",
+                    body="Monday",
+                )
+            ]
+        }
+    )
+    result = Extractor(memory).run(talk("Our weekly report deadline moved to Monday.", "Noted."))
+    assert result.written == ["report-due"] and result.decisions[-1].outcome == "updated"
+    assert memory.show("report-due").description == "Weekly report is now due on Monday"
+    (previous,) = memory.history("report-due")
+    assert (previous["description"], previous["body"]) == ("Weekly report due on Friday", "Friday")
+    assert (previous["created"], previous["updated"]) == (before.created, before.updated)
+
+
+def test_two_values_in_one_reply_are_two_facts(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
+    """Across replies "now due on Monday" replaces "due on Friday"; within one reply both stand."""
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                candidate(type="project", name="due", description="Weekly report due on Friday"),
+                candidate(type="project", name="due", description="Weekly report is now due on Monday"),
+            ]
+        }
+    )
+    result = Extractor(memory).run(
+        talk("Remember: team A reports are due Friday, team B reports are now due Monday.", "ok")
+    )
+    assert result.written == ["due", "due-2"]
+
+
+def test_the_same_fact_twice_in_one_reply_is_one_record(
+    memory: MemoryService, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                allergy("peanuts", "User is allergic to peanuts", "Peanuts."),
+                allergy("nut-allergy", "User has a peanut allergy", "Peanuts, severe."),
+            ]
+        }
+    )
+    result = Extractor(memory).run(talk("I have a severe peanut allergy.", "Noted."))
+    assert result.written == ["peanuts", "peanuts"]
+    assert [item.record.name for item in memory.list_records().records] == ["peanuts"]
+    assert memory.show("peanuts").body == "Peanuts, severe."
+
+
+def test_a_dry_run_weighs_the_reply_as_a_real_run_would(
+    memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
+) -> None:
+    fake_openai.reply_json(
+        {
+            "candidates": [
+                allergy("allergy", "User is allergic to peanuts"),
+                allergy("allergy", "User is allergic to shellfish"),
+                allergy("allergy", "User has a peanut allergy"),
+            ]
+        }
+    )
+    result = Extractor(memory).run(talk("I'm allergic to peanuts and shellfish.", "ok"), dry_run=True)
+    writes = [(d.outcome, d.name) for d in result.decisions if d.step == "write"]
+    assert writes == [("would-create", "allergy"), ("would-create", "allergy-2"), ("would-update", "allergy")]
+    assert (
+        memory.list_records().records == [] and not (vault.root / "memory" / "demo" / "allergy.md").exists()
+    )
+
+
+def test_the_similarity_threshold_is_configurable(
+    vault: Vault, model_env: dict[str, str], fake_openai
+) -> None:
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("similarity = 0.6", "similarity = 0.9"))
+    memory = MemoryService(Vault.open(vault.root), "demo", environ=model_env)
+    memory.create_auto("porto", type="user", description="Lives in Porto", body="Porto")
+    fake_openai.reply_json({"candidates": [allergy("home", "User lives in Porto, Portugal")]})
+    result = Extractor(memory).run(talk("I live in Porto, Portugal.", "ok"))
+    assert result.written == ["home"]  # 0.67: an update at 0.6, a new record at 0.9

@@ -195,6 +195,7 @@ PINNED: dict[str, Any] = {
         "recallCount": "*",
         "lastRecalledAt": "*",
         "body": "*",
+        "history": [],
     },
     "memory list": {
         "user": "*",

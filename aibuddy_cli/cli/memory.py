@@ -111,24 +111,32 @@ def show(
     name: str = typer.Argument(..., help="The record to show."),
     json: bool = JsonOption,
 ) -> None:
-    """Show one record with its body and telemetry (does not count as a recall).
+    """Show one record with its body and telemetry (does not count as a recall); --json adds
+    `history`, what automatic memory replaced, newest first.
 
     A record with unresolved git conflict markers is shown as its raw text (with --json: the
     text, the file and each conflict's two sides) and exits 6."""
     from ..memory.records import MergeConflict
 
     state = state_of(ctx, json)
+    memory = state.session().memory
     try:
-        record = state.session().memory.show(name)
+        record = memory.show(name)
     except MergeConflict as conflict:
         raise typer.Exit(memory_output.show_conflict(conflict, state.json)) from None
+    history = memory.history(name)
 
     def rich() -> None:
         from . import rich_output
 
         rich_output.show_record(record)
 
-    render(state.json, record.to_json, lambda: memory_output.record_text(record), rich)
+    render(
+        state.json,
+        lambda: {**record.to_json(), "history": history},
+        lambda: memory_output.record_text(record, len(history)),
+        rich,
+    )
 
 
 @app.command("list")

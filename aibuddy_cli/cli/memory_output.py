@@ -63,11 +63,14 @@ def manifest_text(manifest: Manifest) -> str:
     return "\n".join(one_line(line.render()) for line in manifest.lines)
 
 
-def record_text(record: MemoryRecord) -> str:
+def record_text(record: MemoryRecord, previous: int = 0) -> str:
+    """previous: how many earlier versions the record's history keeps (a line when there are)."""
     header = "\n".join(
         f"{key}: {'null' if value is None else one_line(value)}"
         for key, value in record.to_json(body=False).items()
     )
+    if previous:
+        header += f"\nhistory: {previous} previous version(s), see --json"
     return f"{header}\n\n{record.body}"
 
 

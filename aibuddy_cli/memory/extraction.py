@@ -6,21 +6,27 @@ candidates → each is validated and reconciled against the user's records: low 
 durable or recoverable elsewhere is dropped; equivalent content is a no-op; a same-type record
 with a similar description is updated if extraction wrote it, and left alone if a person did;
 anything else becomes a new record with provenance `auto`. Every decision is logged.
+
+"Similar" is facts.compare: the words that carry the fact must agree, so "allergic to peanuts"
+and "allergic to shellfish" are two records. Within one reply (one `run`, or one consolidation
+pass through `begin_reply`), a candidate is merged into a record an earlier candidate of the
+same reply wrote only when it is the same fact without the replacement rule: a reply that states
+two values states two facts.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from difflib import SequenceMatcher
 from typing import Any, NamedTuple
 
 from ..clock import utc_now
 from ..errors import AibuddyError, InvalidInput, ModelError
-from ..text import shorten, tokens
+from ..text import shorten
 from ..vault import validate_record_name
 from .cues import find_cues as cue_kinds
-from .records import TYPES, validate_body, validate_description
+from .facts import Comparison, compare
+from .records import TYPES, MemoryRecord, validate_body, validate_description
 from .service import MemoryService
 
 EXTRACTION_LOG = ".aibuddy/logs/extraction.jsonl"
@@ -142,14 +148,6 @@ def find_cues(window: list[Message]) -> list[str]:
     return cue_kinds(m.content for m in window if m.role == "user")
 
 
-def similarity(a: str, b: str) -> float:
-    """Description similarity on word and CJK-character tokens, 0..1."""
-    left, right = tokens(a), tokens(b)
-    if not left or not right:
-        return 0.0
-    return SequenceMatcher(None, left, right, autojunk=False).ratio()
-
-
 class Extractor:
     def __init__(
         self,
@@ -163,8 +161,15 @@ class Extractor:
         self.environ = memory.environ if environ is None else environ
         self.settings = memory.vault.config.extraction
         self.warnings: list[str] = [] if warnings is None else warnings
+        # Records this reply created or updated (or would, on a dry run): name -> (type, description).
+        self._reply: dict[str, tuple[str, str]] = {}
+
+    def begin_reply(self) -> None:
+        """Start weighing the candidates of a new reply (run does this itself)."""
+        self._reply = {}
 
     def run(self, messages: list[Message], *, dry_run: bool = False, source: str = "") -> ExtractionResult:
+        self.begin_reply()
         decisions: list[Decision] = []
         written: list[str] = []
         window = latest_window(messages)
@@ -252,52 +257,75 @@ class Extractor:
             return Decision("candidate", "dropped", "not durable", name)
         if candidate["recoverable"]:
             return Decision("candidate", "dropped", "recoverable from files or connected systems", name)
-        best, best_score = None, 0.0
-        for item in self.memory.list_records().records:
-            record = item.record
-            if record.type != kind:
+        records = {item.record.name: item.record for item in self.memory.list_records().records}
+        known = {name: (record.type, record.description) for name, record in records.items()}
+        known.update(self._reply)
+        best: str | None = None
+        closest: Comparison | None = None
+        for other, (other_type, description) in known.items():
+            if other_type != kind:
                 continue
-            score = similarity(record.description, candidate["description"])
-            if score > best_score:
-                best, best_score = record, score
-        if best is not None:
-            existing = self.memory.show(best.name)
+            # A record an earlier candidate of this reply wrote takes the same fact only.
+            found = compare(description, candidate["description"], replacement=other not in self._reply)
+            if closest is None or found.score > closest.score:
+                best, closest = other, found
+        decision = self._weigh(candidate, best, closest, records, dry_run)
+        if decision.outcome in ("created", "updated", "would-create", "would-update") and decision.name:
+            self._reply[decision.name] = (kind, candidate["description"])
+        return decision
+
+    def _weigh(
+        self,
+        candidate: dict[str, Any],
+        best: str | None,
+        closest: Comparison | None,
+        records: dict[str, MemoryRecord],
+        dry_run: bool,
+    ) -> Decision:
+        """The decision on a valid candidate, given the closest same-type record."""
+        name, kind = candidate["name"], candidate["type"]
+        score = closest.score if closest is not None else 0.0
+        if best is not None and best not in records:  # written by this dry run only
+            if score >= self.settings.similarity:
+                return Decision("write", "would-update", f"similar to {best} ({score:.2f})", best)
+        elif best is not None:
+            existing = self.memory.show(best)
             # Equivalent means the same content: a changed body (a moved deadline) is an update.
             equivalent = " ".join(existing.body.split()) == " ".join(candidate["body"].split()) and (
                 bool(candidate["body"].strip()) or existing.description.strip() == candidate["description"]
             )
-            if equivalent:
-                return Decision("candidate", "no-op", f"equivalent to {best.name}", best.name)
-            if best_score >= self.settings.similarity:
+            # The same body is the same record, unless the descriptions differ in a key term
+            # (two facts can share a body such as "Confirmed.").
+            if equivalent and (score >= self.settings.similarity or not (closest and closest.differing)):
+                return Decision("candidate", "no-op", f"equivalent to {best}", best)
+            if score >= self.settings.similarity:
                 if existing.provenance == "manual":
                     return Decision(
-                        "write",
-                        "protected",
-                        f"similar to {best.name} ({best_score:.2f}), written by a person",
-                        best.name,
+                        "write", "protected", f"similar to {best} ({score:.2f}), written by a person", best
                     )
-                detail = f"similar to {best.name} ({best_score:.2f})"
+                detail = f"similar to {best} ({score:.2f})"
                 if dry_run:
-                    return Decision("write", "would-update", detail, best.name)
-                self.memory.update_auto(
-                    best.name, description=candidate["description"], body=candidate["body"]
-                )
-                return Decision("write", "updated", detail, best.name)
+                    return Decision("write", "would-update", detail, best)
+                self.memory.update_auto(best, description=candidate["description"], body=candidate["body"])
+                return Decision("write", "updated", detail, best)
+        detail = f"new {kind} record"
+        if closest is not None and closest.differing:
+            detail += f" ({best} is a different fact: {closest.explain()})"
         name = self._free_name(name)
         if dry_run:
-            return Decision("write", "would-create", f"new {kind} record", name)
+            return Decision("write", "would-create", detail, name)
         try:
             self.memory.create_auto(
                 name, type=kind, description=candidate["description"], body=candidate["body"]
             )
         except AibuddyError as exc:
             return Decision("write", "failed", exc.message, name)
-        return Decision("write", "created", f"new {kind} record", name)
+        return Decision("write", "created", detail, name)
 
     def _free_name(self, name: str) -> str:
-        taken = {item.record.name for item in self.memory.list_records().records} | {
-            p.name for p in self.memory.list_records().problems
-        }
+        listed = self.memory.list_records()
+        taken = {item.record.name for item in listed.records} | {p.name for p in listed.problems}
+        taken |= set(self._reply)
         candidate, number = name, 1
         while candidate in taken:
             number += 1

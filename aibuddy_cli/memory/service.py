@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from .recall import Selection
 
 LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
+HISTORY_FOLDER = ".history"  # memory/<user>/.history/<name>.jsonl: hidden, so no scan lists it
+HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 
 
 # --- what the operations answer, each with its one JSON shape (tests/test_json_contract.py) ---
@@ -152,6 +154,9 @@ class MemoryService:
     def _key(self, name: str) -> str:
         return memory_key(self.user, name)
 
+    def _history_key(self, name: str) -> str:
+        return f"{self.prefix}/{HISTORY_FOLDER}/{validate_record_name(name)}.jsonl"
+
     def _lock(self):  # noqa: ANN202 - a context manager from the store
         return self.store.lock(f"memory-{self.user}")
 
@@ -257,6 +262,7 @@ class MemoryService:
         with self._lock():
             if self.store.exists(self._key(name)):
                 raise Conflict(f"memory record {name!r} already exists; use 'aibuddy memory update {name}'")
+            self._forget_history(name)  # left by a record of that name removed outside aibuddy
             self._write(record, create=True)
         return record
 
@@ -309,8 +315,65 @@ class MemoryService:
             if (description, body) == (current.description, current.body):
                 return current
             record = current._replace(description=description, body=body, updated=utc_now())
+            # History first: a crash between the two writes repeats a version, never loses one.
+            self._keep_history(current, record.updated or "")
             self._write(record, text=updated_text(text, current, record))
         return record
+
+    # --- history of automatic updates ---------------------------------------------------
+    #
+    # What an auto record said before extraction or consolidation changed it, one JSON object a
+    # line, oldest first, at most HISTORY_LIMIT lines, in a hidden sidecar beside the records: the
+    # record format (and the recall hot path, the manifest, the index and the merge driver that
+    # read it) stays as it is. .gitattributes merges it with git's `union` driver, so two clones'
+    # versions are both kept.
+
+    def history(self, name: str) -> list[dict[str, Any]]:
+        """The record's previous versions, newest first: description, type, body, created,
+        updated (when that version was written) and replaced (when it stopped being current)."""
+        validate_record_name(name)
+        try:
+            return list(reversed(self._history_entries(name)))
+        except (InvalidInput, OSError):  # a folder or a link in its place: no history to show
+            return []
+
+    def _history_entries(self, name: str) -> list[dict[str, Any]]:
+        import json
+
+        try:
+            data, _ = self.store.read(self._history_key(name))
+        except NotFound:
+            return []
+        entries = []
+        for line in data.decode("utf-8", errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a damaged line (a hand edit) is skipped, not a failure of the update
+            if isinstance(entry, dict):
+                entries.append(entry)
+        return entries
+
+    def _keep_history(self, previous: MemoryRecord, replaced: str) -> None:
+        import json
+
+        version = {
+            "description": previous.description,
+            "type": previous.type,
+            "created": previous.created,
+            "updated": previous.updated,
+            "replaced": replaced,
+            "body": previous.body,
+        }
+        entries = [*self._history_entries(previous.name), version][-HISTORY_LIMIT:]
+        text = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries)
+        self.store.write(self._history_key(previous.name), text.encode("utf-8"))
+
+    def _forget_history(self, name: str) -> None:
+        try:
+            self.store.delete(self._history_key(name))
+        except NotFound:
+            pass
 
     def delete(self, name: str) -> None:
         validate_record_name(name)
@@ -319,6 +382,7 @@ class MemoryService:
                 self.store.delete(self._key(name))
             except NotFound:
                 raise NotFound(f"no memory record {name!r} for user {self.user}") from None
+            self._forget_history(name)
             if self._index is not None:
                 self._index.record_deleted(name)
 
@@ -345,7 +409,8 @@ class MemoryService:
         return len(self.store.scan(self.prefix, ".md"))
 
     def clear(self) -> Cleared:
-        """Remove every record file of this user (malformed ones too). Never offered to a model.
+        """Remove every record file of this user (malformed ones too) and the records' history.
+        Never offered to a model.
 
         A file that cannot be removed is reported in `not_removed`, not a stop.
         """
@@ -361,6 +426,13 @@ class MemoryService:
                     problems.append(f"{entry.key}: {getattr(exc, 'message', None) or exc}")
                     continue
                 removed.append(entry.name[: -len(".md")])
+            for entry in self.store.scan(f"{self.prefix}/{HISTORY_FOLDER}", ".jsonl"):
+                try:  # what the records said before goes with them
+                    self.store.delete(entry.key)
+                except NotFound:
+                    continue
+                except (InvalidInput, OSError) as exc:
+                    problems.append(f"{entry.key}: {getattr(exc, 'message', None) or exc}")
             if self._index is not None:
                 for name in removed:
                     self._index.record_deleted(name)

@@ -5,7 +5,8 @@ the task, rows of knowledge tables, the task's plan and status (each category sw
 
 Safe where a prompt alone is not:
 - Evidence: every proposed item names the message numbers it rests on; an item with none, or
-  with numbers outside the chunk, is dropped and logged.
+  with numbers outside the chunk, is dropped and logged, and so is one whose cited messages do
+  not carry its content words (`stated`: a lexical check, see README "Consolidation").
 - Shield: what the chunk's own tool calls already did (`memory_save`, `add_rows`, …) is handled
   and not done again; a record the chunk deleted is not re-created.
 - Watermark: `tasks/<user>/<T>/consolidation.json` holds the last message consolidated, the
@@ -30,7 +31,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..clock import utc_now
 from ..errors import AibuddyError, Busy, NotFound
-from ..memory.extraction import Decision, bounded
+from ..memory.extraction import Decision, Extractor, bounded
+from ..memory.facts import stated
 from .service import Task, TaskMessage, TaskService
 
 if TYPE_CHECKING:
@@ -174,6 +176,8 @@ class Consolidator:
         self.environ = environ
         self.settings = tasks.vault.config.consolidation
         self.start = start or self._spawn
+        # The memory items of one pass are one reply: none merges into another unless the same fact.
+        self._reconciler = Extractor(memory, environ)
 
     # --- watermark and status ------------------------------------------------------------------
 
@@ -317,6 +321,8 @@ class Consolidator:
         )
         shield = Shield(chunk)
         numbers = {m.n for m in chunk}
+        texts = {m.n: m.content for m in chunk}
+        self._reconciler.begin_reply()
         summary = previous
         for category, apply in (
             ("memory", self._memory),
@@ -335,6 +341,12 @@ class Consolidator:
                 if evidence is not None:
                     decisions.append(Decision(category, "dropped", evidence))
                     continue
+                if not shield.handles(category, item):  # what is not written needs no check
+                    item, unstated, notes = _stated_part(category, item, texts)
+                    decisions.extend(notes)
+                    if unstated is not None:
+                        decisions.append(Decision(category, "dropped", unstated, _item_name(item)))
+                        continue
                 try:
                     decisions.append(apply(task_id, item, shield, flags, dry_run))
                 except AibuddyError as exc:
@@ -398,10 +410,8 @@ class Consolidator:
             return Decision("memory", "dropped", "the chunk deleted this record", name)
         if isinstance(name, str) and name in shield.memory_written:
             return Decision("memory", "handled", "the chunk's own tool call wrote it", name)
-        from ..memory.extraction import Extractor
-
         candidate = {"salience": 1.0, "durable": True, "recoverable": False, **item}
-        decision = Extractor(self.memory, self.environ).reconcile(candidate, dry_run)
+        decision = self._reconciler.reconcile(candidate, dry_run)
         return decision._replace(step="memory")
 
     def _contacts(
@@ -540,6 +550,72 @@ def _evidence(item: Any, numbers: set[int]) -> str | None:
     return None
 
 
+CONTACT_FIELDS = ("bio", "response_policy")
+
+
+def _stated_part(
+    category: str, item: dict[str, Any], texts: Mapping[int, str]
+) -> tuple[dict[str, Any], str | None, list[Decision]]:
+    """The item as far as its cited messages state it, why it is dropped (None if it is not),
+    and notes on parts left out. Lexical (facts.stated), per category:
+    - memory: more than half of the description's content words, and every number or code
+      (a term with a digit) of the description and the body, are in the cited messages;
+    - contacts: every word of the name is; a bio or response policy whose content words are not
+      (more than half) is left out, the contact kept;
+    - knowledge: a row is kept when its values are stated (more than half of their words, every
+      number); the item is dropped when no row is;
+    - the summary and the task's plan and status are the model's own synthesis: only the message
+      numbers are checked.
+    The log never repeats the words that were missing: an invented secret stays out of it.
+    """
+    sources = [texts[n] for n in dict.fromkeys(item["evidence"])]
+    cited = ", ".join(map(str, sorted(set(item["evidence"]))[:10]))
+    unstated = f"the cited message(s) {cited} do not state it"
+    notes: list[Decision] = []
+    if category == "memory":
+        description, body = item.get("description"), item.get("body")
+        if not isinstance(description, str):
+            return item, None, notes  # reconcile reports the malformed item
+        support = stated(description, sources, values=body if isinstance(body, str) else "")
+        return item, None if support.stated else f"{unstated} ({len(support.missing)} word(s) missing)", notes
+    if category == "contacts":
+        name = item.get("name")
+        if not isinstance(name, str):
+            return item, None, notes
+        if not stated(name, sources, whole=True).stated:
+            return item, f"{unstated}: the name is not in them", notes
+        kept = dict(item)
+        for field in CONTACT_FIELDS:
+            value = item.get(field)
+            if isinstance(value, str) and value.strip() and not stated(value, sources).stated:
+                del kept[field]
+                notes.append(Decision("contacts", "dropped", f"{field}: {unstated}", _item_name(item)))
+        return kept, None, notes
+    if category == "knowledge" and isinstance(item.get("rows"), list):
+        rows = [row for row in item["rows"] if isinstance(row, dict)]
+        told = [row for row in rows if stated(_row_text(row), sources).stated]
+        if rows and not told:
+            return item, f"{unstated}: none of its {len(rows)} row(s)", notes
+        if len(told) < len(rows):
+            left_out = f"{len(rows) - len(told)} row(s): {unstated}"
+            notes.append(Decision("knowledge", "dropped", left_out, _item_name(item)))
+        return {**item, "rows": told}, None, notes
+    return item, None, notes
+
+
+def _row_text(row: Mapping[str, Any]) -> str:
+    values = (v for v in row.values() if isinstance(v, str | int | float) and not isinstance(v, bool))
+    return " ".join(map(str, values))
+
+
+def _item_name(item: Any) -> str | None:
+    """A name or table to show with a dropped item's decision (bounded, printable), if it has one."""
+    if not isinstance(item, dict):
+        return None
+    name = item.get("name", item.get("table"))
+    return name[:64] if isinstance(name, str) and name.isprintable() and name.strip() else None
+
+
 def _calls_text(message: TaskMessage) -> str:
     if not message.tool_calls:
         return ""
@@ -571,6 +647,19 @@ class Shield:
                     for row in rows if isinstance(rows, list) else []:
                         if isinstance(row, dict):
                             self.rows.append((table, row))
+
+    def handles(self, category: str, item: Mapping[str, Any]) -> bool:
+        """Whether the category will report the item handled (or, for a deleted record, refused)
+        because of what the chunk's tool calls did."""
+        name, rows = item.get("name"), item.get("rows")
+        if category == "memory":
+            return isinstance(name, str) and name in self.memory_written | self.memory_deleted
+        if category == "contacts":
+            return isinstance(name, str) and self.rows_named(CONTACTS, " ".join(name.split()))
+        table = item.get("table")
+        if category == "knowledge" and isinstance(table, str) and isinstance(rows, list):
+            return bool(rows) and all(isinstance(r, dict) and self.row_written(table, r) for r in rows)
+        return False
 
     def rows_named(self, table: str, name: str) -> bool:
         return any(t == table and row.get("name") == name for t, row in self.rows)

@@ -1,0 +1,158 @@
+"""When two descriptions are the same fact (aibuddy_cli/memory/facts.py), on a labelled table.
+
+tests/fixtures/fact_pairs.tsv: lang (en|zh), label, existing (a record's description), candidate
+(a new description). Labels: `same` (the fact reworded: reconcile must update the record),
+`changed` (the candidate says it replaces the value: "now", "moved to", 改为…; an update too) and
+`different` (similar wording, another fact: a new record). bench/fact_pair_rates.py prints the
+figures and the misses.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from aibuddy_cli.memory.facts import compare, fact_terms, similarity, stated
+
+TABLE = Path(__file__).resolve().parent / "fixtures" / "fact_pairs.tsv"
+THRESHOLD = 0.6  # [extraction] similarity, default
+# Share of each label that must land right. `different` is what protects data (a miss there
+# overwrites a fact); a miss on `same` or `changed` only leaves two records where one would do.
+FLOOR = {"different": 0.95, "same": 0.80, "changed": 0.75}
+
+
+class Pair(NamedTuple):
+    lang: str
+    label: str
+    existing: str
+    candidate: str
+
+    @property
+    def right(self) -> bool:
+        return (similarity(self.existing, self.candidate) >= THRESHOLD) == (self.label != "different")
+
+
+def load_table() -> list[Pair]:
+    lines = TABLE.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "lang\tlabel\texisting\tcandidate"
+    pairs = []
+    for number, line in enumerate(lines[1:], 2):
+        fields = line.split("\t")
+        assert len(fields) == 4, f"line {number}: {len(fields)} fields"
+        pairs.append(Pair(*fields))
+    return pairs
+
+
+PAIRS = load_table()
+
+
+def test_the_table_is_large_and_well_formed() -> None:
+    assert len(PAIRS) >= 100
+    counts = Counter((p.lang, p.label) for p in PAIRS)
+    assert set(counts) == {(lang, label) for lang in ("en", "zh") for label in FLOOR}, counts
+    assert all(sum(n for (_, label), n in counts.items() if label == want) >= 25 for want in FLOOR), counts
+    assert min(counts.values()) >= 8, counts
+    assert len({(p.existing, p.candidate) for p in PAIRS}) == len(PAIRS), "duplicate rows"
+
+
+@pytest.mark.parametrize("label", sorted(FLOOR))
+def test_each_kind_of_pair_lands_right(label: str) -> None:
+    rows = [p for p in PAIRS if p.label == label]
+    wrong = [(p.existing, p.candidate) for p in rows if not p.right]
+    assert (len(rows) - len(wrong)) / len(rows) >= FLOOR[label], wrong
+
+
+@pytest.mark.parametrize(
+    ("existing", "candidate"),
+    [
+        # the issue's pairs: 0.80 and 0.67 by character similarity, so the second overwrote the first
+        ("User is allergic to peanuts", "User is allergic to shellfish"),
+        ("Deploys to staging on Mondays", "Deploys to production on Fridays"),
+        ("用户对花生过敏", "用户对海鲜过敏"),
+        # a replacement word does not make a different subject an update
+        ("Deploys to staging on Mondays", "Now deploys to production on Fridays"),
+        ("User is allergic to peanuts", "User is now allergic to shellfish"),
+    ],
+)
+def test_a_differing_key_term_is_a_different_fact(existing: str, candidate: str) -> None:
+    found = compare(existing, candidate)
+    assert found.score < THRESHOLD and found.differing
+
+
+def test_what_tells_two_facts_apart_is_named() -> None:
+    assert compare("User is allergic to peanuts", "User is allergic to shellfish").explain() == (
+        "peanut vs shellfish"
+    )
+
+
+@pytest.mark.parametrize(
+    ("existing", "candidate", "score"),
+    [
+        ("Use three sections in every weekly report", "Use three sections in each weekly report", 1.0),
+        ("User is allergic to peanuts", "User has a peanut allergy", 1.0),
+        ("Release deadline of the mobile app", "Release deadline of the mobile app", 1.0),
+        ("Lives in Porto", "User lives in Porto, Portugal", 2 / 3),  # a qualifier added
+        # a changed value the candidate says replaces the old one: the values count once
+        ("Weekly report due on Friday", "Weekly report is now due on Monday", 0.75),
+        ("周报截止日期是周五", "周报截止日期改为周一", 6 / 7),
+    ],
+)
+def test_scores_of_rewordings_and_replacements(existing: str, candidate: str, score: float) -> None:
+    assert similarity(existing, candidate) == pytest.approx(score)
+
+
+def test_without_its_replacement_rule_a_changed_value_is_another_fact() -> None:
+    pair = ("Weekly report due on Friday", "Weekly report is now due on Monday")
+    assert similarity(*pair) >= THRESHOLD > similarity(*pair, replacement=False)
+
+
+def test_terms_fold_english_and_keep_numbers_and_cjk_values_whole() -> None:
+    assert fact_terms("The user's deploys moved to 9:30 on Mondays").terms == ("deploy", "9:30", "monday")
+    assert fact_terms("The user's deploys moved to 9:30 on Mondays").replaces
+    assert fact_terms("Python 3.11, three weeks, B12").terms == ("python", "3.11", "3", "week", "b12")
+    assert fact_terms("发布日期推迟到三月十七日") == (("发", "布", "日", "期", "3月", "17日"), True)
+    assert fact_terms("Don't use tabs, ever").terms == ("tab",)
+
+
+def test_descriptions_without_content_words_are_the_same_only_when_equal() -> None:
+    assert similarity("It is what it is", "It is what it is") == 1.0
+    assert similarity("It is what it is", "It was") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("claim", "body", "sources", "expected"),
+    [
+        ("The user's password is hunter2", "", ["Let's plan the offsite in Lisbon."], False),
+        ("The user's password is hunter2", "", ["My password is swordfish."], False),
+        ("User's login", "password hunter2", ["I log in with my login every morning."], False),
+        ("User prefers window seats", "", ["I always want a window seat when I fly."], True),
+        ("Shoe size 44", "", ["My shoe size is 44."], True),
+        ("Shoe size 44", "", ["My shoe size is 43."], False),
+        ("用户喜欢靠窗的座位", "", ["我坐飞机喜欢靠窗。"], True),
+    ],
+)
+def test_stated_needs_most_content_words_and_every_number(
+    claim: str, body: str, sources: list[str], expected: bool
+) -> None:
+    assert stated(claim, sources, values=body).stated is expected
+
+
+def test_stated_whole_needs_every_word() -> None:
+    assert stated("Maria Lopez", ["Maria Lopez handles the venue."], whole=True).stated
+    assert not stated("Maria Lopez", ["Maria handles the venue."], whole=True).stated
+
+
+def test_the_bench_script_prints_the_figures() -> None:
+    script = Path(__file__).resolve().parent.parent / "bench" / "fact_pair_rates.py"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:4] == ["label", "pairs", "right", "share"]
+    for label in FLOOR:
+        row = next(line.split() for line in lines if line.split()[:1] == [label])
+        assert int(row[1]) == sum(p.label == label for p in PAIRS)
+        assert int(row[2]) == sum(p.label == label and p.right for p in PAIRS)

@@ -1,0 +1,107 @@
+"""What an auto record said before automatic memory changed it: memory/<user>/.history/<name>.jsonl."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from aibuddy_cli.memory.service import HISTORY_LIMIT, MemoryService
+from aibuddy_cli.vault import Vault
+
+
+def history_file(vault: Vault, name: str):  # noqa: ANN201 - a Path
+    return vault.root / "memory" / "demo" / ".history" / f"{name}.jsonl"
+
+
+def test_an_auto_update_keeps_the_previous_version_with_its_dates(memory: MemoryService) -> None:
+    first = memory.create_auto("due", type="project", description="Report due on Friday", body="Friday\n")
+    second = memory.update_auto("due", description="Report now due on Monday", body="Monday\n")
+    assert memory.history("due") == [
+        {
+            "description": "Report due on Friday",
+            "type": "project",
+            "created": first.created,
+            "updated": first.updated,
+            "replaced": second.updated,
+            "body": "Friday\n",
+        }
+    ]
+    memory.update_auto("due", description="Report now due on Tuesday", body="Tuesday\n")
+    assert [v["body"] for v in memory.history("due")] == ["Monday\n", "Friday\n"]  # newest first
+
+
+def test_an_unchanged_update_adds_no_version(memory: MemoryService) -> None:
+    memory.create_auto("due", type="project", description="Report due on Friday", body="Friday")
+    memory.update_auto("due", description="Report due on Friday", body="Friday")
+    assert memory.history("due") == []
+
+
+def test_the_history_is_bounded(memory: MemoryService, vault: Vault) -> None:
+    memory.create_auto("due", type="project", description="Report due on day 0", body="0")
+    for day in range(1, HISTORY_LIMIT + 4):
+        memory.update_auto("due", description=f"Report due on day {day}", body=str(day))
+    kept = memory.history("due")
+    assert [v["body"] for v in kept] == [str(day) for day in range(HISTORY_LIMIT + 2, 2, -1)]
+    assert len(history_file(vault, "due").read_text().splitlines()) == HISTORY_LIMIT
+
+
+def test_records_list_manifest_and_recall_never_see_the_history(memory: MemoryService) -> None:
+    memory.create_auto("due", type="project", description="Report due on Friday", body="Friday")
+    memory.update_auto("due", description="Report now due on Monday", body="Monday")
+    listed = memory.list_records()
+    assert [item.record.name for item in listed.records] == ["due"] and listed.problems == []
+    assert [line.filename for line in memory.manifest().lines] == ["due.md"]
+    assert memory.count() == 1
+    assert [r.name for r in memory.recall("report due").records] == ["due"]
+
+
+def test_delete_and_clear_take_the_history_with_the_records(memory: MemoryService, vault: Vault) -> None:
+    for name in ("a", "b"):
+        memory.create_auto(name, type="user", description=f"Fact {name}", body="old")
+        memory.update_auto(name, description=f"Fact {name}", body="new")
+    memory.delete("a")
+    assert not history_file(vault, "a").exists() and history_file(vault, "b").exists()
+    assert memory.clear().removed == ["b"]
+    assert not history_file(vault, "b").exists()
+
+
+def test_a_new_record_does_not_inherit_a_stale_history(memory: MemoryService, vault: Vault) -> None:
+    memory.create_auto("due", type="project", description="Report due on Friday", body="Friday")
+    memory.update_auto("due", description="Report now due on Monday", body="Monday")
+    (vault.root / "memory" / "demo" / "due.md").unlink()  # removed outside aibuddy (git rm)
+    memory.save("due", type="project", description="Something else", body="x")
+    assert memory.history("due") == []
+
+
+def test_a_damaged_history_line_is_skipped(memory: MemoryService, vault: Vault) -> None:
+    memory.create_auto("due", type="project", description="Report due on Friday", body="Friday")
+    memory.update_auto("due", description="Report now due on Monday", body="Monday")
+    path = history_file(vault, "due")
+    path.write_text("not json\n" + path.read_text())
+    memory.update_auto("due", description="Report now due on Tuesday", body="Tuesday")
+    assert [v["body"] for v in memory.history("due")] == ["Monday", "Friday"]
+
+
+def test_memory_show_json_lists_the_history(cli, vault: Vault) -> None:
+    memory = MemoryService(vault, "demo", environ={})
+    memory.create_auto("due", type="project", description="Report due on Friday", body="Friday")
+    memory.update_auto("due", description="Report now due on Monday", body="Monday")
+    shown = json.loads(cli("memory", "show", "due", "--json").stdout)
+    assert shown["body"] == "Monday"
+    assert [(v["description"], v["body"]) for v in shown["history"]] == [("Report due on Friday", "Friday")]
+    text = cli("memory", "show", "due").stdout
+    assert "history: 1 previous version(s), see --json" in text
+    memory.save("tea", type="user", description="Drinks green tea", body="b")
+    assert json.loads(cli("memory", "show", "tea", "--json").stdout)["history"] == []
+    assert "history:" not in cli("memory", "show", "tea").stdout
+
+
+def test_git_merges_two_clones_histories_by_keeping_both(vault: Vault) -> None:
+    subprocess.run(["git", "init", "-q", str(vault.root)], check=True)
+    found = subprocess.run(
+        ["git", "-C", str(vault.root), "check-attr", "merge", "memory/demo/.history/due.jsonl"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert found.stdout.strip().endswith("merge: union")
