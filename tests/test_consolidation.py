@@ -205,7 +205,9 @@ def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model, monkeypatch)
 # --- in the background, in real processes -------------------------------------------------------
 
 
-def wait_for(check, seconds: float = 20.0) -> bool:
+def wait_for(check, seconds: float = 120.0) -> bool:
+    """Whether check() came true within seconds: a generous bound, for a cold litellm import on a
+    busy machine (tens of seconds), never a timing."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if check():
@@ -293,8 +295,8 @@ def test_a_running_pass_can_be_cancelled(
         cancelled = run_aibuddy(
             aibuddy_exe, "task", "consolidate", "t1", "--cancel", "--json", env=process_env
         )
-        assert json.loads(cancelled.stdout) == {"task": "t1", "cancelled": True}
-        assert child.wait(timeout=20) != 0
+        assert json.loads(cancelled.stdout) == {"task": "t1", "cancelled": True, "reason": None}
+        assert child.wait(timeout=120) != 0
     finally:
         hold.set()
     assert watermark(vault) is None

@@ -102,7 +102,7 @@ def test_task_end_closes_the_task_when_the_memory_folder_is_odd(
             ]
         }  # fmt: skip
     )
-    result = cli("task", "end", "t1", "--json")
+    result = cli("task", "end", "t1", "--wait", "--json")  # the model in the foreground
     assert ok(result)["task"]["status"] == "closed"
     assert "warning:" in result.stderr
     assert folder.read_text() == "not a folder"
