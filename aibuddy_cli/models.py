@@ -300,6 +300,9 @@ def import_litellm(timeout: float) -> None:
     global _import
     if _litellm_module is not None:
         return
+    from . import model_workers
+
+    model_workers.gate_stdout()  # what the import prints on its thread is dropped
     with _import_lock:
         attempt = _import
         if attempt is None or attempt.done.is_set():  # none yet, or one that failed: try again
