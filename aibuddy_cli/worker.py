@@ -264,17 +264,23 @@ def complete(
 
 
 @contextmanager
-def _worker_lock(path: Path) -> Iterator[bool]:
-    """The lock a worker holds for its whole life (True if this process got it); released on exit."""
+def _worker_lock(path: Path, wait: float = 0.0) -> Iterator[bool]:
+    """The lock a worker holds for its whole life (True if this process got it within wait
+    seconds); released on exit."""
     import fcntl
 
     fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.05)
         yield True
     finally:
         os.close(fd)
@@ -349,7 +355,8 @@ def serve(environ: Mapping[str, str]) -> None:
     digest = fingerprint(environ)  # before litellm's import can change the environment
     try:
         path = socket_path(environ, digest)
-        with _worker_lock(path) as free:
+        # A moment's wait: a client that found no worker checks the lock as this one starts.
+        with _worker_lock(path, wait=0.5) as free:
             if not free:
                 return  # another worker serves this environment, or is starting
             try:
