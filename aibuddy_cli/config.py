@@ -157,7 +157,8 @@ TABLES: tuple[Table, ...] = (
         Setting("api_base", URL, None, template='# {key} = "http://127.0.0.1:11434"',
                 description="the server every role calls, e.g. a local Ollama or vLLM"),
         Setting("timeout", SECONDS, 20, low=0, high=600,
-                description="seconds a model call may take, its whole wall time (more than 0)"),
+                description="seconds the wait for a model's answer may take (more than 0); litellm's "
+                            "one-time import has its own bound, AIBUDDY_IMPORT_TIMEOUT (120)"),
     ), note="litellm model strings per role, or `default` for all. The roles:\n"
             f"{', '.join(ROLES)}.\n"
             'Unset means "no model": the deterministic paths run.', raw=True),

@@ -162,10 +162,10 @@ def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
         return
 
     def warm() -> None:
-        from .models import _litellm
+        from .models import DEFAULT_IMPORT_TIMEOUT, import_litellm
 
         try:
-            _litellm()
+            import_litellm(DEFAULT_IMPORT_TIMEOUT)  # on its own thread, its output dropped
         except Exception:  # noqa: BLE001 - the first model call imports it again and reports
             pass
 

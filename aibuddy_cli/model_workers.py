@@ -53,6 +53,11 @@ class StdoutGate:
         return getattr(self.target, name)
 
 
+def silence_this_thread() -> None:
+    """What the calling thread prints is dropped (litellm's import, on its own thread)."""
+    _in_worker.silenced = True
+
+
 def gate_stdout() -> None:
     """Put the gate in front of the current sys.stdout, unless it is already there."""
     current = sys.stdout

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -20,6 +21,10 @@ from .errors import ModelError
 
 CONFIG_FILE = "aibuddy.toml"
 _DISABLED = {"", "none", "off", "false", "0"}
+# litellm's one-time import (seconds; far more on a busy machine) has its own bound: a start-up
+# cost is not a slow model. The model's timeout starts once litellm is imported.
+DEFAULT_IMPORT_TIMEOUT = 120.0
+MAX_IMPORT_TIMEOUT = 3600.0
 
 
 class ModelSettings(NamedTuple):
@@ -30,6 +35,8 @@ class ModelSettings(NamedTuple):
     # A setting that cannot be used (`default = 5`, `timeout = "abc"`): the role counts as
     # configured and every call fails with this message, so callers fall back as for any failure.
     problem: str | None = None
+    # Seconds litellm's import may take before the first call of a process (AIBUDDY_IMPORT_TIMEOUT).
+    import_timeout: float = DEFAULT_IMPORT_TIMEOUT
 
     @property
     def configured(self) -> bool:
@@ -71,14 +78,41 @@ def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, s
         timeout = DEFAULT_TIMEOUT
         if model is not None:  # a broken timeout matters only to a role that has a model
             problem = f"{timeout_source} must be a number of seconds from 0 to 600, not {raw_timeout!r}"
+    try:
+        import_bound = import_timeout(environ)
+    except ValueError as exc:
+        import_bound = DEFAULT_IMPORT_TIMEOUT
+        if model is not None:
+            problem = str(exc)
     api_base = models.get("api_base")
     if api_base is not None and not isinstance(api_base, str):
         api_base = None
         if model is not None:
             problem = f"{CONFIG_FILE}: [models] api_base must be a URL string, not {models['api_base']!r}"
     return ModelSettings(
-        role=role, model=model.strip() if model else None, api_base=api_base, timeout=timeout, problem=problem
+        role=role,
+        model=model.strip() if model else None,
+        api_base=api_base,
+        timeout=timeout,
+        problem=problem,
+        import_timeout=import_bound,
     )
+
+
+def import_timeout(environ: Mapping[str, str]) -> float:
+    """AIBUDDY_IMPORT_TIMEOUT: the seconds litellm's one-time import may take (default 120).
+    ValueError, naming the variable, for a value that is not a number from 0 to 3600."""
+    raw = environ.get("AIBUDDY_IMPORT_TIMEOUT")
+    if raw is None:
+        return DEFAULT_IMPORT_TIMEOUT
+    try:
+        value = float(raw)
+        if not 0 < value <= MAX_IMPORT_TIMEOUT:
+            raise ValueError
+    except ValueError:
+        expected = f"a number of seconds from 0 to {MAX_IMPORT_TIMEOUT:g}"
+        raise ValueError(f"AIBUDDY_IMPORT_TIMEOUT must be {expected}, not {raw!r}") from None
+    return value
 
 
 T = TypeVar("T")
@@ -168,8 +202,21 @@ def _litellm() -> Any:
             litellm.set_verbose = False
             for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
+            _warm_up(litellm)
             _litellm_module = litellm
     return _litellm_module
+
+
+def _warm_up(litellm: Any) -> None:
+    """What litellm still imports and builds at its first call (a second on a busy machine),
+    done with the import, so the first model call of a process pays only the model's latency:
+    a mock completion (litellm's own, no request is sent) and the HTTP client's transport."""
+    try:
+        hello = [{"role": "user", "content": "-"}]
+        litellm.completion(model="openai/warm-up", messages=hello, mock_response="-")
+        import httpcore  # noqa: F401 - imported by the first real request otherwise
+    except Exception:  # noqa: BLE001, S110 - a warm-up that fails costs the first call only its time
+        pass
 
 
 def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
@@ -192,8 +239,9 @@ def _litellm_call(settings: ModelSettings, function: str, **arguments: Any) -> A
     """`litellm.<function>(model=…, **arguments)` with the role's settings and no retries, on a
     model worker thread, so the configured timeout bounds it even if the provider client ignores
     its own; anything litellm prints there is dropped, never sent to stdout. The timeout bounds
-    the call's whole wall time, litellm's import included (seconds on a cold start): a script
-    that sets AIBUDDY_TIMEOUT=1 gets its answer or fallback in 1 s. Raises ModelError."""
+    the wait for the model's answer; litellm's one-time import (seconds on a cold start, far more
+    on a busy machine) comes first, under its own bound (settings.import_timeout), so a cold
+    start still reaches the model. Raises ModelError."""
     if settings.problem is not None:
         raise ModelError(f"{settings.role} model not called: {settings.problem}")
     if settings.model is None:
@@ -210,12 +258,69 @@ def _litellm_call(settings: ModelSettings, function: str, **arguments: Any) -> A
     from . import model_workers
 
     model_workers.gate_stdout()
+    try:
+        import_litellm(settings.import_timeout)
+    except ModelError as exc:
+        raise ModelError(f"{settings.role} model not called: {exc}") from None
     job = model_workers.run(call, settings.timeout)
     if job.abandoned:
         raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s")
     if job.error is not None:
         raise ModelError(_describe(job.error, settings))
     return job.result
+
+
+class _Import:
+    """One attempt at importing litellm, on its own thread (not a model call's), output dropped."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from . import model_workers
+
+        model_workers.silence_this_thread()
+        try:
+            _litellm()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting callers
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+_import_lock = threading.Lock()
+_import: _Import | None = None
+
+
+def import_litellm(timeout: float) -> None:
+    """litellm imported (and configured) in this process, waiting at most timeout seconds for an
+    import in progress; a process imports it once however many callers wait. ModelError when it
+    takes longer (the import goes on, for the next call) or fails."""
+    global _import
+    if _litellm_module is not None:
+        return
+    from . import model_workers
+
+    model_workers.gate_stdout()  # what the import prints on its thread is dropped
+    with _import_lock:
+        attempt = _import
+        if attempt is None or attempt.done.is_set():  # none yet, or one that failed: try again
+            attempt = _import = _Import()
+            threading.Thread(target=attempt.run, name="aibuddy-import", daemon=True).start()
+    if not attempt.done.wait(timeout):
+        raise ModelError(f"litellm's import took longer than {timeout:g}s (AIBUDDY_IMPORT_TIMEOUT)")
+    if attempt.error is not None:
+        kind, text = type(attempt.error).__name__, " ".join(str(attempt.error).split())
+        raise ModelError(f"litellm cannot be imported ({kind}: {text[:200]})")
+
+
+def _after_fork_in_child() -> None:
+    global _import, _import_lock
+    _import, _import_lock = None, threading.Lock()  # a forked child has no importing thread
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def call_in_process(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:

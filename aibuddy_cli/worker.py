@@ -2,16 +2,30 @@
 commands (`memory recall`, `kb ask`, `memory extract` with a model) pays litellm's multi-second
 import once, not per call (the pattern of mypy's dmypy).
 
-It only makes model calls: it reads no vault file and knows no user. So it is keyed by the
-environment that decides what a model call does (the provider variables litellm reads): one
-worker per user account and environment, on a Unix socket in a 0700 folder of the user's own
-(`$XDG_RUNTIME_DIR/aibuddy/`, else `/tmp/aibuddy-<uid>/`; a path under the vault could exceed
-the 108 bytes a socket path may have), mode 0600, and it answers only its own uid.
+It only makes model calls: it reads no vault file and knows no user. What a call does beyond its
+settings (model, api_base, timeout: sent with each request) comes from the environment, and
+litellm reads almost any variable (`HOSTED_VLLM_API_BASE`, `DEEPINFRA_API_KEY`, `ALL_PROXY`, …).
+So a worker serves exactly one environment: its key is a digest of the whole environment except
+the variables in IGNORED / IGNORED_PREFIXES, which change per shell or terminal and no provider
+client reads (and aibuddy's own `AIBUDDY_*`, whose model settings travel with each request). The
+working directory is part of the key when it can matter (a relative path in a variable, litellm
+allowed to load a `.env`). The socket's name comes from the digest, and every request carries the
+whole digest, which the worker checks: a mismatch is refused and the call runs in-process.
+
+The socket lives in a 0700 folder of the user's own (`$XDG_RUNTIME_DIR/aibuddy/`, else
+`/tmp/aibuddy-<uid>/`; a path under the vault could exceed the 108 bytes a socket path may have),
+checked without following links (a symlink, another owner or a mode open to others is refused);
+the socket is 0600. Both ends check the other's uid on every connection (SO_PEERCRED, on Linux;
+elsewhere the private folder is the only guard): the client never sends a request (the manifest
+of a recall) to, nor uses an answer from, a process of another user.
 
 `models.complete` asks it first when the command runs from the `aibuddy` entry point; when it
 cannot be reached (none yet, a stale socket, a crash) the call runs in-process as before and a
-worker is started for the next call; nothing fails or hangs because of it (connecting is bounded
-by 0.2 s, the answer by the call's own timeout). It exits after `AIBUDDY_WORKER_IDLE` seconds
+worker is started for the next call. Connecting is bounded by 0.2 s, and the whole wait for the
+answer by the call's own timeout (a worker that stops answering, even a stopped one, is a model
+timeout: the caller's fallback runs). A worker binds its socket only once litellm is imported,
+so every call it takes pays only the model's latency; a lock beside the socket keeps a second
+worker of the same environment from starting. It exits after `AIBUDDY_WORKER_IDLE` seconds
 (default 600) without a call; `AIBUDDY_WORKER=0` turns it off. `aibuddy worker status|stop`.
 """
 
@@ -21,12 +35,14 @@ import hashlib
 import json
 import os
 import socket
+import stat
 import struct
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -35,35 +51,116 @@ if TYPE_CHECKING:
     from .models import ModelSettings
 
 CONNECT_TIMEOUT = 0.2
+ANSWER_GRACE = 1.0  # past the model's timeout, for the worker's own "timed out" reply to arrive
 DEFAULT_IDLE = 600.0
-# What litellm and the providers read from the environment: a worker serves one set of them.
-_ENV_PREFIXES = ("OPENAI", "AZURE", "ANTHROPIC", "GEMINI", "GOOGLE", "VERTEX", "AWS", "MISTRAL", "COHERE",
-                 "GROQ", "OLLAMA", "HF_", "HUGGINGFACE", "DEEPSEEK", "OPENROUTER", "TOGETHER", "XAI",
-                 "LITELLM", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_", "REQUESTS_CA")  # fmt: skip
+
+# Variables that change per shell, terminal or test and that no provider client reads: they do
+# not make a different worker. Everything else in the environment does.
+IGNORED = frozenset(
+    {
+        "_", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "LINENO", "PS1", "PS2", "PS3", "PS4",
+        "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "HISTIGNORE",
+        "HISTTIMEFORMAT", "COLORTERM", "WINDOWID", "WINDOW", "STY", "TMUX", "TMUX_PANE", "SSH_TTY",
+        "GPG_TTY", "LS_COLORS", "LSCOLORS", "XDG_SESSION_ID", "XDG_VTNR", "PYTEST_CURRENT_TEST",
+        "MAIL",
+    }
+)  # fmt: skip
+# aibuddy's own settings (the model settings go with each request; vault, user and worker
+# settings never reach a model call) and the terminals' session variables.
+IGNORED_PREFIXES = ("AIBUDDY_", "TERM", "ITERM_", "VSCODE_", "KITTY_", "WEZTERM_", "KONSOLE_", "WT_")
+# What models._litellm sets when unset, before importing litellm: absent counts as these.
+_LITELLM_DEFAULTS = {"LITELLM_MODE": "PRODUCTION", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 enabled = False  # set by the entry point; library callers and in-process tests call models directly
 
 
 class WorkerUnavailable(Exception):
-    """No worker answered: the caller calls the model in-process."""
+    """No worker of ours answered: the caller calls the model in-process."""
+
+
+class NoWorker(WorkerUnavailable):
+    """Nothing listens on the socket (none yet, stale, refused): one is started for the next call."""
+
+
+class WorkerTimedOut(Exception):
+    """The worker took the request and did not answer within the call's timeout."""
+
+
+def relevant_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables a model call may depend on: all but IGNORED and IGNORED_PREFIXES."""
+    relevant = {
+        name: value
+        for name, value in environ.items()
+        if name not in IGNORED and not name.upper().startswith(IGNORED_PREFIXES)
+    }
+    for name, default in _LITELLM_DEFAULTS.items():
+        relevant.setdefault(name, default)
+    return relevant
+
+
+def _cwd_matters(relevant: Mapping[str, str]) -> bool:
+    """Whether the working directory can change a call: litellm may load a `.env` from it (not in
+    production mode), or a variable names a relative path that exists here."""
+    if relevant.get("LITELLM_MODE", "").upper() != "PRODUCTION":
+        return True
+    for value in relevant.values():
+        if len(value) > 4096:
+            continue
+        for part in value.split(os.pathsep):
+            if part and "://" not in part and not os.path.isabs(part) and os.path.exists(part):
+                return True
+    return False
 
 
 def fingerprint(environ: Mapping[str, str]) -> str:
-    relevant = sorted((k, v) for k, v in environ.items() if k.upper().startswith(_ENV_PREFIXES))
-    return hashlib.sha256(json.dumps(relevant).encode()).hexdigest()[:16]
+    """The digest of everything in the environment that can change a model call (hex sha256)."""
+    relevant = relevant_environment(environ)
+    key: list[Any] = sorted(relevant.items())
+    if _cwd_matters(relevant):
+        try:
+            key.append(["cwd", os.getcwd()])
+        except OSError:
+            key.append(["cwd", None])
+    return hashlib.sha256(json.dumps(key).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def folder(environ: Mapping[str, str]) -> Path:
+    """The private socket folder, made if missing; WorkerUnavailable unless it is a real folder
+    (not a symlink) of this user that no one else may enter."""
     runtime = environ.get("XDG_RUNTIME_DIR")
     base = Path(runtime) / "aibuddy" if runtime else Path(tempfile.gettempdir()) / f"aibuddy-{os.getuid()}"
-    base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if base.stat().st_uid != os.getuid() or base.stat().st_mode & 0o077:
-        raise WorkerUnavailable(f"{base} is not a private folder of this user")
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise WorkerUnavailable(f"{base} cannot be made ({exc.strerror or exc})") from None
+    check_private(base)
     return base
 
 
-def socket_path(environ: Mapping[str, str]) -> Path:
-    return folder(environ) / f"worker-{fingerprint(environ)}.sock"
+def check_private(path: Path) -> None:
+    """WorkerUnavailable unless path, not followed if a link, is a folder of ours closed to others."""
+    try:
+        found = os.lstat(path)
+    except OSError as exc:
+        raise WorkerUnavailable(f"{path} cannot be checked ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(found.st_mode):
+        raise WorkerUnavailable(f"{path} is a symbolic link, not a private folder")
+    if not stat.S_ISDIR(found.st_mode):
+        raise WorkerUnavailable(f"{path} is not a folder")
+    if found.st_uid != os.getuid():
+        raise WorkerUnavailable(f"{path} belongs to uid {found.st_uid}, not this user")
+    if found.st_mode & 0o077:
+        raise WorkerUnavailable(f"{path} is open to other users (mode {found.st_mode & 0o777:o})")
+
+
+def socket_path(environ: Mapping[str, str], digest: str | None = None) -> Path:
+    return folder(environ) / f"worker-{(digest or fingerprint(environ))[:16]}.sock"
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_suffix(".lock")
 
 
 def idle_seconds(environ: Mapping[str, str]) -> float:
@@ -73,25 +170,55 @@ def idle_seconds(environ: Mapping[str, str]) -> float:
         return DEFAULT_IDLE
 
 
+def peer_uid(connection: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket; None where the system cannot
+    tell (no SO_PEERCRED: not Linux)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    try:
+        credentials = connection.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    except OSError:
+        return None
+    _, uid, _ = struct.unpack("3i", credentials)
+    return int(uid)
+
+
+def _ours(connection: socket.socket) -> bool:
+    uid = peer_uid(connection)
+    return uid is None or uid == os.getuid()
+
+
 # --- the client side ---------------------------------------------------------------------------
 
 
 def _request(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """One request and its reply, all within timeout seconds (connecting within CONNECT_TIMEOUT).
+    NoWorker when nothing listens, WorkerUnavailable when the peer is not ours or the exchange
+    breaks, WorkerTimedOut when the request went out and no reply came in time."""
+    deadline = time.monotonic() + timeout
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        client.settimeout(CONNECT_TIMEOUT)
+        client.settimeout(min(CONNECT_TIMEOUT, timeout))
         try:
             client.connect(str(path))
-        except OSError as exc:  # none, stale, refused: the caller goes on without it
-            raise WorkerUnavailable(str(exc)) from None
-        client.settimeout(timeout)
-        client.sendall(json.dumps(request).encode() + b"\n")
+        except OSError as exc:  # none, stale, refused, too slow to accept: go on without it
+            raise NoWorker(str(exc)) from None
+        uid = peer_uid(client)
+        if uid is not None and uid != os.getuid():
+            raise WorkerUnavailable(f"{path} is served by uid {uid}, not this user: not used")
         data = b""
-        while not data.endswith(b"\n"):
-            chunk = client.recv(65536)
-            if not chunk:
-                raise WorkerUnavailable("the worker closed the connection")
-            data += chunk
+        try:
+            client.settimeout(max(deadline - time.monotonic(), 0.001))
+            client.sendall(json.dumps(request).encode() + b"\n")
+            while not data.endswith(b"\n"):
+                client.settimeout(max(deadline - time.monotonic(), 0.001))
+                chunk = client.recv(65536)
+                if not chunk:
+                    raise WorkerUnavailable("the worker closed the connection")
+                data += chunk
+        except TimeoutError:
+            raise WorkerTimedOut(f"no answer from the worker within {timeout:g}s") from None
         reply = json.loads(data)
         if not isinstance(reply, dict):
             raise WorkerUnavailable("the worker's reply is not an object")
@@ -106,34 +233,69 @@ def complete(
     settings: ModelSettings, messages: Sequence[Mapping[str, Any]], options: Mapping[str, Any]
 ) -> Any:
     """The model's message through the worker (an object with content and tool_calls), or
-    ModelError as in-process; WorkerUnavailable when there is no worker to ask (one is started)."""
+    ModelError as in-process (a worker that does not answer within the call's timeout is a
+    timeout); WorkerUnavailable when there is no worker of ours to ask (one is started if none
+    listens)."""
     from .errors import ModelError
 
     environ = os.environ
-    try:
-        path = socket_path(environ)
-    except (OSError, WorkerUnavailable) as exc:
-        raise WorkerUnavailable(str(exc)) from None
+    digest = fingerprint(environ)
+    path = socket_path(environ, digest)  # WorkerUnavailable: the folder is not private
     request = {
         "op": "complete",
+        "env": digest,
         "settings": settings._asdict(),
         "messages": list(messages),
         "options": dict(options),
     }
     try:
-        reply = _request(path, request, settings.timeout + 5)
-    except WorkerUnavailable:
+        reply = _request(path, request, settings.timeout + ANSWER_GRACE)
+    except NoWorker:
         start(environ)
         raise
+    except WorkerTimedOut:
+        raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s") from None
+    if reply.get("refused"):
+        raise WorkerUnavailable(str(reply.get("error") or "the worker refused the request"))
     if not reply.get("ok"):
         raise ModelError(str(reply.get("error") or "the model call failed in the worker"))
     message = reply.get("message") or {}
     return SimpleNamespace(content=message.get("content"), tool_calls=message.get("tool_calls") or None)
 
 
+@contextmanager
+def _worker_lock(path: Path, wait: float = 0.0) -> Iterator[bool]:
+    """The lock a worker holds for its whole life (True if this process got it within wait
+    seconds); released on exit."""
+    import fcntl
+
+    fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.05)
+        yield True
+    finally:
+        os.close(fd)
+
+
 def start(environ: Mapping[str, str]) -> None:
-    """Start a worker for this environment in the background (it exits when idle)."""
+    """Start a worker for this environment in the background (it exits when idle), unless one is
+    starting or serving already."""
     if idle_seconds(environ) <= 0:
+        return
+    try:
+        with _worker_lock(socket_path(environ)) as free:
+            if not free:
+                return
+    except (OSError, WorkerUnavailable):
         return
     import subprocess
 
@@ -163,7 +325,7 @@ def status(environ: Mapping[str, str]) -> WorkerStatus:
     path = socket_path(environ)
     try:
         reply = _request(path, {"op": "status"}, 2.0)
-    except WorkerUnavailable:
+    except (WorkerUnavailable, WorkerTimedOut):
         return WorkerStatus(False, str(path), None, None, idle_seconds(environ))
     return WorkerStatus(True, str(path), reply.get("pid"), reply.get("calls"), idle_seconds(environ))
 
@@ -172,7 +334,7 @@ def stop(environ: Mapping[str, str]) -> WorkerStatus:
     path = socket_path(environ)
     try:
         _request(path, {"op": "stop"}, 2.0)
-    except WorkerUnavailable:
+    except (WorkerUnavailable, WorkerTimedOut):
         pass
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline and path.exists():
@@ -184,36 +346,53 @@ def stop(environ: Mapping[str, str]) -> WorkerStatus:
 
 
 def serve(environ: Mapping[str, str]) -> None:
-    """Answer model calls on the socket until idle for idle_seconds, or asked to stop."""
+    """Answer model calls on the socket until idle for idle_seconds, or asked to stop. The socket
+    is bound only once litellm is imported (within the import bound), so a worker that answers
+    is a warm one."""
     from . import models
+    from .errors import ModelError
 
-    path = socket_path(environ)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    digest = fingerprint(environ)  # before litellm's import can change the environment
     try:
-        _request(path, {"op": "status"}, 1.0)
-        return  # another worker serves this environment already
-    except WorkerUnavailable:
-        pass
+        path = socket_path(environ, digest)
+        # A moment's wait: a client that found no worker checks the lock as this one starts.
+        with _worker_lock(path, wait=0.5) as free:
+            if not free:
+                return  # another worker serves this environment, or is starting
+            try:
+                bound = models.import_timeout(environ)
+            except ValueError:
+                bound = models.DEFAULT_IMPORT_TIMEOUT
+            try:
+                models.import_litellm(bound)
+            except ModelError:
+                return  # litellm did not import (in time): calls stay in-process
+            _serve_on(path, digest, idle_seconds(environ))
+    except (OSError, WorkerUnavailable):
+        return
+
+
+def _serve_on(path: Path, digest: str, idle: float) -> None:
     try:
-        path.unlink()  # a stale socket of a worker that died
+        path.unlink()  # a stale socket of a worker that died (we hold the lock: no live one)
     except FileNotFoundError:
         pass
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_mask = os.umask(0o177)
     try:
         server.bind(str(path))
     except OSError:
-        return  # another worker won the race
+        server.close()
+        return
     finally:
         os.umask(old_mask)
     server.listen(16)
     server.settimeout(1.0)
-    idle = idle_seconds(environ)
-    state = {"last": time.monotonic(), "calls": 0, "stop": False}
-    threading.Thread(target=models._litellm, daemon=True).start()  # warm at once
+    state: dict[str, Any] = {"last": time.monotonic(), "calls": 0, "stop": False, "env": digest}
 
     def handle(connection: socket.socket) -> None:
         try:
-            if not _same_user(connection):
+            if not _ours(connection):
                 return
             data = b""
             while not data.endswith(b"\n"):
@@ -246,16 +425,6 @@ def serve(environ: Mapping[str, str]) -> None:
             pass
 
 
-def _same_user(connection: socket.socket) -> bool:
-    """Only the worker's own user may ask it (the folder is private too)."""
-    try:
-        credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except (OSError, AttributeError):
-        return True  # no SO_PEERCRED here: the 0700 folder and 0600 socket are the guard
-    _, uid, _ = struct.unpack("3i", credentials)
-    return uid == os.getuid()
-
-
 def _answer(request: Any, state: dict[str, Any]) -> dict[str, Any]:
     from .errors import ModelError
     from .models import ModelSettings, call_in_process
@@ -268,6 +437,8 @@ def _answer(request: Any, state: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True}
     if op != "complete":
         return {"ok": False, "error": f"unknown request {op!r}"}
+    if request.get("env") != state["env"]:
+        return {"ok": False, "refused": True, "error": "the caller's environment is not this worker's"}
     state["calls"] += 1
     try:
         settings = ModelSettings(**request["settings"])

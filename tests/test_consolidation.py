@@ -9,11 +9,14 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import ok, run_aibuddy
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
 MODEL = {"AIBUDDY_MODEL_CONSOLIDATE": "openai/consolidate-test", "AIBUDDY_TIMEOUT": "30"}
@@ -285,7 +288,9 @@ def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model, monkeypatch)
 # --- in the background, in real processes -------------------------------------------------------
 
 
-def wait_for(check, seconds: float = 20.0) -> bool:
+def wait_for(check, seconds: float = 120.0) -> bool:
+    """Whether check() came true within seconds: a generous bound, for a cold litellm import on a
+    busy machine (tens of seconds), never a timing."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if check():
@@ -373,8 +378,8 @@ def test_a_running_pass_can_be_cancelled(
         cancelled = run_aibuddy(
             aibuddy_exe, "task", "consolidate", "t1", "--cancel", "--json", env=process_env
         )
-        assert json.loads(cancelled.stdout) == {"task": "t1", "cancelled": True}
-        assert child.wait(timeout=20) != 0
+        assert json.loads(cancelled.stdout) == {"task": "t1", "cancelled": True, "reason": None}
+        assert child.wait(timeout=120) != 0
     finally:
         hold.set()
     assert watermark(vault) is None
@@ -392,3 +397,87 @@ def test_each_chunk_of_one_run_rolls_the_summary_the_chunk_before_wrote(
     second = model.requests[-1]["body"]["messages"][1]["content"]
     assert second.startswith("Previous summary: First half.")
     assert watermark(vault)["summary"] == "Both halves."
+
+
+# --- --cancel signals the pass and nothing else --------------------------------------------------
+
+
+@pytest.fixture
+def bystander() -> Iterator[subprocess.Popen[bytes]]:
+    """An unrelated live process of this user, as a reused pid would name."""
+    child = subprocess.Popen(["sleep", "600"])
+    yield child
+    child.kill()
+    child.wait()
+
+
+def pid_file(vault: Vault, task: str = "t1") -> Path:
+    return vault.root / ".aibuddy" / "run" / f"consolidate-demo-{task}.pid"
+
+
+def test_cancel_never_signals_a_process_a_leftover_pid_file_names(
+    cli, vault: Vault, bystander: subprocess.Popen[bytes]
+) -> None:
+    from aibuddy_cli.background import identity
+
+    ok(cli("task", "new", "Chat", "--json"))
+    pid_file(vault).parent.mkdir(parents=True, exist_ok=True)
+    # No pass runs: a pid file left by a killed pass names a live process now. Not signalled,
+    # and the leftover is removed.
+    pid_file(vault).write_text(json.dumps(identity(bystander.pid)))
+    answer = ok(cli("task", "consolidate", "t1", "--cancel", "--json"))
+    assert answer == {"task": "t1", "cancelled": False, "reason": "no pass of this task is running"}
+    assert bystander.poll() is None and not pid_file(vault).exists()
+    # A pass runs (this process holds its lock) but the pid file names another process, with its
+    # true start time, or in the old plain form: the one named holds no lock, so it is left alone.
+    with TaskService(vault, "demo").store.lock("consolidate-demo-t1", timeout=0):
+        for recorded, why in (
+            (json.dumps(identity(bystander.pid)), f"process {bystander.pid} does not hold the pass's lock"),
+            (str(bystander.pid), "the pid file names no process"),  # a pid file of an older version
+        ):
+            pid_file(vault).write_text(recorded)
+            answer = ok(cli("task", "consolidate", "t1", "--cancel", "--json"))
+            assert answer == {"task": "t1", "cancelled": False, "reason": f"not signalled: {why}"}
+            assert bystander.poll() is None
+
+
+def test_a_pid_names_a_process_only_with_its_start_time(bystander: subprocess.Popen[bytes]) -> None:
+    from aibuddy_cli.background import identity, process_start, signal_process
+
+    recorded = identity(bystander.pid)
+    assert recorded["start"] == process_start(bystander.pid) and recorded["start"] is not None
+    reused = {**recorded, "start": str(int(recorded["start"]) + 1)}  # the pid, another process
+    assert "another process now" in (signal_process(reused, signal.SIGTERM) or "")
+    assert signal_process({**recorded, "host": "elsewhere"}, signal.SIGTERM) is not None
+    assert bystander.poll() is None
+    assert signal_process(recorded, signal.SIGTERM) is None
+    assert bystander.wait(timeout=60) == -signal.SIGTERM
+    assert "gone" in (signal_process(recorded, signal.SIGTERM) or "")
+
+
+def test_a_foreground_pass_can_be_cancelled_and_a_finished_one_leaves_no_pid_file(
+    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
+) -> None:
+    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
+    assert add(aibuddy_exe, process_env, "hello").returncode == 0
+    hold = threading.Event()
+    fake_openai.enqueue(content="{}", hold=hold)
+    child = subprocess.Popen(
+        [*aibuddy_exe, "task", "consolidate", "t1"],  # on demand, in the foreground
+        env=process_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_for(lambda: fake_openai.requests)
+        cancel = ["task", "consolidate", "t1", "--cancel", "--json"]
+        cancelled = run_aibuddy(aibuddy_exe, *cancel, env=process_env)
+        assert json.loads(cancelled.stdout) == {"task": "t1", "cancelled": True, "reason": None}
+        assert child.wait(timeout=120) == -signal.SIGTERM
+    finally:
+        hold.set()
+    assert watermark(vault) is None
+    fake_openai.reply_json({"summary": {"text": "Said hello.", "evidence": [1]}})
+    again = run_aibuddy(aibuddy_exe, "task", "consolidate", "t1", "--json", env=process_env)
+    assert json.loads(again.stdout)["passes"][0]["applied"] is True
+    assert not pid_file(vault).exists()  # removed by the pass that ended (and the killed one's overwritten)

@@ -404,6 +404,7 @@ PINNED: dict[str, Any] = {
             "written": [],
             "decisions": [{"step": "*", "outcome": "*", "detail": "*"}],
         },
+        "extraction_mode": "*",
     },
     "task consolidate": {
         "task": "*",

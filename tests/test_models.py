@@ -5,7 +5,10 @@ off stdout without swapping sys.stdout under other threads; litellm configured o
 from __future__ import annotations
 
 import io
+import json
 import logging
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -13,10 +16,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from conftest import run_aibuddy
+from fake_openai import FakeOpenAI
 
 from aibuddy_cli import model_workers, models
 from aibuddy_cli.errors import ModelError
+from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.models import ModelCall, ModelSettings, call_role
+from aibuddy_cli.vault import Vault
 
 CONFIGURED = {"default": "openai/test-model"}
 HELLO = [{"role": "user", "content": "hi"}]
@@ -191,3 +198,57 @@ def test_litellm_is_imported_and_configured_once(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(litellm, "set_verbose", True)  # what an application chose later stays
     assert models._litellm() is litellm
     assert calls == [] and litellm.set_verbose is True
+
+
+# --- litellm's import is not the model's time -----------------------------------------------------
+
+
+def test_a_cold_start_on_a_busy_machine_still_reaches_the_model(
+    aibuddy_exe: list[str], env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI
+) -> None:
+    """Every core busy and a model timeout far below litellm's cold import there: the import has
+    its own bound, the timeout starts after it, and the model's answer is used."""
+    MemoryService(vault, "demo", environ={}).save("tea", type="user", description="Drinks tea", body="b")
+    fake_openai.default.content = '{"selected": ["tea"]}'
+    cold = {
+        **env,
+        "AIBUDDY_MODEL_RECALL": "openai/recall-test",
+        "AIBUDDY_TIMEOUT": "3",
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_API_BASE": fake_openai.url,
+    }
+    burn = [sys.executable, "-c", "while True: pass"]
+    burners = [subprocess.Popen(burn) for _ in range(max(os.cpu_count() or 2, 2))]
+    try:
+        result = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=cold)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    recalled = json.loads(result.stdout)
+    assert recalled["method"] == "model" and [r["name"] for r in recalled["records"]] == ["tea"]
+    assert len(fake_openai.requests) == 1
+
+
+def test_the_import_bound_is_its_own_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+
+    def slow_import() -> Any:
+        release.wait(30)
+        return SimpleNamespace(completion=lambda **kw: reply("ok"))
+
+    monkeypatch.setattr(models, "_litellm_module", None)  # as in a process that never imported it
+    monkeypatch.setattr(models, "_import", None)
+    monkeypatch.setattr(models, "_litellm", slow_import)
+    settings = models.model_settings("recall", CONFIGURED, {"AIBUDDY_IMPORT_TIMEOUT": "0.2"})
+    assert settings.import_timeout == 0.2 and settings.timeout == 20
+    try:
+        with pytest.raises(ModelError, match=r"not called: litellm's import took longer than 0\.2s"):
+            models.complete_text(settings, HELLO)
+    finally:
+        release.set()
+    assert models.complete_text(settings, HELLO) == "ok"  # the import went on, for the next call
+    bad = models.model_settings("recall", CONFIGURED, {"AIBUDDY_IMPORT_TIMEOUT": "soon"})
+    assert bad.problem == "AIBUDDY_IMPORT_TIMEOUT must be a number of seconds from 0 to 3600, not 'soon'"
+    assert models.model_settings("recall", {}, {"AIBUDDY_IMPORT_TIMEOUT": "soon"}).problem is None

@@ -5,10 +5,12 @@ keeps the pointers (citations, memory record names) of the tool results it folds
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
-from conftest import ok
+from conftest import ok, run_aibuddy
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
@@ -102,10 +104,83 @@ def test_task_end_closes_the_task_when_the_memory_folder_is_odd(
             ]
         }  # fmt: skip
     )
-    result = cli("task", "end", "t1", "--json")
+    result = cli("task", "end", "t1", "--wait", "--json")  # the model in the foreground
     assert ok(result)["task"]["status"] == "closed"
     assert "warning:" in result.stderr
     assert folder.read_text() == "not a folder"
+
+
+TEA = {
+    "candidates": [
+        {
+            "type": "user",
+            "name": "tea",
+            "description": "Prefers green tea",
+            "body": "Green tea, no sugar.",
+            "salience": 0.9,
+            "durable": True,
+            "recoverable": False,
+        }
+    ]
+}
+
+
+def _wait_for(check, seconds: float = 120.0) -> bool:  # noqa: ANN001 - generous: a cold import
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_task_end_closes_at_once_and_extracts_in_the_background(
+    aibuddy_exe: list[str], env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI
+) -> None:
+    """An extraction model that does not answer until the test lets it: `task end` has answered,
+    with the task closed, before the model has; the background extraction then writes the record
+    and logs it."""
+    process_env = {
+        **env,
+        "AIBUDDY_MODEL_EXTRACT": "openai/extract-test",
+        "AIBUDDY_TIMEOUT": "120",
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_API_BASE": fake_openai.url,
+    }
+    tasks = TaskService(vault, "demo")
+    tasks.new("Chat")
+    tasks.add_message("t1", "user", "From now on, I prefer green tea.")
+    tasks.add_message("t1", "assistant", "Noted.")
+    hold = threading.Event()
+    fake_openai.enqueue(content=json.dumps(TEA), hold=hold)
+    try:
+        result = run_aibuddy(aibuddy_exe, "task", "end", "t1", "--json", env=process_env)
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
+        ended = json.loads(result.stdout)
+        assert ended["task"]["status"] == "closed" and ended["extraction_mode"] == "background"
+        assert [d["outcome"] for d in ended["extraction"]["decisions"]] == ["found", "background"]
+        assert TaskService(vault, "demo").get("t1").status == "closed"
+        assert _wait_for(lambda: fake_openai.requests)  # the background process asks the model
+    finally:
+        hold.set()
+    log = vault.cache_dir / "logs" / "extraction.jsonl"
+    assert _wait_for(lambda: log.exists() and "task t1" in log.read_text())
+    entry = json.loads(log.read_text().splitlines()[-1])
+    assert entry["source"] == "task t1" and entry["written"] == ["tea"]
+    record = MemoryService(Vault.open(vault.root), "demo", environ={}).show("tea")
+    assert record.body.strip() == "Green tea, no sugar."
+    # What `task end` starts is only for a closed task.
+    tasks.new("Another")
+    refused = run_aibuddy(aibuddy_exe, "task", "end", "t2", "--background", "--json", env=process_env)
+    assert refused.returncode == 4
+
+
+def test_task_end_decides_at_once_what_needs_no_model(cli, vault: Vault) -> None:
+    ok(cli("task", "new", "Chat", "--json"))
+    ok(cli("task", "add-message", "t1", "From now on, I prefer tea.", "--role", "user", "--json"))
+    ended = ok(cli("task", "end", "t1", "--json"))  # a cue, but no model: nothing to wait for
+    assert ended["extraction_mode"] == "foreground"
+    assert [d["outcome"] for d in ended["extraction"]["decisions"]] == ["found", "skipped"]
 
 
 # --- task context -----------------------------------------------------------------------

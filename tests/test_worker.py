@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import run_aibuddy
 from fake_openai import FakeOpenAI
 
-from aibuddy_cli import worker
+from aibuddy_cli import models, worker
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
 
@@ -82,9 +86,10 @@ def test_a_stale_socket_never_fails_or_hangs_a_command(
     dead.bind(str(path))
     dead.close()  # bound, never listening: connections are refused
     memory = MemoryService(Vault.open(vault.root), "demo")
+    models.import_litellm(600)  # litellm's import (seconds, more on a busy machine) is not the point
     started = time.monotonic()
     assert memory.recall("tea").method == "model"
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 25  # a hang would wait out the 30 s timeout
     path.unlink()
     path.write_text("not a socket")
     assert memory.recall("tea").method == "model"
@@ -95,3 +100,157 @@ def test_lexical_commands_never_start_a_worker(aibuddy_exe: list[str], worker_en
     assert recall(aibuddy_exe, worker_env)["method"] == "lexical"
     time.sleep(0.3)
     assert not list(Path(worker_env["XDG_RUNTIME_DIR"]).glob("aibuddy/*.sock"))
+
+
+# --- one worker per environment, and only ours -------------------------------------------------
+
+
+def test_every_variable_but_a_few_per_shell_ones_makes_another_worker(tmp_path: Path) -> None:
+    base = {"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-a", "HOME": "/home/a", "XDG_RUNTIME_DIR": "/run/x"}
+    key = worker.fingerprint(base)
+    # What litellm may read, whatever its prefix: a variable list would miss these.
+    for name, value in (
+        ("HOSTED_VLLM_API_BASE", "http://127.0.0.1:8000/v1"),
+        ("DEEPINFRA_API_KEY", "k"),
+        ("FIREWORKS_AI_API_KEY", "k"),
+        ("REPLICATE_API_TOKEN", "k"),
+        ("ALL_PROXY", "socks5://127.0.0.1:1080"),
+        ("FOO_API_KEY", "k"),
+    ):
+        assert worker.fingerprint({**base, name: value}) != key, name
+    assert worker.fingerprint({**base, "OPENAI_API_KEY": "sk-b"}) != key
+    # What changes per shell, terminal or test and no provider reads; aibuddy's own settings.
+    per_shell = {"PWD": "/elsewhere", "OLDPWD": "/x", "SHLVL": "3", "_": "/usr/bin/env", "TERM": "xterm",
+                 "TERM_PROGRAM": "iTerm", "COLUMNS": "80", "PS1": "$ ", "PYTEST_CURRENT_TEST": "t",
+                 "AIBUDDY_VAULT": "/v", "AIBUDDY_USER": "bob", "AIBUDDY_TIMEOUT": "5"}  # fmt: skip
+    assert worker.fingerprint({**base, **per_shell}) == key
+    # litellm's defaults, which the first in-process call sets, change nothing.
+    assert worker.fingerprint({**base, "LITELLM_MODE": "PRODUCTION"}) == key
+    # The working directory counts only where it can change a call: a relative path that exists.
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    for folder in ("one", "two"):
+        (tmp_path / folder / "creds.json").write_text("{}")
+    relative = {**base, "GOOGLE_APPLICATION_CREDENTIALS": "creds.json"}
+    os.chdir(tmp_path / "one")
+    in_one, plain_in_one = worker.fingerprint(relative), worker.fingerprint(base)
+    os.chdir(tmp_path / "two")
+    assert worker.fingerprint(relative) != in_one and worker.fingerprint(base) == plain_in_one
+
+
+@pytest.fixture
+def serving(worker_env: dict[str, str]) -> Iterator[tuple[dict[str, str], subprocess.Popen[bytes]]]:
+    """A real worker for worker_env, serving (warm) on its socket; stopped, even if stopped with
+    SIGSTOP, at the end."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
+        env=worker_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        path = worker.socket_path(worker_env)
+        deadline = time.monotonic() + 120  # litellm's import on a busy machine
+        while not worker.status(worker_env).running:
+            assert child.poll() is None and time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.05)
+        assert path.exists()
+        yield worker_env, child
+    finally:
+        child.send_signal(signal.SIGCONT)
+        child.kill()
+        child.wait()
+
+
+def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
+    serving: tuple[dict[str, str], subprocess.Popen[bytes]],
+    fake_openai: FakeOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import aibuddy_cli
+
+    env, _ = serving
+    other = {**env, "HOSTED_VLLM_API_BASE": "http://127.0.0.1:9/v1"}
+    assert worker.socket_path(other) != worker.socket_path(env)
+    assert worker.status(other).running is False  # environment B is not served by A's worker
+    # The credential read works here (on Linux): the worker is ours.
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.connect(str(worker.socket_path(env)))
+    assert worker.peer_uid(probe) in (os.getuid(), None)
+    probe.close()
+
+    for name in list(os.environ):
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(aibuddy_cli, "use_worker", True)
+    fake_openai.default.content = "in-process"
+    settings = models.ModelSettings("recall", "openai/recall-test", None, 30.0)
+    hello = [{"role": "user", "content": "hi"}]
+    # Right socket, another environment (a digest that only starts the same): refused.
+    real = worker.fingerprint
+    monkeypatch.setattr(worker, "fingerprint", lambda environ: real(environ)[:16] + "0" * 48)
+    with pytest.raises(worker.WorkerUnavailable, match="environment"):
+        worker.complete(settings, hello, {})
+    assert models.complete_text(settings, hello) == "in-process"  # the fallback: in this process
+    monkeypatch.setattr(worker, "fingerprint", real)
+    # A socket served by another uid (as a racing local user would): never sent the request.
+    monkeypatch.setattr(worker, "peer_uid", lambda connection: os.getuid() + 1)
+    with pytest.raises(worker.WorkerUnavailable, match="served by uid"):
+        worker.complete(settings, hello, {})
+    assert models.complete_text(settings, hello) == "in-process"
+    monkeypatch.setattr(worker, "peer_uid", lambda connection: os.getuid())
+    assert len(fake_openai.requests) == 2 and worker.status(env).calls == 0
+    fake_openai.default.content = "through the worker"
+    assert models.complete_text(settings, hello) == "through the worker"
+    assert worker.status(env).calls == 1
+
+
+def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
+    worker_env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aibuddy_cli
+
+    for name, value in worker_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(aibuddy_cli, "use_worker", True)
+    fake_openai.default.content = '{"selected": ["tea"]}'
+    runtime = Path(worker_env["XDG_RUNTIME_DIR"])
+    elsewhere = runtime.parent / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (runtime / "aibuddy").symlink_to(elsewhere)  # e.g. raced into a shared /tmp
+    with pytest.raises(worker.WorkerUnavailable, match="symbolic link"):
+        worker.socket_path(dict(os.environ))
+    memory = MemoryService(Vault.open(vault.root), "demo")
+    assert memory.recall("tea").method == "model"  # in-process, and no worker started there
+    assert list(elsewhere.iterdir()) == []
+    (runtime / "aibuddy").unlink()
+    (runtime / "aibuddy").mkdir(mode=0o700)
+    (runtime / "aibuddy").chmod(0o755)
+    with pytest.raises(worker.WorkerUnavailable, match="open to other users"):
+        worker.socket_path(dict(os.environ))
+    if os.getuid() == 0:  # another owner can be made only as root
+        (runtime / "aibuddy").chmod(0o700)
+        os.chown(runtime / "aibuddy", 4321, 4321)
+        with pytest.raises(worker.WorkerUnavailable, match="belongs to uid 4321"):
+            worker.socket_path(dict(os.environ))
+    assert memory.recall("tea").method == "model"
+    assert not list((runtime / "aibuddy").iterdir())
+
+
+def test_a_stopped_worker_costs_the_call_its_timeout_not_more(
+    aibuddy_exe: list[str],
+    serving: tuple[dict[str, str], subprocess.Popen[bytes]],
+    fake_openai: FakeOpenAI,
+) -> None:
+    env, child = serving
+    fake_openai.default.content = '{"selected": ["tea"]}'
+    child.send_signal(signal.SIGSTOP)  # it still accepts connections (the kernel does), never answers
+    quick = {**env, "AIBUDDY_TIMEOUT": "3"}  # AIBUDDY_* is not part of the worker's key
+    result = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=quick)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["method"] == "lexical"  # the call's own fallback
+    assert b"timed out after 3s" in result.stderr
+    # The wait through the worker was the whole timeout: no second, in-process attempt after it.
+    assert fake_openai.requests == []

@@ -195,7 +195,7 @@ def consolidate(
     consolidator = state.session().consolidation
     if cancel:
         cancelled = consolidator.cancel(task)
-        text = "stopped the running pass" if cancelled.cancelled else "no pass of this task is running"
+        text = "stopped the running pass" if cancelled.cancelled else str(cancelled.reason)
         render(state.json, cancelled.to_json, lambda: text, lambda: output.emit_text(text))
         return
     result = consolidator.run(task, dry_run=dry_run, background=background)
@@ -212,13 +212,27 @@ def consolidate(
 
 
 @app.command()
-def end(ctx: typer.Context, task: str = typer.Argument(...), json: bool = JsonOption) -> None:
-    """Close the task and run automatic memory extraction over its last messages."""
-    from ..tasks.ending import end_task
+def end(
+    ctx: typer.Context,
+    task: str = typer.Argument(...),
+    wait: bool = typer.Option(
+        False, "--wait", help="Wait for the extraction model instead of leaving it to the background."
+    ),
+    background: bool = typer.Option(False, "--background", hidden=True),  # started by task end
+    json: bool = JsonOption,
+) -> None:
+    """Close the task at once; automatic memory extraction over its last messages runs in the
+    background when it needs the model (its decisions go to .aibuddy/logs/extraction.jsonl)."""
+    from ..tasks.ending import BACKGROUND, TaskEnd, end_task, extract_ended
 
     state = state_of(ctx, json)
     session = state.session()
-    ended = end_task(session.tasks, session.memory, task)
+    if background:  # the detached extraction of a task that `task end` closed
+        tasks = session.tasks
+        ended = TaskEnd(tasks.get(task), extract_ended(tasks, session.memory, task))
+    else:
+        ended = end_task(session.tasks, session.memory, task, wait=wait)
     state.report_warnings()
-    text = f"closed {task}\n" + memory_output.decisions_text(ended.extraction.decisions)
+    later = " (extraction runs in the background)" if ended.extraction_mode == BACKGROUND else ""
+    text = f"closed {task}{later}\n" + memory_output.decisions_text(ended.extraction.decisions)
     render(state.json, ended.to_json, lambda: text, lambda: output.emit_text(text))

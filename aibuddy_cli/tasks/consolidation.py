@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..clock import utc_now
@@ -142,7 +142,8 @@ class Consolidation(NamedTuple):
 
 class Cancelled(NamedTuple):
     task: str
-    cancelled: bool  # a running pass was sent SIGTERM
+    cancelled: bool  # the task's running pass, proven to be that process, was sent SIGTERM
+    reason: str | None = None  # why nothing was signalled
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()
@@ -227,19 +228,52 @@ class Consolidator:
         )
 
     def cancel(self, task_id: str) -> Cancelled:
-        """Stop the task's running background pass (SIGTERM); its chunk is tried again later."""
+        """Stop the task's running pass, background or foreground (SIGTERM); its chunk is tried
+        again later. Only a process proven to be that pass is signalled: the one the pid file
+        names, with the same start time, holding the task's consolidation lock (where the system
+        can tell). A pid file no pass holds any more is removed."""
+        from ..background import signal_process
+
         self.tasks.get(task_id)
+        key = self._pid_key(task_id)
         if not self.running(task_id):
-            return Cancelled(task_id, False)
+            try:
+                with self.tasks.store.lock(self._lock_name(task_id), timeout=0):
+                    self._forget_pid(key)  # a leftover of a pass that was killed
+            except (AibuddyError, OSError):
+                pass  # a pass has just begun (it writes its own), or no lock can be made here
+            return Cancelled(task_id, False, "no pass of this task is running")
         try:
-            pid = int(self.tasks.store.read(self._pid_key(task_id))[0])
-            os.kill(pid, signal.SIGTERM)
-        except (NotFound, ValueError, ProcessLookupError, PermissionError):
-            return Cancelled(task_id, False)
+            recorded = json.loads(self.tasks.store.read(key)[0])
+        except (NotFound, ValueError, AibuddyError, OSError):
+            return Cancelled(task_id, False, "the running pass left no usable pid file")
+        why = signal_process(recorded, signal.SIGTERM, lock_file=self._lock_file(task_id))
+        if why is not None:
+            return Cancelled(task_id, False, f"not signalled: {why}")
         return Cancelled(task_id, True)
 
     def _pid_key(self, task_id: str) -> str:
         return f".aibuddy/run/{self._lock_name(task_id)}.pid"
+
+    def _lock_file(self, task_id: str) -> Path | None:
+        """The lock's file, where the store keeps its locks in files (to ask who holds it)."""
+        locks = getattr(self.tasks.store, "locks_dir", None)
+        return Path(locks) / f"{self._lock_name(task_id)}.lock" if isinstance(locks, Path) else None
+
+    def _record_pid(self, key: str) -> None:
+        """This process as the pass holding the lock (see cancel); never fails the pass."""
+        from ..background import identity
+
+        try:
+            self.tasks.store.write(key, json.dumps(identity()).encode())
+        except (AibuddyError, OSError):
+            pass
+
+    def _forget_pid(self, key: str) -> None:
+        try:
+            self.tasks.store.delete(key)
+        except (AibuddyError, OSError):
+            pass
 
     # --- passes --------------------------------------------------------------------------------
 
@@ -267,19 +301,24 @@ class Consolidator:
             tables.source = "consolidation"  # how the tables journal names these changes
         try:
             with self.tasks.store.lock(self._lock_name(task_id), timeout=0):
-                if background:
-                    self.tasks.store.write(self._pid_key(task_id), str(os.getpid()).encode())
-                mark = watermark(self.tasks, task_id)
-                messages = [m for m in self.tasks.messages(task_id) if m.n > mark["last"]]
-                every = self.settings.every
-                while messages and (len(messages) >= every or not background):
-                    chunk, messages = messages[:every], messages[every:]
-                    done = self._pass(task_id, chunk, mark, flags, call, dry_run)
-                    passes.append(done)
-                    if not done.applied and not dry_run:
-                        break
-                    # The next chunk rolls the summary this one wrote (a dry run wrote none).
-                    mark = {**mark, "last": chunk[-1].n} if dry_run else watermark(self.tasks, task_id)
+                # Recorded for `--cancel`, and removed before the lock is released, so a pid file
+                # always names the lock's holder or a pass that died (whose start time differs).
+                pid_key = self._pid_key(task_id)
+                self._record_pid(pid_key)
+                try:
+                    mark = watermark(self.tasks, task_id)
+                    messages = [m for m in self.tasks.messages(task_id) if m.n > mark["last"]]
+                    every = self.settings.every
+                    while messages and (len(messages) >= every or not background):
+                        chunk, messages = messages[:every], messages[every:]
+                        done = self._pass(task_id, chunk, mark, flags, call, dry_run)
+                        passes.append(done)
+                        if not done.applied and not dry_run:
+                            break
+                        # The next chunk rolls the summary this one wrote (a dry run wrote none).
+                        mark = {**mark, "last": chunk[-1].n} if dry_run else watermark(self.tasks, task_id)
+                finally:
+                    self._forget_pid(pid_key)
         except Busy:
             reason = "a consolidation pass of this task is running"
         finally:

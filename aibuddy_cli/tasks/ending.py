@@ -1,38 +1,129 @@
-"""Ending a task: automatic memory extraction over its last messages, then closing it.
+"""Ending a task: closing it at once, then automatic memory extraction over its last messages.
+
+The task is closed before anything slow happens. Extraction that needs the model (a cue fired in
+the latest turns and the `extract` role has a model) runs in a detached background process, like
+consolidation and summaries: `task end` never waits for a model, a Ctrl-C at the terminal does not
+cut the extraction short, and its decisions go to `.aibuddy/logs/extraction.jsonl`. What needs no
+model (no turns, no cue, the assistant wrote memory itself, no model configured) is decided at
+once and reported in the answer; `wait=True` (`task end --wait`) runs the model in the
+foreground too.
 
 Extraction is a side path: whatever goes wrong in it (the model, a damaged memory folder, an
-unwritable log) becomes a warning and a `failed` decision, and the task is closed all the same.
+unwritable log, a background process that cannot start) becomes a warning and a `failed`
+decision, and the task is closed all the same.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..errors import Conflict, describe_failure
-from ..memory.extraction import Decision, ExtractionResult, Extractor, Message
+from ..memory.extraction import (
+    EXTRACTION_LOG,
+    Decision,
+    ExtractionResult,
+    Extractor,
+    Message,
+    find_cues,
+    latest_exchange_wrote_memory,
+    latest_window,
+)
 from ..memory.service import MemoryService
 from .service import Task, TaskService
+
+FOREGROUND = "foreground"  # the extraction in the answer is complete
+BACKGROUND = "background"  # it runs on in a detached process; its outcome goes to the log
 
 
 class TaskEnd(NamedTuple):
     task: Task
     extraction: ExtractionResult
+    extraction_mode: str = FOREGROUND  # FOREGROUND or BACKGROUND
 
     def to_json(self) -> dict[str, Any]:
-        return {"task": self.task.to_json(), "extraction": self.extraction.to_json()}
+        return {
+            "task": self.task.to_json(),
+            "extraction": self.extraction.to_json(),
+            "extraction_mode": self.extraction_mode,
+        }
 
 
-def end_task(tasks: TaskService, memory: MemoryService, task_id: str) -> TaskEnd:
-    """Extract what is worth remembering from the task's latest turns, then close the task.
-    What went wrong on the way is a warning in `tasks.warnings` (a session's sink)."""
+def end_task(
+    tasks: TaskService,
+    memory: MemoryService,
+    task_id: str,
+    *,
+    wait: bool = False,
+    start: Callable[[str], None] | None = None,
+) -> TaskEnd:
+    """Close the task, then extract what is worth remembering from its latest turns: at once
+    when no model is needed or `wait`, else in the background (`start(task_id)`, by default a
+    detached `aibuddy task end T --background`). What went wrong on the way is a warning in
+    `tasks.warnings` (a session's sink)."""
     if tasks.get(task_id).status == "closed":
         raise Conflict(f"task {task_id} is already closed")
+    task = tasks.end(task_id)
     warnings = tasks.warnings
     try:
-        messages = [Message(m.role, m.content, m.tool_names) for m in tasks.messages(task_id)]
-        extraction = Extractor(memory, warnings=warnings).run(messages, source=f"task {task_id}")
+        messages = _messages(tasks, task_id)
+        extractor = Extractor(memory, warnings=warnings)
+        if wait or not _needs_model(memory, messages):
+            return TaskEnd(task, extractor.run(messages, source=f"task {task_id}"))
+        cues = find_cues(latest_window(messages))
     except Exception as exc:  # noqa: BLE001 - extraction never stops the task from closing
+        return TaskEnd(task, _failed(warnings, exc))
+    try:
+        (start or _spawn(tasks, memory))(task_id)
+    except Exception as exc:  # noqa: BLE001 - no background process: extract here instead
         detail = describe_failure(exc)
-        warnings.append(f"automatic extraction failed ({detail}); the task is closed all the same")
-        extraction = ExtractionResult([], [Decision("extraction", "failed", detail)], [], False)
-    return TaskEnd(tasks.end(task_id), extraction)
+        warnings.append(f"extraction could not start in the background ({detail}); it ran here")
+        try:
+            return TaskEnd(task, extractor.run(messages, source=f"task {task_id}"))
+        except Exception as again:  # noqa: BLE001
+            return TaskEnd(task, _failed(warnings, again))
+    started = Decision("model", BACKGROUND, f"runs in the background; its decisions go to {EXTRACTION_LOG}")
+    decisions = [Decision("cue", "found", ", ".join(cues)), started]
+    return TaskEnd(task, ExtractionResult(cues, decisions, [], False), BACKGROUND)
+
+
+def extract_ended(tasks: TaskService, memory: MemoryService, task_id: str) -> ExtractionResult:
+    """The extraction of a closed task, in the foreground: what `task end` starts in the
+    background. Never raises for extraction itself (see end_task)."""
+    if tasks.get(task_id).status != "closed":
+        raise Conflict(f"task {task_id} is not closed: `aibuddy task end {task_id}` ends it")
+    try:
+        messages = _messages(tasks, task_id)
+        return Extractor(memory, warnings=tasks.warnings).run(messages, source=f"task {task_id}")
+    except Exception as exc:  # noqa: BLE001 - the log records the failure
+        return _failed(tasks.warnings, exc)
+
+
+def _messages(tasks: TaskService, task_id: str) -> list[Message]:
+    return [Message(m.role, m.content, m.tool_names) for m in tasks.messages(task_id)]
+
+
+def _needs_model(memory: MemoryService, messages: list[Message]) -> bool:
+    """Whether extraction would call the model: turns to read, a cue in them, no explicit memory
+    write of the assistant's, and a model for the extract role (the gates of Extractor.run)."""
+    from ..models import ModelCall
+
+    window = latest_window(messages)
+    if not window or latest_exchange_wrote_memory(messages) or not find_cues(window):
+        return False
+    return ModelCall("extract", memory.vault.config.models, memory.environ).configured
+
+
+def _spawn(tasks: TaskService, memory: MemoryService) -> Callable[[str], None]:
+    def start(task_id: str) -> None:
+        from ..background import spawn_aibuddy
+
+        spawn_aibuddy(tasks.vault.root, tasks.user, ["task", "end", task_id, "--background"], memory.environ)
+
+    return start
+
+
+def _failed(warnings: Any, exc: Exception) -> ExtractionResult:
+    detail = describe_failure(exc)
+    warnings.append(f"automatic extraction failed ({detail}); the task is closed all the same")
+    return ExtractionResult([], [Decision("extraction", "failed", detail)], [], False)
