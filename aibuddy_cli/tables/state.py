@@ -108,6 +108,10 @@ class TablesState:
             "args": args,
             "changed": changed,
         }
+        if self.source != "cli":  # an automatic run's line: no credential-shaped value in the log
+            from ..redaction import redacted
+
+            line = redacted(line)
         self.store.append(JOURNAL, (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
 
 
