@@ -374,3 +374,33 @@ def test_git_setup_leaves_a_foreign_hook_alone_and_respects_core_hooks_path(
     assert hook["installed"] is False and "not aibuddy's" in hook["reason"]
     assert foreign.read_text() == "#!/bin/sh\nexit 0\n"
     assert "pre-commit secrets check not installed" in again.stderr.decode()
+
+
+def test_the_hook_falls_back_to_aibuddy_on_path_and_refuses_when_there_is_none(
+    tmp_path: Path, aibuddy_exe: list[str]
+) -> None:
+    import sys
+
+    repo = tmp_path / "repo"
+    init_vault(repo, "demo")
+    env = child_env(repo)
+    git(repo, "init", "-q", env=env)
+    assert run_aibuddy(aibuddy_exe, "git", "setup", env=env).returncode == 0
+    hook = repo / ".git/hooks/pre-commit"
+    assert sys.executable in hook.read_text()  # found at set-up: the running interpreter
+    hook.write_text(hook.read_text().replace(sys.executable, str(tmp_path / "gone/python")))
+    (repo / "memory/demo").mkdir(parents=True, exist_ok=True)
+    (repo / "memory/demo/k.md").write_text(f"key {KEY}\n")
+    git(repo, "add", "-A", env=env)
+    bin_dir = tmp_path / "bin"  # `aibuddy` on PATH: a script running the same package
+    bin_dir.mkdir()
+    script = bin_dir / "aibuddy"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m aibuddy_cli "$@"\n')
+    script.chmod(0o755)
+    on_path = {**env, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    refused = git(repo, "commit", "-qm", "key", env=on_path, check=False)
+    assert refused.returncode != 0 and "k.md:1: api key (sk-…)" in refused.stderr
+    nowhere = {**env, "PATH": "/usr/bin:/bin"}
+    missing = git(repo, "commit", "-qm", "key", env=nowhere, check=False)
+    assert missing.returncode != 0 and "aibuddy is not installed here" in missing.stderr
+    assert git(repo, "commit", "-qm", "key", "--no-verify", env=nowhere, check=False).returncode == 0
