@@ -5,6 +5,7 @@ keeps them with a warning; `aibuddy scan` reports them; the pre-commit hook refu
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -397,10 +398,14 @@ def test_the_hook_falls_back_to_aibuddy_on_path_and_refuses_when_there_is_none(
     script = bin_dir / "aibuddy"
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m aibuddy_cli "$@"\n')
     script.chmod(0o755)
-    on_path = {**env, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    tools = tmp_path / "tools"  # only what the hook needs besides aibuddy: sh and git
+    tools.mkdir()
+    for name in ("sh", "git"):
+        (tools / name).symlink_to(shutil.which(name) or f"/usr/bin/{name}")
+    on_path = {**env, "PATH": f"{bin_dir}:{tools}"}
     refused = git(repo, "commit", "-qm", "key", env=on_path, check=False)
     assert refused.returncode != 0 and "k.md:1: api key (sk-…)" in refused.stderr
-    nowhere = {**env, "PATH": "/usr/bin:/bin"}
+    nowhere = {**env, "PATH": str(tools)}
     missing = git(repo, "commit", "-qm", "key", env=nowhere, check=False)
     assert missing.returncode != 0 and "aibuddy is not installed here" in missing.stderr
     assert git(repo, "commit", "-qm", "key", "--no-verify", env=nowhere, check=False).returncode == 0
