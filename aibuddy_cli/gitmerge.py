@@ -248,6 +248,7 @@ class GitSetup(NamedTuple):
     repository: str
     driver: str  # the command git runs
     attributes: list[str]  # the lines of .gitattributes that route files to it
+    pre_commit: dict[str, Any] | None = None  # the secrets check: {path, installed, reason}
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()
@@ -273,7 +274,15 @@ def setup(root: Path) -> GitSetup:
         if done.returncode != 0:
             raise AibuddyError(f"git config {key} failed: {done.stderr.strip()}")
     write_attributes(root)
-    return GitSetup(found.stdout.strip(), driver_command(), list(ATTRIBUTES))
+    hook = install_secrets_check(root)
+    return GitSetup(found.stdout.strip(), driver_command(), list(ATTRIBUTES), hook)
+
+
+def install_secrets_check(root: Path) -> dict[str, Any]:
+    """The pre-commit hook that refuses vault files holding credential-shaped values."""
+    from .scan import install_pre_commit
+
+    return install_pre_commit(root).to_json()
 
 
 HINT = "git does not know the aibuddy merge driver in this clone: run `aibuddy git setup` once"

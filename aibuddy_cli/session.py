@@ -87,7 +87,9 @@ class Session:
     def memory(self) -> MemoryService:
         from .memory.service import MemoryService
 
-        return MemoryService(self.vault, self.user, store=self.store, environ=self.environ)
+        return MemoryService(
+            self.vault, self.user, store=self.store, environ=self.environ, warnings=self.warnings
+        )
 
     @cached_property
     def tasks(self) -> TaskService:

@@ -84,6 +84,12 @@ CASES: list[tuple[str, list[str], int]] = [
     ("task consolidate", ["task", "consolidate", "t1", "--dry-run"], 0),
     ("task end", ["task", "end", "t1"], 0),
     ("kb reject", ["kb", "reject", "draft"], 0),
+    (
+        "memory save kept",
+        ["memory", "save", "wifi", "--type", "user", "--description", "Wifi", "--body", "password: hunter22"],
+        0,
+    ),
+    ("scan", ["scan"], 4),
     ("memory clear", ["memory", "clear", "--yes"], 0),
     ("table create", ["table", "create", "people", "-d", "People", "-c", "name:str", "-c", "age:int"], 0),
     ("table add", ["table", "add", "people", "--row", ADA, "--row", ALAN], 0),
@@ -414,6 +420,7 @@ PINNED: dict[str, Any] = {
         "status": {"through": "*", "pending": "*", "running": "*", "summary": "*"},
     },
     "kb reject": {"rejected": ["*"]},
+    "scan": {"findings": [{"path": "*", "line": "*", "kind": "*", "hint": "*"}], "scanned": "*"},
     "memory clear": {"user": "*", "removed": ["*"], "not_removed": []},
     "table create": {
         "table": "*",
@@ -565,3 +572,5 @@ PINNED: dict[str, Any] = {
     },
     "error": {"error": {"code": "*", "message": "*"}},
 }
+
+PINNED["memory save kept"] = PINNED["memory save"]

@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 from .. import __version__
 from ..errors import AibuddyError, as_aibuddy_error
 from ..vault import default_user_name, init_vault
-from . import kb, memory, output, table, task
+from . import kb, memory, output, scan, table, task
 from .context import AppState, state_of
 
 
@@ -75,6 +75,7 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(kb.app, name="kb")
 app.add_typer(task.app, name="task")
 app.add_typer(table.app, name="table")
+app.command("scan")(scan.scan)
 
 
 def _version(value: bool) -> None:
@@ -175,6 +176,11 @@ def git_setup(ctx: typer.Context, json: bool = typer.Option(False, "--json", hel
     state = state_of(ctx, json)
     done = gitmerge.setup(state.session().vault.root)
     text = f"merge driver registered in {done.repository}"
+    hook = done.pre_commit or {}
+    if hook.get("installed"):
+        text += f"\npre-commit secrets check installed: {hook['path']} (git commit --no-verify bypasses it)"
+    elif hook.get("reason"):
+        state.warnings.append(f"pre-commit secrets check not installed: {hook['reason']}")
     output.render(state.json, done.to_json, lambda: text, lambda: output.emit_text(text))
 
 

@@ -81,6 +81,10 @@ class Summaries:
         )
         if summary is None:
             return SummaryOutcome(ref.qualified, False, reason=str(call.failure))
+        from ..redaction import screen
+
+        warnings = self.state.warnings
+        summary = screen(summary, automatic=True, warnings=warnings, what=f"{ref.qualified} summary")
         return self.store_summary(ref, meta.sha256, summary)
 
     def store_summary(self, ref: DocRef, summarized_sha: str, summary: str) -> SummaryOutcome:
@@ -128,8 +132,8 @@ class Summaries:
         except Exception as exc:  # noqa: BLE001 - nobody sees this process fail but the log
             results = [{"summarized": False, "reason": f"{type(exc).__name__}: {exc}"}]
         entries = [*results, *({"warning": warning} for warning in self.state.warnings)]
-        lines = "".join(
-            json.dumps({"at": utc_now(), "user": self.state.user, **entry}, ensure_ascii=False) + "\n"
-            for entry in entries
-        )
+        from ..redaction import redacted
+
+        entries = [redacted({"at": utc_now(), "user": self.state.user, **entry}) for entry in entries]
+        lines = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries)
         self.state.store.append(SUMMARY_LOG, lines.encode("utf-8"))

@@ -17,7 +17,7 @@ two values states two facts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ..clock import utc_now
@@ -80,8 +80,42 @@ class ExtractionResult(NamedTuple):
 
 
 def bounded(text: str) -> str:
-    """Model-provided text echoed in a decision, cut so a hostile reply cannot bloat the log."""
-    return shorten(text, 300)
+    """Model-provided text echoed in a decision, cut so a hostile reply cannot bloat the log, and
+    with credential-shaped values redacted (the log says what kind was there, not the value)."""
+    from ..redaction import redact
+
+    return shorten(redact(text)[0], 300)
+
+
+Reconcile = Callable[["Extractor", Any, bool], Decision]
+
+
+def redacting(reconcile: Reconcile) -> Reconcile:
+    """reconcile over the candidate with its credential-shaped values redacted (nothing automatic
+    stores a secret); the decision says what was redacted, never the value. A candidate whose
+    name looks like a credential is dropped: the name becomes a file name."""
+    from functools import wraps
+
+    @wraps(reconcile)
+    def weigh(self: Extractor, raw: Any, dry_run: bool) -> Decision:
+        from collections import Counter
+
+        from ..redaction import describe, find, redact_value
+
+        if not isinstance(raw, dict):
+            return reconcile(self, raw, dry_run)
+        name = raw.get("name")
+        if isinstance(name, str) and (named := find(name)):
+            looks = describe(Counter(f.kind for f in named))
+            return Decision("candidate", "dropped", f"its name looks like {looks}")
+        counts: Counter[str] = Counter()
+        clean = {key: redact_value(value, counts) if key != "name" else value for key, value in raw.items()}
+        decision = reconcile(self, clean, dry_run)
+        if counts:
+            decision = decision._replace(detail=f"{decision.detail}; redacted: {describe(counts)}")
+        return decision
+
+    return weigh
 
 
 def parse_transcript(lines: Iterable[str]) -> tuple[list[Message], list[str]]:
@@ -243,6 +277,7 @@ class Extractor:
                     written.append(decision.name)
         return self._log(result, source)
 
+    @redacting
     def reconcile(self, raw: Any, dry_run: bool) -> Decision:
         """One proposed record weighed against the user's records: dropped, a no-op, an update of
         a record extraction wrote, protected (a person wrote it), or a new `auto` record."""
@@ -337,8 +372,10 @@ class Extractor:
         run). A log that cannot be written is a warning: it never undoes or stops the extraction."""
         if result.dry_run:
             return result
+        from ..redaction import redacted
+
         entry = {"at": utc_now(), "user": self.memory.user, "source": source, **result.to_json()}
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"
         try:
             self.memory.store.append(EXTRACTION_LOG, line.encode("utf-8"))
         except (AibuddyError, OSError) as exc:

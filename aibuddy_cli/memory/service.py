@@ -141,8 +141,11 @@ class MemoryService:
         *,
         store: Store | None = None,
         environ: Mapping[str, str] | None = None,
+        warnings: list[str] | None = None,
     ) -> None:
+        """warnings: where an explicit write holding a credential-shaped value is reported."""
         self.vault = vault
+        self.warnings: list[str] = [] if warnings is None else warnings
         self.user = user
         self.prefix = memory_prefix(user)  # validates the user name
         self.store: Store = store or FileStore(vault.root, vault.locks_dir())
@@ -240,12 +243,23 @@ class MemoryService:
     # --- operations -------------------------------------------------------------------
 
     def save(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
-        """Create a record with manual provenance; an existing name is a conflict."""
-        return self._create(name, type, description, body, "manual")
+        """Create a record with manual provenance; an existing name is a conflict. A credential-
+        shaped value is kept (a person wrote it) with a warning."""
+        record = self._create(name, type, description, body, "manual")
+        self._warn_explicit("memory save", name, description, body)
+        return record
 
     def create_auto(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
-        """Create a record written by automatic extraction (provenance auto)."""
-        return self._create(name, type, description, body, "auto")
+        """Create a record written by automatic extraction (provenance auto); credential-shaped
+        values are redacted (`[redacted: api key]`)."""
+        from ..redaction import redact
+
+        return self._create(name, type, redact(description)[0], redact(body)[0], "auto")
+
+    def _warn_explicit(self, operation: str, name: str, description: str | None, body: str | None) -> None:
+        from ..redaction import holds_secret, warn_explicit
+
+        warn_explicit(self.warnings, f"{operation} {name}: the record", holds_secret(description, body))
 
     def _create(self, name: str, type: str, description: str, body: str, provenance: str) -> MemoryRecord:
         validate_record_name(name)
@@ -302,10 +316,15 @@ class MemoryService:
                 **changes,
             )
             self._write(record, text=updated_text(text, current, record))
+        self._warn_explicit("memory update", name, description, body)
         return UpdateResult(record, changed=True)
 
     def update_auto(self, name: str, *, description: str, body: str) -> MemoryRecord:
-        """Update a record automatic extraction wrote; a manual record is never touched."""
+        """Update a record automatic extraction wrote; a manual record is never touched.
+        Credential-shaped values are redacted."""
+        from ..redaction import redact
+
+        description, body = redact(description)[0], redact(body)[0]
         with self._lock():
             text, current = self._read_text(name, fast=False)
             if current.provenance != "auto":

@@ -144,6 +144,7 @@ class TableChanges:
             raise InvalidInput("no rows to add")
         with self.state.lock():
             table = self.state.open(spec)
+            rows = self._screened(rows, "add", spec, "a row")
             schema = table.schema
             new_columns = self._new_columns(schema, rows, from_text)
             if schema.key in {name for row in rows for name in row}:
@@ -186,6 +187,16 @@ class TableChanges:
             self._journal(change)
         return change
 
+    def _screened(self, values: Any, verb: str, spec: str, part: str) -> Any:
+        """Values a model chose (consolidation, `table update`/`refactor`) with credential-shaped
+        values redacted; a person's own (the CLI, MCP tools) kept, with a warning."""
+        from ..redaction import screen
+
+        source = self.state.source
+        automatic = source != "cli"
+        what = f"{source}, rows of {spec}" if automatic else f"table {verb} {spec}: {part}"
+        return screen(values, automatic=automatic, warnings=self.state.warnings, what=what)
+
     def _new_columns(
         self, schema: TableSchema, rows: Sequence[Mapping[str, Any]], from_text: bool
     ) -> list[ColumnSpec]:
@@ -210,6 +221,7 @@ class TableChanges:
             raise InvalidInput("no values to set")
         with self.state.lock():
             table = self.state.open(spec)
+            values = self._screened(values, "update-rows", spec, "a value")
             schema = table.schema
             if schema.key in values:
                 raise InvalidInput(f"the key column {schema.key} is assigned by aibuddy and cannot be set")

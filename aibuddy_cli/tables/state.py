@@ -109,6 +109,10 @@ class TablesState:
             "args": args,
             "changed": changed,
         }
+        if self.source != "cli":  # an automatic run's line: no credential-shaped value in the log
+            from ..redaction import redacted
+
+            line = redacted(line)
         self.store.append(JOURNAL, (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
 
     def removed(self, items: list[Any]) -> Any:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -33,6 +34,7 @@ from ..clock import utc_now
 from ..errors import AibuddyError, Busy, NotFound
 from ..memory.extraction import Decision, Extractor, bounded
 from ..memory.facts import stated
+from ..redaction import describe, find, redact_value, redacted
 from .service import Task, TaskMessage, TaskService
 
 if TYPE_CHECKING:
@@ -396,9 +398,11 @@ class Consolidator:
             elif (problem := _evidence(reply["summary"], numbers)) is not None:
                 decisions.append(Decision("summaries", "dropped", problem))
             elif isinstance(reply["summary"].get("text"), str) and reply["summary"]["text"].strip():
-                summary = bounded_summary(reply["summary"]["text"])
+                summary, note = _redacted(bounded_summary(reply["summary"]["text"]))
                 decisions.append(
-                    Decision("summaries", "would-update" if dry_run else "updated", f"through message {last}")
+                    Decision(
+                        "summaries", "would-update" if dry_run else "updated", f"through message {last}{note}"
+                    )
                 )
         if not dry_run:
             # After the pass's writes, in one atomic write: a crash before it redoes this chunk
@@ -460,6 +464,8 @@ class Consolidator:
         if not isinstance(name, str) or not name.strip() or len(name) > 200:
             return Decision("contacts", "dropped", "a contact needs a name")
         name = " ".join(name.split())
+        if find(name):
+            return Decision("contacts", "dropped", "the name looks like a credential")
         if shield.rows_named(CONTACTS, name):
             return Decision("contacts", "handled", "the chunk's own tool call wrote it", name)
         values = {
@@ -470,6 +476,7 @@ class Consolidator:
             )
             if flags[flag] and isinstance(item.get(field), str) and item[field].strip()
         }
+        values, note = _redacted(values)
         changes = self._tables().changes
         try:
             existing = (
@@ -477,22 +484,23 @@ class Consolidator:
             )
         except NotFound:
             if dry_run:
-                return Decision("contacts", "would-create", "new contact (and the contacts table)", name)
+                made = "new contact (and the contacts table)"
+                return Decision("contacts", "would-create", made + note, name)
             changes.create(CONTACTS, "People the user's conversations mention", columns=_contact_columns())
             existing = None
         if existing is None or existing.total == 0:
             if dry_run:
-                return Decision("contacts", "would-create", "new contact", name)
+                return Decision("contacts", "would-create", "new contact" + note, name)
             changes.add_rows(CONTACTS, [{"name": name, **values}])
-            return Decision("contacts", "created", "new contact", name)
+            return Decision("contacts", "created", "new contact" + note, name)
         row = existing.rows[0]
         new = {column: value for column, value in values.items() if row.get(column) != value}
         if not new:
             return Decision("contacts", "no-op", "nothing new", name)
         if dry_run:
-            return Decision("contacts", "would-update", ", ".join(new), name)
+            return Decision("contacts", "would-update", ", ".join(new) + note, name)
         changes.update_rows(CONTACTS, f"name == {json.dumps(name)}", new)
-        return Decision("contacts", "updated", ", ".join(new), name)
+        return Decision("contacts", "updated", ", ".join(new) + note, name)
 
     def _knowledge(
         self, task_id: str, item: dict[str, Any], shield: Shield, flags: dict[str, bool], dry_run: bool
@@ -507,11 +515,12 @@ class Consolidator:
         fresh = [row for row in rows if not shield.row_written(table, row)]
         if not fresh:
             return Decision("knowledge", "handled", "the chunk's own tool calls added these rows", table)
+        fresh, note = _redacted(fresh)
         if dry_run:
             self._tables().queries.show(table)  # a missing or foreign table fails as it would
-            return Decision("knowledge", "would-add", f"{len(fresh)} row(s)", table)
+            return Decision("knowledge", "would-add", f"{len(fresh)} row(s)" + note, table)
         added = self._tables().changes.add_rows(table, fresh)
-        return Decision("knowledge", "added", f"{added.changed['added']} row(s)", table)
+        return Decision("knowledge", "added", f"{added.changed['added']} row(s)" + note, table)
 
     def _task(
         self, task_id: str, item: dict[str, Any], shield: Shield, flags: dict[str, bool], dry_run: bool
@@ -521,11 +530,12 @@ class Consolidator:
         status = status if status in ("open", "closed") else None
         if plan is None and status is None:
             return Decision("tasks", "dropped", "neither a plan nor a status")
+        plan, note = _redacted(plan)
         if dry_run:
-            return Decision("tasks", "would-update", "plan" if plan else f"status {status}")
+            return Decision("tasks", "would-update", ("plan" if plan else f"status {status}") + note)
         self.tasks.set_plan(task_id, plan, status)
         return Decision(
-            "tasks", "updated", ", ".join(p for p, v in (("plan", plan), ("status", status)) if v)
+            "tasks", "updated", ", ".join(p for p, v in (("plan", plan), ("status", status)) if v) + note
         )
 
     def _log(
@@ -542,7 +552,8 @@ class Consolidator:
             "decisions": [d.to_json() for d in decisions],
         }
         try:
-            self.tasks.store.append(LOG, (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
+            line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"
+            self.tasks.store.append(LOG, line.encode("utf-8"))
         except (AibuddyError, OSError):
             pass  # the log is a record, never a reason for the pass to fail
 
@@ -554,6 +565,14 @@ def bounded_summary(text: str) -> str:
     from ..text import shorten
 
     return shorten(" ".join(text.split()), MAX_SUMMARY)
+
+
+def _redacted(value: Any) -> tuple[Any, str]:
+    """value with credential-shaped values redacted (nothing automatic stores a secret), and the
+    note its decision carries: "; redacted: 1 api key", or "" when there were none."""
+    counts: Counter[str] = Counter()
+    clean = redact_value(value, counts)
+    return clean, f"; redacted: {describe(counts)}" if counts else ""
 
 
 def _contact_columns() -> list[Any]:

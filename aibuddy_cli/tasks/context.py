@@ -267,7 +267,11 @@ class ContextAssembler:
         models, warnings = self.vault.config.models, self.warnings
         text = call_role("compact", models, self.environ, summarize, warnings=warnings, fallback=fallback)
         if text is not None:
-            return self._bounded(text.strip()) + self._pointer_appendix(older), "model"
+            from ..redaction import screen
+
+            text = self._bounded(text.strip()) + self._pointer_appendix(older)
+            what = "the compact model's summary"
+            return screen(text, automatic=True, warnings=warnings, what=what), "model"
         return self._digest(older), "digest"
 
     def _bounded(self, summary: str) -> str:

@@ -1,0 +1,50 @@
+"""`aibuddy scan [PATH] [--staged]`: credential-shaped values in a vault's files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from ..errors import ExitCode
+from . import output
+from .context import state_of
+
+FOUND_EXIT = int(ExitCode.CONFLICT)  # something was found: the vault's files conflict with "no secrets"
+
+
+def scan(
+    ctx: typer.Context,
+    path: Path | None = typer.Argument(
+        None,
+        help="A folder or file to scan (default: the vault). A folder that is not a vault is read whole.",
+    ),
+    staged: bool = typer.Option(
+        False, "--staged", help="Scan what git would commit from the vault (the pre-commit hook's check)."
+    ),
+    json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """Report credential-shaped values (API keys, private keys, passwords, tokens, JWTs) in the
+    vault's memory, knowledge, tables, tasks and logs: file, line and kind, never the value.
+    Exit 0 when none is found, 4 when some are."""
+    from .. import scan as scanning
+    from ..vault import locate_vault
+
+    state = state_of(ctx, json)
+    if path is None:
+        root = locate_vault(state.vault_option, os.environ, Path.cwd()).root
+    else:
+        root = path.expanduser().resolve()
+    result = scanning.scan_staged(root) if staged else scanning.scan_folder(root)
+    what = "staged vault file(s)" if staged else "file(s)"
+    lines = scanning.describe_findings(result.findings)
+    summary = (
+        f"{len(result.findings)} credential-shaped value(s) in {result.scanned} {what} scanned"
+        if result.findings
+        else f"no credential-shaped values in {result.scanned} {what} scanned"
+    )
+    text = "\n".join([*lines, summary])
+    output.render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))
+    if result.findings:
+        raise typer.Exit(FOUND_EXIT)

@@ -1,0 +1,252 @@
+"""`aibuddy scan`: credential-shaped values in a vault's files, and the pre-commit hook behind it.
+
+A scan reads the files people and aibuddy keep (memory records, knowledge documents and their
+sidecars, tables, tasks, the decision logs under `.aibuddy/logs`, and `aibuddy.toml`) and
+reports each value `redaction.find` sees: the file, the line, the kind, never the value (at
+most its provider prefix, `sk-…`). A folder that is not a vault is scanned whole (except
+`.git`). `--staged` reads the blobs git would commit (`git diff --cached` and the index), so the
+pre-commit hook judges what is committed, not what the working tree holds now.
+
+`install_pre_commit` writes that hook (`aibuddy git setup` calls it): a shell script that runs
+`aibuddy scan --staged` and refuses the commit when something is found. `git commit
+--no-verify` bypasses it, as it does every pre-commit hook.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any, NamedTuple
+
+from .errors import AibuddyError, NotFound
+
+VAULT_PARTS = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs")
+VAULT_FILES = ("aibuddy.toml",)
+MAX_BYTES = 32 << 20  # larger files are not read (none of a vault's files is meant to be)
+HOOK_MARK = "# aibuddy pre-commit hook"
+
+
+class ScanFinding(NamedTuple):
+    path: str  # relative to the scanned folder, with /
+    line: int  # 1-based
+    kind: str  # api key, private key, password, token, jwt, secret
+    hint: str | None  # the provider prefix (`sk-…`), never a character of the value
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "kind": self.kind, "hint": self.hint}
+
+
+class ScanResult(NamedTuple):
+    root: str
+    staged: bool
+    scanned: int  # files read
+    findings: list[ScanFinding]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"findings": [f.to_json() for f in self.findings], "scanned": self.scanned}
+
+
+def scan_text(path: str, text: str) -> list[ScanFinding]:
+    from .redaction import find
+
+    return [
+        ScanFinding(path, text.count("\n", 0, found.start) + 1, found.kind, found.hint)
+        for found in find(text)
+    ]
+
+
+def _decoded(data: bytes) -> str | None:
+    """A file's text, or None for what is not text (a NUL byte in its first 8 KiB)."""
+    if b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _in_vault(relative: str) -> bool:
+    return relative in VAULT_FILES or any(
+        relative == part or relative.startswith(part + "/") for part in VAULT_PARTS
+    )
+
+
+def _files(root: Path) -> Iterator[tuple[str, Path]]:
+    """(relative path, file) for each file a scan of root reads, sorted."""
+    if root.is_file():
+        yield root.name, root
+        return
+    is_vault = (root / "aibuddy.toml").is_file()
+    found: list[tuple[str, Path]] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in names:
+            path = Path(folder) / name
+            relative = path.relative_to(root).as_posix()
+            if is_vault and not _in_vault(relative):
+                continue
+            found.append((relative, path))
+    yield from sorted(found)
+
+
+def scan_folder(root: Path) -> ScanResult:
+    """The findings in the files under root (a vault: its parts; any other folder: all of it)."""
+    if not root.exists():
+        raise NotFound(f"{root} does not exist")
+    findings: list[ScanFinding] = []
+    scanned = 0
+    for relative, path in _files(root):
+        try:
+            if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_BYTES:
+                continue
+            text = _decoded(path.read_bytes())
+        except OSError:
+            continue  # unreadable: nothing to report about its contents
+        if text is None:
+            continue
+        scanned += 1
+        findings.extend(scan_text(relative, text))
+    return ScanResult(str(root), False, scanned, findings)
+
+
+# --- git: the staged files, and the hook ---------------------------------------------------------
+
+
+def _git(root: Path, *args: str, input: bytes | None = None) -> bytes:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], input=input, capture_output=True, check=False)
+    except OSError as exc:
+        raise AibuddyError(f"git could not be run: {exc}") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        if "not a git repository" in message:
+            raise NotFound(f"{root} is not in a git repository")
+        raise AibuddyError(f"git {args[0]} failed: {message}")
+    return done.stdout
+
+
+def _staged_blobs(root: Path, paths: list[str]) -> Iterator[tuple[str, bytes]]:
+    """The staged contents of paths (relative to the repository's top), through one cat-file."""
+    wanted = [p for p in paths if "\n" not in p]
+    if not wanted:
+        return
+    out = _git(root, "cat-file", "--batch", input="".join(f":{p}\n" for p in wanted).encode("utf-8"))
+    at = 0
+    for path in wanted:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if header[-1:] == [b"missing"] or len(header) != 3:  # nothing staged under that path
+            continue
+        size = int(header[2])
+        if header[1] == b"blob":
+            yield path, out[at : at + size]
+        at += size + 1
+
+
+def scan_staged(root: Path) -> ScanResult:
+    """The findings in the vault files staged for the next commit of root's repository."""
+    top = Path(_git(root, "rev-parse", "--show-toplevel").decode("utf-8").strip())
+    prefix = _git(root, "rev-parse", "--show-prefix").decode("utf-8").strip()
+    names = _git(top, "diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR").decode(
+        "utf-8", "replace"
+    )
+    staged: list[tuple[str, str]] = []  # (path in the repository, path in the vault)
+    for name in filter(None, names.split("\0")):
+        if not name.startswith(prefix):
+            continue
+        relative = name[len(prefix) :]
+        if _in_vault(relative) or not (root / "aibuddy.toml").is_file():
+            staged.append((name, relative))
+    findings: list[ScanFinding] = []
+    scanned = 0
+    inside = dict(staged)
+    for name, data in _staged_blobs(top, [name for name, _ in staged]):
+        text = _decoded(data)
+        if text is None:
+            continue
+        scanned += 1
+        findings.extend(scan_text(inside[name], text))
+    return ScanResult(str(root), True, scanned, findings)
+
+
+class HookResult(NamedTuple):
+    path: str  # the hook file
+    installed: bool
+    reason: str | None  # why it was not installed
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+def hook_script(vault_prefix: str) -> str:
+    """The pre-commit script for a vault at vault_prefix (relative to the repository's top).
+    It starts aibuddy as this interpreter with the package (its absolute path, found at set-up),
+    else as `aibuddy` on PATH; with neither, it refuses the commit and says why."""
+    interpreter = shlex.quote(sys.executable)
+    vault = shlex.quote(vault_prefix or ".")
+    return f"""#!/bin/sh
+{HOOK_MARK} (written by `aibuddy git setup`; it rewrites this file, leave the line above).
+# Refuses a commit whose staged vault files hold credential-shaped values (API keys, private
+# keys, passwords, tokens): `aibuddy scan --staged`. Bypass once: git commit --no-verify
+top=$(git rev-parse --show-toplevel) || exit 1
+vault="$top/"{vault}
+if [ -x {interpreter} ] && {interpreter} -c 'import aibuddy_cli' >/dev/null 2>&1; then
+    set -- {interpreter} -m aibuddy_cli
+elif command -v aibuddy >/dev/null 2>&1; then
+    set -- aibuddy
+else
+    echo "aibuddy pre-commit: aibuddy is not installed here, so the vault files cannot be checked;" >&2
+    echo "install it, or commit with git commit --no-verify" >&2
+    exit 1
+fi
+"$@" --vault "$vault" scan --staged
+status=$?
+if [ "$status" -eq 4 ]; then
+    echo "aibuddy pre-commit: commit refused: the staged vault files above hold" \
+        "credential-shaped values. Remove them (edit the files, aibuddy memory update," \
+        "table update-rows), or commit anyway with git commit --no-verify" >&2
+    exit 1
+elif [ "$status" -ne 0 ]; then
+    echo "aibuddy pre-commit: aibuddy scan failed (exit $status);" \
+        "commit with git commit --no-verify to skip the check" >&2
+    exit 1
+fi
+exit 0
+"""
+
+
+def install_pre_commit(root: Path) -> HookResult:
+    """Write the pre-commit hook of root's repository (core.hooksPath respected). A hook that is
+    not aibuddy's is never overwritten: it is reported, with what to add to it."""
+    hooks = _git(root, "rev-parse", "--git-path", "hooks").decode("utf-8").strip()
+    folder = (root / hooks).resolve()  # --git-path answers relative to git -C's folder
+    hook = folder / "pre-commit"
+    prefix = _git(root, "rev-parse", "--show-prefix").decode("utf-8").strip().rstrip("/")
+    try:
+        existing = hook.read_text(encoding="utf-8", errors="replace") if hook.exists() else None
+    except OSError as exc:
+        return HookResult(str(hook), False, f"cannot read the existing hook: {exc.strerror or exc}")
+    if existing is not None and HOOK_MARK not in existing:
+        return HookResult(
+            str(hook),
+            False,
+            "a pre-commit hook that is not aibuddy's exists; left as it is: add "
+            f"`aibuddy --vault {prefix or '.'} scan --staged` to it",
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        hook.write_text(hook_script(prefix), encoding="utf-8")
+        hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    except OSError as exc:
+        return HookResult(str(hook), False, f"cannot write the hook: {exc.strerror or exc}")
+    return HookResult(str(hook), True, None)
+
+
+def describe_findings(findings: Iterable[ScanFinding]) -> list[str]:
+    """One line per finding: `memory/demo/x.md:3: api key (sk-…)`."""
+    return [
+        f"{PurePosixPath(f.path)}:{f.line}: {f.kind}" + (f" ({f.hint})" if f.hint else "") for f in findings
+    ]
