@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 from .. import __version__
 from ..errors import AibuddyError, as_aibuddy_error
 from ..vault import default_user_name, init_vault
-from . import kb, memory, output, table, task
+from . import doctor, kb, memory, output, table, task
 from .context import AppState, state_of
 
 
@@ -75,6 +75,7 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(kb.app, name="kb")
 app.add_typer(task.app, name="task")
 app.add_typer(table.app, name="table")
+app.command("doctor")(doctor.doctor)
 
 
 def _version(value: bool) -> None:
@@ -168,14 +169,27 @@ app.add_typer(git_app, name="git")
 
 
 @git_app.command("setup")
-def git_setup(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Register the aibuddy merge driver in this vault's git repository (once per clone)."""
+def git_setup(
+    ctx: typer.Context,
+    json: bool = typer.Option(False, "--json", help="Print JSON."),
+    personal: bool = typer.Option(
+        False, "--personal", help="In a team vault: make your personal vault a git repository of its own."
+    ),
+) -> None:
+    """Register the aibuddy merge driver in this vault's git repository (once per clone); in a team
+    vault also give it a vault_id, keep personal folders out of git, and report personal files."""
     from .. import gitmerge
 
     state = state_of(ctx, json)
+    if personal:
+        document, text = doctor.personal_setup(state)
+        output.render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
+        return
     done = gitmerge.setup(state.session().vault.root)
-    text = f"merge driver registered in {done.repository}"
-    output.render(state.json, done.to_json, lambda: text, lambda: output.emit_text(text))
+    team, said = doctor.team_setup(state)  # nothing outside a team vault
+    text = "\n".join([f"merge driver registered in {done.repository}", *said])
+    document = {**done.to_json(), **team}
+    output.render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
 
 
 @git_app.command("merge-file", hidden=True)
