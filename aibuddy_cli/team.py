@@ -51,8 +51,9 @@ from .storage import TEMP_PREFIX, FileStore, Store, atomic_write
 from .vault import CACHE_DIR, GITIGNORE_LINES, Vault, add_lines, is_user_name
 
 PERSONAL_VAULT_ENV = "AIBUDDY_PERSONAL_VAULT"
-# What the shared vault's .gitignore lists in a team vault: every user's personal folders.
-SHARED_GITIGNORE_LINES = tuple(f"{folder}/" for folder in PERSONAL_FOLDERS)
+# What the shared vault's .gitignore lists in a team vault: every user's personal folders, anchored
+# at the vault's root (a bare `tasks/` would also match a folder of that name anywhere below).
+SHARED_GITIGNORE_LINES = tuple(f"/{folder}/" for folder in PERSONAL_FOLDERS)
 HINT_MARKER = f"{CACHE_DIR}/team-setup-hint"
 
 

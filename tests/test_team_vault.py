@@ -187,7 +187,7 @@ def test_a_shared_vault_with_personal_files_reports_them_and_moves_them_on_reque
     assert report["team_vault"]
     assert report["personal_files"] == {"alice": mine, "bob": ["memory/bob/coffee.md"]}
     assert report["tracked"] == sorted([*mine, "memory/bob/coffee.md"])
-    assert report["gitignore_missing"] == ["memory/", "tasks/", "knowledge/personal/", "tables/personal/"]
+    assert report["gitignore_missing"] == ["/memory/", "/tasks/", "/knowledge/personal/", "/tables/personal/"]
     dry = run(exe, shared, env, "doctor", "--move", "--dry-run")
     assert dry["moved"] == mine and dry["dry_run"] and all((shared / key).exists() for key in mine)
     refused = run_aibuddy(exe, "doctor", "--move", "--json", env=env)  # no terminal, no --yes
@@ -353,3 +353,20 @@ def test_the_routed_store_lock_holds_both_sides(tmp_path: Path) -> None:
     with store.lock("tables"):
         pass  # released again
     assert os.path.exists(tmp_path / "p-locks" / "tables.lock")
+
+
+def test_git_setup_personal_makes_the_personal_vault_a_repository_of_its_own(
+    team_vault: Vault, tmp_path: Path, aibuddy_exe: list[str]
+) -> None:
+    personal = tmp_path / "mine"
+    env = child_env(team_vault.root, "alice", AIBUDDY_PERSONAL_VAULT=str(personal))
+    run(aibuddy_exe, team_vault.root, env, "memory", "save", "tea", "--type", "user", "--description", "Tea")
+    done = run(aibuddy_exe, team_vault.root, env, "git", "setup", "--personal")
+    assert done["repository"] == str(personal) and done["personal"] is True
+    assert '[merge "aibuddy"]' in (personal / ".git" / "config").read_text()
+    commit_all(personal, "my memory", env)
+    tracked = git(personal, "ls-files", env=env).stdout.split()
+    assert tracked == [".gitattributes", ".gitignore", "memory/alice/tea.md"]
+    (team_vault.root / "aibuddy.toml").write_text('default_user = "demo"\n')  # no team any more
+    refused = run_aibuddy(aibuddy_exe, "git", "setup", "--personal", "--json", env=env)
+    assert refused.returncode == 2 and b"for a team vault" in refused.stdout
