@@ -55,6 +55,9 @@ PERSONAL_VAULT_ENV = "AIBUDDY_PERSONAL_VAULT"
 # at the vault's root (a bare `tasks/` would also match a folder of that name anywhere below).
 SHARED_GITIGNORE_LINES = tuple(f"/{folder}/" for folder in PERSONAL_FOLDERS)
 HINT_MARKER = f"{CACHE_DIR}/team-setup-hint"
+# How a command's notices about an unfinished team vault begin (`doctor` and `git setup` leave
+# them out: they report the same themselves, or fix it).
+NOTICE = "this team vault"
 
 
 def is_team_vault(vault: Vault) -> bool:
@@ -160,7 +163,7 @@ def _notices(vault: Vault, user: str, chosen: PersonalVault) -> list[str]:
     left = personal_files(vault.root, user)
     if left:
         notices.append(
-            f"this team vault's shared folder still holds {len(left)} personal file(s) of {user} "
+            f"{NOTICE}'s shared folder still holds {len(left)} personal file(s) of {user} "
             f"({left[0]}{', …' if len(left) > 1 else ''}), which its git remote receives and aibuddy no "
             f"longer reads there: `aibuddy doctor` lists them, `aibuddy doctor --move` moves them to "
             f"your personal vault {chosen.root}"
@@ -168,7 +171,7 @@ def _notices(vault: Vault, user: str, chosen: PersonalVault) -> list[str]:
     missing = missing_ignore_lines(vault.root)
     if (missing or chosen.source == "clone path") and not _hint_shown(vault.root):
         what = "has no vault_id" if chosen.source == "clone path" else f"does not ignore {', '.join(missing)}"
-        notices.append(f"this team vault {what}: run `aibuddy git setup` once and commit what it changes")
+        notices.append(f"{NOTICE} {what}: run `aibuddy git setup` once and commit what it changes")
     return notices
 
 
@@ -311,7 +314,9 @@ class TeamSetup(NamedTuple):
         if self.stranded_folder:
             said.append(f"{self.stranded_folder} holds this clone's earlier personal files: move them")
         for owner, count in self.personal_files.items():
-            fix = "`aibuddy doctor --move` moves them" if owner == user else f"{owner} moves them on theirs"
+            fix = "`aibuddy doctor --move` moves them"
+            if owner != user:
+                fix = f"{owner} moves them from a clone of theirs ({fix})"
             said.append(f"the shared folder still holds {count} personal file(s) of {owner}: {fix}")
         return said
 
@@ -406,8 +411,8 @@ class Report(NamedTuple):
             said.append("`aibuddy doctor --move` moves yours (`--dry-run` lists them first)")
         if self.moved and not self.dry_run:
             said.append(
-                "commit the removal; the files stay in the git history: see the README "
-                "(\"A vault shared through git\") for how to purge it"
+                "commit the removal; the files stay in the git history: README.md, \"Team vaults\", "
+                "says how a team purges it"
             )
         return said
 

@@ -185,7 +185,7 @@ def git_setup(
         document, text = doctor.personal_setup(state)
         output.render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
         return
-    done = gitmerge.setup(state.session().vault.root)
+    done = gitmerge.setup(doctor.session_reporting_itself(state).vault.root)
     team, said = doctor.team_setup(state)  # nothing outside a team vault
     text = "\n".join([f"merge driver registered in {done.repository}", *said])
     document = {**done.to_json(), **team}

@@ -3,13 +3,29 @@ shared folder; and what `aibuddy git setup` adds in a team vault."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ..errors import Aborted, UsageError
 from . import output
 from .context import AppState, state_of, stdin_is_terminal
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+
+def session_reporting_itself(state: AppState) -> Session:
+    """The run's session, for a command that reports (or fixes) an unfinished team vault itself:
+    the notices every other command gives about it are left out."""
+    if state._session is None:
+        from .. import team
+        from ..session import Session
+
+        state._session = Session.locate(state.vault_option, state.user_option, warnings=state.warnings)
+        state.warnings[:] = [w for w in state.warnings if not w.startswith(team.NOTICE)]
+        state.report_warnings()
+    return state._session
 
 
 def doctor(
@@ -25,8 +41,7 @@ def doctor(
     from .. import team
 
     state = state_of(ctx, json)
-    session = state.session()
-    state.report_warnings()
+    session = session_reporting_itself(state)
     if move and not dry_run and team.is_team_vault(session.vault):
         pending = team.personal_files(session.vault.root, session.user)
         if pending and not yes:
@@ -48,7 +63,7 @@ def team_setup(state: AppState) -> tuple[dict[str, Any], list[str]]:
     """What `aibuddy git setup` adds in a team vault: its JSON key and its lines (none outside one)."""
     from .. import team
 
-    session = state.session()
+    session = session_reporting_itself(state)
     done = team.secure_shared_vault(session.vault, session.user, session.environ)
     if done is None:
         return {}, []
