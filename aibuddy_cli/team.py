@@ -66,7 +66,7 @@ def is_team_vault(vault: Vault) -> bool:
 
 class PersonalVault(NamedTuple):
     root: Path
-    vault_id: str | None  # None when AIBUDDY_PERSONAL_VAULT names the folder
+    vault_id: str | None  # the vault's vault_id (None if it has none), or the clone path's id
     source: str  # how the folder was chosen: "environment", "vault_id", "clone path"
 
     def to_json(self) -> dict[str, Any]:
@@ -93,14 +93,14 @@ def clone_id(root: Path) -> str:
 
 
 def personal_vaults_home(environ: Mapping[str, str]) -> Path:
-    return _data_home(environ) / "aibuddy" / "vaults"
+    return (_data_home(environ) / "aibuddy" / "vaults").resolve()
 
 
 def personal_vault(vault: Vault, environ: Mapping[str, str]) -> PersonalVault:
     """Where the current person's files of this team vault live (see the module's docstring)."""
     explicit = environ.get(PERSONAL_VAULT_ENV)
     if explicit:
-        chosen = PersonalVault(Path(explicit).expanduser().resolve(), None, "environment")
+        chosen = PersonalVault(Path(explicit).expanduser().resolve(), vault.config.vault_id, "environment")
     elif vault.config.vault_id:
         vault_id = vault.config.vault_id
         chosen = PersonalVault(personal_vaults_home(environ) / vault_id, vault_id, "vault_id")
@@ -346,7 +346,7 @@ def secure_shared_vault(vault: Vault, user: str, environ: Mapping[str, str]) -> 
     missing = missing_ignore_lines(vault.root)
     add_lines(vault.root / ".gitignore", missing)
     counts = {owner: len(personal_files(vault.root, owner)) for owner in personal_owners(vault.root)}
-    return TeamSetup(str(chosen.root), chosen.vault_id or "", added, missing, moved, stranded, counts)
+    return TeamSetup(str(chosen.root), vault.config.vault_id, added, missing, moved, stranded, counts)
 
 
 def setup_personal_repository(root: Path) -> str:
