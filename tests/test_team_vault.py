@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -370,3 +373,38 @@ def test_git_setup_personal_makes_the_personal_vault_a_repository_of_its_own(
     (team_vault.root / "aibuddy.toml").write_text('default_user = "demo"\n')  # no team any more
     refused = run_aibuddy(aibuddy_exe, "git", "setup", "--personal", "--json", env=env)
     assert refused.returncode == 2 and b"for a team vault" in refused.stdout
+
+
+def test_kb_watch_follows_the_personal_documents_of_a_team_vault(
+    team_vault: Vault, tmp_path: Path, aibuddy_exe: list[str]
+) -> None:
+    from conftest import BODY
+
+    personal = (tmp_path / "p").resolve()
+    pending = personal / "knowledge" / "personal" / "demo" / "pending"
+    pending.mkdir(parents=True)
+    shutil.copy(BODY, pending / "first.md")  # found by the first refresh, which then says so
+    env = child_env(team_vault.root, "demo", AIBUDDY_PERSONAL_VAULT=str(personal))
+    watcher = subprocess.Popen(
+        [*aibuddy_exe, "kb", "watch", "--debounce", "0.2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = watcher.stderr.readline()
+        while line and not line.startswith("watching"):  # the team vault's set-up hint comes first
+            line = watcher.stderr.readline()
+        assert f"{team_vault.root / 'knowledge'} and {personal / 'knowledge/personal/demo'}" in line
+        while line and "personal/demo/first" not in line:  # the first refresh is over
+            line = watcher.stderr.readline()
+        shutil.copy(BODY, pending / "guide.md")  # seen only by watching the personal vault
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (pending / "guide.meta.json").exists():
+            time.sleep(0.1)
+        assert json.loads((pending / "guide.meta.json").read_text())["owner"] == "demo"
+        assert not (team_vault.root / "knowledge" / "personal" / "demo").exists()
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        watcher.communicate(timeout=20)
