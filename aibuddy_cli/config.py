@@ -99,11 +99,23 @@ def _user_names(
     return tuple(value)
 
 
+def _vault_id(setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]) -> str:
+    """A team vault's id names its members' personal vaults: a wrong one would hide them."""
+    from .vault import is_user_name  # the same spelling as a user name: safe as a folder name
+
+    if not isinstance(value, str) or not is_user_name(value):
+        raise InvalidInput(
+            f"{source}: {setting.name} must be 1-64 lowercase letters, digits, '.', '-' or '_'"
+        )
+    return value
+
+
 WHOLE = Kind("whole number", int, _whole)
 NUMBER = Kind("number", float, _number)
 FLAG = Kind("true or false", bool, _flag)
 USER_NAME = Kind("user name", str | None, _user_name)
 USER_NAMES = Kind("list of user names", tuple[str, ...], _user_names)
+VAULT_ID = Kind("vault id", str | None, _vault_id)
 # [models] is checked by models.model_settings when a role is resolved, so its kinds have no check.
 MODEL = Kind("litellm model string", str | None, None)
 URL = Kind("URL", str | None, None)
@@ -147,6 +159,9 @@ TABLES: tuple[Table, ...] = (
                 description="the current user when neither --user nor AIBUDDY_USER is given"),
         Setting("admins", USER_NAMES, (), template='{key} = ["{user}"]',
                 description="users who may publish and reject system documents"),
+        Setting("vault_id", VAULT_ID, None, template="",
+                description="a team vault's id, the same in every clone: names each member's personal "
+                            "vault folder (`aibuddy git setup` writes it)"),
     )),
     Table("models", (
         Setting("default", MODEL, None, template='# {key} = "openai/gpt-4o-mini"',

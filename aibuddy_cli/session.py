@@ -3,7 +3,12 @@
 A `Session` builds each service once, on first use, over one store, and gives them one warnings
 sink; it closes the SQLite handles they opened. Every front end holds one: the Typer app
 (`cli/context.AppState`), the fast path, and whatever serves agents or runs in the background.
-Front ends compose; services own the behaviour and never print. What the services noticed on
+Front ends compose; services own the behaviour and never print.
+
+The store is the vault's folder, or, in a team vault (`[teams.*]` in aibuddy.toml), that folder
+composed with the user's personal vault (`team.compose`: the user's memory, tasks, personal
+documents and tables never enter the folder the team's git remote receives). Every front end
+gets the same composition because it is made here. What the services noticed on
 the way (a damaged task file, a model that failed and was replaced by its fallback, a new file
 in the knowledge folders) lands in `warnings`, and the front end reports it once with
 `take_warnings()`, before its answer or its error.
@@ -44,9 +49,13 @@ class Session:
         self.vault = vault
         self.user = validate_user_name(user)
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
-        self.store: Store = store or FileStore(vault.root, vault.locks_dir())
         # The one sink: appended to by every service, never rebound (they hold on to it).
         self.warnings: list[str] = list(vault.config.warnings) if warnings is None else warnings
+        if store is None and vault.config.teams:
+            from .team import compose
+
+            store = compose(vault, self.user, self.environ, self.warnings)
+        self.store: Store = store or FileStore(vault.root, vault.locks_dir())
 
     @classmethod
     def locate(

@@ -42,6 +42,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         if name.startswith(("AIBUDDY_", "OPENAI_", "LITELLM_", "ANTHROPIC_")):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AIBUDDY_WORKER", "0")  # children started without child_env too
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)  # a team vault's personal vaults go under HOME
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))

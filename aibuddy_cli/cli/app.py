@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 from .. import __version__
 from ..errors import AibuddyError, as_aibuddy_error
 from ..vault import default_user_name, init_vault
-from . import kb, memory, output, scan, table, task
+from . import doctor, kb, memory, output, scan, table, task
 from .context import AppState, state_of
 
 
@@ -76,6 +76,7 @@ app.add_typer(kb.app, name="kb")
 app.add_typer(task.app, name="task")
 app.add_typer(table.app, name="table")
 app.command("scan")(scan.scan)
+app.command("doctor")(doctor.doctor)
 
 
 def _version(value: bool) -> None:
@@ -169,19 +170,33 @@ app.add_typer(git_app, name="git")
 
 
 @git_app.command("setup")
-def git_setup(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Register the aibuddy merge driver in this vault's git repository (once per clone)."""
+def git_setup(
+    ctx: typer.Context,
+    json: bool = typer.Option(False, "--json", help="Print JSON."),
+    personal: bool = typer.Option(
+        False, "--personal", help="In a team vault: make your personal vault a git repository of its own."
+    ),
+) -> None:
+    """Register the aibuddy merge driver in this vault's git repository (once per clone); in a team
+    vault also give it a vault_id, keep personal folders out of git, and report personal files."""
     from .. import gitmerge
 
     state = state_of(ctx, json)
-    done = gitmerge.setup(state.session().vault.root)
-    text = f"merge driver registered in {done.repository}"
+    if personal:
+        document, text = doctor.personal_setup(state)
+        output.render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
+        return
+    done = gitmerge.setup(doctor.session_reporting_itself(state).vault.root)
+    team, said = doctor.team_setup(state)  # nothing outside a team vault
+    lines = [f"merge driver registered in {done.repository}"]
     hook = done.pre_commit or {}
     if hook.get("installed"):
-        text += f"\npre-commit secrets check installed: {hook['path']} (git commit --no-verify bypasses it)"
+        lines.append(f"pre-commit secrets check installed: {hook['path']} (git commit --no-verify bypasses it)")
     elif hook.get("reason"):
         state.warnings.append(f"pre-commit secrets check not installed: {hook['reason']}")
-    output.render(state.json, done.to_json, lambda: text, lambda: output.emit_text(text))
+    text = "\n".join([*lines, *said])
+    document = {**done.to_json(), **team}
+    output.render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
 
 
 @git_app.command("merge-file", hidden=True)

@@ -356,7 +356,7 @@ def watch(
     debounce: float = typer.Option(0.5, "--debounce", min=0.05, help="Seconds of quiet before acting."),
 ) -> None:
     """Keep sidecars, review status and the search index current while files change (Ctrl-C stops)."""
-    from ..knowledge.watch import watch_vault
+    from ..knowledge.watch import watch_vault, watched_folders
 
     state = state_of(ctx)
     service = _service(state)
@@ -365,7 +365,8 @@ def watch(
         for message in messages:
             print(message, file=sys.stderr, flush=True)
 
-    print(f"watching {service.vault.root / 'knowledge'} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    folders = " and ".join(str(folder) for folder in watched_folders(service))
+    print(f"watching {folders} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     watch_vault(service, debounce=debounce, report=report)
 
 

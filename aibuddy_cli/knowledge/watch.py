@@ -3,6 +3,9 @@
 watchdog reports raw events; editors save through temp files and renames and produce bursts, so
 events only mark the vault dirty and a refresh runs once things have been quiet for `debounce`
 seconds. The refresh itself decides what changed, by content hash, so no event is trusted blindly.
+
+In a team vault the user's personal documents are in their personal vault, not under the vault's
+knowledge/ folder: the folders watched are the ones the store says hold the knowledge keys.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import signal
 import sqlite3
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from ..composed import local_folders
 from ..errors import AibuddyError
 from ..storage import TEMP_PREFIX
 from .service import KnowledgeService
@@ -47,10 +52,10 @@ def watch_vault(
             service.warnings.append(f"error: {getattr(exc, 'message', None) or exc}")
         report(list(service.warnings))
 
-    root = service.vault.root / "knowledge"
-    root.mkdir(parents=True, exist_ok=True)
     observer = Observer()
-    observer.schedule(Handler(), str(root), recursive=True)
+    for folder in watched_folders(service):
+        folder.mkdir(parents=True, exist_ok=True)
+        observer.schedule(Handler(), str(folder), recursive=True)
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -72,3 +77,9 @@ def watch_vault(
         observer.join()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def watched_folders(service: KnowledgeService) -> list[Path]:
+    """The folders holding the knowledge documents the service reads: <vault>/knowledge, and in a
+    team vault the user's personal documents' folder in their personal vault."""
+    return local_folders(service.state.store, "knowledge")

@@ -1,0 +1,89 @@
+"""`aibuddy doctor`: where a team vault keeps each person's files, and moving them out of the
+shared folder; and what `aibuddy git setup` adds in a team vault."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from ..errors import Aborted, UsageError
+from . import output
+from .context import AppState, state_of, stdin_is_terminal
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+
+def session_reporting_itself(state: AppState) -> Session:
+    """The run's session, for a command that reports (or fixes) an unfinished team vault itself:
+    the notices every other command gives about it are left out."""
+    if state._session is None:
+        from .. import team
+        from ..session import Session
+
+        state._session = Session.locate(state.vault_option, state.user_option, warnings=state.warnings)
+        state.warnings[:] = [w for w in state.warnings if not w.startswith(team.NOTICE)]
+        state.report_warnings()
+    return state._session
+
+
+def doctor(
+    ctx: typer.Context,
+    move: bool = typer.Option(
+        False, "--move", help="Move your personal files out of the shared folder into your personal vault."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --move: list what would move, move nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
+    json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """In a team vault: where your personal files live, and which are still in the shared folder."""
+    from .. import team
+
+    state = state_of(ctx, json)
+    session = session_reporting_itself(state)
+    if move and not dry_run and team.is_team_vault(session.vault):
+        pending = team.personal_files(session.vault.root, session.user)
+        if pending and not yes:
+            if not stdin_is_terminal():
+                raise UsageError("refusing to move files without --yes when stdin is not a terminal")
+            where = team.personal_vault(session.vault, session.environ).root
+            question = (
+                f"Move {len(pending)} personal file(s) of {session.user} to {where}? They leave the "
+                "shared folder and git's index, not its history."
+            )
+            if not typer.confirm(question, default=False, err=True):  # stdout may be JSON
+                raise Aborted("nothing moved")
+    report = team.doctor(session.vault, session.user, session.environ, move=move, dry_run=dry_run)
+    text = "\n".join(report.lines())
+    output.render(state.json, report.to_json, lambda: text, lambda: output.emit_text(text))
+
+
+def team_setup(state: AppState) -> tuple[dict[str, Any], list[str]]:
+    """What `aibuddy git setup` adds in a team vault: its JSON key and its lines (none outside one)."""
+    from .. import team
+
+    session = session_reporting_itself(state)
+    done = team.secure_shared_vault(session.vault, session.user, session.environ)
+    if done is None:
+        return {}, []
+    return {"team": done.to_json()}, done.lines(session.user)
+
+
+def personal_setup(state: AppState) -> tuple[dict[str, Any], str]:
+    """`aibuddy git setup --personal`: the personal vault made a git repository of its own."""
+    from .. import team
+
+    session = state.session()
+    if not team.is_team_vault(session.vault):
+        raise UsageError(
+            "--personal is for a team vault ([teams.*] in aibuddy.toml); "
+            "this one keeps everything in its one folder"
+        )
+    root = team.personal_vault(session.vault, session.environ).root
+    repository = team.setup_personal_repository(root)
+    text = (
+        f"personal vault {repository} is a git repository; push it to a private remote of yours: "
+        f"git -C {repository} remote add origin URL && git -C {repository} push -u origin HEAD"
+    )
+    return {"repository": repository, "personal": True}, text

@@ -1,0 +1,512 @@
+"""A team vault: where each person's files live, and getting them out of the shared tree.
+
+A vault whose aibuddy.toml has a `[teams.<team>]` table is a team vault: its folder is a git
+repository pushed to the team's remote, so anything in it is readable by whoever can clone. A
+person's memory, tasks, personal documents and personal tables therefore live in a *personal
+vault* on their own machine, which the session composes with the shared one at run time
+(`composed.RoutedStore`). Where the personal vault is:
+
+1. `AIBUDDY_PERSONAL_VAULT`, when set: that folder, exactly. A path on one person's machine has
+   no place in a file the whole team shares, so it is an environment setting, never a key.
+2. Else `$XDG_DATA_HOME/aibuddy/vaults/<vault id>/` (default `~/.local/share/...`), private
+   (0700). The vault id is `vault_id` in aibuddy.toml: the same in every clone, so a person who
+   clones the vault again, or keeps two clones, finds their own files. `aibuddy git setup` writes
+   it (made from the repository's first commit, so two members who run it before either pushed
+   write the same line and git merges them cleanly); it is a key, not derived at every run,
+   because a history rewrite (a purge with `git filter-repo`) changes every commit and must not
+   move anyone's personal vault.
+3. A team vault that has no vault_id yet uses a folder named after this clone's path, and says
+   so once; `aibuddy git setup` gives the vault its id and moves that folder to the id's.
+
+The personal vault has the vault's own layout (`memory/<user>/…`), a `.gitignore` for its
+`.aibuddy/` and the merge driver's `.gitattributes`, so its owner can make it a git repository
+with a private remote (`aibuddy git setup --personal`). A single-person vault (no `[teams]`)
+keeps everything in its one folder, as before.
+
+Defence in depth: `aibuddy git setup` and `aibuddy doctor --move` add the personal folders to the
+shared vault's .gitignore, so a file put there by hand is not committed by `git add -A` either.
+
+A vault that was shared before it became a team vault may hold personal files in its tree (and
+its history). `doctor` lists them; `doctor --move` copies the current user's to the personal
+vault, checks each copy byte for byte, and only then removes the original from git's index
+(`git rm --cached`) and the work tree. History is never rewritten here; the README says how a
+team purges it if it must.
+
+Receives the environment as an argument: only the composition root reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .composed import PERSONAL_FOLDERS, RoutedStore
+from .config import CONFIG_FILE
+from .errors import AibuddyError, Conflict, InvalidInput, NotFound, UsageError
+from .storage import TEMP_PREFIX, FileStore, Store, atomic_write
+from .vault import CACHE_DIR, GITIGNORE_LINES, Vault, add_lines, is_user_name
+
+PERSONAL_VAULT_ENV = "AIBUDDY_PERSONAL_VAULT"
+# What the shared vault's .gitignore lists in a team vault: every user's personal folders, anchored
+# at the vault's root (a bare `tasks/` would also match a folder of that name anywhere below).
+SHARED_GITIGNORE_LINES = tuple(f"/{folder}/" for folder in PERSONAL_FOLDERS)
+HINT_MARKER = f"{CACHE_DIR}/team-setup-hint"
+# How a command's notices about an unfinished team vault begin (`doctor` and `git setup` leave
+# them out: they report the same themselves, or fix it).
+NOTICE = "this team vault"
+
+
+def is_team_vault(vault: Vault) -> bool:
+    return bool(vault.config.teams)
+
+
+class PersonalVault(NamedTuple):
+    root: Path
+    vault_id: str | None  # the vault's vault_id (None if it has none), or the clone path's id
+    source: str  # how the folder was chosen: "environment", "vault_id", "clone path"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.root), "vault_id": self.vault_id, "chosen_by": self.source}
+
+
+def _data_home(environ: Mapping[str, str]) -> Path:
+    """$XDG_DATA_HOME, else ~/.local/share (the XDG spec ignores a relative XDG_DATA_HOME)."""
+    base = environ.get("XDG_DATA_HOME", "")
+    if os.path.isabs(base):
+        return Path(base)
+    home = environ.get("HOME") or os.path.expanduser("~")
+    if not os.path.isabs(home):
+        raise UsageError(
+            f"no home folder for this team vault's personal files: set {PERSONAL_VAULT_ENV} to a folder"
+        )
+    return Path(home) / ".local" / "share"
+
+
+def clone_id(root: Path) -> str:
+    """The id of a team vault without vault_id: its folder name and a hash of this clone's path."""
+    name = re.sub(r"[^a-z0-9._-]", "_", root.name.lower())[:40].lstrip("._") or "vault"
+    return f"{name}-{hashlib.sha256(os.fsencode(root)).hexdigest()[:16]}"
+
+
+def personal_vaults_home(environ: Mapping[str, str]) -> Path:
+    return (_data_home(environ) / "aibuddy" / "vaults").resolve()
+
+
+def personal_vault(vault: Vault, environ: Mapping[str, str]) -> PersonalVault:
+    """Where the current person's files of this team vault live (see the module's docstring)."""
+    explicit = environ.get(PERSONAL_VAULT_ENV)
+    if explicit:
+        chosen = PersonalVault(Path(explicit).expanduser().resolve(), vault.config.vault_id, "environment")
+    elif vault.config.vault_id:
+        vault_id = vault.config.vault_id
+        chosen = PersonalVault(personal_vaults_home(environ) / vault_id, vault_id, "vault_id")
+    else:
+        vault_id = clone_id(vault.root)
+        chosen = PersonalVault(personal_vaults_home(environ) / vault_id, vault_id, "clone path")
+    root, shared = chosen.root, vault.root
+    if root == shared or shared in root.parents or root in shared.parents:
+        raise InvalidInput(
+            f"the personal vault {root} must be outside the shared vault {shared} (and not hold it): "
+            f"what is in the shared folder reaches the team's remote; change {PERSONAL_VAULT_ENV}"
+        )
+    return chosen
+
+
+def prepare_personal_vault(root: Path) -> None:
+    """Make the personal vault's folder (private) with its .gitignore and .gitattributes, the
+    first time. Best effort: a folder that cannot be made fails the first write, naming it."""
+    if root.is_dir() and (root / ".gitignore").exists():
+        return
+    try:
+        _private_folder(root.parent)
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        add_lines(root / ".gitignore", GITIGNORE_LINES)
+        from .gitmerge import write_attributes
+
+        write_attributes(root)
+    except OSError:
+        pass
+
+
+def _private_folder(folder: Path) -> None:
+    """folder, made readable by its owner only if it is new (the personal vaults' parent)."""
+    if not folder.is_dir():
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        except OSError:
+            pass  # the first write says what it cannot write
+
+
+def compose(vault: Vault, user: str, environ: Mapping[str, str], warnings: list[str]) -> Store:
+    """The store of user in vault: the vault's own folder, or, in a team vault, that folder
+    composed with the user's personal vault. What needs the user's attention goes to warnings."""
+    shared = FileStore(vault.root, vault.locks_dir())
+    if not is_team_vault(vault):
+        return shared
+    chosen = personal_vault(vault, environ)
+    if chosen.source == "clone path":  # made by the first write, if any before `git setup` moves it
+        _private_folder(chosen.root.parent)
+    else:
+        prepare_personal_vault(chosen.root)
+    warnings.extend(_notices(vault, user, chosen))
+    return RoutedStore(shared, FileStore(chosen.root, chosen.root / CACHE_DIR / "locks"), user)
+
+
+def _notices(vault: Vault, user: str, chosen: PersonalVault) -> list[str]:
+    """What a command in a team vault says: the user's files left in the shared tree, every time
+    (aibuddy no longer reads them there); a set-up that is not finished, once per clone."""
+    notices = []
+    left = personal_files(vault.root, user)
+    if left:
+        notices.append(
+            f"{NOTICE}'s shared folder still holds {len(left)} personal file(s) of {user} "
+            f"({left[0]}{', …' if len(left) > 1 else ''}), which its git remote receives and aibuddy no "
+            f"longer reads there: `aibuddy doctor` lists them, `aibuddy doctor --move` moves them to "
+            f"your personal vault {chosen.root}"
+        )
+    missing = missing_ignore_lines(vault.root)
+    if (missing or chosen.source == "clone path") and not _hint_shown(vault.root):
+        what = "has no vault_id" if chosen.source == "clone path" else f"does not ignore {', '.join(missing)}"
+        notices.append(f"{NOTICE} {what}: run `aibuddy git setup` once and commit what it changes")
+    return notices
+
+
+def _hint_shown(root: Path) -> bool:
+    """Whether the set-up hint was shown in this clone already (and mark it shown)."""
+    marker = root / HINT_MARKER
+    try:
+        if marker.exists():
+            return True
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("shown\n", encoding="utf-8")
+    except OSError:
+        return True  # a read-only clone: nothing to remember it by, so say nothing
+    return False
+
+
+# --- what the shared tree holds -------------------------------------------------------------------
+
+
+def personal_files(root: Path, user: str) -> list[str]:
+    """The keys of the files under user's personal folders in the folder root, sorted."""
+    keys: list[str] = []
+    for folder in PERSONAL_FOLDERS:
+        top = root.joinpath(*folder.split("/"), user)
+        if not top.is_dir() or top.is_symlink():
+            continue
+        for current, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(current, d))]
+            relative = Path(current).relative_to(root).as_posix()
+            keys += [f"{relative}/{name}" for name in files if not name.startswith(TEMP_PREFIX)]
+    return sorted(keys)
+
+
+def personal_owners(root: Path) -> list[str]:
+    """Every user with personal files in the folder root."""
+    owners: set[str] = set()
+    for folder in PERSONAL_FOLDERS:
+        top = root.joinpath(*folder.split("/"))
+        try:
+            names = [item.name for item in os.scandir(top) if item.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        owners.update(name for name in names if is_user_name(name) and personal_files(root, name))
+    return sorted(owners)
+
+
+def missing_ignore_lines(root: Path) -> list[str]:
+    try:
+        present = set((root / ".gitignore").read_text(encoding="utf-8").splitlines())
+    except (OSError, UnicodeDecodeError):
+        present = set()
+    return [line for line in SHARED_GITIGNORE_LINES if line not in present]
+
+
+# --- git ------------------------------------------------------------------------------------------
+
+
+def _git(root: Path, *args: str) -> Any:
+    import subprocess  # not on a command's path unless git is asked something
+
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+
+
+def tracked(root: Path, keys: Iterable[str]) -> set[str]:
+    """Which of keys git tracks in the repository holding root (none outside a repository)."""
+    keys = list(keys)
+    if not keys:
+        return set()
+    listed = _git(root, "ls-files", "-z", "--full-name", "--", *keys)
+    if listed.returncode != 0:
+        return set()
+    top = _git(root, "rev-parse", "--show-prefix").stdout.strip()  # root's path in the repository
+    return {name[len(top) :] for name in listed.stdout.split("\0") if name.startswith(top) and name}
+
+
+def first_commit_id(root: Path) -> str | None:
+    """A vault id made from the repository's first commit: the same in every clone."""
+    found = _git(root, "rev-list", "--max-parents=0", "HEAD")
+    roots = sorted(found.stdout.split()) if found.returncode == 0 else []
+    return roots[0][:16] if roots else None
+
+
+# --- set-up: vault_id, .gitignore -----------------------------------------------------------------
+
+
+def with_vault_id(text: str, vault_id: str) -> str:
+    """aibuddy.toml's text with a `vault_id` line added at the top (after leading comments, where
+    a top-level key is always valid TOML); everything else kept as it is."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    lines = text[len(bom) :].splitlines(keepends=True)
+    at = 0
+    while at < len(lines) and lines[at].lstrip().startswith("#"):
+        at += 1
+    lines.insert(at, f'vault_id = "{vault_id}"{newline}')
+    return bom + "".join(lines)
+
+
+def assign_vault_id(vault: Vault) -> str:
+    """Write a vault_id into aibuddy.toml (checked by parsing the result); returns it."""
+    import secrets
+    import tomllib
+
+    vault_id = first_commit_id(vault.root) or secrets.token_hex(8)
+    path = vault.root / CONFIG_FILE
+    text = path.read_text(encoding="utf-8")
+    updated = with_vault_id(text, vault_id)
+    try:
+        parsed = tomllib.loads(updated)
+    except tomllib.TOMLDecodeError:
+        parsed = {}
+    if parsed.get("vault_id") != vault_id:
+        raise Conflict(f'could not add vault_id to {path}: add `vault_id = "{vault_id}"` at its top yourself')
+    atomic_write(path, updated.encode("utf-8"))
+    return vault_id
+
+
+class TeamSetup(NamedTuple):
+    """What `aibuddy git setup` (and `doctor --move`) did to make a team vault safe."""
+
+    personal_vault: str
+    vault_id: str
+    vault_id_added: bool
+    gitignore_added: list[str]
+    moved_folder: str | None  # the clone-path personal vault, moved to the vault id's folder
+    stranded_folder: str | None  # one that could not be moved: the vault id's folder exists
+    personal_files: dict[str, int]  # user -> files of theirs still in the shared tree
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+    def lines(self, user: str) -> list[str]:
+        said = [f"personal vault: {self.personal_vault}"]
+        if self.vault_id_added:
+            said.append(f"vault_id {self.vault_id} added to {CONFIG_FILE}: commit it")
+        if self.gitignore_added:
+            said.append(f".gitignore now lists {', '.join(self.gitignore_added)}: commit it")
+        if self.moved_folder:
+            said.append(f"moved {self.moved_folder} there")
+        if self.stranded_folder:
+            said.append(f"{self.stranded_folder} holds this clone's earlier personal files: move them")
+        for owner, count in self.personal_files.items():
+            fix = "`aibuddy doctor --move` moves them"
+            if owner != user:
+                fix = f"{owner} moves them from a clone of theirs ({fix})"
+            said.append(f"the shared folder still holds {count} personal file(s) of {owner}: {fix}")
+        return said
+
+
+def secure_shared_vault(vault: Vault, user: str, environ: Mapping[str, str]) -> TeamSetup | None:
+    """In a team vault: give it a vault_id, make its .gitignore list the personal folders, and
+    say whose personal files are still in its tree. None for a single-person vault."""
+    if not is_team_vault(vault):
+        return None
+    added = False
+    moved = stranded = None
+    if not vault.config.vault_id:
+        before = personal_vault(vault, environ)
+        assign_vault_id(vault)
+        vault = Vault.open(vault.root)
+        after = personal_vault(vault, environ)
+        added = True
+        if before.source == "clone path" and before.root.is_dir():
+            if after.root.exists():  # two clones on this machine, each with files: never merged blindly
+                stranded = str(before.root)
+            else:
+                _private_folder(after.root.parent)
+                os.replace(before.root, after.root)
+                moved = str(before.root)
+        prepare_personal_vault(after.root)
+    chosen = personal_vault(vault, environ)
+    missing = missing_ignore_lines(vault.root)
+    add_lines(vault.root / ".gitignore", missing)
+    counts = {owner: len(personal_files(vault.root, owner)) for owner in personal_owners(vault.root)}
+    return TeamSetup(str(chosen.root), vault.config.vault_id, added, missing, moved, stranded, counts)
+
+
+def setup_personal_repository(root: Path) -> str:
+    """Make the personal vault a git repository of its own (for a private remote); its top."""
+    prepare_personal_vault(root)
+    found = _git(root, "rev-parse", "--show-toplevel")
+    if found.returncode != 0 or Path(found.stdout.strip()).resolve() != root.resolve():
+        done = _git(root, "init", "-q")
+        if done.returncode != 0:
+            raise AibuddyError(f"git init {root} failed: {done.stderr.strip()}")
+    from .gitmerge import setup
+
+    return setup(root).repository
+
+
+# --- the move -------------------------------------------------------------------------------------
+
+
+class Skipped(NamedTuple):
+    key: str
+    reason: str
+
+
+class Report(NamedTuple):
+    """`aibuddy doctor`: where a team vault's personal files are, and what a move did."""
+
+    vault: str
+    user: str
+    team_vault: bool
+    personal_vault: dict[str, Any] | None
+    gitignore_missing: list[str]
+    personal_files: dict[str, list[str]]  # user -> their files in the shared tree (tracked or not)
+    tracked: list[str]  # which of those git tracks (in the team's history from the next push on)
+    moved: list[str]
+    skipped: list[Skipped]
+    dry_run: bool
+
+    def to_json(self) -> dict[str, Any]:
+        data = self._asdict()
+        data["skipped"] = [s._asdict() for s in self.skipped]
+        return data
+
+    def lines(self) -> list[str]:
+        if not self.team_vault:
+            return [f"{self.vault} is a single-person vault: everything stays in its one folder"]
+        assert self.personal_vault is not None
+        said = [f"personal vault of {self.user}: {self.personal_vault['path']}"]
+        if self.gitignore_missing:
+            missing = ", ".join(self.gitignore_missing)
+            said.append(f".gitignore does not list {missing}: run `aibuddy git setup`")
+        if self.personal_vault["chosen_by"] == "clone path":
+            said.append(f"no vault_id in {CONFIG_FILE}: run `aibuddy git setup`")
+        verb = "would move" if self.dry_run else "moved"
+        said += [f"{verb} {key}" for key in self.moved]
+        said += [f"kept {s.key}: {s.reason}" for s in self.skipped]
+        for owner, keys in self.personal_files.items():
+            said.append(f"the shared folder holds {len(keys)} personal file(s) of {owner}:")
+            said += [f"  {key}{' (tracked by git)' if key in self.tracked else ''}" for key in keys]
+        if not any(self.personal_files.values()) and not self.moved:
+            said.append("no personal files in the shared folder")
+        elif self.user in self.personal_files and not self.dry_run:
+            said.append("`aibuddy doctor --move` moves yours (`--dry-run` lists them first)")
+        if self.moved and not self.dry_run:
+            said.append(
+                "commit the removal; the files stay in the git history: README.md, \"Team vaults\", "
+                "says how a team purges it"
+            )
+        return said
+
+
+def doctor(vault: Vault, user: str, environ: Mapping[str, str], *, move: bool, dry_run: bool) -> Report:
+    """Report where the team vault's personal files are; with move, move the user's own (after
+    `secure_shared_vault`, so they go to the personal vault the vault id names)."""
+    if not is_team_vault(vault):
+        return Report(str(vault.root), user, False, None, [], {}, [], [], [], dry_run)
+    moved: list[str] = []
+    skipped: list[Skipped] = []
+    if move and not dry_run:
+        secure_shared_vault(vault, user, environ)
+        vault = Vault.open(vault.root)
+        moved, skipped = move_personal_files(vault, user, personal_vault(vault, environ).root)
+    elif move:
+        moved = personal_files(vault.root, user)
+    files = {owner: personal_files(vault.root, owner) for owner in personal_owners(vault.root)}
+    chosen = personal_vault(vault, environ)
+    return Report(
+        str(vault.root),
+        user,
+        True,
+        chosen.to_json(),
+        missing_ignore_lines(vault.root),
+        files,
+        sorted(tracked(vault.root, [key for keys in files.values() for key in keys])),
+        moved,
+        skipped,
+        dry_run,
+    )
+
+
+def move_personal_files(vault: Vault, user: str, personal_root: Path) -> tuple[list[str], list[Skipped]]:
+    """Copy user's files from the shared tree to the personal vault at personal_root, check each
+    copy, then take the original out of git's index and the work tree. A file the personal vault
+    holds with other bytes is kept where it is (never overwritten); nothing leaves git's history.
+    Holds the locks of every writer of those files meanwhile."""
+    prepare_personal_vault(personal_root)
+    shared = FileStore(vault.root, vault.locks_dir())
+    personal = FileStore(personal_root, personal_root / CACHE_DIR / "locks")
+    store = RoutedStore(shared, personal, user)
+    keys = personal_files(vault.root, user)
+    moved: list[str] = []
+    skipped: list[Skipped] = []
+    with (
+        store.lock(f"memory-{user}"),
+        store.lock(f"tasks-{user}"),
+        store.lock("knowledge"),
+        store.lock("tables"),
+    ):
+        for key in keys:
+            try:
+                data, entry = shared.read(key)
+            except (AibuddyError, OSError) as exc:
+                skipped.append(Skipped(key, getattr(exc, "message", None) or str(exc)))
+                continue
+            try:
+                if personal.exists(key):
+                    if personal.read(key)[0] != data:
+                        skipped.append(Skipped(key, "the personal vault holds a different file there"))
+                        continue
+                else:
+                    personal.write(key, data, create=True)
+                    # Keep the file time: records without header dates are ordered by it.
+                    os.utime(personal.path(key), ns=(entry.mtime_ns, entry.mtime_ns))
+                if hashlib.sha256(personal.read(key)[0]).digest() != hashlib.sha256(data).digest():
+                    skipped.append(Skipped(key, "the copy in the personal vault does not match"))
+                    continue
+            except (AibuddyError, OSError) as exc:
+                skipped.append(Skipped(key, getattr(exc, "message", None) or str(exc)))
+                continue
+            moved.append(key)
+        in_git = tracked(vault.root, moved)
+        if in_git:
+            removed = _git(vault.root, "rm", "--cached", "-q", "--", *sorted(in_git))
+            if removed.returncode != 0:
+                raise AibuddyError(f"git rm --cached failed: {removed.stderr.strip()}")
+        for key in moved:
+            try:
+                shared.delete(key)
+            except NotFound:
+                pass
+        _remove_empty_folders(vault.root, user)
+    return moved, skipped
+
+
+def _remove_empty_folders(root: Path, user: str) -> None:
+    for folder in PERSONAL_FOLDERS:
+        top = root.joinpath(*folder.split("/"), user)
+        if not top.is_dir() or top.is_symlink():
+            continue
+        for current, _, _ in sorted(os.walk(top), key=lambda walked: -len(walked[0])):
+            try:
+                os.rmdir(current)
+            except OSError:
+                pass  # not empty: something was kept
