@@ -191,7 +191,9 @@ def git_setup(
     lines = [f"merge driver registered in {done.repository}"]
     hook = done.pre_commit or {}
     if hook.get("installed"):
-        lines.append(f"pre-commit secrets check installed: {hook['path']} (git commit --no-verify bypasses it)")
+        lines.append(
+            f"pre-commit secrets check installed: {hook['path']} (git commit --no-verify bypasses it)"
+        )
     elif hook.get("reason"):
         state.warnings.append(f"pre-commit secrets check not installed: {hook['reason']}")
     text = "\n".join([*lines, *said])
