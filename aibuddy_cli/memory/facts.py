@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..text import STOPWORDS
@@ -176,8 +177,10 @@ def _word(raw: str) -> tuple[str | None, bool]:
     return _SYNONYMS.get(word, word), False
 
 
+@lru_cache(maxsize=4096)
 def fact_terms(text: str) -> Terms:
-    """The content terms of a description or message (see the module docstring)."""
+    """The content terms of a description or message (see the module docstring). Cached:
+    reconcile weighs each candidate against every same-type record's description."""
     lowered = text.lower()
     replaces = False
     if _CJK.search(lowered):
@@ -242,10 +245,13 @@ def compare(existing: str, candidate: str, *, replacement: bool = True) -> Compa
     if not left.terms or not right.terms:
         same = not left.terms and not right.terms and existing.split() == candidate.split()
         return Comparison(1.0 if same else 0.0, 0, left.terms, right.terms, False)
-    unmatched = list(right.terms)
+    exact = set(left.terms).intersection(right.terms)
+    unmatched = [term for term in right.terms if term not in exact]
     only_left: list[str] = []
-    agreeing = 0
+    agreeing = len(exact)
     for term in left.terms:
+        if term in exact:
+            continue
         match = next((other for other in unmatched if agree(term, other)), None)
         if match is None:
             only_left.append(term)
