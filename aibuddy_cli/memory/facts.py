@@ -48,14 +48,17 @@ PREFIX = 5  # English words sharing this many leading letters agree (allergic ~ 
 _STOP = STOPWORDS | frozenset(
     """user users person each every all always usually generally typically often really please
     should must shall might also just never use uses used using get gets got go goes went gone
-    make makes made happen happens happened via per etc ever""".split()
+    make makes made happen happens happened via per etc ever new change changes switch switches
+    move moves replace replaces become because since through though although whether either
+    neither both yet already still""".split()
 )
 # Words saying that the candidate replaces an earlier value: dropped from the terms on both sides,
-# noted on the candidate's.
+# noted on the candidate's. Past forms and adverbs only: "changes" and "new" are too often a noun
+# or part of a name ("small changes", "New York") to mark a replacement; they are stop words.
+# "no longer" is read as "anymore" ("longer" alone is a value: longer / shorter answers).
 _REPLACES = frozenset(
-    """now anymore instead moved move moves changed change changes switched switch switches
-    replaced replace replaces renamed postponed rescheduled delayed updated became become becomes
-    currently nowadays new longer""".split()
+    """now anymore instead moved changed switched replaced renamed postponed rescheduled delayed
+    updated became becomes currently nowadays""".split()
 )
 _SYNONYMS = {
     **dict.fromkeys(
@@ -181,7 +184,7 @@ def _word(raw: str) -> tuple[str | None, bool]:
 def fact_terms(text: str) -> Terms:
     """The content terms of a description or message (see the module docstring). Cached:
     reconcile weighs each candidate against every same-type record's description."""
-    lowered = text.lower()
+    lowered = text.lower().replace("no longer", "anymore")
     replaces = False
     if _CJK.search(lowered):
         for phrase in _CJK_REPLACES:
