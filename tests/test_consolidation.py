@@ -166,6 +166,23 @@ def test_an_item_its_cited_messages_do_not_state_is_dropped(cli, vault: Vault, c
     assert "hunter2" not in (vault.root / ".aibuddy/logs/consolidation.jsonl").read_text()
 
 
+def test_two_values_in_one_pass_are_two_records(cli, vault: Vault, model) -> None:
+    every(vault, 2)
+    ok(cli("task", "new", "Reports", "--json"))
+    for text in ("Team A's weekly report is due on Friday.", "Team B's weekly report is now due on Monday."):
+        ok(cli("task", "add-message", "t1", text, "--role", "user", "--json"))
+    items = [
+        {"type": "project", "name": "due", "description": description, "body": "", "evidence": [n]}
+        for n, description in ((1, "Weekly report due on Friday"), (2, "Weekly report is now due on Monday"))
+    ]
+    model.reply_json({"memory": items})
+    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    assert [(d["outcome"], d.get("name")) for d in decisions if d["step"] == "memory"] == [
+        ("created", "due"),
+        ("created", "due-2"),
+    ]
+
+
 def test_a_contact_must_be_named_by_its_messages_and_its_bio_stated(
     cli, vault: Vault, chat: str, model, monkeypatch
 ) -> None:

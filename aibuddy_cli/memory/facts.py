@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..text import STOPWORDS
@@ -47,14 +48,17 @@ PREFIX = 5  # English words sharing this many leading letters agree (allergic ~ 
 _STOP = STOPWORDS | frozenset(
     """user users person each every all always usually generally typically often really please
     should must shall might also just never use uses used using get gets got go goes went gone
-    make makes made happen happens happened via per etc ever""".split()
+    make makes made happen happens happened via per etc ever new change changes switch switches
+    move moves replace replaces become because since through though although whether either
+    neither both yet already still""".split()
 )
 # Words saying that the candidate replaces an earlier value: dropped from the terms on both sides,
-# noted on the candidate's.
+# noted on the candidate's. Past forms and adverbs only: "changes" and "new" are too often a noun
+# or part of a name ("small changes", "New York") to mark a replacement; they are stop words.
+# "no longer" is read as "anymore" ("longer" alone is a value: longer / shorter answers).
 _REPLACES = frozenset(
-    """now anymore instead moved move moves changed change changes switched switch switches
-    replaced replace replaces renamed postponed rescheduled delayed updated became become becomes
-    currently nowadays new longer""".split()
+    """now anymore instead moved changed switched replaced renamed postponed rescheduled delayed
+    updated became becomes currently nowadays""".split()
 )
 _SYNONYMS = {
     **dict.fromkeys(
@@ -176,9 +180,11 @@ def _word(raw: str) -> tuple[str | None, bool]:
     return _SYNONYMS.get(word, word), False
 
 
+@lru_cache(maxsize=4096)
 def fact_terms(text: str) -> Terms:
-    """The content terms of a description or message (see the module docstring)."""
-    lowered = text.lower()
+    """The content terms of a description or message (see the module docstring). Cached:
+    reconcile weighs each candidate against every same-type record's description."""
+    lowered = text.lower().replace("no longer", "anymore")
     replaces = False
     if _CJK.search(lowered):
         for phrase in _CJK_REPLACES:
@@ -242,10 +248,13 @@ def compare(existing: str, candidate: str, *, replacement: bool = True) -> Compa
     if not left.terms or not right.terms:
         same = not left.terms and not right.terms and existing.split() == candidate.split()
         return Comparison(1.0 if same else 0.0, 0, left.terms, right.terms, False)
-    unmatched = list(right.terms)
+    exact = set(left.terms).intersection(right.terms)
+    unmatched = [term for term in right.terms if term not in exact]
     only_left: list[str] = []
-    agreeing = 0
+    agreeing = len(exact)
     for term in left.terms:
+        if term in exact:
+            continue
         match = next((other for other in unmatched if agree(term, other)), None)
         if match is None:
             only_left.append(term)

@@ -649,8 +649,8 @@ def _stated_part(
                 del kept[field]
                 notes.append(Decision("contacts", "dropped", f"{field}: {unstated}", _item_name(item)))
         return kept, None, notes
-    if category == "knowledge" and isinstance(item.get("rows"), list):
-        rows = [row for row in item["rows"] if isinstance(row, dict)]
+    rows = item.get("rows")
+    if category == "knowledge" and isinstance(rows, list) and all(isinstance(r, dict) for r in rows):
         told = [row for row in rows if stated(_row_text(row), sources).stated]
         if rows and not told:
             return item, f"{unstated}: none of its {len(rows)} row(s)", notes
