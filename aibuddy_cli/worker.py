@@ -61,8 +61,9 @@ IGNORED = frozenset(
         "_", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "LINENO", "PS1", "PS2", "PS3", "PS4",
         "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "HISTIGNORE",
         "HISTTIMEFORMAT", "COLORTERM", "WINDOWID", "WINDOW", "STY", "TMUX", "TMUX_PANE", "SSH_TTY",
-        "GPG_TTY", "LS_COLORS", "LSCOLORS", "XDG_SESSION_ID", "XDG_VTNR", "PYTEST_CURRENT_TEST",
-        "MAIL",
+        "SSH_CLIENT", "SSH_CONNECTION", "SSH_AUTH_SOCK", "GPG_TTY", "LS_COLORS", "LSCOLORS",
+        "XDG_SESSION_ID", "XDG_VTNR", "SECURITYSESSIONID", "INSIDE_EMACS", "STARSHIP_SESSION_KEY",
+        "PYTEST_CURRENT_TEST", "MAIL",
     }
 )  # fmt: skip
 # aibuddy's own settings (the model settings go with each request; vault, user and worker
