@@ -322,8 +322,19 @@ class WorkerStatus(NamedTuple):
         return self._asdict()
 
 
+def _command_path(environ: Mapping[str, str]) -> Path:
+    """The socket for `aibuddy worker status|stop`: NotAllowed (exit 5) when its folder is not
+    private (a symlink, another owner, open to others)."""
+    from .errors import NotAllowed
+
+    try:
+        return socket_path(environ)
+    except WorkerUnavailable as exc:
+        raise NotAllowed(f"the model worker's folder is not used: {exc}") from None
+
+
 def status(environ: Mapping[str, str]) -> WorkerStatus:
-    path = socket_path(environ)
+    path = _command_path(environ)
     try:
         reply = _request(path, {"op": "status"}, 2.0)
     except (WorkerUnavailable, WorkerTimedOut):
@@ -332,7 +343,7 @@ def status(environ: Mapping[str, str]) -> WorkerStatus:
 
 
 def stop(environ: Mapping[str, str]) -> WorkerStatus:
-    path = socket_path(environ)
+    path = _command_path(environ)
     try:
         _request(path, {"op": "stop"}, 2.0)
     except (WorkerUnavailable, WorkerTimedOut):
