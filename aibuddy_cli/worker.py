@@ -61,8 +61,9 @@ IGNORED = frozenset(
         "_", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "LINENO", "PS1", "PS2", "PS3", "PS4",
         "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "HISTIGNORE",
         "HISTTIMEFORMAT", "COLORTERM", "WINDOWID", "WINDOW", "STY", "TMUX", "TMUX_PANE", "SSH_TTY",
-        "GPG_TTY", "LS_COLORS", "LSCOLORS", "XDG_SESSION_ID", "XDG_VTNR", "PYTEST_CURRENT_TEST",
-        "MAIL",
+        "SSH_CLIENT", "SSH_CONNECTION", "SSH_AUTH_SOCK", "GPG_TTY", "LS_COLORS", "LSCOLORS",
+        "XDG_SESSION_ID", "XDG_VTNR", "SECURITYSESSIONID", "INSIDE_EMACS", "STARSHIP_SESSION_KEY",
+        "PYTEST_CURRENT_TEST", "MAIL",
     }
 )  # fmt: skip
 # aibuddy's own settings (the model settings go with each request; vault, user and worker
@@ -321,8 +322,19 @@ class WorkerStatus(NamedTuple):
         return self._asdict()
 
 
+def _command_path(environ: Mapping[str, str]) -> Path:
+    """The socket for `aibuddy worker status|stop`: NotAllowed (exit 5) when its folder is not
+    private (a symlink, another owner, open to others)."""
+    from .errors import NotAllowed
+
+    try:
+        return socket_path(environ)
+    except WorkerUnavailable as exc:
+        raise NotAllowed(f"the model worker's folder is not used: {exc}") from None
+
+
 def status(environ: Mapping[str, str]) -> WorkerStatus:
-    path = socket_path(environ)
+    path = _command_path(environ)
     try:
         reply = _request(path, {"op": "status"}, 2.0)
     except (WorkerUnavailable, WorkerTimedOut):
@@ -331,7 +343,7 @@ def status(environ: Mapping[str, str]) -> WorkerStatus:
 
 
 def stop(environ: Mapping[str, str]) -> WorkerStatus:
-    path = socket_path(environ)
+    path = _command_path(environ)
     try:
         _request(path, {"op": "stop"}, 2.0)
     except (WorkerUnavailable, WorkerTimedOut):

@@ -18,6 +18,7 @@ from conftest import run_aibuddy
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import models, worker
+from aibuddy_cli.errors import NotAllowed
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
 
@@ -222,6 +223,8 @@ def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
     (runtime / "aibuddy").symlink_to(elsewhere)  # e.g. raced into a shared /tmp
     with pytest.raises(worker.WorkerUnavailable, match="symbolic link"):
         worker.socket_path(dict(os.environ))
+    with pytest.raises(NotAllowed, match="symbolic link"):  # `aibuddy worker status`: exit 5
+        worker.status(dict(os.environ))
     memory = MemoryService(Vault.open(vault.root), "demo")
     assert memory.recall("tea").method == "model"  # in-process, and no worker started there
     assert list(elsewhere.iterdir()) == []

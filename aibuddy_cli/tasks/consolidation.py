@@ -26,7 +26,8 @@ import hashlib
 import json
 import signal
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -262,14 +263,23 @@ class Consolidator:
         locks = getattr(self.tasks.store, "locks_dir", None)
         return Path(locks) / f"{self._lock_name(task_id)}.lock" if isinstance(locks, Path) else None
 
-    def _record_pid(self, key: str) -> None:
-        """This process as the pass holding the lock (see cancel); never fails the pass."""
+    @contextmanager
+    def _recorded(self, task_id: str) -> Iterator[None]:
+        """This process recorded as the pass holding the lock (for cancel) while the block runs,
+        inside the lock: the file is removed before the lock is released, so a pid file names
+        the lock's holder or a pass that died (whose pid, if reused, has another start time).
+        Never fails the pass."""
         from ..background import identity
 
+        key = self._pid_key(task_id)
         try:
             self.tasks.store.write(key, json.dumps(identity()).encode())
         except (AibuddyError, OSError):
             pass
+        try:
+            yield
+        finally:
+            self._forget_pid(key)
 
     def _forget_pid(self, key: str) -> None:
         try:
@@ -302,25 +312,18 @@ class Consolidator:
         if tables is not None:
             tables.source = "consolidation"  # how the tables journal names these changes
         try:
-            with self.tasks.store.lock(self._lock_name(task_id), timeout=0):
-                # Recorded for `--cancel`, and removed before the lock is released, so a pid file
-                # always names the lock's holder or a pass that died (whose start time differs).
-                pid_key = self._pid_key(task_id)
-                self._record_pid(pid_key)
-                try:
-                    mark = watermark(self.tasks, task_id)
-                    messages = [m for m in self.tasks.messages(task_id) if m.n > mark["last"]]
-                    every = self.settings.every
-                    while messages and (len(messages) >= every or not background):
-                        chunk, messages = messages[:every], messages[every:]
-                        done = self._pass(task_id, chunk, mark, flags, call, dry_run)
-                        passes.append(done)
-                        if not done.applied and not dry_run:
-                            break
-                        # The next chunk rolls the summary this one wrote (a dry run wrote none).
-                        mark = {**mark, "last": chunk[-1].n} if dry_run else watermark(self.tasks, task_id)
-                finally:
-                    self._forget_pid(pid_key)
+            with self.tasks.store.lock(self._lock_name(task_id), timeout=0), self._recorded(task_id):
+                mark = watermark(self.tasks, task_id)
+                messages = [m for m in self.tasks.messages(task_id) if m.n > mark["last"]]
+                every = self.settings.every
+                while messages and (len(messages) >= every or not background):
+                    chunk, messages = messages[:every], messages[every:]
+                    done = self._pass(task_id, chunk, mark, flags, call, dry_run)
+                    passes.append(done)
+                    if not done.applied and not dry_run:
+                        break
+                    # The next chunk rolls the summary this one wrote (a dry run wrote none).
+                    mark = {**mark, "last": chunk[-1].n} if dry_run else watermark(self.tasks, task_id)
         except Busy:
             reason = "a consolidation pass of this task is running"
         finally:
