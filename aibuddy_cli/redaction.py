@@ -106,10 +106,6 @@ class Finding(NamedTuple):
     end: int
     hint: str | None  # the provider prefix (`sk-…`), never a character of the secret itself
 
-    @property
-    def shown(self) -> str:
-        return f"{self.kind} ({self.hint})" if self.hint else self.kind
-
 
 class _Compiled(NamedTuple):
     prefixed: list[tuple[str, str, re.Pattern[str]]]

@@ -171,12 +171,12 @@ def test_nested_values_are_redacted_and_keys_kept() -> None:
 def test_screen_redacts_automatic_writes_and_keeps_explicit_ones_with_a_warning() -> None:
     warnings: list[str] = []
     row = {"note": f"key {OPENAI}"}
-    assert screen(row, automatic=True, warnings=warnings, what="update, rows of vendors") == {
+    assert screen(row, automatic=True, warnings=warnings, what="update, a row of vendors") == {
         "note": "key [redacted: api key]"
     }
     assert screen(row, automatic=False, warnings=warnings, what="table add vendors: a row") is row
     assert warnings == [
-        "update, rows of vendors: redacted 1 api key (automatic writes never store such values)",
+        "update, a row of vendors: redacted 1 api key (automatic writes never store such values)",
         "table add vendors: a row holds what looks like 1 api key; kept because you wrote it explicitly "
         "(automatic writes redact such values; `aibuddy scan` lists them)",
     ]

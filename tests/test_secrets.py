@@ -223,15 +223,18 @@ def test_a_table_update_run_redacts_the_rows_the_model_writes(cli, vault: Vault)
     model.answer("None yet.")
     model.call(("add_rows", {"table": "vendors", "rows": [{"name": "Acme", "note": f"api key {KEY}"}]}))
     model.call(("update_rows", {"table": "vendors", "filter": "True", "values": {"note": f"token {GITHUB}"}}))
+    model.call(("create_table", {"name": "keys", "description": f"Keys such as {KEY}"}))
     model.answer("Added Acme.")
     session = Session(Vault.open(vault.root), "demo", environ={"AIBUDDY_MODEL_TABLES": "openai/t"})
     TableAgent(session.tables, session.environ, connect=lambda settings: model).change("update", "Add Acme")
     rows = ok(cli("table", "filter", "vendors", "--json"))["tables"][0]["rows"]
     assert rows[0]["note"] == "token [redacted: token]"
     assert session.warnings == [
-        "update, rows of vendors: redacted 1 api key (automatic writes never store such values)",
-        "update, rows of vendors: redacted 1 token (automatic writes never store such values)",
+        "update, a row of vendors: redacted 1 api key (automatic writes never store such values)",
+        "update, a value of vendors: redacted 1 token (automatic writes never store such values)",
+        "update, the description of keys: redacted 1 api key (automatic writes never store such values)",
     ]
+    assert ok(cli("table", "show", "keys", "--json"))["description"] == "Keys such as [redacted: api key]"
     journal = (vault.root / ".aibuddy/logs/tables.jsonl").read_text()
     assert KEY not in journal and GITHUB not in journal
 

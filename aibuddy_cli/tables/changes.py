@@ -83,6 +83,7 @@ class TableChanges:
         self, name: str, description: str = "", key: str = DEFAULT_KEY, columns: Sequence[ColumnSpec] = ()
     ) -> TableInfo:
         ref = self.state.access.parse(name)
+        description = self._screened(description, "create", ref.qualified, "the description")
         schema = TableSchema.new(description, key, columns)
         with self.state.lock():
             if self.state.store.exists(ref.schema_key) or self.state.store.exists(ref.rows_key):
@@ -194,7 +195,7 @@ class TableChanges:
 
         source = self.state.source
         automatic = source != "cli"
-        what = f"{source}, rows of {spec}" if automatic else f"table {verb} {spec}: {part}"
+        what = f"{source}, {part} of {spec}" if automatic else f"table {verb} {spec}: {part}"
         return screen(values, automatic=automatic, warnings=self.state.warnings, what=what)
 
     def _new_columns(
