@@ -314,7 +314,10 @@ class Schema:
                 for table in self.sections
             ]
             # Unknown keys and ignored values, said on every run.
-            + [("warnings", tuple[str, ...], ())],
+            + [("warnings", tuple[str, ...], ())]
+            # Whether the file has a [teams] table at all, even one whose every entry was ignored:
+            # a typo in a team must never put its members' personal files in the shared folder.
+            + [("team_vault", bool, False)],
         )
         # The keys the file may hold: a top-level key, or a table and its keys.
         self.known_keys: dict[str, tuple[str, ...] | None] = {
@@ -347,7 +350,7 @@ class Schema:
                 if table.raw
                 else self.settings_types[table.name](**_table_values(table, given, source, warnings))
             )
-        return self.config_type(**values, warnings=tuple(warnings))
+        return self.config_type(**values, warnings=tuple(warnings), team_vault=bool(tables.get("teams")))
 
     def unknown_keys(self, data: Mapping[str, Any], source: str) -> list[str]:
         """One warning per key aibuddy does not know, with the closest known spelling: a typo in

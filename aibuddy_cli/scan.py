@@ -50,6 +50,12 @@ class ScanResult(NamedTuple):
     def to_json(self) -> dict[str, Any]:
         return {"findings": [f.to_json() for f in self.findings], "scanned": self.scanned}
 
+    def joined(self, other: ScanResult) -> ScanResult:
+        """This scan and one of another folder (a team vault's personal vault), whose findings
+        are named by their absolute path so that they are not taken for the shared folder's."""
+        elsewhere = [f._replace(path=f"{other.root}/{f.path}") for f in other.findings]
+        return self._replace(scanned=self.scanned + other.scanned, findings=[*self.findings, *elsewhere])
+
 
 def scan_text(path: str, text: str) -> list[ScanFinding]:
     from .redaction import find
@@ -202,7 +208,7 @@ else
     echo "install it, or commit with git commit --no-verify" >&2
     exit 1
 fi
-"$@" --vault "$vault" scan --staged
+"$@" scan --staged "$vault"  # a folder, not --vault: a personal vault has no aibuddy.toml
 status=$?
 if [ "$status" -eq 4 ]; then
     echo "aibuddy pre-commit: commit refused: the staged vault files above hold" \

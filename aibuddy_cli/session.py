@@ -51,7 +51,7 @@ class Session:
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         # The one sink: appended to by every service, never rebound (they hold on to it).
         self.warnings: list[str] = list(vault.config.warnings) if warnings is None else warnings
-        if store is None and vault.config.teams:
+        if store is None and vault.config.team_vault:
             from .team import compose
 
             store = compose(vault, self.user, self.environ, self.warnings)

@@ -61,7 +61,7 @@ NOTICE = "this team vault"
 
 
 def is_team_vault(vault: Vault) -> bool:
-    return bool(vault.config.teams)
+    return vault.config.team_vault
 
 
 class PersonalVault(NamedTuple):

@@ -43,7 +43,8 @@ def test_the_settings_objects_are_typed_named_tuples() -> None:
     assert recall.__annotations__ == {"window": int, "max_bodies": int, "lexical_share": int}
     assert config.ExtractionSettings.__annotations__["similarity"] is float
     assert config.Config._fields == ("default_user", "admins", "vault_id", "models", "recall", "knowledge",
-                                     "extraction", "context", "tables", "consolidation", "teams", "warnings")
+                                     "extraction", "context", "tables", "consolidation", "teams", "warnings",
+                                     "team_vault")
 
 
 def test_the_models_table_keys_and_timeout_come_from_the_declarations() -> None:

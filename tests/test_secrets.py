@@ -140,7 +140,8 @@ def consolidating(cli, vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytes
             "task",
             "add-message",
             "t1",
-            f"Maria's deploy token is {GITHUB}; key {KEY}",
+            # What the reply cites must be stated here: consolidation checks the words.
+            f"Maria Lopez's staging deploy token is {GITHUB}; key {KEY}; login password: hunter22",
             "--role",
             "user",
             "--json",

@@ -269,6 +269,19 @@ def test_the_personal_vault_is_under_xdg_data_home_or_where_the_environment_says
     assert (tmp_path / "p" / ".gitignore").read_text().splitlines()[0] == ".aibuddy/"
 
 
+def test_a_team_table_with_a_mistake_still_keeps_personal_files_out_of_the_shared_folder(
+    vault: Vault, tmp_path: Path
+) -> None:
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text() + '\n[teams.eng]\nmembers = "alice, bob"\n')  # not a list
+    broken = Vault.open(vault.root)
+    assert dict(broken.config.teams) == {} and any("[teams.eng]" in w for w in broken.config.warnings)
+    with Session(broken, "alice", environ={"AIBUDDY_PERSONAL_VAULT": str(tmp_path / "p")}) as session:
+        session.memory.save("tea", type="user", description="Drinks tea", body="")
+    assert (tmp_path / "p" / "memory" / "alice" / "tea.md").is_file()
+    assert not (vault.root / "memory" / "alice").exists()
+
+
 def test_a_personal_vault_inside_the_shared_folder_is_refused(cli, team_vault: Vault, monkeypatch) -> None:
     monkeypatch.setenv("AIBUDDY_PERSONAL_VAULT", str(team_vault.root / "memory" / "mine"))
     result = cli("memory", "list", "--json")
@@ -304,7 +317,7 @@ def test_a_single_person_vault_keeps_everything_in_its_folder(vault: Vault, tmp_
     report = ok(cli("doctor", "--json"))
     assert report["team_vault"] is False and report["personal_vault"] is None
     subprocess.run(["git", "init", "-q", str(vault.root)], check=True)
-    assert sorted(ok(cli("git", "setup", "--json"))) == ["attributes", "driver", "repository"]
+    assert sorted(ok(cli("git", "setup", "--json"))) == ["attributes", "driver", "pre_commit", "repository"]
 
 
 def test_the_knowledge_watcher_watches_the_personal_documents_too(team_vault: Vault, tmp_path: Path) -> None:
@@ -367,9 +380,20 @@ def test_git_setup_personal_makes_the_personal_vault_a_repository_of_its_own(
     done = run(aibuddy_exe, team_vault.root, env, "git", "setup", "--personal")
     assert done["repository"] == str(personal) and done["personal"] is True
     assert '[merge "aibuddy"]' in (personal / ".git" / "config").read_text()
-    commit_all(personal, "my memory", env)
+    commit_all(personal, "my memory", env)  # through the pre-commit check git setup installed there
     tracked = git(personal, "ls-files", env=env).stdout.split()
     assert tracked == [".gitattributes", ".gitignore", "memory/alice/tea.md"]
+    key = "sk-proj-" + "A1b2C3d4" * 5
+    save = ("memory", "save", "k", "--type", "user", "--description", "K", "--body", key)
+    run(aibuddy_exe, team_vault.root, env, *save)
+    git(personal, "add", "-A", env=env)
+    refused_commit = git(personal, "commit", "-qm", "a key", env=env, check=False)
+    said = refused_commit.stdout + refused_commit.stderr
+    assert refused_commit.returncode != 0 and "memory/alice/k.md" in said
+    # A scan of the team vault reads the personal vault too: that is where the record is.
+    scanned = run_aibuddy(aibuddy_exe, "--vault", str(team_vault.root), "scan", "--json", env=env)
+    assert scanned.returncode == 4
+    assert [f["path"] for f in json.loads(scanned.stdout)["findings"]] == [f"{personal}/memory/alice/k.md"]
     (team_vault.root / "aibuddy.toml").write_text('default_user = "demo"\n')  # no team any more
     refused = run_aibuddy(aibuddy_exe, "git", "setup", "--personal", "--json", env=env)
     assert refused.returncode == 2 and b"for a team vault" in refused.stdout

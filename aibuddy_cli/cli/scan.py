@@ -32,11 +32,19 @@ def scan(
     from ..vault import locate_vault
 
     state = state_of(ctx, json)
+    personal: Path | None = None
     if path is None:
-        root = locate_vault(state.vault_option, os.environ, Path.cwd()).root
+        vault = locate_vault(state.vault_option, os.environ, Path.cwd())
+        root = vault.root
+        from .. import team
+
+        if team.is_team_vault(vault) and not staged:  # the user's own files live apart: read them too
+            personal = team.personal_vault(vault, os.environ).root
     else:
         root = path.expanduser().resolve()
     result = scanning.scan_staged(root) if staged else scanning.scan_folder(root)
+    if personal is not None and personal.is_dir():
+        result = result.joined(scanning.scan_folder(personal))
     what = "staged vault file(s)" if staged else "file(s)"
     lines = scanning.describe_findings(result.findings)
     summary = (
