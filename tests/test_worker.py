@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,17 +26,28 @@ from aibuddy_cli.vault import Vault
 
 
 @pytest.fixture
-def worker_env(env: dict[str, str], fake_openai: FakeOpenAI, tmp_path: Path, vault: Vault) -> dict[str, str]:
+def runtime_dir() -> Iterator[Path]:
+    """A short private folder for the sockets: a socket path may have 108 bytes at most, and a
+    test's tmp_path (under pytest-xdist, say) can be longer than that."""
+    top = Path(tempfile.mkdtemp(prefix="ab-"))
+    runtime = top / "run"
+    runtime.mkdir(mode=0o700)
+    yield runtime
+    shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture
+def worker_env(
+    env: dict[str, str], fake_openai: FakeOpenAI, runtime_dir: Path, vault: Vault
+) -> dict[str, str]:
     MemoryService(vault, "demo", environ={}).save(
         "tea", type="user", description="Drinks green tea", body="tea"
     )
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
     return {
         **env,
         "AIBUDDY_WORKER": "1",
         "AIBUDDY_WORKER_IDLE": "30",
-        "XDG_RUNTIME_DIR": str(runtime),
+        "XDG_RUNTIME_DIR": str(runtime_dir),
         "AIBUDDY_MODEL_RECALL": "openai/recall-test",
         "AIBUDDY_TIMEOUT": "30",
         "OPENAI_API_KEY": "sk-test",
