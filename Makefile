@@ -22,8 +22,9 @@ install: $(STAMP)
 run: install
 	@bash scripts/demo.sh "$(VENV)/bin/aibuddy" "$(RUN_DIR)"
 
+# -n auto: one pytest worker per core (pytest-xdist); most of the time goes to real child processes.
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 # `ruff format --check` is not part of lint yet: the code is not ruff-format-clean.
 lint: $(STAMP)

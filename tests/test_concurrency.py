@@ -109,7 +109,7 @@ def hanging_writer(target: Path) -> tuple[subprocess.Popen[bytes], Path]:
     """A real aibuddy write stopped in the middle; returns the process and its temp file."""
     env = {**os.environ, "PYTHONPATH": str(CODE)}
     writer = subprocess.Popen([sys.executable, "-c", HANGING_WRITER, str(target)], env=env)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120  # generous: an event, not a timing
     while time.monotonic() < deadline:
         temps = list(target.parent.glob(f"{TEMP_PREFIX}{writer.pid}-*"))
         if temps:

@@ -162,18 +162,16 @@ def test_kinds_come_in_a_fixed_order_without_duplicates() -> None:
     assert find_cues(iter(["I prefer tea."])) == ["preference"]
 
 
-def test_the_module_imports_fast_and_light() -> None:
-    """Stdlib only; no pattern is compiled at import (the first turn read pays for that)."""
+def test_the_module_imports_light() -> None:
+    """Stdlib only; no pattern is compiled at import (the first turn read pays for that). How
+    fast that is belongs to `make bench` (bench_memory's start-up figures), not to a test."""
     probe = (
-        "import sys, time\n"
-        "t = time.perf_counter()\n"
+        "import sys\n"
         "import aibuddy_cli.memory.cues as cues\n"
-        "elapsed = time.perf_counter() - t\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('litellm', 'typer', 'rich', 'yaml'))\n"
-        "print(heavy, cues._RULES[0].pattern._compiled is None, elapsed)\n"
+        "print(heavy, cues._RULES[0].pattern._compiled is None)\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    heavy, lazy, elapsed = out.stdout.rsplit(" ", 2)
-    assert heavy == "[]" and lazy == "True"
-    assert float(elapsed) < 0.5  # generous: byte-compiling the source may be part of it
+    heavy, lazy = out.stdout.rsplit(" ", 1)
+    assert heavy == "[]" and lazy.strip() == "True"
