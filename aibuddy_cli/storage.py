@@ -430,15 +430,8 @@ class FileStore:
             return portable.release
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise busy from None
-                    time.sleep(0.005)
+            if not flock_within(fd, timeout, poll=0.005):
+                raise busy
         except BaseException:
             os.close(fd)
             raise
@@ -450,6 +443,21 @@ class FileStore:
                 os.close(fd)
 
         return release
+
+
+def flock_within(fd: int, timeout: float, *, poll: float) -> bool:
+    """Take an exclusive flock on fd, trying every poll seconds for up to timeout; whether it was had."""
+    import fcntl
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
 
 
 class StoreView:

@@ -53,7 +53,8 @@ from .vault import CACHE_DIR, GITIGNORE_LINES, Vault, add_lines, is_user_name
 PERSONAL_VAULT_ENV = "AIBUDDY_PERSONAL_VAULT"
 # What the shared vault's .gitignore lists in a team vault: every user's personal folders, anchored
 # at the vault's root (a bare `tasks/` would also match a folder of that name anywhere below).
-SHARED_GITIGNORE_LINES = tuple(f"/{folder}/" for folder in PERSONAL_FOLDERS)
+# The derived caches too: .aibuddy/ holds indexes, logs and undo snapshots of personal text.
+SHARED_GITIGNORE_LINES = (*GITIGNORE_LINES, *(f"/{folder}/" for folder in PERSONAL_FOLDERS))
 HINT_MARKER = f"{CACHE_DIR}/team-setup-hint"
 # How a command's notices about an unfinished team vault begin (`doctor` and `git setup` leave
 # them out: they report the same themselves, or fix it).
@@ -240,7 +241,7 @@ def tracked(root: Path, keys: Iterable[str]) -> set[str]:
     keys = list(keys)
     if not keys:
         return set()
-    listed = _git(root, "ls-files", "-z", "--full-name", "--", *keys)
+    listed = _git(root, "--literal-pathspecs", "ls-files", "-z", "--full-name", "--", *keys)
     if listed.returncode != 0:
         return set()
     top = _git(root, "rev-parse", "--show-prefix").stdout.strip()  # root's path in the repository
@@ -446,6 +447,25 @@ def doctor(vault: Vault, user: str, environ: Mapping[str, str], *, move: bool, d
     )
 
 
+def unit_of(key: str) -> str:
+    """The thing a personal file belongs to: tasks/<u>/<id>, memory/<u>/<name> (record and
+    history), knowledge/personal/<u>/<doc> (body and sidecar, either status) or
+    tables/personal/<u>/<table> (rows and schema)."""
+    parts = key.split("/")
+    if parts[0] == "tasks":
+        return "/".join(parts[:3])
+    name = parts[-1]
+    for suffix in (".meta.json", ".schema.json", ".jsonl", ".csv", ".md", ".txt"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    if parts[0] == "memory":
+        return f"memory/{parts[1]}/{name}"
+    if parts[0] == "knowledge":
+        return f"knowledge/personal/{parts[2]}/{name}"
+    return "/".join([*parts[:-1], name])
+
+
 def move_personal_files(vault: Vault, user: str, personal_root: Path) -> tuple[list[str], list[Skipped]]:
     """Copy user's files from the shared tree to the personal vault at personal_root, check each
     copy, then take the original out of git's index and the work tree. A file the personal vault
@@ -464,7 +484,21 @@ def move_personal_files(vault: Vault, user: str, personal_root: Path) -> tuple[l
         store.lock("knowledge"),
         store.lock("tables"),
     ):
+        # Files that only make sense together (a task's folder, a record and its history, a
+        # document and its sidecar, a table and its schema) move together or not at all: an old
+        # t1's messages must never join the new t1 the personal vault numbered from 1 again.
+        theirs: dict[str, list[str]] = {}
+        for key in personal_files(personal_root, user):
+            theirs.setdefault(unit_of(key), []).append(key)
+        refused = {
+            unit
+            for unit, found in theirs.items()
+            if any(key not in keys or personal.read(key)[0] != shared.read(key)[0] for key in found)
+        }
         for key in keys:
+            if unit_of(key) in refused:
+                skipped.append(Skipped(key, f"the personal vault holds a different {unit_of(key)}"))
+                continue
             try:
                 data, entry = shared.read(key)
             except (AibuddyError, OSError) as exc:
@@ -488,7 +522,7 @@ def move_personal_files(vault: Vault, user: str, personal_root: Path) -> tuple[l
             moved.append(key)
         in_git = tracked(vault.root, moved)
         if in_git:
-            removed = _git(vault.root, "rm", "--cached", "-q", "--", *sorted(in_git))
+            removed = _git(vault.root, "--literal-pathspecs", "rm", "--cached", "-q", "--", *sorted(in_git))
             if removed.returncode != 0:
                 raise AibuddyError(f"git rm --cached failed: {removed.stderr.strip()}")
         for key in moved:

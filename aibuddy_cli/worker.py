@@ -268,21 +268,11 @@ def complete(
 def _worker_lock(path: Path, wait: float = 0.0) -> Iterator[bool]:
     """The lock a worker holds for its whole life (True if this process got it within wait
     seconds); released on exit."""
-    import fcntl
+    from .storage import flock_within
 
     fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.05)
-        yield True
+        yield flock_within(fd, wait, poll=0.05)
     finally:
         os.close(fd)
 

@@ -232,11 +232,23 @@ def test_a_move_never_overwrites_a_different_file_in_the_personal_vault(
         (folder / "memory" / "alice" / "tea.md").write_text(f"---\nname: tea\n---\n{text}\n")
     (shared / "memory" / "alice" / "same.md").write_text("same\n")
     (personal / "memory" / "alice" / "same.md").write_text("same\n")
+    # An old t1 in the shared folder, and the new t1 the personal vault numbered from 1 again:
+    # none of the old one's files (its messages) may join the new one.
+    for folder, goal in ((shared, "old task"), (personal, "new task")):
+        (folder / "tasks" / "alice" / "t1").mkdir(parents=True)
+        (folder / "tasks" / "alice" / "t1" / "task.json").write_text(json.dumps({"goal": goal}))
+    (shared / "tasks" / "alice" / "t1" / "messages.jsonl").write_text('{"n": 1, "content": "old"}\n')
     moved = run(aibuddy_exe, shared, env, "doctor", "--move", "--yes")  # not a git repository: no index
     assert moved["moved"] == ["memory/alice/same.md"]
     assert moved["skipped"] == [
-        {"key": "memory/alice/tea.md", "reason": "the personal vault holds a different file there"}
+        {"key": key, "reason": f"the personal vault holds a different {unit}"}
+        for key, unit in (
+            ("memory/alice/tea.md", "memory/alice/tea"),
+            ("tasks/alice/t1/messages.jsonl", "tasks/alice/t1"),
+            ("tasks/alice/t1/task.json", "tasks/alice/t1"),
+        )
     ]
+    assert not (personal / "tasks" / "alice" / "t1" / "messages.jsonl").exists()
     assert "in the shared folder" in (shared / "memory" / "alice" / "tea.md").read_text()
     assert "in the personal vault" in (personal / "memory" / "alice" / "tea.md").read_text()
     assert not (shared / "memory" / "alice" / "same.md").exists()
