@@ -32,6 +32,7 @@ The patterns are compiled on first use, so importing this module costs nothing a
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -51,8 +52,9 @@ _MARK = "[redacted:"
 
 # Prefix patterns: (kind, the known prefix shown as a hint, regex). Longer prefixes first.
 _PREFIXED = (
-    (API_KEY, "sk-ant-", r"sk-ant-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"),
-    (API_KEY, "sk-", r"sk-(?=[A-Za-z0-9_-]*[0-9])(?:proj-|svcacct-|admin-|live-)?[A-Za-z0-9_-]{20,}"),
+    # The lookaheads are bounded: an unbounded one rescans a long run at every "sk-" (quadratic).
+    (API_KEY, "sk-ant-", r"sk-ant-(?=[A-Za-z0-9_-]{0,300}[0-9])[A-Za-z0-9_-]{20,}"),
+    (API_KEY, "sk-", r"sk-(?=[A-Za-z0-9_-]{0,300}[0-9])(?:proj-|svcacct-|admin-|live-)?[A-Za-z0-9_-]{20,}"),
     (API_KEY, "sk_live_", r"(?:sk|rk|pk)_(?:live|test|prod)_[A-Za-z0-9]{16,}"),
     (API_KEY, "AKIA", r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}"),
     (API_KEY, "AIza", r"AIza[A-Za-z0-9_-]{30,40}"),
@@ -64,19 +66,20 @@ _PREFIXED = (
 
 _PEM = (
     r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:[\s\S]*?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:[\s\S]{0,20000}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
     r"|(?:(?:\s|\\[nr])*[A-Za-z0-9+/=:-]{8,})*)"
 )
 _JWT = r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
 # "Bearer <token>": the token needs 16 characters and a digit, so "bearer tokens expire" is prose.
-_BEARER = r"(?i:\bbearer)[ \t]+(?=[A-Za-z0-9._~+/-]*[0-9])([A-Za-z0-9._~+/-]{16,}=*)"
+_BEARER = r"(?i:\bbearer)[ \t]+(?=[A-Za-z0-9._~+/-]{0,300}[0-9])([A-Za-z0-9._~+/-]{16,}=*)"
 _URL_PASSWORD = r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@\"'<>]{1,100}:([^\s/@\"'<>]{3,200})@"
 
 # Keyword forms. The key must stand alone ("max_tokens" is not "token"; "db_password" is).
 _KEYWORDS = {
-    PASSWORD: r"password|passwd|passphrase|pass[_-]?code",
+    # PGPASSWORD, MYSQL_PWD: an environment variable's prefix may run into the word.
+    PASSWORD: r"(?:[A-Z]{2,12})?(?:password|passwd|passphrase|pass[_-]?code|pwd)",
     SECRET: r"(?:client|app|aws|api)?[_-]?secret(?:[_-]?(?:access[_-]?)?key)?",
-    API_KEY: r"api[_-]?key|apikey|access[_-]?key(?:[_-]?id)?",
+    API_KEY: r"api[ _-]?key|apikey|access[ _-]?key(?:[_-]?id)?|secret[ _-]key",
     TOKEN: r"(?:auth|access|refresh|api|bearer|session|id)?[_-]?token",
 }
 _CJK_KEYWORDS = {PASSWORD: "密码|口令", SECRET: "密钥", TOKEN: "令牌"}
@@ -84,7 +87,7 @@ _CJK_KEYWORDS = {PASSWORD: "密码|口令", SECRET: "密钥", TOKEN: "令牌"}
 # The value after a keyword: quoted, or the run of characters up to a space or a CJK/closing mark.
 _VALUE = (
     r"(?:\"(?P<dq>[^\"\n]{1,200})\"|'(?P<sq>[^'\n]{1,200})'|`(?P<bq>[^`\n]{1,200})`"
-    r"|(?P<run>[^\s\"'`<>，。；：、）)\]]+))"
+    r"|(?P<run>[^\s\"'`<>&，。；：、）)\]]+))"
 )
 
 # Words that follow "password:" or "token is" in prose, never as the value itself.
@@ -94,7 +97,9 @@ _PROSE = frozenset(
     different strong weak changed reset hidden masked secret secure protected stored saved sent
     unknown please see below above here there this that it its your my our their his her and or
     but for to of in on at by with without from into only also still too very just now then
-    enabled disabled redacted placeholder example sample dummy xxx xxxx xxxxx""".split()
+    enabled disabled redacted placeholder example sample dummy xxx xxxx xxxxx must should shall will
+    would can cannot could may might enter type choose pick use contain contains include includes
+    least minimum maximum length characters""".split()
 )
 
 
@@ -129,10 +134,13 @@ def _patterns() -> _Compiled:
         rf"(?P<sep>[ \t]*(?::=|=>|[:=])[ \t]*|[ \t]+(?:is|was|=)[ \t]+)" + _VALUE
     )
     cjk_keys = "|".join(f"(?P<k_{kind.replace(' ', '_')}>{body})" for kind, body in _CJK_KEYWORDS.items())
-    cjk = re.compile(rf"(?:{cjk_keys})[ \t]*(?P<sep>是|为|為|:|：|=)[ \t]*(?P<run>[!-~]+)")
+    cjk = re.compile(
+        rf"(?:{cjk_keys})[ \t]*(?P<sep>是|为|為|:|：|=)[ \t]*"
+        r"(?:[「『“\"'](?P<dq>[^」』”\"'\n]{1,200})[」』”\"']|(?P<run>[!-~]+))"
+    )
     quick = re.compile(
         r"(?i)sk-|[sprk]k_|akia|asia|abia|acca|a3t|aiza|gh[pousr]_|github_pat_|xox|glpat-|private key"
-        r"|eyj|bearer|://|pass|secret|key|token|密码|口令|密钥|令牌"
+        r"|eyj|bearer|://|pass|pwd|secret|key|token|密码|口令|密钥|令牌"
     )
     return _Compiled(
         prefixed,
@@ -183,14 +191,15 @@ def find(text: str) -> list[Finding]:
     if compiled.quick.search(text) is None:
         return []
     found: list[Finding] = []
-    taken: list[tuple[int, int]] = []
+    taken: list[tuple[int, int]] = []  # sorted, never overlapping: a neighbour is all to check
 
     def add(kind: str, start: int, end: int, hint: str | None = None) -> None:
-        if start >= end or any(start < e and s < end for s, e in taken):
+        if start >= end or text.startswith(_MARK, start):
             return
-        if text.startswith(_MARK, start):
+        at = bisect.bisect_left(taken, (start, end))
+        if (at > 0 and taken[at - 1][1] > start) or (at < len(taken) and taken[at][0] < end):
             return
-        taken.append((start, end))
+        taken.insert(at, (start, end))
         found.append(Finding(kind, start, end, hint))
 
     for match in compiled.pem.finditer(text):

@@ -105,3 +105,14 @@ def test_git_merges_two_clones_histories_by_keeping_both(vault: Vault) -> None:
         check=True,
     )
     assert found.stdout.strip().endswith("merge: union")
+
+
+def test_a_version_that_held_a_key_goes_into_the_history_redacted(
+    memory: MemoryService, vault: Vault
+) -> None:
+    key = "sk-proj-" + "A1b2C3d4" * 5
+    memory.create_auto("deploy", type="project", description="Deploys use the ops key", body="none yet")
+    memory.update("deploy", body=f"key {key}")  # a person's explicit write keeps it (with a warning)
+    memory.update_auto("deploy", description="Deploys now use the vault key", body="from the vault")
+    assert memory.history("deploy")[0]["body"] == "key [redacted: api key]"
+    assert key not in history_file(vault, "deploy").read_text()

@@ -85,6 +85,12 @@ POSITIVES = [
     ("服务器密码：123456，别告诉别人", "服务器密码：[redacted: password]，别告诉别人", "password"),
     ("密码为 Pa55word!", "密码为 [redacted: password]", "password"),
     ("令牌: tok_9f8e7d6c5b4a", "令牌: [redacted: token]", "token"),
+    ("my api key is abcd1234efgh5678ijkl", "my api key is [redacted: api key]", "api key"),
+    ("secret key: abcd1234efgh5678ijkl", "secret key: [redacted: api key]", "api key"),
+    ("PGPASSWORD=hunter22 psql -h db", "PGPASSWORD=[redacted: password] psql -h db", "password"),
+    ("MYSQL_PWD=hunter22", "MYSQL_PWD=[redacted: password]", "password"),
+    ("密码是「abc123」", "密码是「[redacted: password]」", "password"),
+    ("password=hunter2&user=bob", "password=[redacted: password]&user=bob", "password"),
 ]
 
 ORDINARY = [
@@ -124,7 +130,11 @@ ORDINARY = [
     "周报要分三个部分：完成、下一步、风险。",
     "请用中文回答，不要用英文。",
     "Already redacted: password: [redacted: password] and [redacted: api key].",
+    "Password: must contain a digit.",
+    "Password: Enter yours below.",
+    "Run pwd to see the folder.",
 ]
+
 
 
 @pytest.mark.parametrize(("text", "expected", "kind"), POSITIVES)

@@ -384,7 +384,12 @@ class MemoryService:
             "replaced": replaced,
             "body": previous.body,
         }
-        entries = [*self._history_entries(previous.name), version][-HISTORY_LIMIT:]
+        from ..redaction import redacted
+
+        # An automatic write: the replaced version may hold a value a person kept explicitly,
+        # or one from before redaction existed; neither is copied into a new file as it was.
+        entries = [redacted(entry) for entry in [*self._history_entries(previous.name), version]]
+        entries = entries[-HISTORY_LIMIT:]
         text = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries)
         self.store.write(self._history_key(previous.name), text.encode("utf-8"))
 

@@ -124,8 +124,14 @@ class TablesState:
         return {**bounded(items), "kept": self.keep_removed("jsonl", data.encode("utf-8"))}
 
     def keep_removed(self, suffix: str, data: bytes) -> str:
-        """data kept in a new file under .aibuddy/logs/removed/; its key."""
+        """data kept in a new file under .aibuddy/logs/removed/ (a log: redacted for an automatic
+        run, as its journal line is; undo restores from its own snapshot); its key."""
         import secrets
+
+        if self.source != "cli":
+            from ..redaction import redact
+
+            data = redact(data.decode("utf-8", "surrogateescape"))[0].encode("utf-8", "surrogateescape")
 
         key = f"{REMOVED}/{utc_now().replace(':', '')}-{secrets.token_hex(4)}.{suffix}"
         self.store.write(key, data, create=True)

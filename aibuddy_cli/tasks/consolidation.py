@@ -401,7 +401,9 @@ class Consolidator:
             elif (problem := _evidence(reply["summary"], numbers)) is not None:
                 decisions.append(Decision("summaries", "dropped", problem))
             elif isinstance(reply["summary"].get("text"), str) and reply["summary"]["text"].strip():
-                summary, note = _redacted(bounded_summary(reply["summary"]["text"]))
+                # Redacted, then cut: a key cut first could be too short to be seen as one.
+                summary, note = _redacted(reply["summary"]["text"])
+                summary = bounded_summary(summary)
                 decisions.append(
                     Decision(
                         "summaries", "would-update" if dry_run else "updated", f"through message {last}{note}"
@@ -472,14 +474,15 @@ class Consolidator:
         if shield.rows_named(CONTACTS, name):
             return Decision("contacts", "handled", "the chunk's own tool call wrote it", name)
         values = {
-            column: " ".join(str(item[field]).split())[:2000]
+            column: " ".join(str(item[field]).split())
             for field, column, flag in (
                 ("bio", "bio", "bios"),
                 ("response_policy", "response_policy", "response_policies"),
             )
             if flags[flag] and isinstance(item.get(field), str) and item[field].strip()
         }
-        values, note = _redacted(values)
+        values, note = _redacted(values)  # before the cut, which could hide a key's shape
+        values = {column: text[:2000] for column, text in values.items()}
         changes = self._tables().changes
         try:
             existing = (
@@ -529,11 +532,12 @@ class Consolidator:
         self, task_id: str, item: dict[str, Any], shield: Shield, flags: dict[str, bool], dry_run: bool
     ) -> Decision:
         plan, status = item.get("plan"), item.get("status")
-        plan = plan.strip()[:4000] if isinstance(plan, str) and plan.strip() else None
+        plan = plan.strip() if isinstance(plan, str) and plan.strip() else None
         status = status if status in ("open", "closed") else None
         if plan is None and status is None:
             return Decision("tasks", "dropped", "neither a plan nor a status")
-        plan, note = _redacted(plan)
+        plan, note = _redacted(plan)  # before the cut, which could hide a key's shape
+        plan = plan[:4000] if plan is not None else None
         if dry_run:
             return Decision("tasks", "would-update", ("plan" if plan else f"status {status}") + note)
         self.tasks.set_plan(task_id, plan, status)
