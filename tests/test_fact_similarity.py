@@ -115,8 +115,22 @@ def test_terms_fold_english_and_keep_numbers_and_cjk_values_whole() -> None:
     assert fact_terms("The user's deploys moved to 9:30 on Mondays").terms == ("deploy", "9:30", "monday")
     assert fact_terms("The user's deploys moved to 9:30 on Mondays").replaces
     assert fact_terms("Python 3.11, three weeks, B12").terms == ("python", "3.11", "3", "week", "b12")
-    assert fact_terms("发布日期推迟到三月十七日") == (("发", "布", "日", "期", "3月", "17日"), True)
+    assert fact_terms("发布日期推迟到三月十七日") == (("发", "布", "日", "期", "3月", "17日"), True, False)
     assert fact_terms("Don't use tabs, ever").terms == ("tab",)
+    assert fact_terms("Don't use tabs, ever").negated and not fact_terms("Use tabs").negated
+
+
+def test_a_denial_is_another_fact_unless_it_says_it_replaces() -> None:
+    for said, denied in (
+        ("User is vegetarian", "User is not vegetarian"),
+        ("Likes tea", "Does not like tea"),
+        ("Deploys on Fridays", "Never deploys on Fridays"),
+        ("用户喜欢喝茶", "用户不喜欢喝茶"),
+    ):
+        assert similarity(said, denied) < THRESHOLD and similarity(denied, said) < THRESHOLD, (said, denied)
+        assert compare(said, denied).explain() == "one says not"
+    assert similarity("User drinks coffee", "User no longer drinks coffee") >= THRESHOLD
+    assert similarity("Team uses pnpm, not npm", "The team uses pnpm rather than npm") >= THRESHOLD
 
 
 def test_descriptions_without_content_words_are_the_same_only_when_equal() -> None:

@@ -139,6 +139,15 @@ def _cjk_piece(match: re.Match[str]) -> str:
 class Terms(NamedTuple):
     terms: tuple[str, ...]  # distinct content terms, in order
     replaces: bool  # a word saying the text replaces an earlier value
+    negated: bool = False  # "not", "never", "doesn't", 不, 没: the text denies what it names
+
+
+# A denial: "User is vegetarian" and "User is not vegetarian" share every content word and state
+# opposite facts. ("no longer" is a replacement, read as "anymore" before this is looked for.)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|cannot|without|none|neither|nor|rather than|instead of)\b|n['’]t\b"
+    r"|[不没沒無无别別勿非]"
+)
 
 
 def _stem(word: str) -> str:
@@ -186,6 +195,7 @@ def fact_terms(text: str) -> Terms:
     reconcile weighs each candidate against every same-type record's description."""
     lowered = text.lower().replace("no longer", "anymore")
     replaces = False
+    negated = _NEGATION.search(lowered) is not None
     if _CJK.search(lowered):
         for phrase in _CJK_REPLACES:
             if phrase in lowered:
@@ -203,7 +213,7 @@ def fact_terms(text: str) -> Terms:
             replaces = replaces or replacing
         if term is not None:
             terms.append(term)
-    return Terms(tuple(dict.fromkeys(terms)), replaces)
+    return Terms(tuple(dict.fromkeys(terms)), replaces, negated)
 
 
 def agree(a: str, b: str) -> bool:
@@ -225,14 +235,17 @@ class Comparison(NamedTuple):
     only_existing: tuple[str, ...]  # terms of the existing description the candidate lacks
     only_candidate: tuple[str, ...]  # and the other way round
     replacement: bool  # scored as a changed value of the same subject
+    flipped: bool = False  # one side denies what the other states, with no word of replacement
 
     @property
     def differing(self) -> bool:
-        """Each side has a key term the other lacks."""
-        return bool(self.only_existing and self.only_candidate)
+        """Each side has a key term the other lacks, or one denies what the other states."""
+        return bool(self.only_existing and self.only_candidate) or self.flipped
 
     def explain(self) -> str:
         """What tells the two apart, for a decision's detail."""
+        if self.flipped:
+            return "one says not"
         if not self.differing:
             return ""
         return f"{'/'.join(self.only_existing[:3])} vs {'/'.join(self.only_candidate[:3])}"
@@ -262,8 +275,14 @@ def compare(existing: str, candidate: str, *, replacement: bool = True) -> Compa
             unmatched.remove(match)
             agreeing += 1
     only_right = tuple(unmatched)
+    replacing = replacement and right.replaces
+    if left.negated != right.negated and not replacing:
+        # "vegetarian" and "not vegetarian": opposite facts, never one record ("User no longer
+        # eats meat" says it replaces, and may update "User eats meat").
+        score = agreeing / (agreeing + len(only_left) + len(only_right)) / 2
+        return Comparison(score, agreeing, tuple(only_left), only_right, False, flipped=True)
     differing = bool(only_left and only_right)
-    if differing and replacement and right.replaces:
+    if differing and replacing:
         score = agreeing / (agreeing + max(len(only_left), len(only_right)))
         return Comparison(score, agreeing, tuple(only_left), only_right, True)
     score = agreeing / (agreeing + len(only_left) + len(only_right))
