@@ -79,6 +79,26 @@ def flock_holders(path: Path) -> set[int] | None:
     return holders if seen else None
 
 
+def _lock_is_free(path: Path) -> bool:
+    """Whether nobody holds the flock on path: taken and given back at once if so. Where /proc/locks
+    cannot say who holds a lock, this still tells a pass that has ended from one that runs."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False  # cannot tell: the other checks decide
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    finally:
+        os.close(fd)
+
+
 def signal_process(recorded: object, signum: int, *, lock_file: Path | None = None) -> str | None:
     """Send signum to the process `recorded` (an identity()) names, only if that very process is
     alive on this host (same pid, same start time) and, when lock_file is given and the system
@@ -108,6 +128,8 @@ def signal_process(recorded: object, signum: int, *, lock_file: Path | None = No
         if start != recorded["start"]:
             return f"process {pid} is another process now (it started at another time)"
         if lock_file is not None:
+            if _lock_is_free(lock_file):
+                return "no pass holds the lock (it has ended)"
             holders = flock_holders(lock_file)
             if holders is not None and pid not in holders:
                 return f"process {pid} does not hold the pass's lock"

@@ -123,6 +123,12 @@ class RoutedStore:
         target.write(new_key, data)
         source.delete(key)
 
+    @property
+    def locks_dir(self) -> Path | None:
+        """Where the lock taken first (the shared side's) is kept, for whoever asks who holds one."""
+        locks = getattr(self.shared, "locks_dir", None)
+        return locks if isinstance(locks, Path) else None
+
     @contextmanager
     def lock(self, name: str, timeout: float = 30.0) -> Iterator[None]:
         with self.shared.lock(name, timeout), self.personal.lock(name, timeout):

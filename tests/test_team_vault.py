@@ -17,6 +17,7 @@ import pytest
 from conftest import child_env, ok, run_aibuddy
 from memory_store import MemoryStore
 
+from aibuddy_cli import background
 from aibuddy_cli.composed import PERSONAL_FOLDERS, RoutedStore
 from aibuddy_cli.errors import Busy, Conflict
 from aibuddy_cli.knowledge.watch import watched_folders
@@ -381,6 +382,13 @@ def test_the_routed_store_lock_holds_both_sides(tmp_path: Path) -> None:
     with store.lock("tables"):
         pass  # released again
     assert os.path.exists(tmp_path / "p-locks" / "tables.lock")
+    # Who holds a lock is asked of the side taken first (consolidation's cancel proves its pass so).
+    assert store.locks_dir == tmp_path / "s-locks"
+    assert background.flock_holders(tmp_path / "s-locks" / "tables.lock") in (None, set())
+    with store.lock("tables"):
+        assert background.flock_holders(tmp_path / "s-locks" / "tables.lock") in (None, {os.getpid()})
+        assert not background._lock_is_free(tmp_path / "s-locks" / "tables.lock")
+    assert background._lock_is_free(tmp_path / "s-locks" / "tables.lock")
 
 
 def test_git_setup_personal_makes_the_personal_vault_a_repository_of_its_own(
