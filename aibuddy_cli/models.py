@@ -226,12 +226,20 @@ def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **o
     import aibuddy_cli
 
     if aibuddy_cli.use_worker and settings.problem is None and settings.model is not None:
+        import time
+
         from . import worker
 
+        began = time.monotonic()
         try:
             return worker.complete(settings, messages, options)
         except worker.WorkerUnavailable:
-            pass
+            # A worker that broke off after taking the request has used part of the timeout:
+            # the call here gets what is left of it, so the caller never waits twice.
+            left = settings.timeout - (time.monotonic() - began)
+            if left <= 0:
+                raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s") from None
+            settings = settings._replace(timeout=left)
     return call_in_process(settings, messages, **options)
 
 

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .models import ModelSettings
 
 CONNECT_TIMEOUT = 0.2
+DRAIN_SECONDS = 600.0  # the longest a model timeout may be: calls in flight when the worker stops
 ANSWER_GRACE = 1.0  # past the model's timeout, for the worker's own "timed out" reply to arrive
 DEFAULT_IDLE = 600.0
 
@@ -390,12 +391,16 @@ def _serve_on(path: Path, digest: str, idle: float) -> None:
         os.umask(old_mask)
     server.listen(16)
     server.settimeout(1.0)
-    state: dict[str, Any] = {"last": time.monotonic(), "calls": 0, "stop": False, "env": digest}
+    state: dict[str, Any] = {"last": time.monotonic(), "calls": 0, "stop": False, "env": digest, "busy": 0}
+    busy = threading.Lock()
 
     def handle(connection: socket.socket) -> None:
+        with busy:
+            state["busy"] += 1
         try:
             if not _ours(connection):
                 return
+            connection.settimeout(30.0)  # a client that connects and says nothing never pins a thread
             data = b""
             while not data.endswith(b"\n"):
                 chunk = connection.recv(65536)
@@ -410,17 +415,26 @@ def _serve_on(path: Path, digest: str, idle: float) -> None:
         finally:
             connection.close()
             state["last"] = time.monotonic()
+            with busy:
+                state["busy"] -= 1
 
+    handlers: list[threading.Thread] = []
     try:
-        while not state["stop"] and time.monotonic() - state["last"] < idle:
+        # Idle means no call for `idle` seconds and none in flight: a long call is never cut off.
+        while not state["stop"] and (state["busy"] or time.monotonic() - state["last"] < idle):
             try:
                 connection, _ = server.accept()
             except TimeoutError:
                 continue
             state["last"] = time.monotonic()
-            threading.Thread(target=handle, args=(connection,), daemon=True).start()
+            handlers = [thread for thread in handlers if thread.is_alive()]
+            thread = threading.Thread(target=handle, args=(connection,), daemon=True)
+            handlers.append(thread)
+            thread.start()
     finally:
         server.close()
+        for thread in handlers:  # a stop lets the calls in flight finish (each within its timeout)
+            thread.join(timeout=DRAIN_SECONDS)
         try:
             path.unlink()
         except FileNotFoundError:

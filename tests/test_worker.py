@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,43 @@ def test_the_first_model_call_starts_a_worker_that_serves_the_next(
     finally:
         stopped = json.loads(run_aibuddy(aibuddy_exe, "worker", "stop", "--json", env=worker_env).stdout)
     assert stopped["running"] is False and not Path(stopped["socket"]).exists()
+
+
+def test_a_call_in_flight_outlives_the_idle_bound(
+    aibuddy_exe: list[str], worker_env: dict[str, str], fake_openai: FakeOpenAI
+) -> None:
+    """The worker counts idle time from its last call's end, not its start: a model slower than
+    AIBUDDY_WORKER_IDLE is answered through the worker, once, and never asked again in-process."""
+    worker_env = {**worker_env, "AIBUDDY_WORKER_IDLE": "2"}
+    fake_openai.default.content = '{"selected": ["tea"]}'
+    try:
+        assert recall(aibuddy_exe, worker_env)["method"] == "model"  # in-process; a worker starts
+        deadline = time.monotonic() + 120  # generous: an event, not a timing
+        while not status(aibuddy_exe, worker_env)["running"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        release = threading.Event()
+        fake_openai.enqueue(content='{"selected": ["tea"]}', hold=release)
+        asked = len(fake_openai.requests)
+        slow = subprocess.Popen(
+            [*aibuddy_exe, "memory", "recall", "tea", "--json"],
+            env=worker_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while len(fake_openai.requests) == asked and time.monotonic() < deadline:
+                time.sleep(0.05)
+            held_at = time.monotonic()
+            while time.monotonic() - held_at < 4:  # the event: twice the idle bound has gone by
+                time.sleep(0.1)
+        finally:
+            release.set()
+        out, err = slow.communicate(timeout=120)
+        assert json.loads(out)["method"] == "model", err
+        assert len(fake_openai.requests) == asked + 1  # through the worker, and only there
+    finally:
+        run_aibuddy(aibuddy_exe, "worker", "stop", "--json", env=worker_env)
 
 
 def test_a_stale_socket_never_fails_or_hangs_a_command(
