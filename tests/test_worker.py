@@ -62,6 +62,15 @@ def recall(aibuddy_exe: list[str], env: dict[str, str]) -> dict:
     return json.loads(result.stdout)
 
 
+def wait_for_worker(env: dict[str, str]) -> None:
+    """Until the worker the last command started answers (asked from here: a process per poll
+    would take the CPU the worker's own start needs)."""
+    deadline = time.monotonic() + 120  # generous: an event, not a timing
+    while not worker.status(env).running and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert worker.status(env).running
+
+
 def status(aibuddy_exe: list[str], env: dict[str, str]) -> dict:
     return json.loads(run_aibuddy(aibuddy_exe, "worker", "status", "--json", env=env).stdout)
 
@@ -72,9 +81,7 @@ def test_the_first_model_call_starts_a_worker_that_serves_the_next(
     fake_openai.default.content = '{"selected": ["tea"]}'
     try:
         assert recall(aibuddy_exe, worker_env)["method"] == "model"  # in-process; a worker starts
-        deadline = time.monotonic() + 120  # generous: an event, not a timing
-        while not status(aibuddy_exe, worker_env)["running"] and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for_worker(worker_env)
         for _ in range(3):
             assert recall(aibuddy_exe, worker_env)["method"] == "model"
         found = status(aibuddy_exe, worker_env)
@@ -94,9 +101,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     fake_openai.default.content = '{"selected": ["tea"]}'
     try:
         assert recall(aibuddy_exe, worker_env)["method"] == "model"  # in-process; a worker starts
-        deadline = time.monotonic() + 120  # generous: an event, not a timing
-        while not status(aibuddy_exe, worker_env)["running"] and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for_worker(worker_env)
         release = threading.Event()
         fake_openai.enqueue(content='{"selected": ["tea"]}', hold=release)
         asked = len(fake_openai.requests)
