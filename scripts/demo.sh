@@ -69,4 +69,13 @@ step table ask "Which vendors handle card processing?"
 printf '\n$ aibuddy table filter vendors --where "__import__(\x27os\x27)" (never evaluated: exit 6)\n'
 "$aibuddy" table filter vendors --where "__import__('os')" || echo "exit code $?"
 echo
+echo "--- what aibuddy keeps safe: values, secrets ---"
+printf '\n$ aibuddy table column transform vendors rating --type bool (a value would be lost: exit 6)\n'
+"$aibuddy" table column transform vendors rating --type bool || echo "exit code $?"
+printf '\n$ aibuddy memory save wifi … --body "password: hunter22" (kept, as you wrote it, with a warning)\n'
+"$aibuddy" memory save wifi --type user --description "Office wifi" --body "password: hunter22"
+printf '\n$ aibuddy scan (what looks like a credential in the vault: exit 4)\n'
+"$aibuddy" scan || echo "exit code $?"
+step doctor
+echo
 echo "Scratch vault left at $scratch/vault (git status of the repository is unchanged)."
