@@ -93,38 +93,45 @@ def test_the_first_model_call_starts_a_worker_that_serves_the_next(
 
 
 def test_a_call_in_flight_outlives_the_idle_bound(
-    aibuddy_exe: list[str], worker_env: dict[str, str], fake_openai: FakeOpenAI
+    runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The worker counts idle time from its last call's end, not its start: a model slower than
-    AIBUDDY_WORKER_IDLE is answered through the worker, once, and never asked again in-process."""
-    worker_env = {**worker_env, "AIBUDDY_WORKER_IDLE": "2"}
-    fake_openai.default.content = '{"selected": ["tea"]}'
-    try:
-        assert recall(aibuddy_exe, worker_env)["method"] == "model"  # in-process; a worker starts
-        wait_for_worker(worker_env)
-        release = threading.Event()
-        fake_openai.enqueue(content='{"selected": ["tea"]}', hold=release)
-        asked = len(fake_openai.requests)
-        slow = subprocess.Popen(
-            [*aibuddy_exe, "memory", "recall", "tea", "--json"],
-            env=worker_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while len(fake_openai.requests) == asked and time.monotonic() < deadline:
-                time.sleep(0.05)
-            held_at = time.monotonic()
-            while time.monotonic() - held_at < 4:  # the event: twice the idle bound has gone by
-                time.sleep(0.1)
-        finally:
-            release.set()
-        out, err = slow.communicate(timeout=120)
-        assert json.loads(out)["method"] == "model", err
-        assert len(fake_openai.requests) == asked + 1  # through the worker, and only there
-    finally:
-        run_aibuddy(aibuddy_exe, "worker", "stop", "--json", env=worker_env)
+    """The worker's loop (in-process) counts idle time from its last call's end, not its start: a
+    model slower than AIBUDDY_WORKER_IDLE is answered, and a stop lets the call finish."""
+    release, asked = threading.Event(), threading.Event()
+
+    def slow_answer(request: dict, state: dict) -> dict:
+        if request.get("op") != "complete":
+            return worker_answer(request, state)
+        asked.set()
+        release.wait(120)
+        state["calls"] += 1
+        return {"ok": True, "message": {"content": "late", "tool_calls": None}}
+
+    worker_answer = worker._answer
+    monkeypatch.setattr(worker, "_answer", slow_answer)
+    path = runtime_dir / "w.sock"
+    server = threading.Thread(target=worker._serve_on, args=(path, "digest", 0.5), daemon=True)
+    server.start()
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    replies: list[dict] = []
+    client = threading.Thread(
+        target=lambda: replies.append(worker._request(path, {"op": "complete", "env": "digest"}, 60)),
+        daemon=True,
+    )
+    client.start()
+    assert asked.wait(60)
+    held = time.monotonic()
+    while time.monotonic() - held < 2:  # the event: four times the idle bound has gone by
+        time.sleep(0.05)
+    assert server.is_alive()  # still serving the call in flight
+    worker._request(path, {"op": "stop"}, 10)  # a stop, too, lets the call finish
+    release.set()
+    client.join(60)
+    server.join(60)
+    assert replies == [{"ok": True, "message": {"content": "late", "tool_calls": None}}]
+    assert not server.is_alive() and not path.exists()
 
 
 def test_a_stale_socket_never_fails_or_hangs_a_command(
