@@ -360,13 +360,19 @@ def test_git_setup_installs_a_hook_that_refuses_a_record_with_a_key(
     assert json.loads(again.stdout)["pre_commit"]["installed"] is True  # its own hook: rewritten
 
 
-def test_git_setup_leaves_a_foreign_hook_alone_and_respects_core_hooks_path(
-    tmp_path: Path, aibuddy_exe: list[str]
-) -> None:
+def vault_repository(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A vault that is a git repository of its own, and the environment of aibuddy in it."""
     repo = tmp_path / "repo"
     init_vault(repo, "demo")
     env = child_env(repo)
     git(repo, "init", "-q", env=env)
+    return repo, env
+
+
+def test_git_setup_leaves_a_foreign_hook_alone_and_respects_core_hooks_path(
+    tmp_path: Path, aibuddy_exe: list[str]
+) -> None:
+    repo, env = vault_repository(tmp_path)
     git(repo, "config", "core.hooksPath", "githooks", env=env)
     setup = run_aibuddy(aibuddy_exe, "git", "setup", "--json", env=env)
     assert json.loads(setup.stdout)["pre_commit"]["path"] == str(repo / "githooks/pre-commit")
@@ -386,10 +392,7 @@ def test_the_hook_falls_back_to_aibuddy_on_path_and_refuses_when_there_is_none(
 ) -> None:
     import sys
 
-    repo = tmp_path / "repo"
-    init_vault(repo, "demo")
-    env = child_env(repo)
-    git(repo, "init", "-q", env=env)
+    repo, env = vault_repository(tmp_path)
     assert run_aibuddy(aibuddy_exe, "git", "setup", env=env).returncode == 0
     hook = repo / ".git/hooks/pre-commit"
     assert sys.executable in hook.read_text()  # found at set-up: the running interpreter
