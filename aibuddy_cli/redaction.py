@@ -263,6 +263,14 @@ def redact_value(value: Any, counts: Counter[str]) -> Any:
     return value
 
 
+def redacted_noted(value: Any) -> tuple[Any, str]:
+    """value redacted, and the note its decision carries: "; redacted: 1 api key", or "" when
+    there was nothing to redact."""
+    counts: Counter[str] = Counter()
+    clean = redact_value(value, counts)
+    return clean, f"; redacted: {describe(counts)}" if counts else ""
+
+
 def redacted(value: Any) -> Any:
     """value with its texts redacted (for a log line: the labels say what was there)."""
     return redact_value(value, Counter())

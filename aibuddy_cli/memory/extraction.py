@@ -98,22 +98,16 @@ def redacting(reconcile: Reconcile) -> Reconcile:
 
     @wraps(reconcile)
     def weigh(self: Extractor, raw: Any, dry_run: bool) -> Decision:
-        from collections import Counter
-
-        from ..redaction import describe, find, redact_value
+        from ..redaction import describe, find, kinds_of, redacted_noted
 
         if not isinstance(raw, dict):
             return reconcile(self, raw, dry_run)
         name = raw.get("name")
         if isinstance(name, str) and (named := find(name)):
-            looks = describe(Counter(f.kind for f in named))
-            return Decision("candidate", "dropped", f"its name looks like {looks}")
-        counts: Counter[str] = Counter()
-        clean = {key: redact_value(value, counts) if key != "name" else value for key, value in raw.items()}
-        decision = reconcile(self, clean, dry_run)
-        if counts:
-            decision = decision._replace(detail=f"{decision.detail}; redacted: {describe(counts)}")
-        return decision
+            return Decision("candidate", "dropped", f"its name looks like {describe(kinds_of(named))}")
+        clean, note = redacted_noted({key: value for key, value in raw.items() if key != "name"})
+        decision = reconcile(self, {**clean, "name": name} if "name" in raw else clean, dry_run)
+        return decision._replace(detail=decision.detail + note) if note else decision
 
     return weigh
 

@@ -173,7 +173,9 @@ class TableAgent:
         state = self.service.state
 
         def started() -> None:  # journaled before the run's first change: undo finds the run by it
-            state.journal("start_run", "", {"request": request[:200]}, {"undo": snapshots.key})
+            from ..redaction import redact  # before the cut, which could hide a key's shape
+
+            state.journal("start_run", "", {"request": redact(request)[0][:200]}, {"undo": snapshots.key})
 
         original, snapshots = state.store, SnapshotStore(state.store, run, started)
         state.run, state.source, state.store = run, kind, snapshots

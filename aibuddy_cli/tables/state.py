@@ -132,7 +132,6 @@ class TablesState:
             from ..redaction import redact
 
             data = redact(data.decode("utf-8", "surrogateescape"))[0].encode("utf-8", "surrogateescape")
-
         key = f"{REMOVED}/{utc_now().replace(':', '')}-{secrets.token_hex(4)}.{suffix}"
         self.store.write(key, data, create=True)
         return key

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +34,7 @@ from ..clock import utc_now
 from ..errors import AibuddyError, Busy, NotFound
 from ..memory.extraction import Decision, Extractor, bounded
 from ..memory.facts import stated
-from ..redaction import describe, find, redact_value, redacted
+from ..redaction import find, redacted, redacted_noted
 from .service import Task, TaskMessage, TaskService
 
 if TYPE_CHECKING:
@@ -402,7 +401,7 @@ class Consolidator:
                 decisions.append(Decision("summaries", "dropped", problem))
             elif isinstance(reply["summary"].get("text"), str) and reply["summary"]["text"].strip():
                 # Redacted, then cut: a key cut first could be too short to be seen as one.
-                summary, note = _redacted(reply["summary"]["text"])
+                summary, note = redacted_noted(reply["summary"]["text"])
                 summary = bounded_summary(summary)
                 decisions.append(
                     Decision(
@@ -481,7 +480,7 @@ class Consolidator:
             )
             if flags[flag] and isinstance(item.get(field), str) and item[field].strip()
         }
-        values, note = _redacted(values)  # before the cut, which could hide a key's shape
+        values, note = redacted_noted(values)  # before the cut, which could hide a key's shape
         values = {column: text[:2000] for column, text in values.items()}
         changes = self._tables().changes
         try:
@@ -521,7 +520,7 @@ class Consolidator:
         fresh = [row for row in rows if not shield.row_written(table, row)]
         if not fresh:
             return Decision("knowledge", "handled", "the chunk's own tool calls added these rows", table)
-        fresh, note = _redacted(fresh)
+        fresh, note = redacted_noted(fresh)
         if dry_run:
             self._tables().queries.show(table)  # a missing or foreign table fails as it would
             return Decision("knowledge", "would-add", f"{len(fresh)} row(s)" + note, table)
@@ -536,7 +535,7 @@ class Consolidator:
         status = status if status in ("open", "closed") else None
         if plan is None and status is None:
             return Decision("tasks", "dropped", "neither a plan nor a status")
-        plan, note = _redacted(plan)  # before the cut, which could hide a key's shape
+        plan, note = redacted_noted(plan)  # before the cut, which could hide a key's shape
         plan = plan[:4000] if plan is not None else None
         if dry_run:
             return Decision("tasks", "would-update", ("plan" if plan else f"status {status}") + note)
@@ -572,14 +571,6 @@ def bounded_summary(text: str) -> str:
     from ..text import shorten
 
     return shorten(" ".join(text.split()), MAX_SUMMARY)
-
-
-def _redacted(value: Any) -> tuple[Any, str]:
-    """value with credential-shaped values redacted (nothing automatic stores a secret), and the
-    note its decision carries: "; redacted: 1 api key", or "" when there were none."""
-    counts: Counter[str] = Counter()
-    clean = redact_value(value, counts)
-    return clean, f"; redacted: {describe(counts)}" if counts else ""
 
 
 def _contact_columns() -> list[Any]:

@@ -269,9 +269,10 @@ class ContextAssembler:
         if text is not None:
             from ..redaction import screen
 
-            text = self._bounded(text.strip()) + self._pointer_appendix(older)
+            # Screened, then cut: a key cut first could be too short to be seen as one.
             what = "the compact model's summary"
-            return screen(text, automatic=True, warnings=warnings, what=what), "model"
+            text = screen(text.strip(), automatic=True, warnings=warnings, what=what)
+            return self._bounded(text) + self._pointer_appendix(older), "model"
         return self._digest(older), "digest"
 
     def _bounded(self, summary: str) -> str:
