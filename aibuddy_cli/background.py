@@ -82,19 +82,16 @@ def flock_holders(path: Path) -> set[int] | None:
 def _lock_is_free(path: Path) -> bool:
     """Whether nobody holds the flock on path: taken and given back at once if so. Where /proc/locks
     cannot say who holds a lock, this still tells a pass that has ended from one that runs."""
-    import fcntl
+    from .storage import flock_within
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False  # cannot tell: the other checks decide
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return flock_within(fd, 0.0, poll=0.0)  # a lock had here is given back by the close
     except OSError:
         return False
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return True
     finally:
         os.close(fd)
 

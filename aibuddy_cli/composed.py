@@ -106,21 +106,20 @@ class RoutedStore:
         self.side(key).delete(key)
 
     def move(self, key: str, new_key: str) -> None:
-        source, target = self.side(key), self.side(new_key)
-        if source is target:
-            source.move(key, new_key)
-            return
-        data, _ = source.read(key)
-        target.write(new_key, data, create=True)
-        source.delete(key)
+        self._rename(key, new_key, over=False)
 
     def replace(self, key: str, new_key: str) -> None:
+        self._rename(key, new_key, over=True)
+
+    def _rename(self, key: str, new_key: str, *, over: bool) -> None:
+        """A rename on one side; across the two, a copy (a Conflict first when not over and
+        new_key exists) and then the source's removal, so a failure never loses the file."""
         source, target = self.side(key), self.side(new_key)
         if source is target:
-            source.replace(key, new_key)
+            (source.replace if over else source.move)(key, new_key)
             return
         data, _ = source.read(key)
-        target.write(new_key, data)
+        target.write(new_key, data, create=not over)
         source.delete(key)
 
     @property

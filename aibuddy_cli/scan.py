@@ -60,10 +60,11 @@ class ScanResult(NamedTuple):
 def scan_text(path: str, text: str) -> list[ScanFinding]:
     from .redaction import find
 
-    return [
-        ScanFinding(path, text.count("\n", 0, found.start) + 1, found.kind, found.hint)
-        for found in find(text)
-    ]
+    findings, line, at = [], 1, 0
+    for found in find(text):  # in order: each line number counts on from the one before
+        line, at = line + text.count("\n", at, found.start), found.start
+        findings.append(ScanFinding(path, line, found.kind, found.hint))
+    return findings
 
 
 def _decoded(data: bytes) -> str | None:
@@ -240,7 +241,7 @@ def install_pre_commit(root: Path) -> HookResult:
             str(hook),
             False,
             "a pre-commit hook that is not aibuddy's exists; left as it is: add "
-            f"`aibuddy --vault {prefix or '.'} scan --staged` to it",
+            f"`aibuddy scan --staged {prefix or '.'}` to it",
         )
     try:
         folder.mkdir(parents=True, exist_ok=True)
