@@ -255,7 +255,12 @@ class GitSetup(NamedTuple):
 
 
 def register_if_in_git(root: Path) -> None:
-    """At `aibuddy init`: register the driver when the vault is in a git repository already."""
+    """At `aibuddy init`: register the driver when the vault is in a git repository already,
+    unless that repository ignores the vault's folder (a vault under a project's build or
+    benchmark output is not the project's content: its hook would check the project's commits)."""
+    ignored = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", str(root)], capture_output=True)
+    if ignored.returncode == 0:
+        return
     try:
         setup(root)
     except AibuddyError:

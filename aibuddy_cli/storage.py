@@ -141,7 +141,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     Temp file in the same folder, fsync, then rename; the file keeps its permissions. A failure
     (read-only file system, full disk) is an OSError naming path.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    made = _make_folders(path.parent)
     try:
         mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:
@@ -149,6 +149,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     try:
         fd, temp = _create_temp(path.parent)
     except OSError as exc:
+        _remove_empty(made)
         raise _naming(exc, path) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -162,9 +163,35 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.unlink(temp)
         except OSError:
             pass  # gone already, or left for the next write to this folder to sweep
+        _remove_empty(made)
         if isinstance(exc, OSError):
             raise _naming(exc, path) from exc
         raise
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """mkdir -p, returning the folders it made, deepest first (for _remove_empty)."""
+    missing = []
+    while not folder.is_dir() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    try:
+        for made in reversed(missing):
+            made.mkdir(exist_ok=True)
+    except OSError:
+        _remove_empty(missing)
+        raise
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """A failed write leaves no folder it made behind (a task folder with no task.json would be
+    listed as a damaged task); one another writer has filled meanwhile stays."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _alive(pid: int) -> bool:

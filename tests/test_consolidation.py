@@ -498,3 +498,57 @@ def test_a_foreground_pass_can_be_cancelled_and_a_finished_one_leaves_no_pid_fil
     again = run_aibuddy(aibuddy_exe, "task", "consolidate", "t1", "--json", env=process_env)
     assert json.loads(again.stdout)["passes"][0]["applied"] is True
     assert not pid_file(vault).exists()  # removed by the pass that ended (and the killed one's overwritten)
+
+
+# --- a pass takes what arrived while it ran; one bad item costs only itself ---------------------
+
+
+def test_a_chunk_completed_while_a_pass_runs_is_taken_when_it_ends(
+    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
+) -> None:
+    """The issue's case (every = 2): messages 3-4 arrive while the pass over 1-2 waits for the
+    model; the trigger they make finds the pass busy. The pass, ending, takes 3-4 itself."""
+    every(vault, 2)
+    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
+    hold = threading.Event()
+    fake_openai.enqueue(content=json.dumps({"summary": {"text": "One and two.", "evidence": [1]}}), hold=hold)
+    fake_openai.reply_json({"summary": {"text": "Three and four.", "evidence": [3]}})
+    try:
+        assert add(aibuddy_exe, process_env, "one").returncode == 0
+        assert add(aibuddy_exe, process_env, "two").returncode == 0  # starts the pass over 1-2
+        assert wait_for(lambda: fake_openai.requests)  # which waits for the model now
+        assert add(aibuddy_exe, process_env, "three").returncode == 0
+        assert add(aibuddy_exe, process_env, "four").returncode == 0
+        # What the trigger of message 4 runs, run here to know it has given up before the release.
+        trigger = ["task", "consolidate", "t1", "--background", "--json"]
+        busy = run_aibuddy(aibuddy_exe, *trigger, env=process_env)
+        assert json.loads(busy.stdout)["reason"] == "a consolidation pass of this task is running"
+    finally:
+        hold.set()
+    assert wait_for(lambda: (watermark(vault) or {}).get("last") == 4)
+    assert watermark(vault)["summary"] == "Three and four."
+    assert [entry["chunk"] for entry in log(vault)] == [[1, 2], [3, 4]]
+
+
+def test_an_item_that_cannot_be_written_is_dropped_and_logged_and_the_rest_applied(
+    cli, vault: Vault, chat: str, model, monkeypatch
+) -> None:
+    """A contact named by a lone surrogate cannot be stored: that item is dropped and logged;
+    the chunk's other items and its watermark are written, so the chunk is not retried forever."""
+    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_CONTACTS", "1")
+    reply = json.loads(json.dumps(REPLY))
+    reply["contacts"].insert(0, {"name": "Maria \ud800 Lopez", "bio": "Handles the venue", "evidence": [3]})
+    reply["memory"].append(
+        {"type": "user", "name": "diet-\ud800", "description": "Veg \ud800", "body": "x", "evidence": [1]}
+    )
+    model.reply_json(reply)
+    done = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]
+    assert done["applied"] is True
+    outcomes = [(d["step"], d.get("name"), d["outcome"]) for d in done["decisions"]]
+    assert ("memory", "diet", "created") in outcomes and ("contacts", "Maria Lopez", "created") in outcomes
+    dropped = [d for d in done["decisions"] if d["outcome"] == "dropped" and "not valid text" in d["detail"]]
+    assert [d["step"] for d in dropped] == ["memory", "contacts"]
+    assert watermark(vault)["last"] == 4
+    entry = log(vault)[-1]
+    assert entry["applied"] is True and sum("not valid text" in d["detail"] for d in entry["decisions"]) == 2
+    assert ok(cli("task", "consolidate", "t1", "--json"))["passes"] == []  # nothing left to retry

@@ -231,3 +231,20 @@ def test_init_in_a_git_repository_registers_the_driver(aibuddy_exe: list[str], t
     driver = git(repo, "config", "--get", "merge.aibuddy.driver", env=env).stdout
     assert driver.strip().endswith("git merge-file %O %A %B %P")
     assert "tables/**/*.csv merge=aibuddy" in (repo / "vault/.gitattributes").read_text()
+
+
+def test_init_in_a_folder_the_repository_ignores_registers_nothing_there(
+    aibuddy_exe: list[str], tmp_path: Path
+) -> None:
+    """A vault made under a project's git-ignored folder (a benchmark's bench/out/) is not that
+    repository's content: its driver and pre-commit hook would meddle with the project's commits."""
+    repo = tmp_path / "project"
+    (repo / "out").mkdir(parents=True)
+    env = child_env(repo / "out" / "vault")
+    git(repo, "init", "-q", env=env)
+    (repo / ".gitignore").write_text("out/\n")
+    made = run_aibuddy(aibuddy_exe, "--user", "demo", "init", str(repo / "out" / "vault"), env=env)
+    assert made.returncode == 0, made.stderr
+    config = git(repo, "config", "--get", "merge.aibuddy.driver", env=env, check=False)
+    assert config.returncode == 1 and config.stdout == ""
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()

@@ -399,7 +399,7 @@ def test_a_write_that_fails_at_fsync_names_the_record(
     error = json.loads(result.stdout)["error"]
     assert (result.exit_code, error["code"]) == (1, "disk_full")
     assert str(vault.root / "memory" / "demo" / "tea.md") in error["message"]
-    assert not list((vault.root / "memory" / "demo").iterdir())
+    assert not (vault.root / "memory" / "demo").exists()  # the folder the write made went with it
 
 
 @pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC, errno.EACCES], ids=errno.errorcode.get)
@@ -541,3 +541,19 @@ def test_recall_answers_when_its_lock_cannot_be_made(stocked: Vault, monkeypatch
     (warning,) = result.warnings
     assert "read-only file system" in warning
     assert files_of(stocked.root / "memory") == before
+
+
+def test_a_task_that_cannot_be_written_leaves_no_folder_behind(
+    cli, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed `task new` (full disk) leaves no empty tasks/<user>/t1/: no later `task list`
+    warns of a task 't1', and the next task is t1, not t2."""
+    with monkeypatch.context() as refused:
+        refuse_temp_files(refused, errno.ENOSPC)
+        result = cli("task", "new", "Plan the offsite", "--json")
+        assert (result.exit_code, json.loads(result.stdout)["error"]["code"]) == (1, "disk_full")
+    assert not (vault.root / "tasks" / "demo").exists()
+    listed = cli("task", "list", "--json")
+    assert (listed.exit_code, listed.stderr) == (0, "")
+    assert json.loads(listed.stdout) == {"tasks": []}
+    assert json.loads(cli("task", "new", "Plan the offsite", "--json").stdout)["id"] == "t1"

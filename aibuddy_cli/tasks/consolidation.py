@@ -311,24 +311,54 @@ class Consolidator:
         if tables is not None:
             tables.source = "consolidation"  # how the tables journal names these changes
         try:
-            with self.tasks.store.lock(self._lock_name(task_id), timeout=0), self._recorded(task_id):
-                mark = watermark(self.tasks, task_id)
-                messages = [m for m in self.tasks.messages(task_id) if m.n > mark["last"]]
-                every = self.settings.every
-                while messages and (len(messages) >= every or not background):
-                    chunk, messages = messages[:every], messages[every:]
-                    done = self._pass(task_id, chunk, mark, flags, call, dry_run)
-                    passes.append(done)
-                    if not done.applied and not dry_run:
-                        break
-                    # The next chunk rolls the summary this one wrote (a dry run wrote none).
-                    mark = {**mark, "last": chunk[-1].n} if dry_run else watermark(self.tasks, task_id)
+            while True:
+                through = watermark(self.tasks, task_id)["last"]
+                if not self._passes(task_id, flags, call, dry_run, background, passes) or dry_run:
+                    break
+                # Messages may have completed a chunk while the lock was held; their trigger found
+                # this pass busy and gave up. Looked at after the release, so none falls between.
+                if watermark(self.tasks, task_id)["last"] == through or not self._chunk_waiting(
+                    task_id, background
+                ):
+                    break
         except Busy:
-            reason = "a consolidation pass of this task is running"
+            if not passes:
+                reason = "a consolidation pass of this task is running"
         finally:
             if tables is not None:
                 tables.source = "cli"
         return Consolidation(task_id, dry_run, reason, passes, self.status(task_id))
+
+    def _passes(
+        self,
+        task_id: str,
+        flags: dict[str, bool],
+        call: Any,
+        dry_run: bool,
+        background: bool,
+        passes: list[Pass],
+    ) -> bool:
+        """Under the task's lock, a pass over each pending chunk (in the background only whole
+        ones), appended to passes; False when one failed (the rest waits for the next try)."""
+        with self.tasks.store.lock(self._lock_name(task_id), timeout=0), self._recorded(task_id):
+            mark = watermark(self.tasks, task_id)
+            messages = [m for m in self.tasks.messages(task_id) if m.n > mark["last"]]
+            every = self.settings.every
+            while messages and (len(messages) >= every or not background):
+                chunk, messages = messages[:every], messages[every:]
+                done = self._pass(task_id, chunk, mark, flags, call, dry_run)
+                passes.append(done)
+                if not done.applied and not dry_run:
+                    return False
+                # The next chunk rolls the summary this one wrote (a dry run wrote none).
+                mark = {**mark, "last": chunk[-1].n} if dry_run else watermark(self.tasks, task_id)
+        return True
+
+    def _chunk_waiting(self, task_id: str, background: bool) -> bool:
+        task = self.tasks.get(task_id)
+        count = task.messages if task.messages is not None else len(self.tasks.messages(task_id))
+        pending = count - watermark(self.tasks, task_id)["last"]
+        return pending >= (self.settings.every if background else 1)
 
     def _pass(
         self,
@@ -380,6 +410,9 @@ class Consolidator:
                 decisions.append(Decision(category, "ignored", "category switched off"))
                 continue
             for item in _items(reply[key], category):
+                if (bad := _not_text(item)) is not None:  # nothing could store it, nor log its name
+                    decisions.append(Decision(category, "dropped", bad))
+                    continue
                 evidence = _evidence(item, numbers)
                 if evidence is not None:
                     decisions.append(Decision(category, "dropped", evidence))
@@ -397,7 +430,7 @@ class Consolidator:
         if "summary" in reply:
             if not flags["summaries"]:
                 decisions.append(Decision("summaries", "ignored", "category switched off"))
-            elif (problem := _evidence(reply["summary"], numbers)) is not None:
+            elif (problem := _not_text(reply["summary"]) or _evidence(reply["summary"], numbers)) is not None:
                 decisions.append(Decision("summaries", "dropped", problem))
             elif isinstance(reply["summary"].get("text"), str) and reply["summary"]["text"].strip():
                 # Redacted, then cut: a key cut first could be too short to be seen as one.
@@ -560,7 +593,7 @@ class Consolidator:
         try:
             line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"
             self.tasks.store.append(LOG, line.encode("utf-8"))
-        except (AibuddyError, OSError):
+        except (AibuddyError, OSError, ValueError):  # ValueError: text that cannot be encoded
             pass  # the log is a record, never a reason for the pass to fail
 
 
@@ -581,6 +614,21 @@ def _contact_columns() -> list[Any]:
         ColumnSpec("bio", "str", "who they are, as the conversations say"),
         ColumnSpec("response_policy", "str", "how the user wants them answered"),
     ]
+
+
+def _not_text(value: Any) -> str | None:
+    """Why a model's item cannot be kept as text (a lone surrogate in a string), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "not valid text: a lone surrogate in a string"
+        return None
+    parts = [*value, *value.values()] if isinstance(value, dict) else value if isinstance(value, list) else []
+    for part in parts:
+        if (found := _not_text(part)) is not None:
+            return found
+    return None
 
 
 def _items(value: Any, category: str) -> list[dict[str, Any]]:
