@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,19 +62,15 @@ def _confirm(yes: bool, question: str, verb: str = "delete", done: str = "delete
 
 
 def _json_value(text: str, what: str) -> Any:
+    """Strict JSON (no NaN or Infinity, no repeated key): what is stored must print as JSON."""
+    from ..jsonvalues import loads
+
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return loads(text)
     except ValueError as exc:
         raise InvalidInput(f"{what} is not JSON: {exc}") from None
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all different: a repeated one would silently lose a value."""
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        repeated = sorted({k for k, _ in pairs if sum(1 for other, _ in pairs if other == k) > 1})
-        raise ValueError(f"a key is repeated ({', '.join(repeated)})")
-    return found
+    except RecursionError:
+        raise InvalidInput(f"{what} is nested too deeply") from None
 
 
 # --- tables --------------------------------------------------------------------------------
