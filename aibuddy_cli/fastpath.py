@@ -113,6 +113,8 @@ def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
                 index += 1
                 value = args[index]
             key = route.options[name]
+            if value == "--json" or value.partition("=")[0] in route.options:
+                return None  # `--where --json`: a value left out, which the Typer app reports
             if key in route.numbers:
                 low = route.minimums.get(key, 1)
                 if not (value.isascii() and value.isdigit()) or not low <= int(value) <= route.numbers[key]:
