@@ -49,7 +49,7 @@ ROUTES: dict[tuple[str, ...], Route] = {
     ("table", "filter"): Route(
         ("tables",),
         {"--where": "where", "--columns": "columns", "--limit": "limit", "-n": "limit", "--offset": "offset"},
-        {"limit": MAX_NUMBER, "offset": MAX_NUMBER},
+        {"limit": MAX_NUMBER, "offset": 2**63 - 1},  # an offset is any 64-bit row count, as in Typer
         variadic=True,
         minimums={"offset": 0},
     ),
