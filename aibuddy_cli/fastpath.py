@@ -187,17 +187,20 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     try:
         session = Session.locate(options.get("vault"), options.get("user"), warnings=warnings)
         document, text = _HANDLERS[tuple(rest[:2])](session, args, stderr)
-    except (AibuddyError, OSError) as error:
+    except (AibuddyError, OSError, UnicodeError) as error:  # as the Typer app's RootGroup
         output.report_warnings(warnings, stderr)
         return output.report_error(as_aibuddy_error(error), args["json"], stdout, stderr)
     finally:
         if session is not None:
             session.close()
     output.report_warnings(warnings, stderr)
-    if args["json"]:
-        output.emit_json(document(), stdout)
-    else:
-        output.emit_text(text(), stdout)
+    try:
+        if args["json"]:
+            output.emit_json(document(), stdout)
+        else:
+            output.emit_text(text(), stdout)
+    except AibuddyError as error:  # an answer JSON cannot hold (NaN): said, never half printed
+        return output.report_error(error, args["json"], stdout, stderr)
     return 0
 
 

@@ -67,8 +67,12 @@ class TableSchema(NamedTuple):
     ) -> TableSchema:
         check_name(key, "key column")
         specs = [ColumnSpec(key, "int", "the row's key, assigned by aibuddy")]
+        if has_surrogate(description):
+            raise InvalidInput(f"the description: {SURROGATE_REFUSED}")
         for column in columns:
             check_name(column.name)
+            if has_surrogate(column.description):
+                raise InvalidInput(f"column {column.name}: the description: {SURROGATE_REFUSED}")
             if column.type not in COLUMN_TYPES:
                 raise InvalidInput(
                     f"column {column.name}: unknown type {column.type!r} ({', '.join(COLUMN_TYPES)})"
