@@ -329,6 +329,12 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def as_json(value: Any) -> Any:
+    """value as an answer or the journal may show it: an expression's infinity as its text "inf"
+    (JSON has no such number; it is never stored)."""
+    return repr(value) if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def cell_text(value: Any, type_: str) -> str:
     """A parsed value as its CSV cell (the one spelling of that value)."""
     if value is None:
