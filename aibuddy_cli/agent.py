@@ -6,9 +6,10 @@ calls and hands their results back until the model answers without calling a too
 bounded twice: by steps (model turns) and by a budget on the tool output the model reads. A
 tool's failure (unknown tool, arguments that are not a JSON object or do not fit, a typed
 AibuddyError) goes back to the model as the tool's result, `{"error": "…"}`; it never ends the
-loop. Arguments are strict JSON (no NaN or Infinity) and are checked against the tool's declared
-parameters (tool_arguments.py) before the tool runs. The model itself is injected as `complete`, so tests drive the loop in-process with
-scripted replies, and the same loop serves litellm, an MCP client or a test double.
+loop. Arguments are strict JSON (no NaN or Infinity) and are checked against the tool's
+declared parameters (tool_arguments.py) before the tool runs. The model itself is injected as
+`complete`, so tests drive the loop in-process with scripted replies, and the same loop serves
+litellm, an MCP client or a test double.
 """
 
 from __future__ import annotations

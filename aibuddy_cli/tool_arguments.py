@@ -45,15 +45,15 @@ def check_arguments(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dic
 
 def _checked(schema: Mapping[str, Any], value: Any, path: str) -> Any:
     if "anyOf" in schema:
-        refusals = []
+        refusals: list[tuple[Mapping[str, Any], ValueError]] = []
         for option in schema["anyOf"]:
             try:
                 return _checked(option, value, path)
             except ValueError as exc:
                 refusals.append((option, exc))
-        for option, exc in refusals:  # a list, but of the wrong items: say which item
+        for option, refusal in refusals:  # a list, but of the wrong items: say which item
             if _fits(option.get("type"), value):
-                raise exc
+                raise refusal
         raise ValueError(f"{path} must be {_expected(schema)}, not {_kind(value)}")
     wanted = schema.get("type")
     if wanted is not None:
@@ -65,7 +65,10 @@ def _checked(schema: Mapping[str, Any], value: Any, path: str) -> Any:
         return [_checked(schema["items"], item, f"{path}[{at}]") for at, item in enumerate(value)]
     if wanted == "object" and "properties" in schema:
         declared = schema["properties"]
-        return {k: v if v is None else _checked(declared.get(k, {}), v, f"{path}.{k}") for k, v in value.items()}
+        return {
+            key: item if item is None else _checked(declared.get(key, {}), item, f"{path}.{key}")
+            for key, item in value.items()
+        }
     return value
 
 
@@ -74,7 +77,7 @@ def _fits(wanted: Any, value: Any) -> bool:
     if wanted in ("number", "integer"):
         whole = isinstance(value, int) or wanted == "number"
         return isinstance(value, int | float) and not isinstance(value, bool) and whole
-    kinds: dict[str, type | tuple[type, ...]] = {"string": str, "boolean": bool, "array": list, "object": dict}
+    kinds: dict[str, type] = {"string": str, "boolean": bool, "array": list, "object": dict}
     if wanted == "null":
         return value is None
     return wanted not in kinds or isinstance(value, kinds[wanted])

@@ -369,7 +369,8 @@ def test_a_metric_beyond_the_range_of_a_float_is_an_error_not_infinity(
 ) -> None:
     rows = ["--row", '{"price": 1.7e308}', "--row", '{"price": 1.7e308}']
     ok(cli("table", "add", "gear", *rows, "--json"))
-    found = run_aibuddy(aibuddy_exe, "table", "reduce", "gear", "-m", metric, "-c", "price", "--json", env=env)
+    reduce = ["table", "reduce", "gear", "-m", metric, "-c", "price", "--json"]
+    found = run_aibuddy(aibuddy_exe, *reduce, env=env)
     assert found.returncode == 6, found.stderr
     assert f"{metric}(price) is beyond the range of a floating-point number" in found.stderr.decode()
     assert strict_json(found.stdout.decode())["error"]["code"] == "invalid_input"
@@ -418,7 +419,8 @@ def test_an_embedding_with_nan_falls_back_to_lexical_search(
     environ = {"AIBUDDY_MODEL_EMBEDDING": "openai/embed-test", "AIBUDDY_TIMEOUT": "30"}
     session = Session(Vault.open(vault.root), "demo", environ=environ)
     session.tables.changes.vectorize_column("gear", "name")
-    monkeypatch.setattr(aibuddy_cli.models, "embed", lambda settings, texts: [[float("nan"), 1.0]] * len(texts))
+    nan = [float("nan"), 1.0]
+    monkeypatch.setattr(aibuddy_cli.models, "embed", lambda settings, texts: [nan] * len(texts))
     found = session.tables.queries.search("solid state drive")
     assert found.method == "lexical"
     assert any("NaN or Infinity" in warning for warning in session.take_warnings())

@@ -76,14 +76,14 @@ TEMPORAL: dict[str, Callable[[str], date | datetime | time]] = {
 FUNCTIONS = ("abs", "coalesce", "date", "datetime", "len", "lower", "round", "time", "today", "upper")
 REFUSED = {
     ast.Subscript: "indexing (x[...])",
-    ast.Slice: "slices",
-    ast.ListComp: "comprehensions",
-    ast.SetComp: "comprehensions",
-    ast.DictComp: "comprehensions",
-    ast.GeneratorExp: "generator expressions",
+    ast.Slice: "a slice",
+    ast.ListComp: "a comprehension",
+    ast.SetComp: "a comprehension",
+    ast.DictComp: "a comprehension",
+    ast.GeneratorExp: "a generator expression",
     ast.Lambda: "lambda",
-    ast.JoinedStr: "f-strings",
-    ast.FormattedValue: "f-strings",
+    ast.JoinedStr: "an f-string",
+    ast.FormattedValue: "an f-string",
     ast.NamedExpr: "assignment (:=)",
     ast.Starred: "unpacking (*)",
     ast.Dict: "a dict {...}",
@@ -390,7 +390,7 @@ class _Compiler:
             if has_surrogate(value):  # an escape such as "\ud800": no UTF-8 text has it
                 self.fail(node, SURROGATE_REFUSED)
             return _Sql("?", [value], "str")
-        kind = {bytes: "bytes", complex: "a complex number"}.get(type(value), "...")
+        kind = {bytes: "a bytes literal", complex: "a complex number"}.get(type(value), "... (Ellipsis)")
         self.fail(node, f"{kind} is not allowed")
 
     def unary(self, node: ast.UnaryOp) -> _Sql:

@@ -200,7 +200,8 @@ class TableQueries:
                 raise refusals[0]
             listed = "; ".join(f"table {table}: {reason}" for table, reason in skipped[:MAX_NAMED_TABLES])
             more = len(skipped) - MAX_NAMED_TABLES
-            raise _like(refusals[0], f"no table fits the filter and columns given ({listed}{f'; and {more} more' if more > 0 else ''})")
+            listed += f"; and {more} more" if more > 0 else ""
+            raise _like(refusals[0], f"no table fits the filter and columns given ({listed})")
         for table_name, reason in skipped:
             self.state.warnings.append(f"table filter: {table_name} skipped: {reason}")
         rowsets = [self._filter_one(*found, limit, offset) for found in prepared]
@@ -276,9 +277,9 @@ class TableQueries:
         else:
             groups = self._python_reduce(table, metric, columns, group_by, clause, params)
         for _, values in groups:
-            for column, value in values.items():
+            for name, value in values.items():
                 if isinstance(value, float) and not math.isfinite(value):
-                    raise InvalidInput(_OVERFLOW.format(metric=metric, column=column))
+                    raise InvalidInput(_OVERFLOW.format(metric=metric, column=name))
         return Reduction(table.ref.qualified, metric, columns, where, group_by, groups)
 
     @staticmethod
@@ -363,9 +364,11 @@ class TableQueries:
             return []
         hits: list[SearchHit] = []
         for table in tables:
-            ranked = sorted(self._bm25(table, terms).items(), key=lambda item: (-item[1], item[0]))[:limit]
+            scores = self._bm25(table, terms)
+            ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
             rows = self._rows_by_key(table, [key for key, _ in ranked])
-            hits += [SearchHit(table.ref.qualified, round(score, 4), rows[key]) for key, score in ranked if key in rows]
+            found = [(key, score) for key, score in ranked if key in rows]
+            hits += [SearchHit(table.ref.qualified, round(score, 4), rows[key]) for key, score in found]
         hits.sort(key=lambda hit: -hit.score)
         return hits
 
