@@ -8,7 +8,9 @@ may hold control characters that would drive a terminal. Plain text never prints
 `emit_text`, `warn` and `report_error` show every C0 control character except newline and tab
 (and the CR of a CRLF line ending), DEL and the C1 controls escaped as `\\x1b`; renderers also
 pass single-line fields through `one_line`, which escapes newlines and tabs too, so a value
-cannot forge rows or columns of a tab-separated listing. JSON escapes the same set.
+cannot forge rows or columns of a tab-separated listing. JSON escapes the same set. A lone
+surrogate (argv bytes that are not UTF-8 arrive as one) is shown as its escape, `\\udcff`, in
+both: no UTF-8 stream takes it raw. JSON is never NaN or Infinity (see `emit_json`).
 """
 
 from __future__ import annotations

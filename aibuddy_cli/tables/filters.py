@@ -7,7 +7,8 @@ a column's SQL comes only from the mapping the caller gives.
     created >= date("2024-01-01")         status in ["open", "blocked"]  not archived
 
 Values. Literals: text, whole numbers (64-bit), finite decimals, True/False (stored 1/0), None (an
-empty cell). Dotted names (`people.city`) name the columns of a join; no other `.` is allowed.
+empty cell). Text with a lone surrogate (the escape "\\ud800") is refused: no UTF-8 text holds it.
+Dotted names (`people.city`) name the columns of a join; no other `.` is allowed.
 
 Comparisons. `== != < <= > >=`, chained (`1 < x < 5` means both). `==` and `!=` are Python's:
 an empty cell equals None and differs from everything else, so `city != "Berlin"` includes rows
@@ -21,6 +22,9 @@ with None.
 Membership. `"eng" in role`: substring of text, case-sensitive. `"ssd" in tags`: an element of a list
 column. `"k" in meta`: a key of a dict column. `x in [a, b, …]` (or a tuple, at most 1,000 items):
 one of them; `in []` is false. `not in` is the opposite, so it is true for an empty cell.
+
+Refused constructs are named: "lambda is not allowed", "calling a method (.lower()) is not
+allowed", "calling the result of an expression is not allowed", "<< (a bit operator)", ….
 
 Logic and arithmetic. `and or not` give true/false (never an operand, unlike Python). In a boolean
 position a value counts as true as in Python: a non-zero number, non-empty text, list or dict, any
