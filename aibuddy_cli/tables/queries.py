@@ -364,16 +364,15 @@ class TableQueries:
             return []
         hits: list[SearchHit] = []
         for table in tables:
-            scores = self._bm25(table, terms)
-            ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
+            ranked = self._bm25(table, terms, limit)
             rows = self._rows_by_key(table, [key for key, _ in ranked])
             found = [(key, score) for key, score in ranked if key in rows]
             hits += [SearchHit(table.ref.qualified, round(score, 4), rows[key]) for key, score in found]
         hits.sort(key=lambda hit: -hit.score)
         return hits
 
-    def _bm25(self, table: IndexedTable, terms: list[str]) -> dict[int, float]:
-        """Each matching row's BM25 score (by key), always positive for a match.
+    def _bm25(self, table: IndexedTable, terms: list[str], limit: int) -> list[tuple[int, float]]:
+        """The best `limit` matching rows (key, BM25 score), best first; a match scores above 0.
 
         FTS5's bm25() weighs a term by log((N - n + 0.5) / (n + 0.5)) and clamps that to 1e-6 when
         the term is in half the rows or more: in a small table, or for a common word, every match
@@ -381,20 +380,27 @@ class TableQueries:
         on its own, FTS5's weight divided out of its score (what remains is the term's frequency
         and length part, with FTS5's stemming and phrases), and the weight Lucene uses put in,
         log(1 + (N - n + 0.5) / (n + 0.5)), which is positive and falls as the term gets common."""
-        indexed = self.state.index.query(f"SELECT count(*) FROM {table.fts}")[0][0]
-        scores: dict[int, float] = {}
+        fts = table.fts
+        indexed = self.state.index.query(f"SELECT count(*) FROM {fts}")[0][0]
+        parts: list[str] = []
+        params: list[Any] = []
         for term in terms:
-            found = self.state.index.query(
-                f"SELECT rowid, bm25({table.fts}) FROM {table.fts} WHERE {table.fts} MATCH ?", [term]
-            )
-            if not found:
+            rows = self.state.index.query(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", [term])[0][0]
+            if not rows:
                 continue
-            odds = (indexed - len(found) + 0.5) / (len(found) + 0.5)
-            fts5_weight = max(math.log(odds), 1e-6)
-            weight = math.log1p(odds)
-            for key, raw in found:
-                scores[key] = scores.get(key, 0.0) + weight * (-raw / fts5_weight)
-        return scores
+            odds = (indexed - rows + 0.5) / (rows + 0.5)
+            parts.append(f"SELECT rowid, bm25({fts}) * ? AS score FROM {fts} WHERE {fts} MATCH ?")
+            params += [-math.log1p(odds) / max(math.log(odds), 1e-6), term]
+        if not parts:
+            return []
+        # LIMIT -1 keeps SQLite from flattening one term's SELECT into the GROUP BY, where bm25()
+        # cannot run ("unable to use function bm25 in the requested context").
+        found = self.state.index.query(
+            f"SELECT rowid, sum(score) AS total FROM ({' UNION ALL '.join(parts)} LIMIT -1)"
+            " GROUP BY rowid ORDER BY total DESC, rowid LIMIT ?",
+            [*params, limit],
+        )
+        return [(key, score) for key, score in found]
 
     def _semantic(
         self, settings: ModelSettings, references: list[str], tables: list[IndexedTable], limit: int
