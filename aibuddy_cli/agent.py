@@ -6,8 +6,10 @@ calls and hands their results back until the model answers without calling a too
 bounded twice: by steps (model turns) and by a budget on the tool output the model reads. A
 tool's failure (unknown tool, arguments that are not a JSON object or do not fit, a typed
 AibuddyError) goes back to the model as the tool's result, `{"error": "…"}`; it never ends the
-loop. The model itself is injected as `complete`, so tests drive the loop in-process with
-scripted replies, and the same loop serves litellm, an MCP client or a test double.
+loop. Arguments are strict JSON (no NaN or Infinity) and are checked against the tool's
+declared parameters (tool_arguments.py) before the tool runs. The model itself is injected as
+`complete`, so tests drive the loop in-process with scripted replies, and the same loop serves
+litellm, an MCP client or a test double.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
+from . import jsonvalues
 from .errors import AibuddyError, ModelError
+from .tool_arguments import check_arguments
 
 if TYPE_CHECKING:
     from .models import ModelSettings
@@ -113,7 +117,7 @@ class ToolBox(Generic[C]):
         if self.used_chars >= self.budget_chars:
             return json.dumps({"error": BUDGET_USED_UP})
         try:
-            args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+            args = jsonvalues.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
             if not isinstance(args, dict):
                 raise ValueError("arguments must be an object")
             tool = self.tools.get(name)
@@ -121,12 +125,15 @@ class ToolBox(Generic[C]):
                 known = ", ".join(self.tools)
                 result: Any = {"error": f"unknown tool {name!r}; the tools are {known}"}
             else:
-                result = tool.run(self.context, args)
-        except (ValueError, TypeError, OverflowError) as exc:
+                result = tool.run(self.context, check_arguments(tool.parameters, args))
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             result = {"error": f"bad arguments for {name}: {exc}"}
         except AibuddyError as exc:
             result = {"error": exc.message}
-        text = json.dumps(result, ensure_ascii=False)
+        try:
+            text = json.dumps(result, ensure_ascii=False, allow_nan=False)
+        except ValueError:  # a NaN or an infinity: no model API takes it as JSON
+            text = json.dumps({"error": f"{name} gave a result JSON cannot hold (NaN or Infinity)"})
         self.used_chars += len(text)
         return text
 

@@ -49,7 +49,7 @@ ROUTES: dict[tuple[str, ...], Route] = {
     ("table", "filter"): Route(
         ("tables",),
         {"--where": "where", "--columns": "columns", "--limit": "limit", "-n": "limit", "--offset": "offset"},
-        {"limit": MAX_NUMBER, "offset": MAX_NUMBER},
+        {"limit": MAX_NUMBER, "offset": 2**63 - 1},  # an offset is any 64-bit row count, as in Typer
         variadic=True,
         minimums={"offset": 0},
     ),
@@ -113,6 +113,8 @@ def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
                 index += 1
                 value = args[index]
             key = route.options[name]
+            if value == "--json" or value.partition("=")[0] in route.options:
+                return None  # `--where --json`: a value left out, which the Typer app reports
             if key in route.numbers:
                 low = route.minimums.get(key, 1)
                 if not (value.isascii() and value.isdigit()) or not low <= int(value) <= route.numbers[key]:
@@ -185,17 +187,20 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     try:
         session = Session.locate(options.get("vault"), options.get("user"), warnings=warnings)
         document, text = _HANDLERS[tuple(rest[:2])](session, args, stderr)
-    except (AibuddyError, OSError) as error:
+    except (AibuddyError, OSError, UnicodeError) as error:  # as the Typer app's RootGroup
         output.report_warnings(warnings, stderr)
         return output.report_error(as_aibuddy_error(error), args["json"], stdout, stderr)
     finally:
         if session is not None:
             session.close()
     output.report_warnings(warnings, stderr)
-    if args["json"]:
-        output.emit_json(document(), stdout)
-    else:
-        output.emit_text(text(), stdout)
+    try:
+        if args["json"]:
+            output.emit_json(document(), stdout)
+        else:
+            output.emit_text(text(), stdout)
+    except AibuddyError as error:  # an answer JSON cannot hold (NaN): said, never half printed
+        return output.report_error(error, args["json"], stdout, stderr)
     return 0
 
 

@@ -124,6 +124,15 @@ def ok(result: Any) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
+def strict_json(text: str) -> Any:
+    """text parsed as JSON any reader takes (JavaScript's JSON.parse): NaN or Infinity fail."""
+
+    def refuse(constant: str) -> Any:
+        raise AssertionError(f"{constant} is not JSON: {text[:200]!r}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def write_file(folder: Path, name: str, content: str | bytes) -> Path:
     """folder/name holding content (str as UTF-8), folders made as needed."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -215,4 +215,4 @@ def test_odd_tool_arguments_and_replies_do_not_crash_the_loop(
     tools = [
         json.loads(m["content"]) for m in fake_openai.requests[1]["body"]["messages"] if m["role"] == "tool"
     ]
-    assert "hits" in tools[0] and "error" in tools[1] and "error" in tools[2]
+    assert "1e400 is too large" in tools[0]["error"] and "error" in tools[1] and "error" in tools[2]

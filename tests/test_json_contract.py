@@ -97,6 +97,8 @@ CASES: list[tuple[str, list[str], int]] = [
     ("table list", ["table", "list"], 0),
     ("table show", ["table", "show", "people"], 0),
     ("table filter", ["table", "filter", "people", "--where", "age > 30"], 0),
+    ("table create cities", ["table", "create", "cities", "-c", "city:str"], 0),
+    ("table filter every table", ["table", "filter", "--where", "age > 30"], 0),  # cities is skipped
     ("table reduce", ["table", "reduce", "people", "-m", "mean", "-c", "age", "-g", "city"], 0),
     ("table search", ["table", "search", "Ada"], 0),
     ("table join", ["table", "join", "people", "people", "--on", "left.city == right.city"], 0),
@@ -442,6 +444,13 @@ PINNED: dict[str, Any] = {
         "columns": [{"name": "*", "type": "*", "description": "*"}],
         "rows": "*",
     },
+    "table create cities": {
+        "table": "*",
+        "description": "*",
+        "key": "*",
+        "columns": [{"name": "*", "type": "*", "description": "*"}],
+        "rows": "*",
+    },
     "table add": {
         "op": "*",
         "table": "*",
@@ -480,6 +489,21 @@ PINNED: dict[str, Any] = {
                 "rows": [{"row_id": "*", "name": "*", "age": "*", "city": "*"}],
             }
         ],
+        "skipped": [],
+    },
+    "table filter every table": {
+        "filter": "*",
+        "offset": "*",
+        "limit": "*",
+        "tables": [
+            {
+                "table": "*",
+                "columns": ["*"],
+                "total": "*",
+                "rows": [{"row_id": "*", "name": "*", "age": "*", "city": "*"}],
+            }
+        ],
+        "skipped": [{"table": "*", "reason": "*"}],
     },
     "table reduce": {
         "table": "*",

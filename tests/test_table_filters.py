@@ -618,6 +618,44 @@ def test_a_refusal_says_where(expression: str, where: str) -> None:
     assert caught.value.message.startswith(f"filter: {where}"), caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("expression", "says"),
+    [
+        ("(lambda x: x)(1)", "lambda is not allowed"),
+        ("lambda: 1", "lambda is not allowed"),
+        ("len(name)(1)", "calling the result of an expression is not allowed"),
+        ("(name or city)()", "calling the result of an expression is not allowed"),
+        ("name.lower() == 'x'", "calling a method (.lower()) is not allowed; write lower(x)"),
+        ("name.strip() == 'x'", "calling a method (.strip()) is not allowed"),
+        ("open('x')", "function open() is not allowed"),
+        ("age @ 2 > 1", "@ (matrix multiplication) is not allowed"),
+        ("age & 1", "& (a bit operator) is not allowed"),
+        ("age | 1", "| (a bit operator) is not allowed"),
+        ("age ^ 1", "^ (a bit operator) is not allowed"),
+        ("age << 1", "<< (a bit operator) is not allowed"),
+        ("age >> 1", ">> (a bit operator) is not allowed"),
+        ("~age", "~ (a bit operator) is not allowed"),
+        ("age ** 2 > 1", "** (power) is not allowed"),
+        ("name[0] == 'A'", "indexing (x[...]) is not allowed"),
+        ("[a for a in tags]", "a comprehension is not allowed"),
+        ("(a for a in tags)", "a generator expression is not allowed"),
+        ("f'{name}' == 'x'", "an f-string is not allowed"),
+        ("b'x' == name", "a bytes literal is not allowed"),
+        ("...", "... (Ellipsis) is not allowed"),
+        ("(x := 1)", "assignment (:=) is not allowed"),
+        ("{'a': 1}", "a dict {...} is not allowed"),
+        ("name.real", "attribute access (.real) is not allowed"),
+        ('name == "\\ud800"', "a lone surrogate (\\ud800-\\udfff) is not text"),
+        ('"\\udcff" in name', "a lone surrogate (\\ud800-\\udfff) is not text"),
+    ],
+)
+def test_a_refused_construct_is_named(expression: str, says: str) -> None:
+    with pytest.raises(FilterError) as caught:
+        compile_filter(expression, COLUMNS)
+    assert says in caught.value.message, caught.value.message
+    assert "this()" not in caught.value.message
+
+
 def test_the_bounds_allow_what_a_person_writes(db: sqlite3.Connection) -> None:
     assert selected(db, "(" * 100 + "age > 30" + ")" * 100) == {1, 3, 6}
     assert selected(db, "age in [" + ", ".join(str(n) for n in range(1_000)) + "]") == {2, 5, 8, 1, 3, 6}

@@ -228,3 +228,61 @@ def test_instructions_reach_the_model_and_a_run_needs_ask_before_any_change(stoc
     assert run.operations == [] and run.summary == "Nothing to change."
     tools = {message["role"] for message in model.seen[0]}
     assert tools == {"system", "user"}
+
+
+# --- every tool argument is checked against what the tool declares ------------------------------
+
+ODD_READS = [
+    (("filter", {"tables": ["vendors"], "filter": 5}), "filter must be a string, not 5"),
+    (("filter", {"filter": ["city == 'Paris'"]}), "filter must be a string, not a list"),
+    (("filter", {"filter": {"city": "Paris"}}), "filter must be a string, not an object"),
+    (("filter", {"tables": [1]}), "tables[0] must be a string, not 1"),
+    (("filter", {"limit": "ten"}), "limit must be a whole number, not a string"),
+    (("filter", {"where": "rating > 3"}), "unknown argument 'where' (the arguments are: tables, filter,"),
+    (("search", {"query": 3}), "query must be a string or a list of strings, not 3"),
+    (("search", {}), "query must be a string or a list of strings (it is required)"),
+    (("reduce", {"table": "vendors", "metric": "avg", "keys": "rating"}), "metric must be one of 'count',"),
+    (("reduce", {"table": "vendors", "metric": "sum", "keys": "rating", "filter": True}), "filter must be"),
+    (("filter_join", {"left": "vendors", "right": "vendors", "on": 1}), "on must be a string, not 1"),
+    (("filter", '{"filter": NaN}'), "NaN is not a JSON number"),
+]
+
+
+def test_ask_refuses_tool_arguments_of_the_wrong_kind_as_tool_errors(stocked: Vault) -> None:
+    model = ScriptedModel()
+    model.call(*(call for call, _ in ODD_READS))
+    model.call(("filter", {"tables": "vendors", "filter": "rating > 3", "limit": 2.0}))  # 2.0 is 2
+    model.answer("Acme and Initech are rated above 3.")
+    answer = agent(stocked, model).ask("Which vendors are rated above 3?")
+    assert answer.method == "model"
+    refused = model.tool_results(1)
+    assert len(refused) == len(ODD_READS)
+    for result, (call, says) in zip(refused, ODD_READS, strict=True):
+        assert result["error"].startswith(f"bad arguments for {call[0]}: {says}"), (call, result)
+    found = model.tool_results()[-1]
+    assert [r["name"] for r in found["tables"][0]["rows"]] == ["Acme", "Initech"] and found["limit"] == 2
+
+
+def test_update_refuses_mutating_tool_arguments_of_the_wrong_kind_and_applies_nothing(stocked: Vault) -> None:
+    before = rows_file(stocked).read_bytes()
+    model = ScriptedModel()
+    model.call(("ask", {"question": "What vendors are there?"}))
+    model.answer("Acme, Globex, Initech.")
+    odd = [
+        (("update_rows", {"table": "vendors", "filter": 5, "values": {"city": "Lyon"}}), "filter must be"),
+        (("update_rows", {"table": "vendors", "filter": ["x"], "values": {}}), "filter must be a string"),
+        (("delete_rows", {"table": "vendors", "filter": {"name": "Globex"}}), "filter must be a string"),
+        (("delete_rows", {"table": ["vendors"], "filter": "True"}), "table must be a string, not a list"),
+        (("add_rows", {"table": "vendors", "rows": {"name": "Evil"}}), "rows must be a list of objects"),
+        (("add_rows", {"table": "vendors", "rows": ["Evil"]}), "rows[0] must be an object, not a string"),
+        (("create_empty_column", {"table": "vendors", "column": 7, "type": "str"}), "column must be"),
+        (("transform_column", {"table": "vendors", "column": "rating", "lossy": "yes"}), "lossy must be one"),
+        (("delete_tables", {}), "tables must be a string or a list of strings (it is required)"),
+    ]
+    model.call(*(call for call, _ in odd))
+    model.answer("Could not change anything.")
+    run = agent(stocked, model).change("update", "Globex moved to Lyon")
+    results = model.tool_results()[1:]  # after ask's answer
+    for result, (call, says) in zip(results, odd, strict=True):
+        assert result["error"].startswith(f"bad arguments for {call[0]}: {says}"), (call, result)
+    assert run.operations == [] and rows_file(stocked).read_bytes() == before

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ok, run_aibuddy
+from conftest import ok, run_aibuddy, strict_json
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.session import Session
@@ -290,3 +290,137 @@ def test_an_import_that_would_drop_values_it_was_given_is_refused(cli, vault: Va
         in cli("table", "add", "t", "--file", str(tmp_path / "extra.csv")).stderr
     )
     assert cli("table", "add", "t", "--row", '{"a": 1, "a": 2}').exit_code == 6
+
+
+# --- NaN and Infinity: refused on every way in, never printed -----------------------------------
+
+NOT_JSON = [
+    ('{"tags": ["ssd", NaN]}', "NaN is not a JSON number"),
+    ('{"meta": {"x": Infinity}}', "Infinity is not a JSON number"),
+    ('{"meta": {"x": -Infinity}}', "-Infinity is not a JSON number"),
+    ('{"tags": [1e400]}', "1e400 is too large for a number"),
+    ('{"price": 1e400}', "1e400 is too large for a number"),
+    ('{"price": NaN}', "NaN is not a JSON number"),
+]
+
+
+@pytest.fixture
+def gear(cli, vault: Vault) -> Path:
+    columns = ["-c", "name:str", "-c", "price:float", "-c", "tags:list", "-c", "meta:dict"]
+    ok(cli("table", "create", "gear", *columns, "--json"))
+    row = '{"name": "NVMe SSD 2TB", "price": 99.5, "tags": ["ssd"], "meta": {}}'
+    ok(cli("table", "add", "gear", "--row", row, "--json"))
+    return table_file(vault, "gear")
+
+
+@pytest.mark.parametrize(("row", "says"), NOT_JSON)
+def test_nan_and_infinity_are_refused_by_add_update_and_file(
+    cli, gear: Path, tmp_path: Path, row: str, says: str
+) -> None:
+    before = gear.read_bytes()
+    added = cli("table", "add", "gear", "--row", row, "--json")
+    assert added.exit_code == 6 and says in added.stderr
+    assert strict_json(added.stdout)["error"]["code"] == "invalid_input"
+    updated = cli("table", "update-rows", "gear", "--where", "True", "--set", row, "--json")
+    assert updated.exit_code == 6 and says in updated.stderr
+    lines = tmp_path / "rows.jsonl"
+    lines.write_text(row + "\n")
+    from_file = cli("table", "add", "gear", "--file", str(lines), "--json")
+    assert from_file.exit_code == 6 and says in from_file.stderr
+    assert gear.read_bytes() == before
+    assert ok(cli("table", "filter", "gear", "--json"))["tables"][0]["rows"][0]["tags"] == ["ssd"]
+
+
+@pytest.mark.parametrize("cell", ['"[""ssd"",NaN]"', '"[1e400]"', '"[Infinity]"'])
+def test_a_hand_edited_cell_with_nan_is_reported_and_never_printed(
+    cli, aibuddy_exe: list[str], env: dict[str, str], gear: Path, cell: str
+) -> None:
+    edited = gear.read_text(encoding="utf-8") + f"2,Cable,1.5,{cell},{{}}\n"
+    gear.write_text(edited, encoding="utf-8")
+    for argv in (["filter", "gear"], ["search", "cable"], ["reduce", "gear", "-m", "count", "-c", "name"]):
+        found = run_aibuddy(aibuddy_exe, "table", *argv, "--json", env=env)  # the fast path too
+        assert found.returncode == 6, (argv, found.stderr)
+        assert b"gear.csv line 3, column tags" in found.stderr
+        assert strict_json(found.stdout.decode())["error"]["code"] == "malformed_table"
+    assert gear.read_text(encoding="utf-8") == edited
+
+
+def test_an_expression_that_overflows_to_infinity_is_refused(cli, gear: Path) -> None:
+    before = gear.read_bytes()
+    for argv in (
+        ["derive", "gear", "huge", "price * 1e308 * 10"],
+        ["derive", "gear", "huge", "price * 1e308 * 10", "--type", "str"],
+        ["transform", "gear", "price", "--expression", "price * 1e308 * 10"],
+    ):
+        refused = cli("table", "column", *argv, "--json")
+        assert refused.exit_code == 6, (argv, refused.stdout)
+        assert strict_json(refused.stdout)["error"]["code"] == "values_not_kept"
+        assert "inf is not a finite number" in refused.stderr
+    assert gear.read_bytes() == before
+    lossy = ["--lossy", "drop", "--yes", "--json"]
+    dropped = ok(cli("table", "column", "derive", "gear", "huge", "price * 1e308 * 10", *lossy))
+    assert dropped["not_converted"]["count"] == 1
+    assert "inf" not in gear.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("metric", ["sum", "mean", "var", "std"])
+def test_a_metric_beyond_the_range_of_a_float_is_an_error_not_infinity(
+    aibuddy_exe: list[str], env: dict[str, str], cli, gear: Path, metric: str
+) -> None:
+    rows = ["--row", '{"price": 1.7e308}', "--row", '{"price": 1.7e308}']
+    ok(cli("table", "add", "gear", *rows, "--json"))
+    reduce = ["table", "reduce", "gear", "-m", metric, "-c", "price", "--json"]
+    found = run_aibuddy(aibuddy_exe, *reduce, env=env)
+    assert found.returncode == 6, found.stderr
+    assert f"{metric}(price) is beyond the range of a floating-point number" in found.stderr.decode()
+    assert strict_json(found.stdout.decode())["error"]["code"] == "invalid_input"
+
+
+def test_a_model_tool_call_with_nan_is_a_tool_error_and_writes_nothing(gear: Path, vault: Vault) -> None:
+    before = gear.read_bytes()
+    model = ScriptedModel()
+    model.call(("ask", {"question": "What gear is there?"}))
+    model.answer("An SSD (row 1).")
+    model.call(
+        ("add_rows", '{"table": "gear", "rows": [{"name": "Cable", "tags": [NaN]}]}'),
+        ("update_rows", '{"table": "gear", "filter": "True", "values": {"price": Infinity}}'),
+        ("add_rows", {"table": "gear", "rows": [{"name": "Hub", "meta": {"x": float("inf")}}]}),
+    )
+    model.answer("Done.")
+    session = Session(Vault.open(vault.root), "demo", environ=ENV)
+    run = TableAgent(session.tables, session.environ, connect=lambda settings: model).change("update", "x")
+    _, nan, infinity, dumped = model.tool_results()  # after ask's answer
+    assert "NaN is not a JSON number" in nan["error"] and "Infinity is not a JSON number" in infinity["error"]
+    assert "Infinity is not a JSON number" in dumped["error"]  # json.dumps wrote it, the parse refuses it
+    assert run.operations == [] and gear.read_bytes() == before
+
+
+def test_json_output_never_holds_nan_and_says_so_instead(capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from aibuddy_cli.cli.output import emit_json
+    from aibuddy_cli.errors import InvalidInput
+
+    out = io.StringIO()
+    for value in (float("nan"), float("inf"), [1.0, -float("inf")]):
+        with pytest.raises(InvalidInput, match="NaN or Infinity"):
+            emit_json({"value": value}, out)
+    assert out.getvalue() == ""  # nothing half written
+    emit_json({"text": "\ud800"}, out)  # a lone surrogate (from argv bytes) as its JSON escape
+    assert strict_json(out.getvalue()) == {"text": "\ud800"} and out.getvalue() == '{"text": "\\ud800"}\n'
+
+
+def test_an_embedding_with_nan_falls_back_to_lexical_search(
+    cli, gear: Path, vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aibuddy_cli.models
+
+    monkeypatch.setattr(aibuddy_cli.models, "embed", lambda settings, texts: [[1.0, 0.0]] * len(texts))
+    environ = {"AIBUDDY_MODEL_EMBEDDING": "openai/embed-test", "AIBUDDY_TIMEOUT": "30"}
+    session = Session(Vault.open(vault.root), "demo", environ=environ)
+    session.tables.changes.vectorize_column("gear", "name")
+    nan = [float("nan"), 1.0]
+    monkeypatch.setattr(aibuddy_cli.models, "embed", lambda settings, texts: [nan] * len(texts))
+    found = session.tables.queries.search("solid state drive")
+    assert found.method == "lexical"
+    assert any("NaN or Infinity" in warning for warning in session.take_warnings())

@@ -8,8 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ok, run_aibuddy
+from conftest import ok, run_aibuddy, strict_json
 
+from aibuddy_cli.__main__ import main
 from aibuddy_cli.vault import Vault
 
 PEOPLE = [
@@ -257,3 +258,188 @@ def test_rows_from_standard_input_in_a_real_process(
     assert json.loads(added.stdout)["added"] == 2
     found = run_aibuddy(aibuddy_exe, "table", "search", "第二", "--json", env=env)
     assert [h["row"]["text"] for h in json.loads(found.stdout)["hits"]] == ["第二"]
+
+
+# --- no input of any kind is a traceback ---------------------------------------------------------
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """The whole CLI in-process (the fast path, else the Typer app), as a script runs it."""
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# Escapes and characters no UTF-8 text holds, values past 64 bits or a float, syntax half written,
+# constructs the language refuses, and words shaped like options.
+HOSTILE = [
+    '"\\ud800"', 'name == "\\udcff"', "\ud800", "\udcff", '"\\x00" in name', "", " ", "(", ")" * 3, "[" * 150,
+    "9" * 30, "age > 1e400", "age > 99999999999999999999", "age * 9223372036854775807 * 4 > 0", "age / 0 > 1",
+    "age % 0 == 1", "round(age, 99)", "len(age)", "name.upper()", "(lambda: 1)()", "name[0]", "f'{name}'",
+    "age @ 2", "~age", "age ** 2", "1 in name", "tags in tags", "not " * 150 + "True", "coalesce()",
+    'date("2024-02-30")', "\x1b[31m", "-", "-n",
+]
+LIMITS = ["0", "-1", "1", str(2**63 - 1), str(2**63), "99999999999999999999999", "1e3", "１２"]
+DOCUMENTED = {0, 2, 3, 4, 5, 6, 7}
+
+
+def test_hostile_filters_searches_and_numbers_get_an_error_never_a_traceback(
+    cli, people: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = []
+    for text in HOSTILE:
+        calls += [
+            ["table", "filter", "--where", text],
+            ["table", "filter", "people", "--where", text],
+            ["table", "reduce", "people", "-m", "sum", "-c", "age", "--where", text],
+            ["table", "reduce", "people", "-m", "mean", "-c", text],
+            ["table", "search", text],
+            ["table", "join", "people", "people", "--on", text],
+        ]
+    for number in LIMITS:
+        calls += [
+            ["table", "filter", "people", "--offset", number],
+            ["table", "filter", "--limit", number],
+            ["table", "search", "ada", "--limit", number],
+        ]
+    for argv in calls:
+        code, out, err = run_main(capsys, *argv, "--json")
+        assert code in DOCUMENTED, (argv, code, err)
+        document = strict_json(out)
+        assert ("error" in document) == (code != 0), (argv, out)
+        assert "Traceback" not in err and (code == 0 or err.startswith(("error:", "warning:", "Usage:"))), err
+
+
+@pytest.mark.parametrize(
+    "command", [["filter", "people"], ["filter"], ["reduce", "people", "-m", "count", "-c", "age"]]
+)
+def test_a_lone_surrogate_escape_in_a_filter_is_refused(
+    cli, people: str, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    code, out, err = run_main(capsys, "table", *command, "--where", 'name == "\\ud800"', "--json")
+    assert code == 6
+    assert strict_json(out)["error"]["code"] == "invalid_filter"
+    assert "line 1, column 9: a lone surrogate" in err
+
+
+def test_an_offset_past_64_bits_is_a_usage_error_and_a_large_limit_is_the_maximum(
+    cli, people: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    huge = "99999999999999999999999"
+    code, out, err = run_main(capsys, "table", "filter", "people", "--offset", huge, "--json")
+    assert code == 2 and strict_json(out)["error"]["code"] == "usage" and "--offset" in err
+    code, out, _ = run_main(capsys, "table", "filter", "people", "--offset", "9223372036854775807", "--json")
+    assert code == 0 and strict_json(out)["tables"][0]["rows"] == []
+    code, out, _ = run_main(capsys, "table", "filter", "people", "--limit", huge, "--json")
+    assert code == 0 and strict_json(out)["limit"] == 1000  # [tables] max_rows
+
+
+# --- search scores ------------------------------------------------------------------------------
+
+
+def test_a_matching_row_scores_above_zero_even_alone(cli) -> None:
+    ok(cli("table", "create", "parts", "-c", "name:str", "-c", "tags:list", "--json"))
+    ok(cli("table", "add", "parts", "--row", '{"name": "NVMe SSD 2TB", "tags": ["storage"]}', "--json"))
+    (hit,) = ok(cli("table", "search", "ssd storage", "--json"))["hits"]
+    assert hit["row"]["name"] == "NVMe SSD 2TB" and hit["score"] > 0
+
+
+def test_search_scores_order_rows_by_how_much_of_the_query_they_match(cli) -> None:
+    ok(cli("table", "create", "parts", "-c", "name:str", "-c", "tags:list", "--json"))
+    rows = [
+        {"name": "NVMe SSD 2TB", "tags": ["storage"]},
+        {"name": "USB hub", "tags": ["desk"]},
+        {"name": "HDD 4TB", "tags": ["storage"]},
+        {"name": "SATA SSD 1TB", "tags": ["Storage", "fast"]},
+        {"name": "Monitor arm", "tags": ["desk"]},
+    ]
+    ok(cli("table", "add", "parts", *[a for r in rows for a in ("--row", json.dumps(r))], "--json"))
+    hits = ok(cli("table", "search", "SSD storage", "--json"))["hits"]
+    names = [h["row"]["name"] for h in hits]
+    assert set(names[:2]) == {"NVMe SSD 2TB", "SATA SSD 1TB"} and names[2:] == ["HDD 4TB"]
+    scores = [h["score"] for h in hits]
+    assert all(score > 0 for score in scores) and scores[1] > scores[2]  # both words beat one
+    assert ok(cli("table", "search", "storage", "--json"))["hits"][0]["score"] > 0  # in 3 rows of 5
+
+
+# --- table filter over every table ---------------------------------------------------------------
+
+
+def test_a_filter_over_every_table_skips_the_tables_it_does_not_fit_and_says_so(cli, people: str) -> None:
+    ok(cli("table", "create", "cities", "-c", "city:str", "--json"))
+    ok(cli("table", "add", "cities", "--row", '{"city": "London"}', "--json"))
+    result = cli("table", "filter", "--where", "age > 40", "--json")
+    document = ok(result)
+    assert [t["table"] for t in document["tables"]] == ["people"]
+    assert [r["name"] for r in document["tables"][0]["rows"]] == ["Alan Turing", "Grace Hopper"]
+    reason = "filter: line 1, column 1: unknown column 'age' (columns: city, row_id)"
+    assert document["skipped"] == [{"table": "cities", "reason": reason}]
+    assert f"warning: table filter: cities skipped: {reason}" in result.stderr
+    by_column = ok(cli("table", "filter", "--columns", "name", "--json"))
+    assert [t["table"] for t in by_column["tables"]] == ["people"]
+    assert by_column["skipped"][0]["table"] == "cities"
+
+
+def test_a_filter_that_fits_no_table_or_a_named_one_names_the_table(cli, people: str) -> None:
+    ok(cli("table", "create", "cities", "-c", "city:str", "--json"))
+    nowhere = cli("table", "filter", "--where", "agee > 40", "--json")
+    assert nowhere.exit_code == 6 and json.loads(nowhere.stdout)["error"]["code"] == "invalid_filter"
+    assert "no table fits the filter" in nowhere.stderr
+    assert "table cities: filter: line 1, column 1: unknown column 'agee'" in nowhere.stderr
+    assert "table people: filter: line 1, column 1: unknown column 'agee'" in nowhere.stderr
+    named = cli("table", "filter", "people", "cities", "--where", "age > 40", "--json")
+    assert named.exit_code == 6
+    assert "error: table cities: filter: line 1, column 1: unknown column 'age'" in named.stderr
+    anywhere = cli("table", "filter", "--where", "lambda: 1", "--json")  # the same refusal everywhere
+    assert anywhere.exit_code == 6
+    assert "error: filter: line 1, column 1: lambda is not allowed" in anywhere.stderr
+
+
+# --- a value that is one of the command's own options ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["table", "filter", "people", "--where", "--json"],
+        ["table", "filter", "--columns", "--limit", "3"],
+        ["table", "reduce", "people", "-m", "sum", "-c", "--json"],
+        ["table", "search", "ada", "-t", "--json"],
+        ["table", "update-rows", "people", "--where", "--json", "--set", '{"city": "Paris"}'],
+        ["table", "update-rows", "people", "--where", "True", "--set", "--json"],
+        ["table", "delete-rows", "people", "--where", "--yes"],
+        ["table", "join", "people", "people", "--on", "--json"],
+        ["table", "column", "transform", "people", "age", "--expression", "--json"],
+    ],
+)
+def test_an_option_value_spelled_like_an_option_is_a_usage_error(
+    cli, vault: Vault, people: str, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    before = rows_file(vault, "people").read_bytes()
+    code, out, err = run_main(capsys, *argv, *(["--json"] if "--json" not in argv else []))
+    assert code == 2, (out, err)
+    assert strict_json(out)["error"]["code"] == "usage"
+    assert "is one of this command's options, so the value of" in err
+    assert rows_file(vault, "people").read_bytes() == before
+
+
+# --- table column add: name:type as table create spells it ----------------------------------------
+
+
+def test_column_add_takes_name_type_as_create_does_and_the_old_spelling_still_works(cli, people: str) -> None:
+    ok(cli("table", "column", "add", "people", "email:str:Work address", "--json"))
+    ok(cli("table", "column", "add", "people", "phone", "str", "-d", "Mobile", "--json"))
+    ok(cli("table", "column", "add", "people", "born:date", "--json"))
+    columns = {c["name"]: c for c in ok(cli("table", "show", "people", "--json"))["columns"]}
+    assert (columns["email"]["type"], columns["email"]["description"]) == ("str", "Work address")
+    assert (columns["phone"]["type"], columns["phone"]["description"]) == ("str", "Mobile")
+    assert columns["born"]["type"] == "date"
+    for argv, says in (
+        (["fax"], "write name:type[:description]"),
+        (["fax:str", "str"], "names a type already"),
+        (["fax:str:Office", "-d", "Office"], "give the description once"),
+    ):
+        refused = cli("table", "column", "add", "people", *argv, "--json")
+        assert refused.exit_code == 2 and says in refused.stderr, (argv, refused.stderr)
+    unknown = cli("table", "column", "add", "people", "fax:strr", "--json")
+    assert unknown.exit_code == 6 and "unknown type 'strr'" in unknown.stderr

@@ -8,7 +8,9 @@ may hold control characters that would drive a terminal. Plain text never prints
 `emit_text`, `warn` and `report_error` show every C0 control character except newline and tab
 (and the CR of a CRLF line ending), DEL and the C1 controls escaped as `\\x1b`; renderers also
 pass single-line fields through `one_line`, which escapes newlines and tabs too, so a value
-cannot forge rows or columns of a tab-separated listing. JSON escapes the same set.
+cannot forge rows or columns of a tab-separated listing. JSON escapes the same set. A lone
+surrogate (argv bytes that are not UTF-8 arrive as one) is shown as its escape, `\\udcff`, in
+both: no UTF-8 stream takes it raw. JSON is never NaN or Infinity (see `emit_json`).
 """
 
 from __future__ import annotations
@@ -20,21 +22,23 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
-from ..errors import AibuddyError
+from ..errors import AibuddyError, InvalidInput
 
 # The exit code after the reader of stdout went away (`aibuddy memory list | head -1`): the
 # status a shell reports for a tool ended by SIGPIPE (128 + 13).
 BROKEN_PIPE_EXIT = 141
 
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
-_CONTROL_IN_FIELD = re.compile("[\x00-\x1f\x7f-\x9f]")
-_JSON_UNSAFE = re.compile("[\x7f-\x9f]")  # json.dumps escapes C0 already, not DEL and C1
+# Lone surrogates too (from argv bytes that are not UTF-8): shown as \\udcff, never written raw.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]|\r(?!\n)")
+_CONTROL_IN_FIELD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# json.dumps escapes C0 already, not DEL and C1, nor a lone surrogate (which no UTF-8 stream takes)
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
-    return _NAMED.get(char) or f"\\x{ord(char):02x}"
+    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
 
 
 def escape_controls(text: str) -> str:
@@ -61,11 +65,15 @@ def render(
 
 def emit_json(data: Any, out: TextIO | None = None) -> None:
     """One JSON document and a newline; indented only for a person at a terminal, because the
-    indenting encoder is pure Python and slow on a 10,000-record listing."""
+    indenting encoder is pure Python and slow on a 10,000-record listing. Always JSON that any
+    reader parses: a NaN or an infinity is InvalidInput, and nothing is written."""
     out = out or sys.stdout
     indent = 2 if out.isatty() else None
-    text = json.dumps(data, ensure_ascii=False, indent=indent)
-    # DEL and C1 occur only inside JSON strings, where \\u escapes mean the same characters.
+    try:
+        text = json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:  # NaN or an infinity: no JSON reader parses what Python would write
+        raise InvalidInput("the answer holds a number JSON cannot write (NaN or Infinity)") from None
+    # These occur only inside JSON strings, where \\u escapes mean the same characters.
     out.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..errors import Aborted, InvalidInput, NotFound, UsageError
-from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, ColumnSpec, check_lossy, json_text, names_list
+from ..tables.schema import (
+    COLUMN_TYPES,
+    DEFAULT_KEY,
+    INT_RANGE,
+    ColumnSpec,
+    check_lossy,
+    json_text,
+    names_list,
+)
 from . import output, table_output
 from .context import AppState, state_of, stdin_is_terminal
 from .output import render
@@ -27,14 +34,32 @@ columns_app = typer.Typer(
 )
 app.add_typer(columns_app, name="column")
 
+
+def _not_an_option(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+    """An option's value spelled like one of the command's own options (`--where --json`) is that
+    option, given where a value was due: a usage error, never a filter or a text named --json."""
+    own = {name for p in ctx.command.get_params(ctx) for name in (*p.opts, *p.secondary_opts)}
+    for item in value if isinstance(value, list | tuple) else [value]:
+        if isinstance(item, str) and item.startswith("-") and item.partition("=")[0] in own:
+            raise typer.BadParameter(
+                f"{item!r} is one of this command's options, so the value of {param.opts[0]} is missing"
+            )
+    return value
+
+
+def _value_option(default: Any, *names: str, **settings: Any) -> Any:
+    """A text option (a filter, JSON, a name): its value may not be one of the command's options."""
+    return typer.Option(default, *names, callback=_not_an_option, **settings)
+
+
 JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
-WhereOption = typer.Option(
+WhereOption = _value_option(
     None, "--where", help='A filter: a Python boolean expression, e.g. age > 30 and city == "Berlin".'
 )
 FILE_LIMIT = 256 * 1024 * 1024  # the largest file `table add --file` reads
 LOSSY_VERB = "convert values lossily"
 YesOption = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal.")
-LossyOption = typer.Option(
+LossyOption = _value_option(
     None,
     "--lossy",
     help="Convert values that do not convert exactly anyway: round (to the nearest value) or drop "
@@ -63,19 +88,15 @@ def _confirm(yes: bool, question: str, verb: str = "delete", done: str = "delete
 
 
 def _json_value(text: str, what: str) -> Any:
+    """Strict JSON (no NaN or Infinity, no repeated key): what is stored must print as JSON."""
+    from ..jsonvalues import loads
+
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return loads(text)
     except ValueError as exc:
         raise InvalidInput(f"{what} is not JSON: {exc}") from None
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all different: a repeated one would silently lose a value."""
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        repeated = sorted({k for k, _ in pairs if sum(1 for other, _ in pairs if other == k) > 1})
-        raise ValueError(f"a key is repeated ({', '.join(repeated)})")
-    return found
+    except RecursionError:
+        raise InvalidInput(f"{what} is nested too deeply") from None
 
 
 # --- tables --------------------------------------------------------------------------------
@@ -109,10 +130,11 @@ def show(
 
 
 def _column_spec(text: str) -> ColumnSpec:
+    """A column as `table create -c` and `table column add` spell it: name:type[:description]."""
     name, _, rest = text.partition(":")
     type_, _, description = rest.partition(":")
     if not type_:
-        raise UsageError(f"--column {text!r}: write name:type[:description] ({', '.join(COLUMN_TYPES)})")
+        raise UsageError(f"column {text!r}: write name:type[:description] ({', '.join(COLUMN_TYPES)})")
     return ColumnSpec(name, type_, description)
 
 
@@ -120,9 +142,9 @@ def _column_spec(text: str) -> ColumnSpec:
 def create(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="NAME (yours) or team/<team>/NAME."),
-    description: str = typer.Option("", "--description", "-d", help="What the table holds."),
-    key: str = typer.Option(DEFAULT_KEY, "--key", help="The name of the key column aibuddy assigns."),
-    columns: list[str] = typer.Option([], "--column", "-c", help="name:type[:description], repeatable."),
+    description: str = _value_option("", "--description", "-d", help="What the table holds."),
+    key: str = _value_option(DEFAULT_KEY, "--key", help="The name of the key column aibuddy assigns."),
+    columns: list[str] = _value_option([], "--column", "-c", help="name:type[:description], repeatable."),
     json: bool = JsonOption,
 ) -> None:
     """Create an empty table (columns can also come with the first rows)."""
@@ -137,8 +159,8 @@ def create(
 def add(
     ctx: typer.Context,
     table: str = typer.Argument(...),
-    rows: list[str] = typer.Option([], "--row", "-r", help="One row as a JSON object, repeatable."),
-    file: str | None = typer.Option(None, "--file", "-f", help="JSONL or CSV rows ('-' reads stdin)."),
+    rows: list[str] = _value_option([], "--row", "-r", help="One row as a JSON object, repeatable."),
+    file: str | None = _value_option(None, "--file", "-f", help="JSONL or CSV rows ('-' reads stdin)."),
     json: bool = JsonOption,
 ) -> None:
     """Add rows; columns the table lacks are created with the type their values suggest."""
@@ -225,8 +247,8 @@ def _file_rows(file: str) -> tuple[list[Any], bool]:
 def update_rows(
     ctx: typer.Context,
     table: str = typer.Argument(...),
-    where: str = typer.Option(..., "--where", help='Which rows ("True" for all).'),
-    values: str = typer.Option(..., "--set", help='The new values, a JSON object: {"city": "Paris"}.'),
+    where: str = _value_option(..., "--where", help='Which rows ("True" for all).'),
+    values: str = _value_option(..., "--set", help='The new values, a JSON object: {"city": "Paris"}.'),
     json: bool = JsonOption,
 ) -> None:
     """Set values in the rows a filter selects."""
@@ -241,7 +263,7 @@ def update_rows(
 def delete_rows(
     ctx: typer.Context,
     table: str = typer.Argument(...),
-    where: str = typer.Option(..., "--where", help='Which rows ("True" for all).'),
+    where: str = _value_option(..., "--where", help='Which rows ("True" for all).'),
     yes: bool = YesOption,
     json: bool = JsonOption,
 ) -> None:
@@ -286,11 +308,11 @@ def filter_(
     ctx: typer.Context,
     tables: list[str] = typer.Argument(None, help="Tables (default: every table you may see)."),
     where: str | None = WhereOption,
-    columns: str | None = typer.Option(None, "--columns", help="Columns to show, comma-separated."),
+    columns: str | None = _value_option(None, "--columns", help="Columns to show, comma-separated."),
     limit: int | None = typer.Option(
         None, "--limit", "-n", min=1, help="At most this many rows a table (100)."
     ),
-    offset: int = typer.Option(0, "--offset", min=0, help="Skip this many rows first."),
+    offset: int = typer.Option(0, "--offset", min=0, max=INT_RANGE[1], help="Skip this many rows first."),
     json: bool = JsonOption,
 ) -> None:
     """Rows where a filter holds, ordered by key."""
@@ -310,12 +332,12 @@ def filter_(
 def reduce(
     ctx: typer.Context,
     table: str = typer.Argument(...),
-    metric: str = typer.Option(
+    metric: str = _value_option(
         ..., "--metric", "-m", help="count, sum, mean, median, min, max, var, std, mode."
     ),
-    columns: list[str] = typer.Option(..., "--column", "-c", help="A column to reduce, repeatable."),
+    columns: list[str] = _value_option(..., "--column", "-c", help="A column to reduce, repeatable."),
     where: str | None = WhereOption,
-    group_by: list[str] = typer.Option([], "--group-by", "-g", help="A column to group by, repeatable."),
+    group_by: list[str] = _value_option([], "--group-by", "-g", help="A column to group by, repeatable."),
     json: bool = JsonOption,
 ) -> None:
     """A metric of columns, over the rows a filter selects, optionally by group."""
@@ -330,7 +352,7 @@ def reduce(
 def search(
     ctx: typer.Context,
     query: str = typer.Argument(..., help='Words, CJK text, "quoted phrases".'),
-    tables: list[str] = typer.Option([], "--table", "-t", help="Search only this table, repeatable."),
+    tables: list[str] = _value_option([], "--table", "-t", help="Search only this table, repeatable."),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="At most this many rows (10)."),
     json: bool = JsonOption,
 ) -> None:
@@ -347,9 +369,9 @@ def join(
     ctx: typer.Context,
     left: str = typer.Argument(...),
     right: str = typer.Argument(...),
-    on: str = typer.Option(..., "--on", help="How rows pair: left.col == right.col (or the tables' names)."),
+    on: str = _value_option(..., "--on", help="How rows pair: left.col == right.col (or the tables' names)."),
     where: str | None = WhereOption,
-    columns: str | None = typer.Option(None, "--columns", help="table.column names, comma-separated."),
+    columns: str | None = _value_option(None, "--columns", help="table.column names, comma-separated."),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="At most this many rows (100)."),
     json: bool = JsonOption,
 ) -> None:
@@ -373,14 +395,24 @@ def join(
 def column_add(
     ctx: typer.Context,
     table: str = typer.Argument(...),
-    column: str = typer.Argument(...),
-    type_: str = typer.Argument(..., metavar="TYPE", help=", ".join(COLUMN_TYPES)),
-    description: str = typer.Option("", "--description", "-d"),
+    column: str = typer.Argument(
+        ..., metavar="NAME:TYPE[:DESCRIPTION]", help="As table create's --column (or NAME TYPE)."
+    ),
+    type_: str | None = typer.Argument(
+        None, metavar="[TYPE]", help=f"The type, when NAME is given alone: {', '.join(COLUMN_TYPES)}."
+    ),
+    description: str = _value_option("", "--description", "-d", help="What the column holds."),
     json: bool = JsonOption,
 ) -> None:
-    """An empty column."""
+    """An empty column: `table column add T email:str` (`T email str` also works)."""
     state = state_of(ctx, json)
-    _changed(state, _tables(state).changes.add_column(table, column, type_, description))
+    if type_ is not None and ":" in column:
+        raise UsageError(f"{column!r} names a type already: write name:type, or name and type apart")
+    spec = _column_spec(column) if type_ is None else ColumnSpec(column, type_)
+    if spec.description and description:
+        raise UsageError("give the description once: in name:type:description or with --description")
+    change = _tables(state).changes.add_column(table, spec.name, spec.type, spec.description or description)
+    _changed(state, change)
 
 
 @columns_app.command("derive")
@@ -389,7 +421,7 @@ def column_derive(
     table: str = typer.Argument(...),
     column: str = typer.Argument(...),
     expression: str = typer.Argument(..., help="e.g. price * quantity, lower(name), len(tags)."),
-    type_: str | None = typer.Option(None, "--type", help="The new column's type (default: inferred)."),
+    type_: str | None = _value_option(None, "--type", help="The new column's type (default: inferred)."),
     lossy: str | None = LossyOption,
     yes: bool = YesOption,
     json: bool = JsonOption,
@@ -449,7 +481,7 @@ def column_move(
     table: str = typer.Argument(...),
     column: str = typer.Argument(...),
     to_table: str = typer.Argument(...),
-    lossy: str | None = typer.Option(
+    lossy: str | None = _value_option(
         None, "--lossy", help="drop: leave out the values the other table has no row for (else refused)."
     ),
     yes: bool = YesOption,
@@ -472,8 +504,8 @@ def column_transform(
     ctx: typer.Context,
     table: str = typer.Argument(...),
     column: str = typer.Argument(...),
-    type_: str | None = typer.Option(None, "--type", help="Convert the values to this type."),
-    expression: str | None = typer.Option(None, "--expression", "-e", help="Replace the values by this."),
+    type_: str | None = _value_option(None, "--type", help="Convert the values to this type."),
+    expression: str | None = _value_option(None, "--expression", "-e", help="Replace the values by this."),
     lossy: str | None = LossyOption,
     yes: bool = YesOption,
     json: bool = JsonOption,
@@ -540,7 +572,7 @@ def _change(
 
 
 DryRunOption = typer.Option(False, "--dry-run", help="Show the operations the model chooses; apply none.")
-InstructionsOption = typer.Option(None, "--instructions", help="Guidance for this call.")
+InstructionsOption = _value_option(None, "--instructions", help="Guidance for this call.")
 
 
 @app.command()

@@ -22,6 +22,7 @@ from .schema import (
     ColumnSpec,
     TableSchema,
     ValueRefused,
+    as_json,
     carry,
     check_lossy,
     check_name,
@@ -533,7 +534,7 @@ class TableChanges:
                 continue
             carried[row[key]] = result.value
             if result.lost is not None:
-                failed.append({"key": row[key], "value": value, "reason": result.lost})
+                failed.append({"key": row[key], "value": as_json(value), "reason": result.lost})
         if refused:
             how = (
                 'no nearest value exists for them; lossy "drop" empties them'

@@ -7,7 +7,8 @@ a column's SQL comes only from the mapping the caller gives.
     created >= date("2024-01-01")         status in ["open", "blocked"]  not archived
 
 Values. Literals: text, whole numbers (64-bit), finite decimals, True/False (stored 1/0), None (an
-empty cell). Dotted names (`people.city`) name the columns of a join; no other `.` is allowed.
+empty cell). Text with a lone surrogate (the escape "\\ud800") is refused: no UTF-8 text holds it.
+Dotted names (`people.city`) name the columns of a join; no other `.` is allowed.
 
 Comparisons. `== != < <= > >=`, chained (`1 < x < 5` means both). `==` and `!=` are Python's:
 an empty cell equals None and differs from everything else, so `city != "Berlin"` includes rows
@@ -21,6 +22,9 @@ with None.
 Membership. `"eng" in role`: substring of text, case-sensitive. `"ssd" in tags`: an element of a list
 column. `"k" in meta`: a key of a dict column. `x in [a, b, …]` (or a tuple, at most 1,000 items):
 one of them; `in []` is false. `not in` is the opposite, so it is true for an empty cell.
+
+Refused constructs are named: "lambda is not allowed", "calling a method (.lower()) is not
+allowed", "calling the result of an expression is not allowed", "<< (a bit operator)", ….
 
 Logic and arithmetic. `and or not` give true/false (never an operand, unlike Python). In a boolean
 position a value counts as true as in Python: a non-zero number, non-empty text, list or dict, any
@@ -53,7 +57,7 @@ from datetime import date, datetime, time
 from typing import Any, NamedTuple, NoReturn
 
 from ..errors import InvalidInput
-from .schema import COLUMN_TYPES, INT_RANGE
+from .schema import COLUMN_TYPES, INT_RANGE, SURROGATE_REFUSED, has_surrogate
 
 __all__ = ["COLUMN_TYPES", "Column", "Compiled", "FilterError", "compile_expression", "compile_filter"]
 
@@ -76,14 +80,14 @@ TEMPORAL: dict[str, Callable[[str], date | datetime | time]] = {
 FUNCTIONS = ("abs", "coalesce", "date", "datetime", "len", "lower", "round", "time", "today", "upper")
 REFUSED = {
     ast.Subscript: "indexing (x[...])",
-    ast.Slice: "slices",
-    ast.ListComp: "comprehensions",
-    ast.SetComp: "comprehensions",
-    ast.DictComp: "comprehensions",
-    ast.GeneratorExp: "generator expressions",
+    ast.Slice: "a slice",
+    ast.ListComp: "a comprehension",
+    ast.SetComp: "a comprehension",
+    ast.DictComp: "a comprehension",
+    ast.GeneratorExp: "a generator expression",
     ast.Lambda: "lambda",
-    ast.JoinedStr: "f-strings",
-    ast.FormattedValue: "f-strings",
+    ast.JoinedStr: "an f-string",
+    ast.FormattedValue: "an f-string",
     ast.NamedExpr: "assignment (:=)",
     ast.Starred: "unpacking (*)",
     ast.Dict: "a dict {...}",
@@ -93,6 +97,15 @@ REFUSED = {
     ast.YieldFrom: "yield",
     ast.List: "a list [...] (only allowed after 'in')",
     ast.Tuple: "a tuple (only allowed after 'in')",
+}
+REFUSED_OPERATORS = {
+    ast.Pow: "** (power)",
+    ast.MatMult: "@ (matrix multiplication)",
+    ast.BitAnd: "& (a bit operator)",
+    ast.BitOr: "| (a bit operator)",
+    ast.BitXor: "^ (a bit operator)",
+    ast.LShift: "<< (a bit operator)",
+    ast.RShift: ">> (a bit operator)",
 }
 ARITHMETIC = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 ORDERING = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -378,8 +391,10 @@ class _Compiler:
         if isinstance(value, str):
             if len(value) > MAX_TEXT:
                 self.fail(node, f"a text longer than {MAX_TEXT:,} characters")
+            if has_surrogate(value):  # an escape such as "\ud800": no UTF-8 text has it
+                self.fail(node, SURROGATE_REFUSED)
             return _Sql("?", [value], "str")
-        kind = {bytes: "bytes", complex: "a complex number"}.get(type(value), "...")
+        kind = {bytes: "a bytes literal", complex: "a complex number"}.get(type(value), "... (Ellipsis)")
         self.fail(node, f"{kind} is not allowed")
 
     def unary(self, node: ast.UnaryOp) -> _Sql:
@@ -387,7 +402,7 @@ class _Compiler:
         if isinstance(node.op, ast.Not):
             return self.make(node, "(NOT {x})", "bool", True, x=self.truth(operand, self.compile(operand)))
         if isinstance(node.op, ast.Invert):
-            self.fail(node, "bit operators are not allowed")
+            self.fail(node, "~ (a bit operator) is not allowed")
         number = operand.value if isinstance(operand, ast.Constant) else None
         if isinstance(number, int | float) and not isinstance(number, bool):  # -9223372036854775808 fits
             return self.literal(node, -number if isinstance(node.op, ast.USub) else number)
@@ -398,8 +413,7 @@ class _Compiler:
     def binary(self, node: ast.BinOp) -> _Sql:
         symbol = ARITHMETIC.get(type(node.op))
         if symbol is None:
-            refused = "** (power)" if isinstance(node.op, ast.Pow) else "bit operators"
-            self.fail(node, f"{refused} is not allowed")
+            self.fail(node, f"{REFUSED_OPERATORS.get(type(node.op), 'this operator')} is not allowed")
         a, b = self.compile(node.left), self.compile(node.right)
         if symbol == "+" and a.type == b.type == "str":
             return self.make(node, "({a} || {b})", "str", a=a, b=b)
@@ -511,10 +525,12 @@ class _Compiler:
         return self.join(node, parts, " OR ", "bool", True) if parts else _Sql("0", [], "bool", True)
 
     def call(self, node: ast.Call) -> _Sql:
-        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            name = node.func.id if isinstance(node.func, ast.Name) else "this"
-            self.fail(node, f"function {name}() is not allowed (functions: {', '.join(FUNCTIONS)})")
-        name, args = node.func.id, node.args
+        func = node.func
+        if not isinstance(func, ast.Name):
+            self.fail(node, _refused_call(func))
+        if func.id not in FUNCTIONS:
+            self.fail(node, f"function {func.id}() is not allowed (functions: {', '.join(FUNCTIONS)})")
+        name, args = func.id, node.args
         if node.keywords or any(isinstance(arg, ast.Starred) for arg in args):
             self.fail(node, f"{name}() takes positional arguments only")
         low, high = {"today": (0, 0), "round": (1, 2), "coalesce": (2, 100)}.get(name, (1, 1))
@@ -559,6 +575,16 @@ class _Compiler:
         if not (isinstance(digits, ast.Constant) and type(digits.value) is int and 0 <= digits.value <= 15):
             self.fail(digits, "round(x, n) takes n as a whole number from 0 to 15")
         return self.make(node, "round({x}, {n})", "float", x=x, n=values[1])
+
+
+def _refused_call(func: ast.expr) -> str:
+    """Why calling func (anything but a bare function name) is refused, naming what it is."""
+    if isinstance(func, ast.Lambda):
+        return "lambda is not allowed"
+    if isinstance(func, ast.Attribute):
+        hint = f"; write {func.attr}(x)" if func.attr in FUNCTIONS else ""
+        return f"calling a method (.{func.attr}()) is not allowed{hint}"
+    return "calling the result of an expression is not allowed (only functions are called, by name)"
 
 
 _EXAMPLES = {"date": "2024-05-01", "datetime": "2024-05-01T10:30:00", "time": "10:30"}

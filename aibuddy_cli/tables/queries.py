@@ -7,15 +7,19 @@ rows come back typed, ordered by key, and bounded (`[tables] max_rows`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import groupby
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidInput
-from ..text import fts_query
+from ..text import query_terms
 from .index import IndexedTable
+from .schema import INT_RANGE
 from .state import TableInfo, TablesState
 
+MAX_NAMED_TABLES = 3  # the tables a filter that fits none names, each with why
+_OVERFLOW = "{metric}({column}) is beyond the range of a floating-point number"
 METRICS = ("count", "sum", "mean", "median", "min", "max", "var", "std", "mode")
 NUMERIC_METRICS = ("sum", "mean", "median", "var", "std")
 NUMERIC_TYPES = ("int", "float", "bool")
@@ -43,11 +47,22 @@ class RowSet(NamedTuple):
         return {"table": self.table, "columns": self.columns, "total": self.total, "rows": self.rows}
 
 
+class Skipped(NamedTuple):
+    """A table `table filter` over every table left out: the filter or --columns does not fit it."""
+
+    table: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+
 class FilterResult(NamedTuple):
     filter: str | None
     offset: int
     limit: int
     tables: list[RowSet]
+    skipped: Sequence[Skipped] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +70,7 @@ class FilterResult(NamedTuple):
             "offset": self.offset,
             "limit": self.limit,
             "tables": [t.to_json() for t in self.tables],
+            "skipped": [s.to_json() for s in self.skipped],
         }
 
 
@@ -151,23 +167,49 @@ class TableQueries:
         offset: int = 0,
     ) -> FilterResult:
         """Rows matching where (every row without it) of each table named (all visible ones
-        when none is), ordered by key, the key column first."""
+        when none is), ordered by key, the key column first.
+
+        A filter or column list that does not fit a table (a column it lacks, a type it cannot
+        compare) is an error naming that table. Over every table (none named) such a table is
+        skipped instead, with a warning and in `skipped`; when it fits none, that is the error."""
         if offset < 0:
             raise InvalidInput("the offset must be 0 or more")
+        if offset > INT_RANGE[1]:
+            raise InvalidInput(f"the offset must be at most {INT_RANGE[1]}")
         limit = self._limit(limit)
         opened = [self.state.open(spec) for spec in tables] or [
             self.state.open(ref) for ref in self.state.refs()
         ]
         where = where if where and where.strip() else None
-        return FilterResult(
-            where, offset, limit, [self._filter_one(t, where, columns, limit, offset) for t in opened]
-        )
+        prepared: list[tuple[IndexedTable, list[str], str, list[Any]]] = []
+        skipped: list[Skipped] = []
+        refusals: list[InvalidInput] = []
+        for table in opened:
+            try:
+                names = self._columns(table, columns)
+                clause, params = table.where(where)
+            except InvalidInput as exc:
+                if tables:
+                    raise _naming(exc, table) from None
+                refusals.append(exc)
+                skipped.append(Skipped(table.ref.qualified, exc.message))
+                continue
+            prepared.append((table, names, clause, params))
+        if refusals and not prepared:  # it fits no table: the same refusal everywhere is not theirs
+            if len({exc.message for exc in refusals}) == 1:
+                raise refusals[0]
+            listed = "; ".join(f"table {table}: {reason}" for table, reason in skipped[:MAX_NAMED_TABLES])
+            more = len(skipped) - MAX_NAMED_TABLES
+            listed += f"; and {more} more" if more > 0 else ""
+            raise _like(refusals[0], f"no table fits the filter and columns given ({listed})")
+        for table_name, reason in skipped:
+            self.state.warnings.append(f"table filter: {table_name} skipped: {reason}")
+        rowsets = [self._filter_one(*found, limit, offset) for found in prepared]
+        return FilterResult(where, offset, limit, rowsets, skipped)
 
     def _filter_one(
-        self, table: IndexedTable, where: str | None, columns: Sequence[str] | None, limit: int, offset: int
+        self, table: IndexedTable, names: list[str], clause: str, params: list[Any], limit: int, offset: int
     ) -> RowSet:
-        names = self._columns(table, columns)
-        clause, params = table.where(where)
         key = table.schema.key
         selected = ", ".join(f'"{n}"' for n in names)
         # One scan: the count of all matches rides on each row returned (a window function).
@@ -234,6 +276,10 @@ class TableQueries:
             ]
         else:
             groups = self._python_reduce(table, metric, columns, group_by, clause, params)
+        for _, values in groups:
+            for name, value in values.items():
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise InvalidInput(_OVERFLOW.format(metric=metric, column=name))
         return Reduction(table.ref.qualified, metric, columns, where, group_by, groups)
 
     @staticmethod
@@ -268,7 +314,10 @@ class TableQueries:
             values = {}
             for at, column in enumerate(columns, width):
                 present = [row[at] for row in rows if row[at] is not None]
-                values[column] = _metric(metric, present, table, column)
+                try:
+                    values[column] = _metric(metric, present, table, column)
+                except OverflowError:  # statistics' exact sums do not fit a float again
+                    raise InvalidInput(_OVERFLOW.format(metric=metric, column=column)) from None
             groups.append((table.decode(group, group_by), values))
         if not group_by and not groups:
             groups = [({}, {column: None for column in columns})]
@@ -310,25 +359,48 @@ class TableQueries:
         return SearchResult(shown, method, hits[:limit])
 
     def _lexical(self, query: str, tables: list[IndexedTable], limit: int) -> list[SearchHit]:
-        match = fts_query(query)
-        if match is None:
+        terms = query_terms(query)
+        if not terms:
             return []
         hits: list[SearchHit] = []
         for table in tables:
-            names = table.schema.names
-            selected = ", ".join(f'r."{n}"' for n in names)
-            found = self.state.index.query(
-                f"SELECT bm25({table.fts}) AS score, {selected} FROM {table.fts} f"
-                f' JOIN {table.rows} r ON r."{table.schema.key}" = f.rowid'
-                f" WHERE {table.fts} MATCH ? ORDER BY score LIMIT ?",
-                [match, limit],
-            )
-            hits += [
-                SearchHit(table.ref.qualified, round(-row[0], 4), table.decode(row[1:], names))
-                for row in found
-            ]
+            ranked = self._bm25(table, terms, limit)
+            rows = self._rows_by_key(table, [key for key, _ in ranked])
+            found = [(key, score) for key, score in ranked if key in rows]
+            hits += [SearchHit(table.ref.qualified, round(score, 4), rows[key]) for key, score in found]
         hits.sort(key=lambda hit: -hit.score)
         return hits
+
+    def _bm25(self, table: IndexedTable, terms: list[str], limit: int) -> list[tuple[int, float]]:
+        """The best `limit` matching rows (key, BM25 score), best first; a match scores above 0.
+
+        FTS5's bm25() weighs a term by log((N - n + 0.5) / (n + 0.5)) and clamps that to 1e-6 when
+        the term is in half the rows or more: in a small table, or for a common word, every match
+        then scores about 0 (a one-row table: exactly 0.0 once rounded). So each term is matched
+        on its own, FTS5's weight divided out of its score (what remains is the term's frequency
+        and length part, with FTS5's stemming and phrases), and the weight Lucene uses put in,
+        log(1 + (N - n + 0.5) / (n + 0.5)), which is positive and falls as the term gets common."""
+        fts = table.fts
+        indexed = self.state.index.query(f"SELECT count(*) FROM {fts}")[0][0]
+        parts: list[str] = []
+        params: list[Any] = []
+        for term in terms:
+            rows = self.state.index.query(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", [term])[0][0]
+            if not rows:
+                continue
+            odds = (indexed - rows + 0.5) / (rows + 0.5)
+            parts.append(f"SELECT rowid, bm25({fts}) * ? AS score FROM {fts} WHERE {fts} MATCH ?")
+            params += [-math.log1p(odds) / max(math.log(odds), 1e-6), term]
+        if not parts:
+            return []
+        # LIMIT -1 keeps SQLite from flattening one term's SELECT into the GROUP BY, where bm25()
+        # cannot run ("unable to use function bm25 in the requested context").
+        found = self.state.index.query(
+            f"SELECT rowid, sum(score) AS total FROM ({' UNION ALL '.join(parts)} LIMIT -1)"
+            " GROUP BY rowid ORDER BY total DESC, rowid LIMIT ?",
+            [*params, limit],
+        )
+        return [(key, score) for key, score in found]
 
     def _semantic(
         self, settings: ModelSettings, references: list[str], tables: list[IndexedTable], limit: int
@@ -446,8 +518,19 @@ class TableQueries:
         return JoinResult(a.ref.qualified, b.ref.qualified, on, [c[0] for c in picked], total, rows)
 
 
+def _naming(error: InvalidInput, table: IndexedTable) -> InvalidInput:
+    """error with the table it is about named first."""
+    return _like(error, f"table {table.ref.qualified}: {error.message}")
+
+
+def _like(error: InvalidInput, message: str) -> InvalidInput:
+    """An error of error's kind (its code: invalid_filter or invalid_input) saying message."""
+    from .filters import FilterError
+
+    return FilterError(message) if isinstance(error, FilterError) else InvalidInput(message)
+
+
 def _metric(metric: str, values: list[Any], table: IndexedTable, column: str) -> Any:
-    import math
     import statistics  # ~7 ms to import: only for the metrics SQL has no function for
 
     if not values:

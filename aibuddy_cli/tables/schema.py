@@ -17,6 +17,7 @@ from datetime import date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, NamedTuple
 
+from .. import jsonvalues
 from ..errors import InvalidInput
 
 COLUMN_TYPES = ("str", "int", "float", "bool", "date", "datetime", "time", "list", "dict")
@@ -66,8 +67,12 @@ class TableSchema(NamedTuple):
     ) -> TableSchema:
         check_name(key, "key column")
         specs = [ColumnSpec(key, "int", "the row's key, assigned by aibuddy")]
+        if has_surrogate(description):
+            raise InvalidInput(f"the description: {SURROGATE_REFUSED}")
         for column in columns:
             check_name(column.name)
+            if has_surrogate(column.description):
+                raise InvalidInput(f"column {column.name}: the description: {SURROGATE_REFUSED}")
             if column.type not in COLUMN_TYPES:
                 raise InvalidInput(
                     f"column {column.name}: unknown type {column.type!r} ({', '.join(COLUMN_TYPES)})"
@@ -153,6 +158,13 @@ class ValueRefused(ValueError):
 
 
 _TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
+# Half of a UTF-16 pair on its own (JSON's "\\ud800"): no UTF-8 spelling, so no file could hold it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE_REFUSED = "a lone surrogate (\\ud800-\\udfff) is not text"
+
+
+def has_surrogate(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
 
 
 def parse_value(value: Any, type_: str) -> Any:
@@ -167,6 +179,8 @@ def parse_value(value: Any, type_: str) -> Any:
             raise ValueRefused(f"expected text, got {_kind(value)}")
         if len(value) > MAX_CELL_CHARS:
             raise ValueRefused(f"text longer than {MAX_CELL_CHARS} characters")
+        if has_surrogate(value):
+            raise ValueRefused(SURROGATE_REFUSED)
         return value
     if type_ == "int":
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -177,11 +191,15 @@ def parse_value(value: Any, type_: str) -> Any:
     if type_ == "float":
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueRefused(f"expected a number, got {_kind(value)}")
-        if not math.isfinite(value):
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueRefused("the number is too large for a floating-point value") from None
+        if not math.isfinite(number):
             raise ValueRefused("expected a finite number")
-        if isinstance(value, int) and int(float(value)) != value:
-            raise ValueRefused(f"{value} has no exact floating-point value ({float(value)!r})")
-        return float(value)
+        if isinstance(value, int) and int(number) != value:
+            raise ValueRefused(f"{value} has no exact floating-point value ({number!r})")
+        return number
     if type_ == "bool":
         if not isinstance(value, bool):
             raise ValueRefused(f"expected true or false, got {_kind(value)}")
@@ -227,13 +245,23 @@ def _from_text(text: str, type_: str) -> Any:
         if type_ in ("date", "datetime", "time"):
             raise ValueError
         if type_ in ("list", "dict"):
-            parsed = json.loads(text)
-            return parse_value(parsed, type_) if not isinstance(parsed, str) else _refuse(type_, text)
+            return _json_cell(text, type_)
     except ValueRefused:
         raise
     except (ValueError, OverflowError, RecursionError):
         pass
     return _refuse(type_, text)
+
+
+def _json_cell(text: str, type_: str) -> Any:
+    """A list or dict cell's JSON text, strictly: NaN, Infinity or 1e400 are refused by name."""
+    try:
+        parsed = jsonvalues.loads(text)
+    except json.JSONDecodeError:
+        return _refuse(type_, text)
+    except ValueError as exc:  # JSON's syntax, but a value no JSON reader takes
+        raise ValueRefused(f"{exc} (in {_shown(text)!r})") from None
+    return parse_value(parsed, type_) if not isinstance(parsed, str) else _refuse(type_, text)
 
 
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
@@ -254,9 +282,12 @@ _EXPECTED = {
 }
 
 
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def _refuse(type_: str, text: str) -> Any:
-    shown = text if len(text) <= 40 else text[:39] + "…"
-    raise ValueRefused(f"expected {_EXPECTED[type_]}, got {shown!r}")
+    raise ValueRefused(f"expected {_EXPECTED[type_]}, got {_shown(text)!r}")
 
 
 def _kind(value: Any) -> str:
@@ -277,14 +308,31 @@ def _in_range(number: int) -> int:
 
 
 def _bounded_json(value: Any) -> Any:
-    if len(json_text(value)) > MAX_CELL_CHARS:
+    """A list or dict that is JSON (no NaN or Infinity at any depth) and fits a cell."""
+    try:
+        text = json_text(value)
+    except ValueError as exc:  # NaN or an infinity, or a structure that contains itself
+        problem = jsonvalues.NOT_A_NUMBER if "JSON compliant" in str(exc) else "not a JSON value"
+        raise ValueRefused(problem) from None
+    except (TypeError, RecursionError):
+        raise ValueRefused("not a JSON value") from None
+    if len(text) > MAX_CELL_CHARS:
         raise ValueRefused(f"value longer than {MAX_CELL_CHARS} characters as JSON")
+    if has_surrogate(text):
+        raise ValueRefused(SURROGATE_REFUSED)
     return value
 
 
 def json_text(value: Any) -> str:
-    """A list or dict cell, canonical: compact, keys in the order given, UTF-8 as is."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """A list or dict cell, canonical: compact, keys in the order given, UTF-8 as is. Never NaN or
+    Infinity (ValueError): a cell is JSON any reader can parse."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def as_json(value: Any) -> Any:
+    """value as an answer or the journal may show it: an expression's infinity as its text "inf"
+    (JSON has no such number; it is never stored)."""
+    return repr(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def cell_text(value: Any, type_: str) -> str:
@@ -358,6 +406,8 @@ def convert(value: Any, source: str, target: str, *, nearest: bool = False) -> A
     Whether the conversion is exact is `carry`'s question."""
     if value is None:
         return None
+    if isinstance(value, float) and not math.isfinite(value):  # an expression's overflow: 1e308 * 10
+        raise ValueRefused(f"{value!r} is not a finite number")
     if source == target:
         return value
     if target == "str":

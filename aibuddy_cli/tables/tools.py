@@ -2,7 +2,9 @@
 mutating ones only for `table update` and `table refactor`, and `ask` (the read-only loop in its
 own conversation) for those two. The MCP server offers the same Tools under the same names.
 
-Each tool runs over a `TableWork`: the queries (over a read-only store in `table ask`), the
+Their arguments are checked against the parameters each declares before they run (agent.py's
+ToolBox, tool_arguments.py), so a tool meets only values of the kinds it declares. Each tool runs
+over a `TableWork`: the queries (over a read-only store in `table ask`), the
 changes (None in `table ask`: no handle to write with exists there), and the run's bookkeeping:
 whether the required first `ask` happened, and in a dry run the operations chosen but not applied.
 """
@@ -16,7 +18,7 @@ from typing import Any
 from ..agent import Tool
 from ..errors import InvalidInput, NotAllowed
 from .changes import TableChanges
-from .queries import TableQueries
+from .queries import METRICS, TableQueries
 from .schema import ColumnSpec
 from .state import TableList
 
@@ -106,7 +108,6 @@ def search_join(work: TableWork, args: dict[str, Any]) -> Any:
 
 
 _REF = {"type": "string", "description": "NAME, or team/<team>/NAME"}
-_REFS = {"type": "array", "items": {"type": "string"}}
 _EXPR = {
     "type": "string",
     "description": 'Python boolean expression over columns, e.g. age > 30 and "x" in tags',
@@ -130,9 +131,9 @@ READ_TOOLS: tuple[Tool[TableWork], ...] = (
         "Rows where a filter holds (all rows without one), by key; columns to pick; at most 1000.",
         _object(
             {
-                "tables": _REFS,
+                "tables": _NAMES,
                 "filter": _EXPR,
-                "columns": _REFS,
+                "columns": _NAMES,
                 "offset": {"type": "integer", "minimum": 0},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
             }
@@ -143,7 +144,7 @@ READ_TOOLS: tuple[Tool[TableWork], ...] = (
         "search",
         "Rows ranked by how well they match the query (words, CJK, quoted phrases; by meaning in tables with "
         "a vectorized column: several reference texts as a list rank by their summed similarity).",
-        _object({"query": _NAMES, "tables": _REFS, "k": {"type": "integer", "minimum": 1}}, "query"),
+        _object({"query": _NAMES, "tables": _NAMES, "k": {"type": "integer", "minimum": 1}}, "query"),
         search_rows,
     ),
     Tool(
@@ -152,7 +153,7 @@ READ_TOOLS: tuple[Tool[TableWork], ...] = (
         _object(
             {
                 "table": _REF,
-                "metric": {"type": "string"},
+                "metric": {"type": "string", "enum": list(METRICS)},
                 "keys": _NAMES,
                 "filter": _EXPR,
                 "group_by": _NAMES,
@@ -172,7 +173,7 @@ READ_TOOLS: tuple[Tool[TableWork], ...] = (
                 "right": _REF,
                 "on": {"type": "string"},
                 "filter": _EXPR,
-                "columns": _REFS,
+                "columns": _NAMES,
                 "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
             },
             "left",
@@ -328,7 +329,7 @@ WRITE_TOOLS: tuple[Tool[TableWork], ...] = (
         "name",
     ),
     _write("rename_table", "Rename a table within its folder.", {"old": _REF, "new": _TEXT}, "old", "new"),
-    _write("delete_tables", "Delete tables.", {"tables": _REFS}, "tables"),
+    _write("delete_tables", "Delete tables.", {"tables": _NAMES}, "tables"),
     _write(
         "create_empty_column",
         "Add an empty column of a type (str int float bool date datetime time list dict).",

@@ -3,16 +3,19 @@ role (litellm.embedding), cached in the tables index by the hash of the model an
 rows ranked by cosine similarity to one or more reference texts (summed over the references).
 
 Embeddings are made when a column is vectorized and, for rows added since, at the next search.
-A model failure is a ModelError: the caller falls back to lexical search with a warning.
+A model failure is a ModelError (an embedding with NaN or Infinity too, which is never cached):
+the caller falls back to lexical search with a warning.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ModelError
 from .index import IndexedTable
 
 if TYPE_CHECKING:
@@ -46,6 +49,9 @@ def vectors(state: TablesState, settings: ModelSettings, texts: Iterable[str]) -
     for start in range(0, len(missing), BATCH):
         batch = missing[start : start + BATCH]
         made = dict(zip((wanted[t] for t in batch), embed(settings, batch), strict=True))
+        if any(not math.isfinite(x) for vector in made.values() for x in array("f", vector)):
+            # NaN, or past float32 as the index stores it: every similarity would be NaN
+            raise ModelError(f"{settings.role} model returned an embedding with NaN or Infinity")
         state.index.store_vectors(made)
         stored.update(made)
     return {text: stored[digest] for text, digest in wanted.items()}
