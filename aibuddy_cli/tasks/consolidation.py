@@ -35,7 +35,7 @@ from ..errors import AibuddyError, Busy, NotFound
 from ..memory.extraction import Decision, Extractor, bounded
 from ..memory.facts import stated
 from ..redaction import find, redacted, redacted_noted
-from .service import Task, TaskMessage, TaskService
+from .service import Task, TaskMessage, TaskService, parse_message
 
 if TYPE_CHECKING:
     from ..memory.service import MemoryService
@@ -89,11 +89,46 @@ def watermark(tasks: TaskService, task_id: str) -> dict[str, Any]:
     "summary" the rolling summary or None, whatever the file holds."""
     found = tasks.document(task_id, WATERMARK) or {}
     last, summary = found.get("last"), found.get("summary")
-    return {
+    mark = {
         **found,
         "last": last if isinstance(last, int) and last >= 0 else 0,
         "summary": summary if isinstance(summary, str) else None,
     }
+    if mark["last"] and not _chunk_logged(tasks, task_id, mark["last"], found.get("digest")):
+        mark = {**mark, "last": 0, "digest": None}
+    return mark
+
+
+def _chunk_logged(tasks: TaskService, task_id: str, last: int, digest: Any) -> bool:
+    """Whether the log, through message `last`, still ends with the chunk (at most `every`
+    messages) the watermark's digest was made of. Not so after a git merge renumbered the messages
+    one clone added after the other's (README "A vault shared through git") and the watermark came
+    from that clone, or after an edit of the log: then no message is taken as consolidated and the
+    passes run again from the start (the shield keeps a redo from doing anything twice). Reads the
+    log from its end: add-message asks on every message."""
+    if not isinstance(digest, str):
+        return True  # a watermark from before digests: taken as it is
+    try:
+        data, _ = tasks.store.read(tasks.log_key(task_id))
+    except NotFound:
+        return False
+    longest = tasks.vault.config.consolidation.every
+    parts: list[str] = []
+    for line in reversed(data.split(b"\n")):
+        try:
+            message = parse_message(line) if line.strip() else None
+        except (ValueError, TypeError):
+            message = None  # a damaged line: messages() skips it too
+        if message is None or message.n > last:
+            continue
+        if not parts and message.n != last:
+            return False
+        parts.insert(0, json.dumps(message.to_json(), ensure_ascii=False))
+        if hashlib.sha256(f"[{', '.join(parts)}]".encode()).hexdigest() == digest:
+            return True
+        if len(parts) >= longest:
+            return False
+    return False
 
 
 def consolidated(tasks: TaskService, task_id: str) -> tuple[int, str | None]:

@@ -77,6 +77,16 @@ def parse_tool_calls(text: str, source: str = "tool calls") -> list[dict[str, An
     return calls
 
 
+def parse_message(line: bytes) -> TaskMessage:
+    """One line of a message log; ValueError or TypeError when it is not a message."""
+    message = TaskMessage(**json.loads(line))
+    if not isinstance(message.content, str) or message.role not in ROLES:
+        raise TypeError("content must be text and role user, assistant or tool")
+    if not isinstance(message.attached, list):
+        message = message._replace(attached=[])
+    return message
+
+
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
@@ -105,6 +115,10 @@ class TaskService:
 
     def _key(self, task_id: str, name: str = "task.json") -> str:
         return f"{self.prefix}/{validate_task_id(task_id)}/{name}"
+
+    def log_key(self, task_id: str) -> str:
+        """Where the task's message log is, in the store."""
+        return self._key(task_id, "messages.jsonl")
 
     def lock(self):  # noqa: ANN201 - a context manager from the store
         return self.store.lock(f"tasks-{self.user}")
@@ -207,12 +221,7 @@ class TaskService:
             if not line.strip():
                 continue
             try:
-                message = TaskMessage(**json.loads(line))
-                if not isinstance(message.content, str) or message.role not in ROLES:
-                    raise TypeError("content must be text and role user, assistant or tool")
-                if not isinstance(message.attached, list):
-                    message = message._replace(attached=[])
-                messages.append(message)
+                messages.append(parse_message(line))
             except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
                 self.warnings.append(f"{self._key(task_id, 'messages.jsonl')} line {number} skipped: {exc}")
         return messages
