@@ -245,18 +245,21 @@ def _table(path: Path) -> _Table | None:
     if text is None:
         return None
     try:
-        lines = [row for row in csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""), strict=True)]
+        lines = list(csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""), strict=True))
     except csv.Error:
         return None
     header = lines[0] if lines else []
+    width = len(header)
     rows: dict[int, list[str]] = {}
+    count = 0
     for row in lines[1:]:
         if not row:
-            continue
-        if len(row) != len(header) or not row[0].isdecimal() or int(row[0]) in rows:
+            continue  # a blank line
+        if len(row) != width or not row[0].isdecimal():
             return None
         rows[int(row[0])] = row
-    return _Table(header, rows)
+        count += 1
+    return _Table(header, rows) if len(rows) == count else None
 
 
 def _merged_rows(base: Path, current: Path, other: Path, replay: bool) -> Merged | None:
@@ -355,12 +358,13 @@ def _merged_cells(
     base: tuple[Any, ...], kept: tuple[Any, ...], moved: tuple[Any, ...]
 ) -> tuple[Any, ...] | None:
     """One row both sides kept, cell by cell; None when one cell was changed differently."""
+    kept, moved = _cells(kept, base), _cells(moved, base)
     if kept == moved or moved == base:
-        return _cells(kept, base)
+        return kept
     if kept == base:
-        return _cells(moved, base)
+        return moved
     cells = []
-    for was, one, two in zip(base, _cells(kept, base), _cells(moved, base), strict=True):
+    for was, one, two in zip(base, kept, moved, strict=True):
         value = _three_way(was, one, two)
         if value is _CONFLICT:
             return None

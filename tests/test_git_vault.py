@@ -230,7 +230,11 @@ def test_init_in_a_git_repository_registers_the_driver(aibuddy_exe: list[str], t
     assert made.returncode == 0, made.stderr
     driver = git(repo, "config", "--get", "merge.aibuddy.driver", env=env).stdout
     assert driver.strip().endswith("git merge-file %O %A %B %P")
-    assert "tables/**/*.csv merge=aibuddy" in (repo / "vault/.gitattributes").read_text()
+    attributes = (repo / "vault/.gitattributes").read_text()
+    assert (
+        "tables/**/*.csv merge=aibuddy" in attributes
+        and "tasks/**/messages.jsonl merge=aibuddy" in attributes
+    )
 
 
 # --- merge or rebase: keys and message numbers already pushed never change ------------------------
@@ -608,3 +612,21 @@ def test_task_files_merge_field_by_field(tmp_path: Path) -> None:
     files[2].write_text(json.dumps({**theirs, "goal": "Plan the party"}))
     assert merge_file(*files, "tasks/demo/t1/task.json", replaying=False) == 1
     assert "<<<<<<<" in files[1].read_text()
+
+
+def test_a_vault_in_a_folder_of_the_repository_merges_its_files_too(tmp_path: Path) -> None:
+    """git names the file from the top of the repository (%P), where it runs the driver."""
+    from aibuddy_cli.gitmerge import merge_file
+
+    init_vault(tmp_path / "notes", "demo")  # tmp_path is the current folder: the repository's top
+    line = (
+        '{{"n": {n}, "role": "user", "content": "{text}", "at": "2026-01-01T00:00:0{n}Z", "attached": []}}\n'
+    )
+    files = []
+    for name, texts in (("base", ["hello"]), ("ours", ["hello", "mine"]), ("theirs", ["hello", "yours"])):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(line.format(n=n, text=text) for n, text in enumerate(texts, 1)))
+        files.append(path)
+    assert merge_file(*files, "notes/tasks/demo/t1/messages.jsonl", replaying=False) == 0
+    merged = [json.loads(text) for text in files[1].read_text().splitlines()]
+    assert [(m["n"], m["content"]) for m in merged] == [(1, "hello"), (2, "yours"), (3, "mine")]
