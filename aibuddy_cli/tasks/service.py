@@ -146,9 +146,31 @@ class TaskService:
                 raise TypeError("attached must be a list of document references")
             if not isinstance(task.goal, str) or task.status not in ("open", "closed"):
                 raise TypeError("goal must be text and status open or closed")
-            return task
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidInput(f"{self._key(task_id)}: unreadable task file ({exc})") from None
+        if task.messages is not None:
+            # Never fewer than the log's last number: when two clones added as many messages, their
+            # task.json are the same and git keeps it as it is, while the merge driver numbered one
+            # clone's messages after the other's (README "A vault shared through git").
+            last = self._last_number(self.log_key(task_id))
+            if last > task.messages:
+                task = task._replace(messages=last)
+        return task
+
+    def _last_number(self, key: str) -> int:
+        """The number of the log's last readable message (0 without one)."""
+        try:
+            data, _ = self.store.read(key)
+        except NotFound:
+            return 0
+        for line in reversed(data.split(b"\n")):
+            try:
+                number = json.loads(line)["n"] if line.strip() else None
+            except (ValueError, KeyError, TypeError):
+                continue  # a damaged or partial line: the one before it counts
+            if isinstance(number, int) and not isinstance(number, bool):
+                return number
+        return 0
 
     def new(self, goal: str, plan: str | None = None) -> Task:
         goal = " ".join(goal.split())
