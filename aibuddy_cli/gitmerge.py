@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -54,7 +53,7 @@ class Merged(NamedTuple):
 def merge_file(base: Path, current: Path, other: Path, path: str, *, replaying: bool | None = None) -> int:
     """Merge other into current (in place) over base; the exit status git expects.
 
-    replaying: whether git replays theirs onto ours (None: ask git, see `replaying`)."""
+    replaying: whether git replays theirs onto ours (None: ask git, see `_replaying`)."""
     merged: Merged | None = None
     kind = _vault_path(path)
     folder, _, name = kind.rpartition("/")
@@ -93,7 +92,7 @@ def _vault_path(path: str) -> str:
     return path
 
 
-def _replaying(environ: Mapping[str, str] | None = None) -> bool:
+def _replaying() -> bool:
     """Whether git is replaying theirs (%B) onto ours (%A) rather than merging theirs into ours.
 
     A merge (`git merge`, `git pull` without rebase) names the commits it merges in GITHEAD_*
@@ -103,7 +102,7 @@ def _replaying(environ: Mapping[str, str] | None = None) -> bool:
     upstream branch, theirs the local commit being replayed, so ours keeps them. Anything else
     git merges with a driver applies work onto HEAD (cherry-pick, revert, stash apply and pop,
     am, checkout -m): HEAD keeps its keys and the work applied moves, as in a rebase."""
-    environ = os.environ if environ is None else environ
+    environ = os.environ
     if any(name.startswith("GITHEAD_") for name in environ):
         return False
     found = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True, text=True)
@@ -463,7 +462,7 @@ def _log(path: Path) -> list[dict[str, Any]] | None:
     if text is None:
         return None
     lines = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): a message may hold U+2028 and its kin
         if not line.strip():
             continue
         try:
@@ -506,10 +505,6 @@ def _merged_log(base: Path, current: Path, other: Path, replay: bool) -> Merged 
     return Merged("".join(f"{line}\n" for line in lines))
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
 def _merged_task(base: Path, current: Path, other: Path, replay: bool) -> Merged | None:
     """task.json, with the message log it counts (`_merged_log`): `messages` counts both sides'
     new messages, `in_use` is that of the latest one (the renumbered side's, when it added any),
@@ -518,6 +513,8 @@ def _merged_task(base: Path, current: Path, other: Path, replay: bool) -> Merged
     added or removed are added or removed, and every other field is three-way: a real
     disagreement (two goals, two plans) is a conflict."""
     import json
+
+    from .tasks.service import _count
 
     texts = [_read_text(path) for path in (base, current, other)]
     try:
