@@ -474,8 +474,9 @@ def test_messages_added_in_two_clones_merge_the_pushed_ones_keeping_their_number
     commit(a, "a", env)
     git(a, "push", "-q", env=env)
     said = ["from b", "b again"][:in_b]
-    say(aibuddy_exe, b, env, *said)
-    commit(b, "b", env)
+    for text in said:  # a commit each: a rebase replays them one after the other
+        say(aibuddy_exe, b, env, text)
+        commit(b, text, env)
     pulled = pull(b, how, env)
     assert pulled.returncode == 0, pulled.stdout + pulled.stderr
     assert logged(b) == [(1, "hello"), (2, "from a"), *((3 + i, text) for i, text in enumerate(said))]
