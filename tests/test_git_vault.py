@@ -230,7 +230,11 @@ def test_init_in_a_git_repository_registers_the_driver(aibuddy_exe: list[str], t
     assert made.returncode == 0, made.stderr
     driver = git(repo, "config", "--get", "merge.aibuddy.driver", env=env).stdout
     assert driver.strip().endswith("git merge-file %O %A %B %P")
-    assert "tables/**/*.csv merge=aibuddy" in (repo / "vault/.gitattributes").read_text()
+    attributes = (repo / "vault/.gitattributes").read_text()
+    assert (
+        "tables/**/*.csv merge=aibuddy" in attributes
+        and "tasks/**/messages.jsonl merge=aibuddy" in attributes
+    )
 
 
 def test_init_in_a_folder_the_repository_ignores_registers_nothing_there(
@@ -248,3 +252,424 @@ def test_init_in_a_folder_the_repository_ignores_registers_nothing_there(
     config = git(repo, "config", "--get", "merge.aibuddy.driver", env=env, check=False)
     assert config.returncode == 1 and config.stdout == ""
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+
+
+# --- merge or rebase: keys and message numbers already pushed never change ------------------------
+
+PULLS = ("merge", "rebase")
+VENDORS = "tables/personal/demo/vendors.csv"
+
+
+def commit(clone: Path, message: str, env: dict[str, str]) -> None:
+    git(clone, "add", "-A", env=env)
+    git(clone, "commit", "-qm", message, env=env)
+
+
+def pull(clone: Path, how: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`git pull` as a user set it up: a merge, or a rebase through `pull.rebase true`."""
+    git(clone, "config", "pull.rebase", "true" if how == "rebase" else "false", env=env)
+    return git(clone, "pull", "-q", env=env, check=False)
+
+
+def rows_of(aibuddy_exe: list[str], clone: Path, env: dict[str, str], table: str = "vendors") -> list[dict]:
+    return aibuddy(aibuddy_exe, clone, env, "table", "filter", table)["tables"][0]["rows"]
+
+
+def next_key(clone: Path, table: str = "vendors") -> int:
+    return json.loads((clone / f"tables/personal/demo/{table}.schema.json").read_text())["next_key"]
+
+
+def add_rows(aibuddy_exe: list[str], clone: Path, env: dict[str, str], *rows: dict) -> list[int]:
+    args = [arg for row in rows for arg in ("--row", json.dumps(row))]
+    return aibuddy(aibuddy_exe, clone, env, "table", "add", "vendors", *args)["keys"]
+
+
+@pytest.fixture
+def vendors(aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]) -> tuple[Path, Path, dict]:
+    """Both clones hold the table vendors with row 1, Acme."""
+    a, b, env = clones
+    aibuddy(aibuddy_exe, a, env, "table", "create", "vendors", "-c", "name:str")
+    add_rows(aibuddy_exe, a, env, {"name": "Acme"})
+    share(a, b, "vendors", env)
+    return a, b, env
+
+
+@pytest.mark.parametrize("how", PULLS)
+def test_a_pull_keeps_the_keys_already_pushed_and_the_next_key_above_them(
+    aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]], how: str
+) -> None:
+    a, b, env = vendors
+    assert add_rows(aibuddy_exe, a, env, {"name": "Globex"}, {"name": "Hooli"}) == [2, 3]
+    commit(a, "two rows", env)
+    git(a, "push", "-q", env=env)
+    assert add_rows(aibuddy_exe, b, env, {"name": "Initech"}) == [2]
+    commit(b, "one row", env)
+    pulled = pull(b, how, env)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert [(r["row_id"], r["name"]) for r in rows_of(aibuddy_exe, b, env)] == [
+        (1, "Acme"),
+        (2, "Globex"),
+        (3, "Hooli"),
+        (4, "Initech"),
+    ]
+    assert next_key(b) == 5  # the schema itself, not only `table add`, is past every key
+    git(b, "push", "-q", env=env)
+    assert pull(a, how, env).returncode == 0
+    assert next_key(a) == 5
+    assert add_rows(aibuddy_exe, a, env, {"name": "Umbrella"}) == [5]
+
+
+def test_a_rebase_of_two_commits_keeps_the_edit_of_a_row_it_renumbered(
+    aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
+) -> None:
+    a, b, env = vendors
+    add_rows(aibuddy_exe, a, env, {"name": "Globex"})
+    commit(a, "Globex", env)
+    git(a, "push", "-q", env=env)
+    add_rows(aibuddy_exe, b, env, {"name": "Initech"})
+    commit(b, "Initech", env)
+    where = ["--where", 'name == "Initech"', "--set", '{"name": "Initech Inc"}']
+    aibuddy(aibuddy_exe, b, env, "table", "update-rows", "vendors", *where)
+    commit(b, "rename Initech", env)
+    pulled = pull(b, "rebase", env)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert [(r["row_id"], r["name"]) for r in rows_of(aibuddy_exe, b, env)] == [
+        (1, "Acme"),
+        (2, "Globex"),
+        (3, "Initech Inc"),
+    ]
+
+
+def test_stash_pop_after_a_pull_moves_the_stashed_rows_not_the_pulled_ones(
+    aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
+) -> None:
+    a, b, env = vendors
+    add_rows(aibuddy_exe, a, env, {"name": "Globex"})
+    commit(a, "Globex", env)
+    git(a, "push", "-q", env=env)
+    add_rows(aibuddy_exe, b, env, {"name": "Initech"})  # not committed
+    git(b, "stash", "-q", env=env)
+    assert pull(b, "merge", env).returncode == 0
+    popped = git(b, "stash", "pop", "-q", env=env, check=False)
+    assert popped.returncode == 0, popped.stdout + popped.stderr
+    assert [(r["row_id"], r["name"]) for r in rows_of(aibuddy_exe, b, env)] == [
+        (1, "Acme"),
+        (2, "Globex"),
+        (3, "Initech"),
+    ]
+
+
+# --- rows and columns merge together, cell by cell -----------------------------------------------
+
+
+@pytest.mark.parametrize("how", PULLS)
+def test_a_column_added_in_one_clone_merges_with_a_cell_edited_in_the_other(
+    aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]], how: str
+) -> None:
+    a, b, env = vendors
+    aibuddy(aibuddy_exe, a, env, "table", "column", "add", "vendors", "city", "str")
+    aibuddy(
+        aibuddy_exe, a, env, "table", "update-rows", "vendors", "--where", "True", "--set", '{"city": "Oslo"}'
+    )
+    commit(a, "city", env)
+    git(a, "push", "-q", env=env)
+    aibuddy(aibuddy_exe, b, env, "table", "column", "add", "vendors", "phone", "str")
+    edit = '{"name": "Acme Corp", "phone": "555"}'
+    aibuddy(aibuddy_exe, b, env, "table", "update-rows", "vendors", "--where", "True", "--set", edit)
+    add_rows(aibuddy_exe, b, env, {"name": "Initech"})
+    commit(b, "name and phone", env)
+    pulled = pull(b, how, env)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    rows = rows_of(aibuddy_exe, b, env)
+    assert [(r["row_id"], r["name"], r["city"], r["phone"]) for r in rows] == [
+        (1, "Acme Corp", "Oslo", "555"),
+        (2, "Initech", None, None),
+    ]
+    header = (b / VENDORS).read_text().splitlines()[0]
+    assert header == "row_id,name,city,phone"  # the pushed order, then the merged clone's new column
+    assert git(b, "status", "--porcelain", env=env).stdout == ""
+
+
+def test_two_clones_changing_different_cells_of_one_row_merge(
+    aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
+) -> None:
+    a, b, env = vendors
+    aibuddy(aibuddy_exe, a, env, "table", "column", "add", "vendors", "city", "str")
+    share(a, b, "city", env)
+    for clone, values in ((a, '{"name": "Acme Corp"}'), (b, '{"city": "Oslo"}')):
+        aibuddy(
+            aibuddy_exe, clone, env, "table", "update-rows", "vendors", "--where", "True", "--set", values
+        )
+        commit(clone, "edit", env)
+    git(a, "push", "-q", env=env)
+    pulled = pull(b, "merge", env)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert [(r["name"], r["city"]) for r in rows_of(aibuddy_exe, b, env)] == [("Acme Corp", "Oslo")]
+
+
+def test_one_cell_changed_differently_beside_a_new_column_is_a_conflict_reported_as_one(
+    aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
+) -> None:
+    a, b, env = vendors
+    aibuddy(aibuddy_exe, a, env, "table", "column", "add", "vendors", "city", "str")
+    aibuddy(
+        aibuddy_exe,
+        a,
+        env,
+        "table",
+        "update-rows",
+        "vendors",
+        "--where",
+        "True",
+        "--set",
+        '{"name": "Acme A"}',
+    )
+    commit(a, "A", env)
+    git(a, "push", "-q", env=env)
+    aibuddy(
+        aibuddy_exe,
+        b,
+        env,
+        "table",
+        "update-rows",
+        "vendors",
+        "--where",
+        "True",
+        "--set",
+        '{"name": "Acme B"}',
+    )
+    commit(b, "B", env)
+    pulled = pull(b, "merge", env)
+    assert pulled.returncode != 0 and "CONFLICT" in pulled.stdout + pulled.stderr
+    text = (b / VENDORS).read_text()
+    assert "<<<<<<<" in text and "Acme A" in text and "Acme B" in text
+    assert text.splitlines()[0] == "row_id,name,city"  # the columns merged; the one row conflicts
+    shown = run_aibuddy(aibuddy_exe, "--vault", str(b), "table", "filter", "vendors", env=env)
+    error = shown.stderr.decode()
+    assert shown.returncode == 6 and "unresolved merge conflict" in error and "fields where" not in error
+    assert f"{VENDORS}: unresolved merge conflict (lines 2-6)" in error
+    assert len(error.strip().splitlines()) == 1 and "Traceback" not in error
+    as_json = run_aibuddy(aibuddy_exe, "--vault", str(b), "table", "filter", "vendors", "--json", env=env)
+    assert as_json.returncode == 6
+    assert "unresolved merge conflict" in json.loads(as_json.stdout)["error"]["message"]
+
+
+# --- task logs ----------------------------------------------------------------------------------
+
+LOG = "tasks/demo/t1/messages.jsonl"
+
+
+def say(aibuddy_exe: list[str], clone: Path, env: dict[str, str], *texts: str) -> list[int]:
+    return [
+        aibuddy(aibuddy_exe, clone, env, "task", "add-message", "t1", text, "--role", "user")["n"]
+        for text in texts
+    ]
+
+
+def logged(clone: Path) -> list[tuple[int, str]]:
+    lines = (clone / LOG).read_text().splitlines()
+    return [(m["n"], m["content"]) for m in map(json.loads, lines)]
+
+
+@pytest.fixture
+def task(aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]) -> tuple[Path, Path, dict]:
+    """Both clones hold task t1 with message 1."""
+    a, b, env = clones
+    aibuddy(aibuddy_exe, a, env, "task", "new", "Plan the offsite")
+    say(aibuddy_exe, a, env, "hello")
+    share(a, b, "t1", env)
+    return a, b, env
+
+
+@pytest.mark.parametrize(("how", "in_b"), [("merge", 2), ("rebase", 2), ("merge", 1)])
+def test_messages_added_in_two_clones_merge_the_pushed_ones_keeping_their_numbers(
+    aibuddy_exe: list[str], task: tuple[Path, Path, dict[str, str]], how: str, in_b: int
+) -> None:
+    """in_b 1: both clones add one message, their task.json are the same, and git keeps it."""
+    a, b, env = task
+    say(aibuddy_exe, a, env, "from a")
+    commit(a, "a", env)
+    git(a, "push", "-q", env=env)
+    said = ["from b", "b again"][:in_b]
+    for text in said:  # a commit each: a rebase replays them one after the other
+        say(aibuddy_exe, b, env, text)
+        commit(b, text, env)
+    pulled = pull(b, how, env)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert logged(b) == [(1, "hello"), (2, "from a"), *((3 + i, text) for i, text in enumerate(said))]
+    count = 2 + in_b
+    assert aibuddy(aibuddy_exe, b, env, "task", "show", "t1")["messages"] == count
+    assert git(b, "status", "--porcelain", env=env).stdout == ""
+    assert say(aibuddy_exe, b, env, "after the pull") == [count + 1]
+    commit(b, "b after", env)
+    git(b, "push", "-q", env=env)
+    assert pull(a, how, env).returncode == 0
+    assert say(aibuddy_exe, a, env, "a after") == [count + 2]
+
+
+def test_a_task_closed_in_one_clone_stays_closed_with_the_other_clones_messages(
+    aibuddy_exe: list[str], task: tuple[Path, Path, dict[str, str]]
+) -> None:
+    a, b, env = task
+    say(aibuddy_exe, a, env, "from a")
+    aibuddy(aibuddy_exe, a, env, "task", "end", "t1")
+    commit(a, "a closes", env)
+    git(a, "push", "-q", env=env)
+    say(aibuddy_exe, b, env, "from b")
+    commit(b, "b", env)
+    pulled = pull(b, "merge", env)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    shown = aibuddy(aibuddy_exe, b, env, "task", "show", "t1")
+    assert (shown["status"], shown["messages"]) == ("closed", 3)
+    assert logged(b) == [(1, "hello"), (2, "from a"), (3, "from b")]
+
+
+@pytest.mark.parametrize(("how", "consolidated_in"), [("merge", "b"), ("rebase", "b"), ("merge", "ab")])
+def test_a_consolidation_watermark_never_claims_the_other_clones_messages(
+    aibuddy_exe: list[str],
+    task: tuple[Path, Path, dict[str, str]],
+    fake_openai,
+    how: str,
+    consolidated_in: str,
+) -> None:
+    a, b, env = task
+    model = {
+        **env,
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_API_BASE": fake_openai.url,
+        "AIBUDDY_MODEL_CONSOLIDATE": "openai/consolidate-test",
+        "AIBUDDY_TIMEOUT": "30",
+    }
+    say(aibuddy_exe, a, env, "from a")
+    if "a" in consolidated_in:
+        assert aibuddy(aibuddy_exe, a, model, "task", "consolidate", "t1")["status"]["through"] == 2
+    commit(a, "a", env)
+    git(a, "push", "-q", env=env)
+    say(aibuddy_exe, b, env, "from b", "b again")
+    assert aibuddy(aibuddy_exe, b, model, "task", "consolidate", "t1")["status"]["through"] == 3
+    commit(b, "b consolidated", env)
+    pulled = pull(b, how, env)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert logged(b) == [(1, "hello"), (2, "from a"), (3, "from b"), (4, "b again")]
+    status = aibuddy(aibuddy_exe, b, env, "task", "show", "t1")["consolidation"]
+    # a's message 2 was consolidated only if a did it; b's messages now come after it.
+    through = 2 if "a" in consolidated_in else 0
+    assert (status["through"], status["pending"]) == (through, 4 - through)
+    done = aibuddy(aibuddy_exe, b, model, "task", "consolidate", "t1")
+    assert [p["chunk"] for p in done["passes"]] == [[through + 1, 4]]
+    prompt = json.dumps(fake_openai.requests[-1]["body"]["messages"])
+    assert "from a" in prompt or through == 2
+    assert "b again" in prompt
+
+
+def test_git_setup_routes_task_files_in_a_vault_made_before_it_did(
+    aibuddy_exe: list[str], tmp_path: Path
+) -> None:
+    origin = tmp_path / "old"
+    init_vault(origin, "demo")
+    attributes = origin / ".gitattributes"
+    attributes.write_text(
+        "".join(f"{line}\n" for line in attributes.read_text().splitlines() if "tasks/" not in line)
+    )
+    env = child_env(origin)
+    git(origin, "init", "-q", "-b", "main", env=env)
+    commit(origin, "an older vault", env)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, env=env)
+    setup = run_aibuddy(aibuddy_exe, "--vault", str(clone), "git", "setup", "--json", env=env)
+    assert setup.returncode == 0, setup.stderr
+    routed = git(clone, "check-attr", "merge", "--", LOG, "tasks/demo/t1/task.json", env=env).stdout
+    assert routed.count("merge: aibuddy") == 2
+    assert git(clone, "status", "--porcelain", env=env).stdout == " M .gitattributes\n"
+
+
+def test_task_files_merge_field_by_field(tmp_path: Path) -> None:
+    """What git passes the driver for task.json (a merge: ours is the local clone)."""
+    from aibuddy_cli.gitmerge import merge_file
+
+    base = {
+        "id": "t1",
+        "goal": "Plan",
+        "created": "2026-01-01T00:00:00Z",
+        "status": "open",
+        "attached": ["system/guide"],
+        "plan": None,
+        "recalled": {"tea": 1},
+        "messages": 2,
+        "in_use": ["system/guide"],
+    }
+    ours = {
+        **base,
+        "attached": ["system/guide", "system/map"],
+        "recalled": {"tea": 1, "coffee": 3},
+        "messages": 4,
+        "in_use": ["system/guide", "system/map"],
+    }
+    theirs = {
+        **base,
+        "status": "closed",
+        "attached": [],
+        "recalled": {"tea": 1, "coffee": 2, "milk": 3},
+        "messages": 3,
+        "in_use": [],
+    }
+    files = []
+    for name, data in (("base", base), ("ours", ours), ("theirs", theirs)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        files.append(path)
+    assert merge_file(*files, "tasks/demo/t1/task.json", replaying=False) == 0
+    merged = json.loads(files[1].read_text())
+    # ours' messages 3 and 4 are renumbered 4 and 5, after theirs' 3: coffee at ours' 3 is now 4.
+    assert merged == {
+        **base,
+        "status": "closed",
+        "attached": ["system/map"],
+        "messages": 5,
+        "recalled": {"tea": 1, "coffee": 2, "milk": 3},
+        "in_use": ["system/guide", "system/map"],
+    }
+    files[1].write_text(json.dumps({**ours, "goal": "Plan the offsite"}))
+    files[2].write_text(json.dumps({**theirs, "goal": "Plan the party"}))
+    assert merge_file(*files, "tasks/demo/t1/task.json", replaying=False) == 1
+    assert "<<<<<<<" in files[1].read_text()
+
+
+def test_a_vault_in_a_folder_of_the_repository_merges_its_files_too(tmp_path: Path) -> None:
+    """git names the file from the top of the repository (%P), where it runs the driver."""
+    from aibuddy_cli.gitmerge import merge_file
+
+    init_vault(tmp_path / "notes", "demo")  # tmp_path is the current folder: the repository's top
+    line = (
+        '{{"n": {n}, "role": "user", "content": "{text}", "at": "2026-01-01T00:00:0{n}Z", "attached": []}}\n'
+    )
+    files = []
+    for name, texts in (("base", ["hello"]), ("ours", ["hello", "mine"]), ("theirs", ["hello", "yours"])):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(line.format(n=n, text=text) for n, text in enumerate(texts, 1)))
+        files.append(path)
+    assert merge_file(*files, "notes/tasks/demo/t1/messages.jsonl", replaying=False) == 0
+    merged = [json.loads(text) for text in files[1].read_text().splitlines()]
+    assert [(m["n"], m["content"]) for m in merged] == [(1, "hello"), (2, "yours"), (3, "mine")]
+
+
+def test_a_cherry_pick_keeps_the_branch_keys_and_moves_the_picked_rows(
+    aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
+) -> None:
+    _, b, env = vendors
+    git(b, "switch", "-q", "-c", "fix", env=env)
+    add_rows(aibuddy_exe, b, env, {"name": "Globex"})
+    commit(b, "Globex on fix", env)
+    git(b, "switch", "-q", "main", env=env)
+    add_rows(aibuddy_exe, b, env, {"name": "Initech"})
+    commit(b, "Initech on main", env)
+    picked = git(b, "cherry-pick", "fix", env=env, check=False)
+    assert picked.returncode == 0, picked.stdout + picked.stderr
+    assert [(r["row_id"], r["name"]) for r in rows_of(aibuddy_exe, b, env)] == [
+        (1, "Acme"),
+        (2, "Initech"),
+        (3, "Globex"),
+    ]
+    # Both sides' schemas said next_key 3, so git kept that one without asking the driver:
+    # `table add` starts past the largest key all the same.
+    assert add_rows(aibuddy_exe, b, env, {"name": "Hooli"}) == [4]

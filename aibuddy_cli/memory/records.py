@@ -240,6 +240,17 @@ def _region(found: dict[str, Any]) -> ConflictRegion:
     )
 
 
+RESOLVE_CONFLICT = (
+    "keep the lines you want, delete the <<<<<<<, ======= and >>>>>>> lines, then save the file "
+    "(and `git add` it)"
+)
+
+
+def conflict_lines(conflicts: list[ConflictRegion]) -> str:
+    """Where the conflicts are: "lines 3-7, 12-16" (an open end when a closing marker is gone)."""
+    return "lines " + ", ".join(f"{c.start}-{c.end or ''}" for c in conflicts)
+
+
 class MergeConflict(MalformedRecord):
     """A record file that still holds git conflict markers: neither version is guessed at."""
 
@@ -248,14 +259,10 @@ class MergeConflict(MalformedRecord):
     def __init__(
         self, name: str, conflicts: list[ConflictRegion], text: str, path: str | None = None
     ) -> None:
-        spans = ", ".join(f"{c.start}-{c.end or ''}" for c in conflicts)
         where = f" in {path}" if path else ""
-        super().__init__(name, f"unresolved merge conflict{where} (lines {spans})")
+        super().__init__(name, f"unresolved merge conflict{where} ({conflict_lines(conflicts)})")
         if path:  # a message for a person about to resolve it
-            self.message = (
-                f"{self.problem}: keep the lines you want, delete the <<<<<<<, ======= and >>>>>>> "
-                "lines, then save the file (and `git add` it)"
-            )
+            self.message = f"{self.problem}: {RESOLVE_CONFLICT}"
         self.conflicts = conflicts
         self.text = text
         self.path = path

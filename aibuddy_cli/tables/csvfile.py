@@ -28,6 +28,14 @@ class MalformedTable(InvalidInput):
     code = "malformed_table"
 
 
+class TableMergeConflict(MalformedTable):
+    """A CSV file that still holds git's conflict markers (a merge the aibuddy driver could not
+    settle, or one made without it): said as such, with the lines, instead of the first row the
+    markers break."""
+
+    code = "merge_conflict"
+
+
 def _writer(out: io.StringIO) -> Any:
     return csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
 
@@ -62,6 +70,22 @@ def read_rows(data: bytes, schema: TableSchema, source: str) -> Iterator[Row]:
         raise MalformedTable(f"{source}: not UTF-8 text (byte {exc.start})") from None
     if text.startswith("\ufeff"):
         text = text[1:]
+    try:
+        yield from _parsed_rows(text, schema, source)
+    except MalformedTable:
+        # Only a file that does not read is checked: a quoted cell may hold marker-like lines.
+        from ..memory.records import RESOLVE_CONFLICT, conflict_lines, merge_conflicts
+
+        conflicts = merge_conflicts(text)
+        if conflicts:
+            where = conflict_lines(conflicts)
+            raise TableMergeConflict(
+                f"{source}: unresolved merge conflict ({where}): {RESOLVE_CONFLICT}"
+            ) from None
+        raise
+
+
+def _parsed_rows(text: str, schema: TableSchema, source: str) -> Iterator[Row]:
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader, None)

@@ -35,7 +35,7 @@ from ..errors import AibuddyError, Busy, NotFound
 from ..memory.extraction import Decision, Extractor, bounded
 from ..memory.facts import stated
 from ..redaction import find, redacted, redacted_noted
-from .service import Task, TaskMessage, TaskService
+from .service import Task, TaskMessage, TaskService, parse_message
 
 if TYPE_CHECKING:
     from ..memory.service import MemoryService
@@ -84,16 +84,56 @@ def categories(settings: Any, environ: Mapping[str, str]) -> dict[str, bool]:
     return flags
 
 
-def watermark(tasks: TaskService, task_id: str) -> dict[str, Any]:
+def watermark(tasks: TaskService, task_id: str, *, checked: bool = True) -> dict[str, Any]:
     """The task's watermark document, read once: "last" a message number (0 before any pass),
     "summary" the rolling summary or None, whatever the file holds."""
     found = tasks.document(task_id, WATERMARK) or {}
     last, summary = found.get("last"), found.get("summary")
-    return {
+    mark = {
         **found,
         "last": last if isinstance(last, int) and last >= 0 else 0,
         "summary": summary if isinstance(summary, str) else None,
     }
+    if checked and mark["last"] and not _chunk_logged(tasks, task_id, found, mark["last"]):
+        mark = {**mark, "last": 0, "digest": None}
+    return mark
+
+
+def _chunk_logged(tasks: TaskService, task_id: str, found: dict[str, Any], last: int) -> bool:
+    """Whether the log, through message `last`, still ends with the chunk (at most `every`
+    messages) the watermark's digest was made of. Not so after a git merge renumbered the messages
+    one clone added after the other's (README "A vault shared through git") and the watermark came
+    from that clone, or after an edit of the log: then no message is taken as consolidated and the
+    passes run again from the start (the shield keeps a redo from doing anything twice). Reads the
+    log from its end. The chunk's length is the watermark's own (`first`); a watermark from
+    before it was kept is tried against the lengths up to the larger of `every` and 50."""
+    digest, first = found.get("digest"), found.get("first")
+    if not isinstance(digest, str):
+        return True  # a watermark from before digests: taken as it is
+    try:
+        data, _ = tasks.store.read(tasks.log_key(task_id))
+    except NotFound:
+        return False
+    if isinstance(first, int) and 0 < first <= last:
+        longest = last - first + 1
+    else:
+        longest = max(tasks.vault.config.consolidation.every, 50)
+    parts: list[str] = []
+    for line in reversed(data.split(b"\n")):
+        try:
+            message = parse_message(line) if line.strip() else None
+        except (ValueError, TypeError):
+            message = None  # a damaged line: messages() skips it too
+        if message is None or message.n > last:
+            continue
+        if not parts and message.n != last:
+            return False
+        parts.insert(0, json.dumps(message.to_json(), ensure_ascii=False))
+        if hashlib.sha256(f"[{', '.join(parts)}]".encode()).hexdigest() == digest:
+            return True
+        if len(parts) >= longest:
+            return False
+    return False
 
 
 def consolidated(tasks: TaskService, task_id: str) -> tuple[int, str | None]:
@@ -212,7 +252,9 @@ class Consolidator:
     def after_message(self, task_id: str, message: TaskMessage) -> bool:
         """Start a background pass when message completes a chunk; never raises. True if started."""
         try:
-            if message.n - watermark(self.tasks, task_id)["last"] < self.settings.every:
+            # Unchecked against the log (read whole otherwise, on every message): a watermark a
+            # git merge made stale is found by the pass this starts, or by the one after.
+            if message.n - watermark(self.tasks, task_id, checked=False)["last"] < self.settings.every:
                 return False
             if not any(categories(self.settings, self.environ).values()) or not self._model().configured:
                 return False
@@ -312,14 +354,13 @@ class Consolidator:
             tables.source = "consolidation"  # how the tables journal names these changes
         try:
             while True:
-                through = watermark(self.tasks, task_id)["last"]
+                through = watermark(self.tasks, task_id, checked=False)["last"]
                 if not self._passes(task_id, flags, call, dry_run, background, passes) or dry_run:
                     break
                 # Messages may have completed a chunk while the lock was held; their trigger found
                 # this pass busy and gave up. Looked at after the release, so none falls between.
-                if watermark(self.tasks, task_id)["last"] == through or not self._chunk_waiting(
-                    task_id, background
-                ):
+                moved = watermark(self.tasks, task_id, checked=False)["last"] != through
+                if not moved or not self._chunk_waiting(task_id, background):
                     break
         except Busy:
             if not passes:
@@ -445,7 +486,9 @@ class Consolidator:
             # After the pass's writes, in one atomic write: a crash before it redoes this chunk
             # (the shield and reconcile make the redo a no-op), never skips it.
             self.tasks.keep_document(
-                task_id, WATERMARK, {"last": last, "digest": digest, "summary": summary, "at": utc_now()}
+                task_id,
+                WATERMARK,
+                {"first": first, "last": last, "digest": digest, "summary": summary, "at": utc_now()},
             )
         self._log(task_id, first, last, decisions, applied=not dry_run, dry_run=dry_run)
         return Pass([first, last], decisions, not dry_run)

@@ -77,6 +77,16 @@ def parse_tool_calls(text: str, source: str = "tool calls") -> list[dict[str, An
     return calls
 
 
+def parse_message(line: bytes) -> TaskMessage:
+    """One line of a message log; ValueError or TypeError when it is not a message."""
+    message = TaskMessage(**json.loads(line))
+    if not isinstance(message.content, str) or message.role not in ROLES:
+        raise TypeError("content must be text and role user, assistant or tool")
+    if not isinstance(message.attached, list):
+        message = message._replace(attached=[])
+    return message
+
+
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
@@ -106,6 +116,10 @@ class TaskService:
     def _key(self, task_id: str, name: str = "task.json") -> str:
         return f"{self.prefix}/{validate_task_id(task_id)}/{name}"
 
+    def log_key(self, task_id: str) -> str:
+        """Where the task's message log is, in the store."""
+        return self._key(task_id, "messages.jsonl")
+
     def lock(self):  # noqa: ANN201 - a context manager from the store
         return self.store.lock(f"tasks-{self.user}")
 
@@ -132,9 +146,31 @@ class TaskService:
                 raise TypeError("attached must be a list of document references")
             if not isinstance(task.goal, str) or task.status not in ("open", "closed"):
                 raise TypeError("goal must be text and status open or closed")
-            return task
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidInput(f"{self._key(task_id)}: unreadable task file ({exc})") from None
+        if task.messages is not None:
+            # Never fewer than the log's last number: when two clones added as many messages, their
+            # task.json are the same and git keeps it as it is, while the merge driver numbered one
+            # clone's messages after the other's (README "A vault shared through git").
+            last = self._last_number(self.log_key(task_id))
+            if last > task.messages:
+                task = task._replace(messages=last)
+        return task
+
+    def _last_number(self, key: str) -> int:
+        """The number of the log's last readable message (0 without one)."""
+        try:
+            data, _ = self.store.read(key)
+        except NotFound:
+            return 0
+        for line in reversed(data.split(b"\n")):
+            try:
+                number = json.loads(line)["n"] if line.strip() else None
+            except (ValueError, KeyError, TypeError):
+                continue  # a damaged or partial line: the one before it counts
+            if isinstance(number, int) and not isinstance(number, bool):
+                return number
+        return 0
 
     def new(self, goal: str, plan: str | None = None) -> Task:
         goal = " ".join(goal.split())
@@ -207,12 +243,7 @@ class TaskService:
             if not line.strip():
                 continue
             try:
-                message = TaskMessage(**json.loads(line))
-                if not isinstance(message.content, str) or message.role not in ROLES:
-                    raise TypeError("content must be text and role user, assistant or tool")
-                if not isinstance(message.attached, list):
-                    message = message._replace(attached=[])
-                messages.append(message)
+                messages.append(parse_message(line))
             except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
                 self.warnings.append(f"{self._key(task_id, 'messages.jsonl')} line {number} skipped: {exc}")
         return messages
