@@ -552,3 +552,16 @@ def test_an_item_that_cannot_be_written_is_dropped_and_logged_and_the_rest_appli
     entry = log(vault)[-1]
     assert entry["applied"] is True and sum("not valid text" in d["detail"] for d in entry["decisions"]) == 2
     assert ok(cli("task", "consolidate", "t1", "--json"))["passes"] == []  # nothing left to retry
+
+
+def test_a_lower_every_after_a_pass_redoes_nothing(cli, vault: Vault, chat: str, model) -> None:
+    """The watermark keeps its chunk's first message: its check of the log does not depend on
+    `every`, so changing it never sends the whole task to the model again."""
+    model.reply_json({"summary": {"text": "Offsite planning.", "evidence": [4]}})
+    assert ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["chunk"] == [1, 4]
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("every = 4", "every = 2"))
+    before = len(model.requests)
+    again = ok(cli("task", "consolidate", "t1", "--json"))
+    assert again["passes"] == [] and again["status"]["pending"] == 0
+    assert len(model.requests) == before and watermark(vault)["last"] == 4
