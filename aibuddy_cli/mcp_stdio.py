@@ -105,16 +105,16 @@ def answer_for(problem: Exception) -> Any:
         return error(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
     if "id" not in sent:
         return None
-    unicode = "is not valid Unicode text (it holds a lone surrogate, such as \\ud800): send it as UTF-8"
+    not_text = "is not valid Unicode text (it holds a lone surrogate, such as \\ud800): send it as UTF-8"
     arguments = "params.arguments."
     if method == "tools/call" and where.startswith(arguments) and request_id is not None:
         argument = where[len(arguments) :].split(".")[0].split("[")[0]
-        document = {"error": InvalidInput(f"argument '{_shown(argument)}' {unicode}").to_json()}
+        document = {"error": InvalidInput(f"argument '{_shown(argument)}' {not_text}").to_json()}
         text = json.dumps(document)
         result = CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         wire = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=wire)
-    return error(request_id, INVALID_PARAMS, f"Invalid params: {_shown(where)} {unicode}")
+    return error(request_id, INVALID_PARAMS, f"Invalid params: {_shown(where)} {not_text}")
 
 
 class AnsweredReads:
@@ -136,7 +136,8 @@ class AnsweredReads:
                 return item
             reply = answer_for(item)
             if reply is None:
-                print("warning: an unreadable MCP notification was dropped", file=sys.stderr, flush=True)
+                dropped = "warning: an unreadable MCP notification or response was dropped"
+                print(dropped, file=sys.stderr, flush=True)
                 continue
             try:
                 await self.writes.send(SessionMessage(reply))
@@ -170,6 +171,9 @@ async def serve_stdio(app: Any) -> None:
     """Run app (an MCPServer) on stdin/stdout, as `MCPServer.run("stdio")` does, every line answered."""
     from mcp.server.stdio import stdio_server
 
-    server = app._lowlevel_server  # what run("stdio") drives; the SDK offers no hook on its reads
+    server = getattr(app, "_lowlevel_server", None)  # what run("stdio") drives: no hook on its reads
+    if server is None:  # an SDK that has it no more: its own stdio, which drops unreadable lines
+        await app.run_stdio_async()
+        return
     async with stdio_server() as (reads, writes):
         await server.run(AnsweredReads(reads, writes), writes, server.create_initialization_options())

@@ -14,11 +14,11 @@ whole digest, which the worker checks: a mismatch is refused and the call runs i
 
 The socket lives in a 0700 folder of the user's own (`$XDG_RUNTIME_DIR/aibuddy/`, else, or when
 that is not an absolute path, `/tmp/aibuddy-<uid>/`; a path under the vault could exceed the 108
-bytes a socket path may have),
-checked without following links (a symlink, another owner or a mode open to others is refused);
-the socket is 0600. Both ends check the other's uid on every connection (SO_PEERCRED, on Linux;
-elsewhere the private folder is the only guard): the client never sends a request (the manifest
-of a recall) to, nor uses an answer from, a process of another user.
+bytes a socket path may have), checked without following links (a symlink, another owner or a
+mode open to others is refused); the socket is 0600. Both ends check the other's uid on every
+connection (SO_PEERCRED, on Linux; elsewhere the private folder is the only guard): the client
+never sends a request (the manifest of a recall) to, nor uses an answer from, a process of
+another user.
 
 `models.complete` asks it first when the command runs from the `aibuddy` entry point; when it
 cannot be reached (none yet, a stale socket, a crash) the call runs in-process as before and a
@@ -27,8 +27,9 @@ answer by the call's own timeout (a worker that stops answering, even a stopped 
 timeout: the caller's fallback runs). A worker binds its socket only once litellm is imported,
 so every call it takes pays only the model's latency; a lock beside the socket keeps a second
 worker of the same environment from starting, and the caller that starts one takes it and hands
-it down to the worker, so calls that find no worker at once start one between them. It exits after `AIBUDDY_WORKER_IDLE` seconds
-(default 600) without a call; `AIBUDDY_WORKER=0` turns it off. `aibuddy worker status|stop`.
+it down to the worker, so calls that find no worker at once start one between them. It exits
+after `AIBUDDY_WORKER_IDLE` seconds (default 600) without a call; `AIBUDDY_WORKER=0` turns it
+off. `aibuddy worker status|stop`.
 """
 
 from __future__ import annotations
