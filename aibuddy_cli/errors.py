@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable, Collection
 from enum import IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class ExitCode(IntEnum):
@@ -18,15 +19,72 @@ class ExitCode(IntEnum):
     MODEL_UNAVAILABLE = 7
 
 
+class Option(NamedTuple):
+    """An input of the operation that failed, named in its message by its parameter name
+    ("description", "max_chars"): `--description` on the command line (or `cli`, when the command
+    takes it in several ways), `description` for a tool."""
+
+    name: str
+    cli: str = ""
+
+
+class Operation(NamedTuple):
+    """Another operation a message points to, by its command words and argument ("memory update",
+    "tea"): `'aibuddy memory update tea'` on the command line, the `memory_update` tool for an
+    agent that has that tool."""
+
+    words: str
+    subject: str = ""
+
+
+Term = Option | Operation
+Spelling = Callable[[Term], str]  # a term in one front end's words
+
+
+def cli_words(term: Term) -> str:
+    """A term as the command line says it: an option, or a command to run."""
+    if isinstance(term, Option):
+        return term.cli or f"--{term.name.replace('_', '-')}"
+    return f"'aibuddy {term.words}{' ' + term.subject if term.subject else ''}'"
+
+
+def tool_words(tools: Collection[str]) -> Spelling:
+    """Terms as an agent with these tools reads them: an argument by its name, another operation
+    as its tool (the command line where no tool does it)."""
+
+    def spell(term: Term) -> str:
+        if isinstance(term, Option):
+            return term.name
+        tool = term.words.replace(" ", "_")
+        return f"the {tool} tool" if tool in tools else cli_words(term)
+
+    return spell
+
+
 class AibuddyError(Exception):
-    """Base of every error a person or script is meant to see as a one-line message."""
+    """Base of every error a person or script is meant to see as a one-line message.
+
+    The message is text, or parts of text and Terms (options, other operations) that each front
+    end spells in its own words: `message` (and `to_json`) has the command line's,
+    `worded(tool_words(...))` an agent's. A service names a flag or a command only through a Term."""
 
     code = "error"
     exit_code = ExitCode.UNEXPECTED
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, *parts: str | Term) -> None:
+        self.parts = parts
+        self.message = self._spelled(cli_words)
+        super().__init__(self.message)
+
+    def _spelled(self, spell: Spelling) -> str:
+        return "".join(part if isinstance(part, str) else spell(part) for part in self.parts)
+
+    def worded(self, spell: Spelling) -> str:
+        """The message with its terms in another front end's words (`message` as it is when it
+        was rewritten after the error was made)."""
+        if self.message != self._spelled(cli_words):
+            return self.message
+        return self._spelled(spell)
 
     def to_json(self) -> dict[str, Any]:
         """The "error" object of an error document: the code, and the message on one line."""

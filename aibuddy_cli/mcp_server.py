@@ -8,13 +8,18 @@ with `--json`. The vault, the user and the task are fixed when the server starts
 environment): no tool argument can name another user or task.
 
 Each call opens its own Session (services and SQLite handles are per thread), so concurrent calls
-share nothing mutable but the vault's locks; a failure is a tool error with the CLI's message, and
-the next call works. The process stays up, so litellm is imported once (warmed in the background
-at start when a model is configured): later model calls cost the model's own time.
+share nothing mutable but the vault's locks. Whatever a call raises is a tool error (`isError`),
+never an exception the SDK would answer with "Error executing tool" and a traceback: its text is
+the CLI's error document (`{"error": {"code", "message"}}`), the message in the tools' terms
+(`errors.tool_words`: "use the memory_update tool", not a command line); the next call works.
+A line that is no readable message is answered too (mcp_stdio). The process stays up, so litellm
+is imported once (warmed in the background at start when a model is configured): later model
+calls cost the model's own time.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -22,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import AibuddyError
+from .errors import AibuddyError, as_aibuddy_error, describe_failure, tool_words
 from .session import Session
 
 INSTRUCTIONS = """aibuddy keeps the user's long-term memory and knowledge. Call memory_recall before
@@ -58,21 +63,27 @@ class Server:
             for warning in warnings:  # stdout is the protocol's: warnings go to the server's log
                 print(f"warning: {warning}", file=sys.stderr, flush=True)
 
-    def call(self, operation: Callable[[Session], Any]) -> dict[str, Any]:
-        """operation's result as the CLI's JSON; a typed error becomes the tool's error."""
-        from mcp.server.mcpserver.exceptions import ToolError
+    def call(self, tool: str, operation: Callable[[Session], Any]) -> Any:
+        """A CallToolResult: operation's result as the CLI's JSON, or whatever it raised as a tool
+        error (see the module's docstring); nothing escapes."""
+        from mcp_types import CallToolResult, TextContent
 
         try:
             with self.session() as session:
-                return operation(session).to_json()  # type: ignore[no-any-return]
-        except AibuddyError as error:
-            raise ToolError(" ".join(error.message.split())) from None
-        except OSError as error:
-            raise ToolError(f"{error.strerror or error}: {error.filename or ''}".rstrip(": ")) from None
+                text, failed = _json_text(operation(session).to_json(), indent=2), False
+        except (AibuddyError, OSError, UnicodeError) as error:
+            failure = as_aibuddy_error(error)
+            worded = " ".join(failure.worded(tool_words(self.tool_names)).split())
+            text, failed = _json_text({"error": {**failure.to_json(), "message": worded}}), True
+        except Exception as error:  # noqa: BLE001 - a bug: the caller still gets an answer it can read
+            failure = AibuddyError(f"{tool} failed unexpectedly: {describe_failure(error)}")
+            print(f"error: {' '.join(failure.message.split())}", file=sys.stderr, flush=True)
+            text, failed = _json_text({"error": failure.to_json()}), True
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=failed)
 
     # --- the tools ---------------------------------------------------------------------------
 
-    def memory_save(self, name: str, type: str, description: str, body: str = "") -> dict[str, Any]:
+    def memory_save(self, name: str, type: str, description: str, body: str = "") -> Any:
         """Save a new long-term memory record for the user (one fact per record). type: user,
         feedback, project or reference. name: lowercase-file-stem. Fails if the name exists."""
         from .memory.service import RecordWrite
@@ -82,11 +93,11 @@ class Server:
             record = session.memory.save(name, type=type, description=description, body=body)
             return RecordWrite(memory_key(session.user, record.name), record, True)
 
-        return self.call(save)
+        return self.call("memory_save", save)
 
     def memory_update(
         self, name: str, type: str | None = None, description: str | None = None, body: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Change a memory record's type, one-line description or body (what is left out stays)."""
         from .memory.service import RecordWrite
         from .vault import memory_key
@@ -95,9 +106,9 @@ class Server:
             result = session.memory.update(name, type=type, description=description, body=body)
             return RecordWrite(memory_key(session.user, name), result.record, result.changed)
 
-        return self.call(update)
+        return self.call("memory_update", update)
 
-    def memory_delete(self, name: str) -> dict[str, Any]:
+    def memory_delete(self, name: str) -> Any:
         """Delete one memory record of the user."""
         from .memory.service import RecordDeleted
         from .vault import memory_key
@@ -106,43 +117,52 @@ class Server:
             session.memory.delete(name)
             return RecordDeleted(memory_key(session.user, name))
 
-        return self.call(delete)
+        return self.call("memory_delete", delete)
 
-    def memory_recall(self, query: str, limit: int | None = None) -> dict[str, Any]:
+    def memory_recall(self, query: str, limit: int | None = None) -> Any:
         """The user's memory records relevant to query (at most 5 bodies): call it before work
         that may depend on the user's preferences, feedback or project background."""
-        return self.call(lambda session: session.memory.recall(query, limit))
+        return self.call("memory_recall", lambda session: session.memory.recall(query, limit))
 
-    def knowledge_ask(self, question: str) -> dict[str, Any]:
+    def knowledge_ask(self, question: str) -> Any:
         """Answer a question from the task's attached, reviewed documents, with section
         citations (doc#anchor) and the gaps the documents leave."""
         from .knowledge.ask import KnowledgeAgent
 
-        task = self.task
-        assert task is not None  # offered only with a task
-        return self.call(lambda session: KnowledgeAgent(session.knowledge, task).ask(question))
+        task = self.task or ""  # offered only with a task
+        return self.call(
+            "knowledge_ask", lambda session: KnowledgeAgent(session.knowledge, task).ask(question)
+        )
 
-    def table_ask(self, question: str) -> dict[str, Any]:
+    def table_ask(self, question: str) -> Any:
         """Answer a question from the user's knowledge tables (read-only)."""
         from .tables.loops import TableAgent
 
-        return self.call(lambda session: TableAgent(session.tables, session.environ).ask(question))
+        return self.call(
+            "table_ask", lambda session: TableAgent(session.tables, session.environ).ask(question)
+        )
 
     def table_update(
         self, request: str, dry_run: bool = False, instructions: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Bring the user's knowledge tables to the end state the request describes (not steps);
         dry_run lists the operations without applying them."""
         from .tables.loops import TableAgent
 
         return self.call(
+            "table_update",
             lambda session: TableAgent(session.tables, session.environ).change(
                 "update", request, dry_run=dry_run, instructions=instructions
             )
         )
 
-    def tools(self) -> list[Callable[..., dict[str, Any]]]:
-        tools: list[Callable[..., dict[str, Any]]] = [
+    @property
+    def tool_names(self) -> list[str]:
+        return [tool.__name__ for tool in self.tools()]
+
+    def tools(self) -> list[Callable[..., Any]]:
+        """The tools this server offers (each returns a CallToolResult: see call)."""
+        tools: list[Callable[..., Any]] = [
             self.memory_save,
             self.memory_update,
             self.memory_delete,
@@ -151,6 +171,17 @@ class Server:
         if self.knowledge:
             tools.append(self.knowledge_ask)
         return [*tools, self.table_ask, self.table_update]
+
+
+def _json_text(document: Any, indent: int | None = None) -> str:
+    """document as JSON text for the wire, which is UTF-8: a string that UTF-8 cannot hold (a lone
+    surrogate, as a file name's undecodable bytes become) is sent as its \\u escape."""
+    text = json.dumps(document, ensure_ascii=False, indent=indent, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(document, indent=indent, default=str)
+    return text
 
 
 def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
@@ -172,18 +203,28 @@ def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
     threading.Thread(target=warm, name="aibuddy-warm-litellm", daemon=True).start()
 
 
+def mcp_app(server: Server) -> Any:
+    """The SDK's MCPServer offering server's tools."""
+    from mcp.server.mcpserver import MCPServer
+
+    from . import __version__
+
+    app = MCPServer("aibuddy", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    for tool in server.tools():
+        app.add_tool(tool, name=tool.__name__, structured_output=False)
+    return app
+
+
 def serve(
     vault: str | None, user: str | None, task: str | None, environ: Mapping[str, str], cwd: Path
 ) -> None:
     """Run the server on stdin/stdout until the client closes it."""
     server = Server(vault, user, task, environ, cwd)
-    from mcp.server.mcpserver import MCPServer
+    import anyio
 
-    from . import __version__
+    from .mcp_stdio import serve_stdio
     from .vault import Vault
 
-    app = MCPServer("aibuddy", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    for tool in server.tools():
-        app.add_tool(tool, name=tool.__name__, structured_output=False)
+    app = mcp_app(server)
     warm_models(environ, Vault.open(server.root).config.models)
-    app.run("stdio")
+    anyio.run(serve_stdio, app)

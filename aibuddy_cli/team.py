@@ -75,10 +75,12 @@ class PersonalVault(NamedTuple):
 
 
 def _data_home(environ: Mapping[str, str]) -> Path:
-    """$XDG_DATA_HOME, else ~/.local/share (the XDG spec ignores a relative XDG_DATA_HOME)."""
-    base = environ.get("XDG_DATA_HOME", "")
-    if os.path.isabs(base):
-        return Path(base)
+    """$XDG_DATA_HOME, else ~/.local/share (a relative XDG_DATA_HOME is ignored: xdg.base_dir)."""
+    from .xdg import base_dir
+
+    base = base_dir(environ, "XDG_DATA_HOME")
+    if base is not None:
+        return base
     home = environ.get("HOME") or os.path.expanduser("~")
     if not os.path.isabs(home):
         raise UsageError(

@@ -99,15 +99,17 @@ class Vault(NamedTuple):
 def user_cache_dir(root: Path) -> Path | None:
     """The per-user cache folder of the vault at root, under $XDG_CACHE_HOME (else ~/.cache);
     None if there is no home to put it in. Its aibuddy/ folder is private (0700), as XDG asks."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # unset, or relative, which the XDG spec says to ignore
+    from .xdg import base_dir
+
+    base = base_dir(os.environ, "XDG_CACHE_HOME")  # unset, or relative, which XDG says to ignore
+    if base is None:
         home = os.path.expanduser("~")
         if not os.path.isabs(home):
             return None
-        base = os.path.join(home, ".cache")
+        base = Path(home) / ".cache"
     import hashlib
 
-    folder = Path(base) / "aibuddy"
+    folder = base / "aibuddy"
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError:

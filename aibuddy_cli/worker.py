@@ -12,12 +12,13 @@ working directory is part of the key when it can matter (a relative path in a va
 allowed to load a `.env`). The socket's name comes from the digest, and every request carries the
 whole digest, which the worker checks: a mismatch is refused and the call runs in-process.
 
-The socket lives in a 0700 folder of the user's own (`$XDG_RUNTIME_DIR/aibuddy/`, else
-`/tmp/aibuddy-<uid>/`; a path under the vault could exceed the 108 bytes a socket path may have),
-checked without following links (a symlink, another owner or a mode open to others is refused);
-the socket is 0600. Both ends check the other's uid on every connection (SO_PEERCRED, on Linux;
-elsewhere the private folder is the only guard): the client never sends a request (the manifest
-of a recall) to, nor uses an answer from, a process of another user.
+The socket lives in a 0700 folder of the user's own (`$XDG_RUNTIME_DIR/aibuddy/`, else, or when
+that is not an absolute path, `/tmp/aibuddy-<uid>/`; a path under the vault could exceed the 108
+bytes a socket path may have), checked without following links (a symlink, another owner or a
+mode open to others is refused); the socket is 0600. Both ends check the other's uid on every
+connection (SO_PEERCRED, on Linux; elsewhere the private folder is the only guard): the client
+never sends a request (the manifest of a recall) to, nor uses an answer from, a process of
+another user.
 
 `models.complete` asks it first when the command runs from the `aibuddy` entry point; when it
 cannot be reached (none yet, a stale socket, a crash) the call runs in-process as before and a
@@ -25,8 +26,10 @@ worker is started for the next call. Connecting is bounded by 0.2 s, and the who
 answer by the call's own timeout (a worker that stops answering, even a stopped one, is a model
 timeout: the caller's fallback runs). A worker binds its socket only once litellm is imported,
 so every call it takes pays only the model's latency; a lock beside the socket keeps a second
-worker of the same environment from starting. It exits after `AIBUDDY_WORKER_IDLE` seconds
-(default 600) without a call; `AIBUDDY_WORKER=0` turns it off. `aibuddy worker status|stop`.
+worker of the same environment from starting, and the caller that starts one takes it and hands
+it down to the worker, so calls that find no worker at once start one between them. It exits
+after `AIBUDDY_WORKER_IDLE` seconds (default 600) without a call; `AIBUDDY_WORKER=0` turns it
+off. `aibuddy worker status|stop`.
 """
 
 from __future__ import annotations
@@ -129,8 +132,10 @@ def fingerprint(environ: Mapping[str, str]) -> str:
 def folder(environ: Mapping[str, str]) -> Path:
     """The private socket folder, made if missing; WorkerUnavailable unless it is a real folder
     (not a symlink) of this user that no one else may enter."""
-    runtime = environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) / "aibuddy" if runtime else Path(tempfile.gettempdir()) / f"aibuddy-{os.getuid()}"
+    from .xdg import base_dir
+
+    runtime = base_dir(environ, "XDG_RUNTIME_DIR")
+    base = runtime / "aibuddy" if runtime else Path(tempfile.gettempdir()) / f"aibuddy-{os.getuid()}"
     try:
         os.mkdir(base, 0o700)
     except FileExistsError:
@@ -265,41 +270,64 @@ def complete(
     return SimpleNamespace(content=message.get("content"), tool_calls=message.get("tool_calls") or None)
 
 
+def _open_lock(path: Path) -> int:
+    return os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def _is_lock_of(fd: int, path: Path) -> bool:
+    """Whether fd is open on path's lock file (the descriptor a starter handed down)."""
+    try:
+        held, named = os.fstat(fd), os.lstat(_lock_path(path))
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
+
+
 @contextmanager
-def _worker_lock(path: Path, wait: float = 0.0) -> Iterator[bool]:
+def _worker_lock(path: Path, wait: float = 0.0, inherited: int | None = None) -> Iterator[bool]:
     """The lock a worker holds for its whole life (True if this process got it within wait
-    seconds); released on exit."""
+    seconds), on the descriptor its starter handed down when it is that lock's; released on exit."""
     from .storage import flock_within
 
-    fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = inherited if inherited is not None and _is_lock_of(inherited, path) else _open_lock(path)
     try:
-        yield flock_within(fd, wait, poll=0.05)
+        yield flock_within(fd, wait, poll=0.05)  # on a handed-down descriptor: held already
     finally:
         os.close(fd)
 
 
 def start(environ: Mapping[str, str]) -> None:
     """Start a worker for this environment in the background (it exits when idle), unless one is
-    starting or serving already."""
+    starting or serving already. The starter takes the worker's lock and hands it to the worker
+    (the same open file, so the same lock), so from this moment until the worker exits every other
+    caller finds the lock taken and starts none: two calls at once start one worker."""
     if idle_seconds(environ) <= 0:
         return
+    from .storage import flock_within
+
     try:
-        with _worker_lock(socket_path(environ)) as free:
-            if not free:
-                return
+        fd = _open_lock(socket_path(environ))
     except (OSError, WorkerUnavailable):
         return
-    import subprocess
+    try:
+        if not flock_within(fd, 0.0, poll=0.05):
+            return  # a worker serves this environment, or is starting
+        import subprocess
 
-    subprocess.Popen(
-        [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        env=dict(environ),
-    )
+        subprocess.Popen(
+            [sys.executable, "-m", "aibuddy_cli", "worker", "serve", "--lock-fd", str(fd)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=(fd,),
+            env=dict(environ),
+        )
+    except OSError:
+        return
+    finally:
+        os.close(fd)  # the worker's copy keeps the lock
 
 
 class WorkerStatus(NamedTuple):
@@ -348,10 +376,10 @@ def stop(environ: Mapping[str, str]) -> WorkerStatus:
 # --- the server side ---------------------------------------------------------------------------
 
 
-def serve(environ: Mapping[str, str]) -> None:
+def serve(environ: Mapping[str, str], lock_fd: int | None = None) -> None:
     """Answer model calls on the socket until idle for idle_seconds, or asked to stop. The socket
     is bound only once litellm is imported (within the import bound), so a worker that answers
-    is a warm one."""
+    is a warm one. lock_fd: the worker's lock, taken by the process that started this one."""
     from . import models
     from .errors import ModelError
 
@@ -359,7 +387,7 @@ def serve(environ: Mapping[str, str]) -> None:
     try:
         path = socket_path(environ, digest)
         # A moment's wait: a client that found no worker checks the lock as this one starts.
-        with _worker_lock(path, wait=0.5) as free:
+        with _worker_lock(path, wait=0.5, inherited=lock_fd) as free:
             if not free:
                 return  # another worker serves this environment, or is starting
             try:

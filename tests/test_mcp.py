@@ -155,3 +155,162 @@ def test_tables_through_the_server(aibuddy_exe: list[str], vault: Vault, env: di
         assert "model" in error(await client.call_tool("table_update", {"request": "Acme moved to Paris"}))
 
     run_client(aibuddy_exe, env, body)
+
+
+# --- every request gets an answer a client and a model can act on -----------------------------
+
+
+class RawServer:
+    """`aibuddy mcp` driven over stdio line by line, as a client that may send anything: each
+    reply is awaited with a generous bound (an answer that never comes fails the test, not hangs)."""
+
+    def __init__(self, aibuddy_exe: list[str], env: dict[str, str]) -> None:
+        import queue
+        import subprocess
+        import threading
+
+        pipe = subprocess.PIPE
+        self.process = subprocess.Popen([*aibuddy_exe, "mcp"], env=env, stdin=pipe, stdout=pipe, stderr=pipe)
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.request({"method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}
+        }}, 1)  # fmt: skip
+        self.send_line(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def send_line(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode("utf-8") + b"\n")
+        self.process.stdin.flush()
+
+    def reply(self) -> dict[str, Any]:
+        import queue
+
+        try:
+            return json.loads(self.lines.get(timeout=120))
+        except queue.Empty:
+            raise AssertionError("the server never answered") from None
+
+    def request(self, message: dict[str, Any], request_id: int) -> dict[str, Any]:
+        self.send_line(json.dumps({"jsonrpc": "2.0", "id": request_id, **message}))
+        return self.reply()
+
+    def close(self) -> str:
+        """The server's stderr, once it has exited on the end of its input."""
+        assert self.process.stdin is not None and self.process.stderr is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
+        return self.process.stderr.read().decode("utf-8", "replace")
+
+
+def tool_call(name: str, arguments: str) -> str:
+    """The JSON text of a tools/call with id 7 whose arguments are the JSON text given."""
+    params = f'{{"name": "{name}", "arguments": {arguments}}}'
+    return f'{{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {params}}}'
+
+
+def test_a_line_the_server_cannot_read_is_answered_and_the_next_one_works(
+    aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
+) -> None:
+    server = RawServer(aibuddy_exe, env)
+    try:
+        server.send_line("this is not JSON")
+        parse_error = server.reply()
+        assert parse_error["id"] is None and parse_error["error"]["code"] == -32700
+        # A lone surrogate (valid JSON, not valid Unicode) in a tool's argument: a tool error the
+        # model can act on, for that request, naming the argument; nothing is written.
+        lone = r'{"name": "tea", "type": "user", "description": "\ud800"}'
+        server.send_line(tool_call("memory_save", lone))
+        refused = server.reply()
+        assert refused["id"] == 7 and refused["result"]["isError"] is True
+        document = json.loads(refused["result"]["content"][0]["text"])["error"]
+        assert document["code"] == "invalid_input" and "argument 'description'" in document["message"]
+        # Elsewhere in a request: invalid params, to its id.
+        server.send_line(r'{"jsonrpc": "2.0", "id": 8, "method": "ping", "params": {"x": "\udc00"}}')
+        invalid = server.reply()
+        assert invalid["id"] == 8 and invalid["error"]["code"] == -32602
+        # A notification is never answered: the next reply is the next request's.
+        server.send_line(r'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\ud800"}}')
+        server.send_line(tool_call("memory_save", '{"name": "tea", "type": "user", "description": "Tea"}'))
+        saved = server.reply()
+        assert saved["id"] == 7 and saved["result"]["isError"] is False
+        assert json.loads(saved["result"]["content"][0]["text"])["record"]["description"] == "Tea"
+    finally:
+        stderr = server.close()
+    assert "Traceback" not in stderr
+    assert [p.name for p in (vault.root / "memory/demo").glob("*.md")] == ["tea.md"]
+
+
+def test_a_tool_that_crashes_is_a_tool_error_without_a_traceback(
+    vault: Vault,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """In-process, through the SDK's own client and server: a bug in a tool (here a recall made to
+    raise) is an error result the model can read, with one line on the server's stderr."""
+    import logging
+    from pathlib import Path
+
+    from mcp import Client
+
+    from aibuddy_cli.mcp_server import Server, mcp_app
+    from aibuddy_cli.memory.service import MemoryService
+
+    def broken(self: MemoryService, query: str, limit: int | None = None) -> Any:
+        raise KeyError("selected")
+
+    monkeypatch.setattr(MemoryService, "recall", broken)
+    app = mcp_app(Server(str(vault.root), "demo", None, {}, Path.cwd()))
+
+    async def body() -> tuple[Any, Any, Any]:
+        async with Client(app) as client:
+            crashed = await client.call_tool("memory_recall", {"query": "tea"})
+            typed = await client.call_tool("memory_delete", {"name": "coffee"})
+            save = {"name": "tea", "type": "user", "description": "Tea"}
+            saved = await client.call_tool("memory_save", save)
+            return crashed, typed, saved
+
+    caplog.set_level(logging.DEBUG)
+    crashed, typed, saved = asyncio.run(body())
+    document = json.loads(error(crashed))
+    assert document["error"]["code"] == "error"
+    assert document["error"]["message"] == "memory_recall failed unexpectedly: KeyError: 'selected'"
+    assert json.loads(error(typed))["error"]["code"] == "not_found"
+    assert answer(saved)["path"] == "memory/demo/tea.md"  # the server goes on
+    logged = capsys.readouterr().err
+    assert logged.count("\n") == 1 and "memory_recall failed unexpectedly" in logged
+    assert not [record for record in caplog.records if record.exc_info], "a traceback was logged"
+    assert "Error executing tool" not in caplog.text
+
+
+def test_tool_errors_speak_in_the_tools_terms(
+    aibuddy_exe: list[str], vault: Vault, env: dict[str, str], cli
+) -> None:
+    async def body(client: Any) -> list[str]:
+        save = {"name": "tea", "type": "user", "description": "Tea"}
+        answer(await client.call_tool("memory_save", save))
+        return [
+            error(await client.call_tool("memory_save", save)),
+            error(await client.call_tool("memory_update", {"name": "tea"})),
+            error(await client.call_tool("memory_recall", {"query": "tea", "limit": 0})),
+        ]
+
+    exists, nothing, limit = [json.loads(text)["error"] for text in run_client(aibuddy_exe, env, body)]
+    assert exists == {
+        "code": "conflict",
+        "message": "memory record 'tea' already exists; use the memory_update tool",
+    }
+    assert nothing == {"code": "usage", "message": "nothing to update: give type, description or body"}
+    assert limit == {"code": "invalid_input", "message": "limit must be at least 1"}
+    # The command line keeps its own words.
+    updated = cli("memory", "update", "tea", "--json")
+    shown = json.loads(updated.stdout)["error"]["message"]
+    assert shown == "nothing to update: give --type, --description or a body"
+    saved = cli("memory", "save", "tea", "--type", "user", "--description", "Tea")
+    assert "use 'aibuddy memory update tea'" in saved.stderr

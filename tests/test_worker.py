@@ -320,3 +320,105 @@ def test_a_stopped_worker_costs_the_call_its_timeout_not_more(
     assert b"timed out after 3s" in result.stderr
     # The wait through the worker was the whole timeout: no second, in-process attempt after it.
     assert fake_openai.requests == []
+
+
+# --- one worker for calls started at once; the socket folder's rules -----------------------------
+
+
+def worker_pids(runtime: str) -> set[int]:
+    """The `aibuddy worker serve` processes whose XDG_RUNTIME_DIR is runtime (this test's)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"worker\0serve" not in (entry / "cmdline").read_bytes():
+                continue
+            if f"XDG_RUNTIME_DIR={runtime}".encode() in (entry / "environ").read_bytes().split(b"\0"):
+                found.add(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads processes from /proc")
+def test_two_model_calls_at_once_start_one_worker(
+    aibuddy_exe: list[str], worker_env: dict[str, str], fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.default.content = '{"selected": ["tea"]}'
+    # Idle for longer than two slow in-process calls on a loaded machine take: stopped at the end.
+    worker_env = {**worker_env, "AIBUDDY_WORKER_IDLE": "600"}
+    runtime = worker_env["XDG_RUNTIME_DIR"]
+    seen: set[int] = set()
+    done = threading.Event()
+
+    def watch() -> None:  # every worker process that ever runs for these settings, however briefly
+        while not done.is_set():
+            seen.update(worker_pids(runtime))
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    command = [*aibuddy_exe, "memory", "recall", "tea", "--json"]
+    pipe = subprocess.PIPE
+    calls = [subprocess.Popen(command, env=worker_env, stdout=pipe, stderr=pipe) for _ in range(2)]
+    try:
+        for call in calls:
+            out, err = call.communicate(timeout=120)
+            assert call.returncode == 0, err
+            assert json.loads(out)["method"] == "model"
+        wait_for_worker(worker_env)
+        serving = worker.status(worker_env).pid
+        deadline = time.monotonic() + 60  # a second worker, if any, gives up within a second or two
+        while worker_pids(runtime) != {serving} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        done.set()
+        watcher.join(10)
+        assert worker_pids(runtime) == {serving}  # exactly one remains for these settings
+        assert seen == {serving}  # and no other was ever started
+    finally:
+        done.set()
+        run_aibuddy(aibuddy_exe, "worker", "stop", "--json", env=worker_env)
+        for pid in worker_pids(runtime):  # only the workers this test's calls started
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_worker_commands_refuse_a_socket_folder_that_is_not_private(
+    aibuddy_exe: list[str], worker_env: dict[str, str]
+) -> None:
+    folder = Path(worker_env["XDG_RUNTIME_DIR"]) / "aibuddy"
+    folder.mkdir(mode=0o700)
+    folder.chmod(0o755)
+    cases = [("open to other users (mode 755)", None)]
+    if os.getuid() == 0:  # another owner can be made only as root
+        cases.append(("belongs to uid 4321", 4321))
+    for reason, owner in cases:
+        if owner is not None:
+            folder.chmod(0o700)
+            os.chown(folder, owner, owner)
+        for command in ("status", "stop"):
+            result = run_aibuddy(aibuddy_exe, "worker", command, env=worker_env)
+            assert result.returncode == 5, result.stderr
+            assert result.stderr.decode().startswith("error: ") and result.stderr.count(b"\n") == 1
+            assert reason in result.stderr.decode() and b"Traceback" not in result.stderr
+            shown = run_aibuddy(aibuddy_exe, "worker", command, "--json", env=worker_env)
+            assert shown.returncode == 5 and json.loads(shown.stdout)["error"]["code"] == "not_allowed"
+
+
+def test_a_relative_runtime_folder_is_ignored(
+    aibuddy_exe: list[str], worker_env: dict[str, str], vault: Vault, runtime_dir: Path
+) -> None:
+    """XDG_RUNTIME_DIR=relative/dir is not a place (the XDG spec): the fallback under the temporary
+    folder is used, never relative/dir/aibuddy/ in whatever folder the command runs in."""
+    (vault.root / "relative/dir").mkdir(parents=True)
+    temporary = runtime_dir.parent / "tmp"
+    temporary.mkdir(mode=0o700)
+    env = {**worker_env, "XDG_RUNTIME_DIR": "relative/dir", "TMPDIR": str(temporary)}
+    found = run_aibuddy(aibuddy_exe, "worker", "status", "--json", env=env, cwd=vault.root)
+    assert found.returncode == 0, found.stderr
+    socket_at = Path(json.loads(found.stdout)["socket"])
+    assert socket_at.parent == temporary / f"aibuddy-{os.getuid()}"
+    assert not (vault.root / "relative/dir/aibuddy").exists()

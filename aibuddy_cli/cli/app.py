@@ -158,11 +158,13 @@ def worker_stop(ctx: typer.Context, json: bool = typer.Option(False, "--json", h
 
 
 @worker_app.command("serve", hidden=True)
-def worker_serve() -> None:
+def worker_serve(
+    lock_fd: int | None = typer.Option(None, "--lock-fd", hidden=True, help="The lock its starter took."),
+) -> None:
     """Serve model calls until idle (started by the first model call that finds no worker)."""
     from .. import worker
 
-    worker.serve(os.environ)
+    worker.serve(os.environ, lock_fd)
 
 
 git_app = typer.Typer(help="A vault shared through git: the merge driver.", no_args_is_help=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 from zlib import crc32
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, Option
 
 
 class Page(NamedTuple):
@@ -38,7 +38,7 @@ def offset_from(cursor: str, sha256: str, anchor: str, length: int) -> int:
 def page(text: str, offset: int, max_chars: int) -> Page:
     """Up to max_chars of text from offset, ending at a line break when one is in reach."""
     if max_chars < 1:
-        raise InvalidInput("--max-chars must be at least 1")
+        raise InvalidInput(Option("max_chars"), " must be at least 1")
     end = offset + max_chars
     if end >= len(text):
         return Page(text[offset:], offset, None)

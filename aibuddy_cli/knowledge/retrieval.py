@@ -7,7 +7,7 @@ import unicodedata
 from typing import Any, NamedTuple, Protocol
 
 from ..cache_db import rebuild_if_corrupt
-from ..errors import Conflict, InvalidInput, NotAllowed, NotFound
+from ..errors import Conflict, InvalidInput, NotAllowed, NotFound, Option
 from ..tasks.service import Task
 from .access import Access, Usable
 from .documents import DocRef, Meta, sha256
@@ -192,7 +192,7 @@ class Retrieval:
     ) -> list[SearchHit]:
         """search_docs: at most one hit per section, ranked; quoted phrases must occur as written."""
         if not 1 <= limit <= MAX_HITS:
-            raise InvalidInput(f"--limit must be from 1 to {MAX_HITS}")
+            raise InvalidInput(Option("limit"), f" must be from 1 to {MAX_HITS}")
         parsed = parse_query(query)
         if parsed.expression is None:
             raise InvalidInput("the query has no searchable words")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
-from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, UsageError
+from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, Operation, Option, UsageError
 from ..storage import Entry, FileStore, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem
@@ -275,7 +275,9 @@ class MemoryService:
         )
         with self._lock():
             if self.store.exists(self._key(name)):
-                raise Conflict(f"memory record {name!r} already exists; use 'aibuddy memory update {name}'")
+                raise Conflict(
+                    f"memory record {name!r} already exists; use ", Operation("memory update", name)
+                )
             self._forget_history(name)  # left by a record of that name removed outside aibuddy
             self._write(record, create=True)
         return record
@@ -291,7 +293,10 @@ class MemoryService:
         """Change type, description or body; name, provenance, created and telemetry are kept."""
         validate_record_name(name)
         if type is None and description is None and body is None:
-            raise UsageError("nothing to update: give --type, --description or a body")
+            raise UsageError(
+                "nothing to update: give ", Option("type"), ", ", Option("description"), " or ",
+                Option("body", cli="a body"),
+            )
         with self._lock():
             text, current = self._read_text(name, fast=False)
             changes = {
@@ -473,7 +478,7 @@ class MemoryService:
         settings = self.vault.config.recall
         limit = settings.max_bodies if limit is None else limit
         if limit < 1:
-            raise InvalidInput("--limit must be at least 1")
+            raise InvalidInput(Option("limit"), " must be at least 1")
         limit = min(limit, settings.max_bodies)
         index = self.index()
         scored = index.rank(query, max(settings.lexical_share, limit))

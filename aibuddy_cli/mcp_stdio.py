@@ -1,0 +1,179 @@
+"""The MCP server's stdio transport: the SDK's, with every line the client sends answered.
+
+The SDK's stdio reader passes a line it cannot read as a JSON-RPC message (not JSON, or text that
+is not valid Unicode: a lone surrogate such as `"\\ud800"`, which its JSON parser refuses) to the
+server as an exception, and the server drops it: the client would wait for an answer forever.
+`AnsweredReads` stands between the two and answers such a line itself, as JSON-RPC 2.0 says:
+
+- a line that is not JSON: parse error (-32700) with id null;
+- JSON that is not one request or notification: invalid request (-32600), to its id if it has one;
+- a `tools/call` whose arguments hold a lone surrogate: a tool error (the model can resend the
+  argument), the CLI's error document as for any refused call;
+- any other request holding one: invalid params (-32602), to its id.
+
+A notification (or a response) is never answered; it is noted on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from types import TracebackType
+from typing import Any
+
+from .errors import InvalidInput
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what JSON's \u escapes can make and UTF-8 cannot hold
+
+
+def surrogate_at(value: Any) -> str | None:
+    """The dotted path of a string (a key or a value) in value that holds a lone surrogate, "" for
+    value itself; None when none does."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                return path
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                where = f"{path}.{key}" if path else str(key)
+                if _LONE_SURROGATE.search(key):
+                    return where
+                stack.append((where, child))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+    return None
+
+
+def _shown(text: str) -> str:
+    """text with what is not ASCII (a lone surrogate above all) as backslash escapes."""
+    return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _request_id(message: dict[str, Any]) -> str | int | None:
+    found = message.get("id")
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+def _unreadable(problem: Exception) -> Any:
+    """What the client sent, as far as the SDK's reader kept it: the line (a string) when it was
+    no JSON to its parser, else the parsed value; None when the exception does not say."""
+    errors = getattr(problem, "errors", None)
+    try:
+        found = errors()[0].get("input") if callable(errors) else None
+    except (IndexError, AttributeError, TypeError):
+        return None
+    return found
+
+
+def answer_for(problem: Exception) -> Any:
+    """The JSON-RPC message (an mcp_types model) that answers a line the SDK could not read, or
+    None when JSON-RPC wants no answer (a notification, a response)."""
+    from mcp_types import (
+        INVALID_PARAMS,
+        INVALID_REQUEST,
+        PARSE_ERROR,
+        CallToolResult,
+        ErrorData,
+        JSONRPCError,
+        JSONRPCResponse,
+        TextContent,
+    )
+
+    def error(request_id: str | int | None, code: int, message: str) -> JSONRPCError:
+        return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+
+    sent = _unreadable(problem)
+    if sent is None or isinstance(sent, str):
+        try:
+            sent = json.loads(sent) if isinstance(sent, str) else None
+        except (ValueError, RecursionError):
+            sent = None
+        if sent is None:
+            return error(None, PARSE_ERROR, "Parse error: the line is not JSON")
+    if not isinstance(sent, dict):
+        return error(None, INVALID_REQUEST, "Invalid Request: a message is one JSON-RPC 2.0 object")
+    request_id, method = _request_id(sent), sent.get("method")
+    where = surrogate_at(sent)
+    if where is None or not isinstance(method, str):
+        if "id" not in sent and isinstance(method, str):
+            return None  # a notification that the SDK found malformed: nothing to answer
+        if "method" not in sent and ("result" in sent or "error" in sent):
+            return None  # a response to the server: never answered
+        return error(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
+    if "id" not in sent:
+        return None
+    not_text = "is not valid Unicode text (it holds a lone surrogate, such as \\ud800): send it as UTF-8"
+    arguments = "params.arguments."
+    if method == "tools/call" and where.startswith(arguments) and request_id is not None:
+        argument = where[len(arguments) :].split(".")[0].split("[")[0]
+        document = {"error": InvalidInput(f"argument '{_shown(argument)}' {not_text}").to_json()}
+        text = json.dumps(document)
+        result = CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        wire = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=wire)
+    return error(request_id, INVALID_PARAMS, f"Invalid params: {_shown(where)} {not_text}")
+
+
+class AnsweredReads:
+    """The SDK's read stream with the lines it could not read answered (see the module's
+    docstring) instead of handed on; the server sees only readable messages."""
+
+    def __init__(self, reads: Any, writes: Any) -> None:
+        self.reads, self.writes = reads, writes
+        self.last_context: Any = None  # the sender's context of the last message, as the SDK's stream
+
+    async def receive(self) -> Any:
+        import anyio
+        from mcp.shared.message import SessionMessage
+
+        while True:
+            item = await self.reads.receive()
+            self.last_context = getattr(self.reads, "last_context", None)
+            if not isinstance(item, Exception):
+                return item
+            reply = answer_for(item)
+            if reply is None:
+                dropped = "warning: an unreadable MCP notification or response was dropped"
+                print(dropped, file=sys.stderr, flush=True)
+                continue
+            try:
+                await self.writes.send(SessionMessage(reply))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the server is closing: no one reads the answer
+
+    async def aclose(self) -> None:
+        await self.reads.aclose()
+
+    def __aiter__(self) -> AnsweredReads:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> AnsweredReads:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+async def serve_stdio(app: Any) -> None:
+    """Run app (an MCPServer) on stdin/stdout, as `MCPServer.run("stdio")` does, every line answered."""
+    from mcp.server.stdio import stdio_server
+
+    server = getattr(app, "_lowlevel_server", None)  # what run("stdio") drives: no hook on its reads
+    if server is None:  # an SDK that has it no more: its own stdio, which drops unreadable lines
+        await app.run_stdio_async()
+        return
+    async with stdio_server() as (reads, writes):
+        await server.run(AnsweredReads(reads, writes), writes, server.create_initialization_options())
