@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from . import jsonvalues
-from .errors import AibuddyError, ModelError
+from .errors import AibuddyError, ModelError, tool_words
 from .tool_arguments import check_arguments
 
 if TYPE_CHECKING:
@@ -128,8 +128,8 @@ class ToolBox(Generic[C]):
                 result = tool.run(self.context, check_arguments(tool.parameters, args))
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             result = {"error": f"bad arguments for {name}: {exc}"}
-        except AibuddyError as exc:
-            result = {"error": exc.message}
+        except AibuddyError as exc:  # in the model's words: its tools and their arguments
+            result = {"error": exc.worded(tool_words(self.tools))}
         try:
             text = json.dumps(result, ensure_ascii=False, allow_nan=False)
         except ValueError:  # a NaN or an infinity: no model API takes it as JSON

@@ -40,20 +40,25 @@ def runtime_dir() -> Iterator[Path]:
 @pytest.fixture
 def worker_env(
     env: dict[str, str], fake_openai: FakeOpenAI, runtime_dir: Path, vault: Vault
-) -> dict[str, str]:
+) -> Iterator[dict[str, str]]:
     MemoryService(vault, "demo", environ={}).save(
         "tea", type="user", description="Drinks green tea", body="tea"
     )
-    return {
+    settings = {
         **env,
         "AIBUDDY_WORKER": "1",
-        "AIBUDDY_WORKER_IDLE": "30",
+        "AIBUDDY_WORKER_IDLE": "300",  # generous: a loaded machine's calls can be far apart; stopped below
         "XDG_RUNTIME_DIR": str(runtime_dir),
         "AIBUDDY_MODEL_RECALL": "openai/recall-test",
         "AIBUDDY_TIMEOUT": "30",
         "OPENAI_API_KEY": "sk-test",
         "OPENAI_API_BASE": fake_openai.url,
     }
+    yield settings
+    try:
+        worker.stop(settings)  # what a test left running with these settings
+    except Exception:  # noqa: BLE001 - a test that made the folder unusable on purpose
+        pass
 
 
 def recall(aibuddy_exe: list[str], env: dict[str, str]) -> dict:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ..errors import Conflict, describe_failure
+from ..errors import Conflict, Operation, describe_failure
 from ..memory.extraction import (
     EXTRACTION_LOG,
     Decision,
@@ -91,7 +91,7 @@ def extract_ended(tasks: TaskService, memory: MemoryService, task_id: str) -> Ex
     """The extraction of a closed task, in the foreground: what `task end` starts in the
     background. Never raises for extraction itself (see end_task)."""
     if tasks.get(task_id).status != "closed":
-        raise Conflict(f"task {task_id} is not closed: `aibuddy task end {task_id}` ends it")
+        raise Conflict(f"task {task_id} is not closed: ", Operation("task end", task_id), " ends it")
     try:
         messages = _messages(tasks, task_id)
         return Extractor(memory, warnings=tasks.warnings).run(messages, source=f"task {task_id}")
