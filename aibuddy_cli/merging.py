@@ -37,3 +37,14 @@ def read_text(path: Path) -> str | None:
         return path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def settle(merged: dict[str, Any], key: str, value: Any) -> bool:
+    """Put a three-way result into merged (ABSENT: the key goes); False for a conflict."""
+    if value is CONFLICT:
+        return False
+    if value is ABSENT:
+        merged.pop(key, None)
+    else:
+        merged[key] = value
+    return True

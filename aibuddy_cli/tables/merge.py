@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..merging import ABSENT, CONFLICT, Merged, read_text, three_way
+from ..merging import ABSENT, CONFLICT, Merged, read_text, settle, three_way
 
 
 def merged_names(base: list[str], kept: list[str], moved: list[str]) -> list[str]:
@@ -37,12 +37,8 @@ def merged_schema(base: Path, current: Path, other: Path, replay: bool) -> Merge
             if key in ("columns", "next_key"):
                 continue
             value = three_way(old.get(key, ABSENT), kept.get(key, ABSENT), moved.get(key, ABSENT))
-            if value is CONFLICT:
+            if not settle(merged, key, value):
                 return None
-            if value is ABSENT:
-                merged.pop(key, None)
-            else:
-                merged[key] = value
         columns = [{c["name"]: c for c in side.get("columns", [])} for side in (old, kept, moved)]
         old_columns, kept_columns, moved_columns = columns
         names = merged_names(*(list(side) for side in columns))

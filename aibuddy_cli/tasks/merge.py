@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..merging import ABSENT, CONFLICT, Merged, read_text, three_way
+from ..merging import ABSENT, CONFLICT, Merged, read_text, settle, three_way
 
 
 def merged_task_file(name: str, base: Path, current: Path, other: Path, replay: bool) -> Merged | None:
@@ -125,12 +125,8 @@ def _merged_task(base: Path, current: Path, other: Path, replay: bool) -> Merged
             was = old[key] if _references(old.get(key)) else []
             value = [ref for ref in kept[key] if ref in moved[key] or ref not in was]
             value += [ref for ref in moved[key] if ref not in kept[key] and ref not in was]
-        if value is CONFLICT:
+        if not settle(merged, key, value):
             return None
-        if value is ABSENT:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
     return Merged(json.dumps(merged, ensure_ascii=False, indent=2) + "\n")
 
 
