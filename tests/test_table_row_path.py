@@ -55,7 +55,7 @@ def items(cli, vault: Vault, n: int) -> None:
 
 
 def all_rows(cli, table: str = "items") -> list[dict[str, Any]]:
-    return ok(cli("table", "filter", table, "--limit", "100000", "--json"))["tables"][0]["rows"]
+    return ok(cli("table", "filter", table, "--limit", "1000", "--json"))["tables"][0]["rows"]
 
 
 def test_a_one_row_update_reads_and_rewrites_only_that_row(cli, vault: Vault, parsed: list[int]) -> None:
@@ -63,7 +63,11 @@ def test_a_one_row_update_reads_and_rewrites_only_that_row(cli, vault: Vault, pa
     all_rows(cli)  # the index is current
     before = rows_path(vault).read_bytes().split(b"\n")
     parsed[0] = 0
-    updated = ok(cli("table", "update-rows", "items", "--where", "row_id == 1500", "--set", '{"price": 7.25}', "--json"))
+    updated = ok(
+        cli(
+            "table", "update-rows", "items", "--where", "row_id == 1500", "--set", '{"price": 7.25}', "--json"
+        )
+    )
     assert updated["updated"] == 1
     assert parsed[0] <= 3 * 4, f"{parsed[0]} cells read to update one row of four cells"
     after = rows_path(vault).read_bytes().split(b"\n")
@@ -73,9 +77,14 @@ def test_a_one_row_update_reads_and_rewrites_only_that_row(cli, vault: Vault, pa
     assert deleted["rows"] == [{"row_id": 10, "name": "item 9", "price": 9.5, "tags": ["t2"]}]
     assert parsed[0] <= 6 * 4
     assert rows_path(vault).read_bytes().split(b"\n") == after[:10] + after[11:]
-    rows = all_rows(cli)
+    found = ok(cli("table", "filter", "items", "--where", "row_id >= 1500", "--limit", "1", "--json"))[
+        "tables"
+    ][0]
     assert parsed[0] <= 6 * 4  # and the next read does not rebuild the index
-    assert len(rows) == 2999 and rows[1498] == {"row_id": 1500, "name": "item 1499", "price": 7.25, "tags": ["t1"]}
+    assert found["total"] == 1501 and found["rows"] == [
+        {"row_id": 1500, "name": "item 1499", "price": 7.25, "tags": ["t1"]}
+    ]
+    assert ok(cli("table", "show", "items", "--json"))["rows"] == 2999
 
 
 def test_a_new_column_does_not_rebuild_the_index(cli, vault: Vault, parsed: list[int]) -> None:
@@ -99,7 +108,18 @@ def test_a_new_column_does_not_rebuild_the_index(cli, vault: Vault, parsed: list
 
 def test_a_crlf_file_keeps_its_line_endings(cli, vault: Vault) -> None:
     ok(cli("table", "create", "items", "-c", "name:str", "-c", "price:float", "--json"))
-    ok(cli("table", "add", "items", "--row", '{"name": "a", "price": 1.5}', "--row", '{"name": "b"}', "--json"))
+    ok(
+        cli(
+            "table",
+            "add",
+            "items",
+            "--row",
+            '{"name": "a", "price": 1.5}',
+            "--row",
+            '{"name": "b"}',
+            "--json",
+        )
+    )
     path = rows_path(vault)
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))  # as an editor on Windows saves it
     ok(cli("table", "add", "items", "--row", '{"name": "c", "price": 3.0}', "--json"))
@@ -108,7 +128,9 @@ def test_a_crlf_file_keeps_its_line_endings(cli, vault: Vault) -> None:
     ok(cli("table", "delete-rows", "items", "--where", 'name == "a"', "--yes", "--json"))
     ok(cli("table", "add", "items", "--row", '{"name": "d", "size": 4}', "--json"))
     assert path.read_bytes() == b"row_id,name,price,size\r\n2,b,2.5,\r\n3,c,3.0,\r\n4,d,,4\r\n"
-    ok(cli("table", "column", "transform", "items", "size", "--type", "float", "--json"))  # every row rewritten
+    ok(
+        cli("table", "column", "transform", "items", "size", "--type", "float", "--json")
+    )  # every row rewritten
     assert path.read_bytes() == b"row_id,name,price,size\r\n2,b,2.5,\r\n3,c,3.0,\r\n4,d,,4.0\r\n"
 
 
@@ -130,7 +152,18 @@ def test_a_hand_edit_the_index_missed_is_kept(cli, vault: Vault) -> None:
     """An edit of the same size within the file system's clock tick leaves the stat signature as
     it was: the update checks the touched row against the file and reads the file again."""
     ok(cli("table", "create", "items", "-c", "name:str", "-c", "city:str", "--json"))
-    ok(cli("table", "add", "items", "--row", '{"name": "Ada", "city": "London"}', "--row", '{"name": "Alan"}', "--json"))
+    ok(
+        cli(
+            "table",
+            "add",
+            "items",
+            "--row",
+            '{"name": "Ada", "city": "London"}',
+            "--row",
+            '{"name": "Alan"}',
+            "--json",
+        )
+    )
     all_rows(cli)
     path = rows_path(vault)
     path.write_bytes(path.read_bytes().replace(b"1,Ada,London", b"1,Ida,Berlin"))
@@ -153,7 +186,14 @@ def test_updates_from_many_processes_all_land(
 
     def change(n: int) -> int:
         if n % 2:
-            argv = ["update-rows", "items", "--where", f"row_id == {n}", "--set", json.dumps({"name": f"n{n}"})]
+            argv = [
+                "update-rows",
+                "items",
+                "--where",
+                f"row_id == {n}",
+                "--set",
+                json.dumps({"name": f"n{n}"}),
+            ]
         else:
             argv = ["add", "items", "--row", json.dumps({"name": f"added {n}"})]
         return run_aibuddy(aibuddy_exe, "table", *argv, "--json", env=env).returncode
@@ -162,7 +202,9 @@ def test_updates_from_many_processes_all_land(
         assert list(pool.map(change, range(1, 25))) == [0] * 24
     rows = {r["row_id"]: r["name"] for r in all_rows(cli)}
     assert all(rows[n] == f"n{n}" for n in range(1, 25, 2))
-    assert sorted(v for v in rows.values() if v.startswith("added")) == sorted(f"added {n}" for n in range(2, 25, 2))
+    assert sorted(v for v in rows.values() if v.startswith("added")) == sorted(
+        f"added {n}" for n in range(2, 25, 2)
+    )
     assert len(rows) == 52
     shutil.rmtree(vault.root / ".aibuddy")
     assert {r["row_id"]: r["name"] for r in all_rows(cli)} == rows
