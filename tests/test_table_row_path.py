@@ -210,10 +210,53 @@ def test_updates_from_many_processes_all_land(
     assert {r["row_id"]: r["name"] for r in all_rows(cli)} == rows
 
 
+def test_a_value_holding_a_line_break_reads_back_in_any_file(cli, vault: Vault) -> None:
+    """The csv module quotes a line-break character only when it is in its own line terminator:
+    a lone \\r in a cell of a \\n file (or a \\n in a \\r file) must be quoted all the same."""
+    ok(cli("table", "create", "items", "-c", "name:str", "--json"))
+    values = ["a\rb", "c\nd", "e\r\nf"]
+    ok(
+        cli(
+            "table",
+            "add",
+            "items",
+            *[a for v in values for a in ("--row", json.dumps({"name": v}))],
+            "--json",
+        )
+    )
+    assert [r["name"] for r in all_rows(cli)] == values
+    path = rows_path(vault)
+    path.write_bytes(path.read_bytes().replace(b"row_id,name\n", b"row_id,name\r"))  # a classic Mac file
+    ok(
+        cli(
+            "table",
+            "update-rows",
+            "items",
+            "--where",
+            "row_id == 1",
+            "--set",
+            json.dumps({"name": "g\nh"}),
+            "--json",
+        )
+    )
+    shutil.rmtree(vault.root / ".aibuddy")
+    assert [r["name"] for r in all_rows(cli)] == ["g\nh", *values[1:]]
+
+
 # --- a property: the index and the file agree after any row change, on any valid file ----------
 
 VALUES: dict[str, list[Any]] = {
-    "str": ["plain", "with, comma", 'with "quotes"', "two\nlines", "crlf\r\ninside", "中文", "", " pad "],
+    "str": [
+        "plain",
+        "with, comma",
+        'with "quotes"',
+        "two\nlines",
+        "crlf\r\ninside",
+        "cr\ronly",
+        "中文",
+        "",
+        " pad ",
+    ],
     "int": [0, -7, 42, 2**40],
     "float": [0.5, -2.25, 1e20, 3.0],
     "list": [[], ["a", "b,c"], [1, "x\ny"]],

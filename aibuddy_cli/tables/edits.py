@@ -36,9 +36,9 @@ class StaleIndex(Conflict):
 
 
 class Edited(NamedTuple):
-    """A rows file after an edit, and what the index needs to follow it."""
+    """A rows file after an edit, in pieces, and what the index needs to follow it."""
 
-    data: bytes
+    pieces: list[bytes | memoryview]
     spans: dict[int, Span]  # the records written (every row's, when columns were added)
     moves: list[tuple[int, int]]  # (old offset, shift): the records from there on moved by shift
 
@@ -53,9 +53,10 @@ def write_rows(
     added: Sequence[Row] = (),
     new_columns: Sequence[ColumnSpec] = (),
 ) -> None:
-    """Write the table's files with each (old, new) of replaced replaced, deleted rows cut, rows
-    added at the end, and new_columns (already in schema) added, empty, to every other row; the
-    index follows. The old and deleted rows are as the index holds them, to check the file by."""
+    """Write the table's files: each (old, new) of replaced replaced and the deleted rows cut,
+    or new_columns (already in schema) added, empty, to every row; then the added rows at the
+    end. The index follows. The old and deleted rows are as the index has them, to check the
+    file by."""
     ref = table.ref
     data, _ = state.store.read(ref.rows_key)
     try:
@@ -63,26 +64,35 @@ def write_rows(
     except csvfile.MalformedTable:
         raise StaleIndex(table) from None
     key = schema.key
-    touched: dict[int, tuple[Row, Row | None]] = {old[key]: (old, new) for old, new in replaced}
-    touched.update((row[key], (row, None)) for row in deleted)
-    placed = state.index.spans(table, None if new_columns else list(touched))
-    if len(placed) != (table.row_count if new_columns else len(touched)):
-        raise StaleIndex(table)
-    edited = edit(data, layout, table, schema, placed, touched, added, new_columns)
+    header = (*layout.header, *(c.name for c in new_columns))
+    if new_columns:
+        if replaced or deleted:
+            raise ValueError("a new column is added to the rows as they are")
+        placed = state.index.spans(table)
+        edited = widen(data, layout, placed, header) if len(placed) == table.row_count else None
+    else:
+        touched: dict[int, tuple[Row, Row | None]] = {old[key]: (old, new) for old, new in replaced}
+        touched.update((row[key], (row, None)) for row in deleted)
+        placed = state.index.spans(table, list(touched))
+        edited = (
+            splice(data, layout, table.schema, schema, placed, touched)
+            if len(placed) == len(touched)
+            else None
+        )
     if edited is None:
         raise StaleIndex(table)
+    append(edited, layout, schema, header, added)
     schema_entry = (
         state.store.stat(ref.schema_key)
         if schema == table.schema
         else state.store.write(ref.schema_key, schema.encode())
     )
-    rows_entry = state.store.write(ref.rows_key, edited.data)
+    rows_entry = state.store.write(ref.rows_key, b"".join(edited.pieces))
     table.schema = schema
-    upserts = [*(new for _, new in replaced), *added]
     state.index.apply(
         table,
         (rows_entry, schema_entry),
-        upserts=upserts,
+        upserts=[*(new for _, new in replaced), *added],
         deletes=[row[key] for row in deleted],
         spans=edited.spans,
         moves=edited.moves,
@@ -90,71 +100,117 @@ def write_rows(
     )
 
 
-def edit(
+def splice(
     data: bytes,
     layout: Layout,
-    table: IndexedTable,
+    indexed: TableSchema,
     schema: TableSchema,
     placed: Sequence[Placed],
     touched: dict[int, tuple[Row, Row | None]],
-    added: Sequence[Row],
-    new_columns: Sequence[ColumnSpec],
 ) -> Edited | None:
-    """The file's new bytes: the placed records in touched replaced (new row) or cut (None),
-    the other placed ones widened by new_columns, the added rows appended. None when the file
-    does not hold what the index says."""
+    """The file with the placed records of touched replaced by their new row's line (or cut, for
+    None), every other byte as it was. None when a record is not the row the index has."""
     view = memoryview(data)
-    header = (*layout.header, *(c.name for c in new_columns))
     pieces: list[bytes | memoryview] = []
     spans: dict[int, Span] = {}
     moves: list[tuple[int, int]] = []
     cursor = delta = 0
-    if new_columns:
-        line = csvfile.encode_header(header, layout.ending)
-        pieces += [view[: layout.start], line]
-        cursor, delta = layout.body, len(line) - (layout.body - layout.start)
-    fill = b"," * len(new_columns)
     for key, start, stop in placed:
-        if start < cursor or (new_columns and bytes(view[cursor:start]).strip(b"\r\n")):
-            return None  # records overlap, or something but blank lines lies between them
-        pieces.append(view[cursor:start])
-        record = view[start:stop]
-        end = csvfile.line_break(record)
-        if key in touched:
-            old, new = touched[key]
-            if not _holds(data, (start, stop), old, layout, table.schema):
-                return None
-            line = b"" if new is None else _line(schema, new, header, end)
-        elif csvfile.whole_lines(data, (start, stop), layout):
-            line = bytes(record[: len(record) - len(end)]) + fill + end
-        else:
+        old, new = touched[key]
+        if start < cursor or not _holds(data, (start, stop), old, layout, indexed):
             return None
+        line = b"" if new is None else _line(schema, new, layout.header, csvfile.line_break(view[start:stop]))
+        pieces += [view[cursor:start], line]
         if line:
             spans[key] = (start + delta, start + delta + len(line))
-        pieces.append(line)
         delta += len(line) - (stop - start)
         moves.append((stop, delta))
         cursor = stop
-    if new_columns and bytes(view[cursor:]).strip(b"\r\n"):
+    pieces.append(view[cursor:])
+    return Edited(pieces, spans, moves)
+
+
+def widen(data: bytes, layout: Layout, placed: Sequence[Placed], header: Sequence[str]) -> Edited | None:
+    """The file with the header's new names and as many empty fields at the end of every
+    record. When each record is one line (no blank lines, no line break inside a cell, one kind
+    of line break), that is one bytes.replace; otherwise record by record. None when the
+    records are not whole lines with only blank lines between them."""
+    line = csvfile.encode_header(header, layout.ending)
+    shift = len(line) - (layout.body - layout.start)
+    fill = b"," * (len(header) - len(layout.header))
+    pieces: list[bytes | memoryview] = [data[: layout.start], line]
+    body = data[layout.body :]
+    if not placed:
+        return None if body.strip(b"\r\n") else Edited([*pieces, body], {}, [])
+    tiled = placed[0][1] == layout.body and placed[-1][2] == len(data)
+    if (
+        tiled
+        and all(a[2] == b[1] for a, b in zip(placed, placed[1:], strict=False))
+        and _line_each(body, layout, len(placed))
+    ):
+        ending = layout.ending.encode("ascii")
+        widened = body.replace(ending, fill + ending) + (b"" if body.endswith(ending) else fill)
+        m = len(fill)
+        spans = {
+            key: (start + shift + m * i, stop + shift + m * (i + 1))
+            for i, (key, start, stop) in enumerate(placed)
+        }
+        return Edited([*pieces, widened], spans, [])
+    view = memoryview(data)
+    spans = {}
+    cursor, size = layout.body, len(line) + layout.start
+    for key, start, stop in placed:
+        if start < cursor or (start > cursor and bytes(view[cursor:start]).strip(b"\r\n")):
+            return None  # records overlap, or something but blank lines lies between them
+        if not csvfile.whole_lines(data, (start, stop), layout):
+            return None
+        record = view[start:stop]
+        end = csvfile.line_break(record)
+        size += start - cursor
+        widened_record = bytes(record[: len(record) - len(end)]) + fill + end
+        pieces += [view[cursor:start], widened_record]
+        spans[key] = (size, size + len(widened_record))
+        size += len(widened_record)
+        cursor = stop
+    if bytes(view[cursor:]).strip(b"\r\n"):
         return None
     pieces.append(view[cursor:])
-    if added:
-        size = len(data) + delta
-        last = next((bytes(piece[-1:]) for piece in reversed(pieces) if len(piece)), b"")
-        if last not in (b"\n", b"\r"):  # a last line without its line break gets one first
-            pieces.append(layout.ending.encode("ascii"))
-            size += len(layout.ending)
-        for row, text in zip(added, csvfile.encode_each(schema, added, header, layout.ending), strict=True):
-            line = text.encode("utf-8")
-            spans[row[schema.key]] = (size, size + len(line))
-            pieces.append(line)
-            size += len(line)
-    return Edited(b"".join(pieces), spans, moves)
+    return Edited(pieces, spans, [])
+
+
+def _line_each(body: bytes, layout: Layout, records: int) -> bool:
+    """Whether body holds exactly `records` lines, each ended by the file's line ending (the last
+    one may have none), and no other line break."""
+    lf, cr = body.count(b"\n"), body.count(b"\r")
+    if layout.ending == "\r\n":
+        breaks = cr if lf == cr == body.count(b"\r\n") else -1
+    else:
+        breaks = lf if layout.ending == "\n" and not cr else cr if layout.ending == "\r" and not lf else -1
+    return breaks == records - (0 if body.endswith(layout.ending.encode("ascii")) else 1)
+
+
+def append(
+    edited: Edited, layout: Layout, schema: TableSchema, header: Sequence[str], rows: Sequence[Row]
+) -> None:
+    """The rows' lines added at the end of the edited file; a last line without its line break
+    gets one first."""
+    if not rows:
+        return
+    size = sum(len(piece) for piece in edited.pieces)
+    last = next((bytes(piece[-1:]) for piece in reversed(edited.pieces) if len(piece)), b"")
+    if last not in (b"\n", b"\r"):
+        edited.pieces.append(layout.ending.encode("ascii"))
+        size += len(layout.ending)
+    for row, text in zip(rows, csvfile.encode_each(schema, rows, header, layout.ending), strict=True):
+        line = text.encode("utf-8")
+        edited.spans[row[schema.key]] = (size, size + len(line))
+        edited.pieces.append(line)
+        size += len(line)
 
 
 def _line(schema: TableSchema, row: Row, header: Sequence[str], end: bytes) -> bytes:
-    """A replaced row's line, in the file's column order, ended as the record it replaces was
-    (the file's last line may have no line break)."""
+    """A row's line, in the file's column order, ended by `end` (the line break of the record
+    it replaces: the file's last line may have none)."""
     text = next(csvfile.encode_each(schema, [row], header, "\n"))
     return text[:-1].encode("utf-8") + end
 
