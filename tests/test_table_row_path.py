@@ -138,14 +138,15 @@ def test_rows_follow_the_files_own_column_order_and_spelling(cli, vault: Vault) 
     ok(cli("table", "create", "items", "-c", "name:str", "-c", "price:float", "--json"))
     ok(cli("table", "add", "items", "--row", '{"name": "a", "price": 1.5}', "--json"))
     path = rows_path(vault)
-    hand = "price,row_id,name\n1.50,1,a\n\n2.0,2,b\n"  # reordered, respelled, a blank line
+    hand = "price,row_id,name\n1.50,1,a\n\n-0.0,2,b\n"  # reordered, respelled, a blank line
     path.write_text(hand, encoding="utf-8")
     schema = path.with_name("items.schema.json")
     schema.write_text(schema.read_text().replace('"next_key": 2', '"next_key": 3'))
     ok(cli("table", "add", "items", "--row", '{"name": "c", "price": 3.25}', "--json"))
     ok(cli("table", "update-rows", "items", "--where", 'name == "b"', "--set", '{"name": "B"}', "--json"))
-    assert path.read_text(encoding="utf-8") == "price,row_id,name\n1.50,1,a\n\n2.0,2,B\n3.25,3,c\n"
-    assert [(r["name"], r["price"]) for r in all_rows(cli)] == [("a", 1.5), ("B", 2.0), ("c", 3.25)]
+    # -0.0 is kept as the file has it (SQLite gives it back as 0.0)
+    assert path.read_text(encoding="utf-8") == "price,row_id,name\n1.50,1,a\n\n-0.0,2,B\n3.25,3,c\n"
+    assert [(r["name"], r["price"]) for r in all_rows(cli)] == [("a", 1.5), ("B", 0.0), ("c", 3.25)]
 
 
 def test_a_hand_edit_the_index_missed_is_kept(cli, vault: Vault) -> None:

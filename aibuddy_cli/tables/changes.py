@@ -251,7 +251,7 @@ class TableChanges:
             old = {name: row.get(name) for name, value in new.items() if row.get(name) != value}
             if old:
                 before.append({"key": row[schema.key], "values": old})
-                replaced.append((row, {**row, **new}))
+                replaced.append((row, new))
         if replaced:
             write_rows(self.state, table, schema, replaced=replaced)
         change = Change(

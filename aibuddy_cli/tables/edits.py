@@ -39,8 +39,9 @@ class Edited(NamedTuple):
     """A rows file after an edit, in pieces, and what the index needs to follow it."""
 
     pieces: list[bytes | memoryview]
-    spans: dict[int, Span]  # the records written (every row's, when columns were added)
+    spans: list[Placed]  # the records written (every row's, when columns were added)
     moves: list[tuple[int, int]]  # (old offset, shift): the records from there on moved by shift
+    rows: list[Row]  # the rows written anew, as they now are
 
 
 def write_rows(
@@ -53,10 +54,11 @@ def write_rows(
     added: Sequence[Row] = (),
     new_columns: Sequence[ColumnSpec] = (),
 ) -> None:
-    """Write the table's files: each (old, new) of replaced replaced and the deleted rows cut,
-    or new_columns (already in schema) added, empty, to every row; then the added rows at the
-    end. The index follows. The old and deleted rows are as the index has them, to check the
-    file by."""
+    """Write the table's files: for each (row, values) of replaced, the row with those values
+    set, and the deleted rows cut; or new_columns (already in schema) added, empty, to every
+    row; then the added rows at the end. The index follows. The rows are as the index has them,
+    to check the file by; what a replaced row keeps is what the file holds (SQLite, for one,
+    reads -0.0 back as 0.0)."""
     ref = table.ref
     data, _ = state.store.read(ref.rows_key)
     try:
@@ -71,7 +73,7 @@ def write_rows(
         placed = state.index.spans(table)
         edited = widen(data, layout, placed, header) if len(placed) == table.row_count else None
     else:
-        touched: dict[int, tuple[Row, Row | None]] = {old[key]: (old, new) for old, new in replaced}
+        touched: dict[int, tuple[Row, Row | None]] = {old[key]: (old, values) for old, values in replaced}
         touched.update((row[key], (row, None)) for row in deleted)
         placed = state.index.spans(table, list(touched))
         edited = (
@@ -92,7 +94,7 @@ def write_rows(
     state.index.apply(
         table,
         (rows_entry, schema_entry),
-        upserts=[*(new for _, new in replaced), *added],
+        upserts=[*edited.rows, *added],
         deletes=[row[key] for row in deleted],
         spans=edited.spans,
         moves=edited.moves,
@@ -108,26 +110,32 @@ def splice(
     placed: Sequence[Placed],
     touched: dict[int, tuple[Row, Row | None]],
 ) -> Edited | None:
-    """The file with the placed records of touched replaced by their new row's line (or cut, for
-    None), every other byte as it was. None when a record is not the row the index has."""
+    """The file with the placed records of touched (key: the row as the index has it, and the
+    values to set, or None to cut it) replaced or cut, every other byte as it was. None when a
+    record does not hold the row the index has."""
     view = memoryview(data)
     pieces: list[bytes | memoryview] = []
-    spans: dict[int, Span] = {}
+    spans: list[Placed] = []
     moves: list[tuple[int, int]] = []
+    rows: list[Row] = []
     cursor = delta = 0
     for key, start, stop in placed:
-        old, new = touched[key]
-        if start < cursor or not _holds(data, (start, stop), old, layout, indexed):
+        old, values = touched[key]
+        held = _held(data, (start, stop), old, layout, indexed) if start >= cursor else None
+        if held is None:
             return None
-        line = b"" if new is None else _line(schema, new, layout.header, csvfile.line_break(view[start:stop]))
+        line = b""
+        if values is not None:
+            rows.append({**held, **values})
+            line = _line(schema, rows[-1], layout.header, csvfile.line_break(view[start:stop]))
         pieces += [view[cursor:start], line]
         if line:
-            spans[key] = (start + delta, start + delta + len(line))
+            spans.append((key, start + delta, start + delta + len(line)))
         delta += len(line) - (stop - start)
         moves.append((stop, delta))
         cursor = stop
     pieces.append(view[cursor:])
-    return Edited(pieces, spans, moves)
+    return Edited(pieces, spans, moves, rows)
 
 
 def widen(data: bytes, layout: Layout, placed: Sequence[Placed], header: Sequence[str]) -> Edited | None:
@@ -141,7 +149,7 @@ def widen(data: bytes, layout: Layout, placed: Sequence[Placed], header: Sequenc
     pieces: list[bytes | memoryview] = [data[: layout.start], line]
     body = data[layout.body :]
     if not placed:
-        return None if body.strip(b"\r\n") else Edited([*pieces, body], {}, [])
+        return None if body.strip(b"\r\n") else Edited([*pieces, body], [], [], [])
     tiled = placed[0][1] == layout.body and placed[-1][2] == len(data)
     if (
         tiled
@@ -151,13 +159,13 @@ def widen(data: bytes, layout: Layout, placed: Sequence[Placed], header: Sequenc
         ending = layout.ending.encode("ascii")
         widened = body.replace(ending, fill + ending) + (b"" if body.endswith(ending) else fill)
         m = len(fill)
-        spans = {
-            key: (start + shift + m * i, stop + shift + m * (i + 1))
+        spans = [
+            (key, start + shift + m * i, stop + shift + m * (i + 1))
             for i, (key, start, stop) in enumerate(placed)
-        }
-        return Edited([*pieces, widened], spans, [])
+        ]
+        return Edited([*pieces, widened], spans, [], [])
     view = memoryview(data)
-    spans = {}
+    spans = []
     cursor, size = layout.body, len(line) + layout.start
     for key, start, stop in placed:
         if start < cursor or (start > cursor and bytes(view[cursor:start]).strip(b"\r\n")):
@@ -169,13 +177,13 @@ def widen(data: bytes, layout: Layout, placed: Sequence[Placed], header: Sequenc
         size += start - cursor
         widened_record = bytes(record[: len(record) - len(end)]) + fill + end
         pieces += [view[cursor:start], widened_record]
-        spans[key] = (size, size + len(widened_record))
+        spans.append((key, size, size + len(widened_record)))
         size += len(widened_record)
         cursor = stop
     if bytes(view[cursor:]).strip(b"\r\n"):
         return None
     pieces.append(view[cursor:])
-    return Edited(pieces, spans, [])
+    return Edited(pieces, spans, [], [])
 
 
 def _line_each(body: bytes, layout: Layout, records: int) -> bool:
@@ -203,7 +211,7 @@ def append(
         size += len(layout.ending)
     for row, text in zip(rows, csvfile.encode_each(schema, rows, header, layout.ending), strict=True):
         line = text.encode("utf-8")
-        edited.spans[row[schema.key]] = (size, size + len(line))
+        edited.spans.append((row[schema.key], size, size + len(line)))
         edited.pieces.append(line)
         size += len(line)
 
@@ -215,11 +223,12 @@ def _line(schema: TableSchema, row: Row, header: Sequence[str], end: bytes) -> b
     return text[:-1].encode("utf-8") + end
 
 
-def _holds(data: bytes, span: Span, row: Row, layout: Layout, schema: TableSchema) -> bool:
-    """Whether the record at span is row: spelled as aibuddy writes it (compared as bytes), or
-    read as the same values (a spelling of its own)."""
+def _held(data: bytes, span: Span, row: Row, layout: Layout, schema: TableSchema) -> Row | None:
+    """The row the record at span holds, when it is row: spelled as aibuddy writes it (compared
+    as bytes), or read as equal values (in a spelling of its own); else None."""
     start, stop = span
     record = data[start:stop]
     if record[: len(record) - len(csvfile.line_break(record))] == _line(schema, row, layout.header, b""):
-        return csvfile.whole_lines(data, span, layout)
-    return csvfile.read_record(data, span, layout, schema) == row
+        return row if csvfile.whole_lines(data, span, layout) else None
+    held = csvfile.read_record(data, span, layout, schema)
+    return held if held == row else None

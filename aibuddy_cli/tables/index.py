@@ -15,6 +15,7 @@ import json
 import sqlite3
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..cache_db import CacheDB, cannot_write, files_digest, is_contention, is_corrupt, to_signed
@@ -198,7 +199,7 @@ class TableIndex(CacheDB):
         *,
         upserts: Iterable[Row] = (),
         deletes: Iterable[int] = (),
-        spans: Mapping[int, Span] | None = None,
+        spans: Sequence[Placed] = (),
         moves: Sequence[tuple[int, int]] = (),
         columns: Sequence[ColumnSpec] = (),
     ) -> None:
@@ -224,8 +225,7 @@ class TableIndex(CacheDB):
             self._insert(table, upserts)
             if not columns:
                 self._move(table, moves)
-            if spans:
-                self._place(table, ((key, start, stop) for key, (start, stop) in spans.items()))
+            self._place(table, spans)
             count = self.db.execute(f"SELECT count(*) FROM {table.spans}").fetchone()[0]
             table.row_count = count
             self.db.execute(
@@ -265,13 +265,13 @@ class TableIndex(CacheDB):
         """Where the records of the rows of keys (of every row without keys) are, in file order."""
         if keys is None:  # by key, which is file order in a file aibuddy wrote: sorted fast
             every: list[Placed] = self.db.execute(f"SELECT * FROM {table.spans}").fetchall()
-            return sorted(every, key=lambda placed: placed[1])
+            return sorted(every, key=itemgetter(1))
         found: list[Placed] = []
         for start in range(0, len(keys), 500):
             chunk = list(keys[start : start + 500])
             marks = ", ".join("?" for _ in chunk)
             found += self.db.execute(f"SELECT * FROM {table.spans} WHERE key IN ({marks})", chunk)
-        return sorted(found, key=lambda placed: placed[1])
+        return sorted(found, key=itemgetter(1))
 
     def forget(self, ref: TableRef) -> None:
         """Drop a table that was renamed or deleted."""
