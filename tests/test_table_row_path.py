@@ -178,6 +178,33 @@ def test_a_hand_edit_the_index_missed_is_kept(cli, vault: Vault) -> None:
     assert all_rows(cli)[0] == {"row_id": 1, "name": "Ida", "city": "Paris"}
 
 
+def test_a_reader_that_reads_the_file_while_a_change_is_written_is_no_harm(cli, vault: Vault) -> None:
+    """Between writing the CSV and updating the index, another process's read may already have
+    read the new file into the index: the writer then leaves the index as that read left it."""
+    from aibuddy_cli.storage import StoreView
+
+    ok(cli("table", "create", "other", "-c", "x:int", "--json"))
+    ok(cli("table", "create", "items", "-c", "name:str", "--json"))
+    ok(cli("table", "add", "items", "--row", '{"name": "a"}', "--row", '{"name": "b"}', "--json"))
+    all_rows(cli, "other"), all_rows(cli)
+    writer = Session(Vault.open(vault.root), "demo", environ={})
+    reader = Session(Vault.open(vault.root), "demo", environ={})
+
+    class ReadMeanwhile(StoreView):
+        def write(self, key: str, data: bytes, *, create: bool = False):  # type: ignore[no-untyped-def]
+            entry = super().write(key, data, create=create)
+            if key == TABLE:
+                assert reader.tables.queries.filter(["items"]).tables[0].rows[0]["name"] == "A"
+            return entry
+
+    writer.tables.state.store = ReadMeanwhile(writer.tables.state.store)
+    writer.tables.changes.update_rows("items", "row_id == 1", {"name": "A"})
+    writer.tables.changes.update_rows("items", "row_id == 2", {"name": "B"})
+    writer.close(), reader.close()
+    assert [r["name"] for r in all_rows(cli)] == ["A", "B"]
+    assert rows_path(vault).read_text(encoding="utf-8") == "row_id,name\n1,A\n2,B\n"
+
+
 def test_updates_from_many_processes_all_land(
     aibuddy_exe: list[str], cli, vault: Vault, env: dict[str, str]
 ) -> None:

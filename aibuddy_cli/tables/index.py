@@ -85,13 +85,16 @@ def search_text(row: Row, schema: TableSchema) -> str:
 class IndexedTable:
     """One table as the index holds it: its SQL names and the columns an expression may use."""
 
-    def __init__(self, ref: TableRef, schema: TableSchema, table_id: int, row_count: int) -> None:
+    def __init__(
+        self, ref: TableRef, schema: TableSchema, table_id: int, row_count: int, signature: int
+    ) -> None:
         self.ref = ref
         self.schema = schema
         self.rows = f"rows_{table_id}"
         self.fts = f"fts_{table_id}"
         self.spans = f"spans_{table_id}"
         self.row_count = row_count
+        self.signature = signature  # of the files the index held when this was opened
 
     def columns(self) -> dict[str, Column]:
         """The names an expression over this table may use."""
@@ -137,7 +140,7 @@ class TableIndex(CacheDB):
             "SELECT id, signature, columns, row_count FROM tables WHERE rows_key = ?", (ref.rows_key,)
         ).fetchone()
         if found is not None and found[1] == signature and found[2] == layout:
-            return IndexedTable(ref, schema, found[0], found[3])
+            return IndexedTable(ref, schema, found[0], found[3], signature)
         loaded = list(load())  # read (and checked) before the write transaction
         rows = [row for row, _ in loaded]
         with self.write():
@@ -149,7 +152,7 @@ class TableIndex(CacheDB):
                 (ref.rows_key, signature, layout),
             )
             table_id = int(cursor.lastrowid or 0)
-            table = IndexedTable(ref, schema, table_id, 0)
+            table = IndexedTable(ref, schema, table_id, 0, signature)
             self._create(table)
             self._insert(table, rows)
             key = schema.key
@@ -210,7 +213,11 @@ class TableIndex(CacheDB):
         holds every row's), and the files' new signature."""
         upserts = list(upserts)
         gone = [*deletes, *(row[table.schema.key] for row in upserts)]
+        signature = to_signed(files_digest(files))
         with self.write():
+            stored = self.db.execute("SELECT signature FROM tables WHERE rows_key = ?", (table.ref.rows_key,))
+            if stored.fetchone() != (table.signature,):
+                return  # read again from the files meanwhile (by a reader in another process)
             for column in columns:  # O(1) in SQLite: the rows keep their pages
                 sql_type = SQL_TYPES.get(column.type, "TEXT")
                 self.db.execute(f'ALTER TABLE {table.rows} ADD COLUMN "{column.name}" {sql_type}')
@@ -230,8 +237,9 @@ class TableIndex(CacheDB):
             table.row_count = count
             self.db.execute(
                 "UPDATE tables SET signature = ?, columns = ?, row_count = ? WHERE rows_key = ?",
-                (to_signed(files_digest(files)), _layout(table.schema), count, table.ref.rows_key),
+                (signature, _layout(table.schema), count, table.ref.rows_key),
             )
+            table.signature = signature
 
     def _move(self, table: IndexedTable, moves: Sequence[tuple[int, int]]) -> None:
         """Shift the spans of the records after each changed one (one pass over the spans)."""

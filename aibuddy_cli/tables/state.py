@@ -113,11 +113,11 @@ class TablesState:
 
     def journal(self, op: str, table: str, args: dict[str, Any], changed: dict[str, Any]) -> None:
         """One applied operation appended to .aibuddy/logs/tables.jsonl: what it was asked
-        (args: redacted, then cut to size, see `asked`) and what it changed. An automatic run's
+        (args: redacted and cut to size, see `asked`) and what it changed. An automatic run's
         line is redacted whole; a person's keeps the values their change removed, as they were."""
-        from ..redaction import redacted
-
         if self.source != "cli":  # an automatic run's line: no credential-shaped value in the log
+            from ..redaction import redacted
+
             changed = redacted(changed)
         line = {
             "at": utc_now(),
@@ -126,7 +126,7 @@ class TablesState:
             "run": self.run,
             "op": op,
             "table": table,
-            "args": asked(redacted(args)),
+            "args": asked(args),
             "changed": changed,
         }
         self.store.append(JOURNAL, (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
@@ -163,23 +163,32 @@ def bounded(items: list[Any]) -> Any:
 
 
 def asked(value: Any) -> Any:
-    """What a change was asked (its filter, values, rows, names) for its journal line: each text
-    cut at MAX_ASKED_TEXT characters, each list or object at MAX_ASKED_ITEMS items, what is
-    left out counted ("…and 5 more"), so a line stays small whatever the call held."""
+    """What a change was asked (its filter, values, rows, names) for its journal line, redacted
+    and cut to size: each list or object to MAX_ASKED_ITEMS items, then each text to
+    MAX_ASKED_TEXT characters (after redaction: a credential cut first could be too short to be
+    seen), what is left out counted ("…and 5 more"), so a line stays small whatever the call held."""
+    from ..redaction import redacted
+
+    return _cut(redacted(_cut(value, texts=False)), texts=True)
+
+
+def _cut(value: Any, *, texts: bool) -> Any:
+    """value with its lists and objects cut (texts=False) or its texts (texts=True)."""
     if isinstance(value, str):
-        cut = len(value) - MAX_ASKED_TEXT
-        return value if cut <= 0 else f"{value[:MAX_ASKED_TEXT]}…and {cut} more characters"
+        over = len(value) - MAX_ASKED_TEXT
+        return f"{value[:MAX_ASKED_TEXT]}…and {over} more characters" if texts and over > 0 else value
+    limit = None if texts else MAX_ASKED_ITEMS
     if isinstance(value, Mapping):
         items = list(value.items())
-        shown = {str(key): asked(item) for key, item in items[:MAX_ASKED_ITEMS]}
-        if len(items) > MAX_ASKED_ITEMS:
-            shown["…"] = f"and {len(items) - MAX_ASKED_ITEMS} more"
+        shown = {str(key): _cut(item, texts=texts) for key, item in items[:limit]}
+        if len(items) > len(shown):
+            shown["…"] = f"and {len(items) - len(shown)} more"
         return shown
     if isinstance(value, list | tuple):
-        shown_items = [asked(item) for item in value[:MAX_ASKED_ITEMS]]
-        if len(value) > MAX_ASKED_ITEMS:
-            shown_items.append(f"…and {len(value) - MAX_ASKED_ITEMS} more")
-        return shown_items
+        listed = [_cut(item, texts=texts) for item in value[:limit]]
+        if len(value) > len(listed):
+            listed.append(f"…and {len(value) - len(listed)} more")
+        return listed
     return value
 
 
