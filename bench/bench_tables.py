@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Whole-process timing of aibuddy's knowledge-table commands on a generated table of 100,000 rows.
+"""Whole-process timing of aibuddy's knowledge-table commands on a generated table of 100,000 rows,
+and of one-row changes on a table of 200,000.
 
 Run with the project's virtualenv after `make install`:  .venv/bin/python bench/bench_tables.py
-The vault is built once under bench/out/tables-vault-N/ (git-ignored) through the CLI (`table create`
-then one `table add --file` of every row) and reused while it still holds the expected rows; delete
-it to regenerate. Warm commands are timed beside `python -c pass` and `rg -c` in the same run.
+Each vault is built once under bench/out/tables-vault-N/ (git-ignored) through the CLI (`table
+create` then one `table add --file` of every row) and reused while it still holds the expected
+rows; delete it to regenerate. Warm commands are timed beside `python -c pass` and `rg -c` in the
+same run. The one-row changes run on one copy of the 200,000-row vault per run (its index built
+once, untimed): add, update and delete of one row, interleaved; then adding a column, and the
+first read after it (which must not rebuild the index).
 """
 
 from __future__ import annotations
@@ -305,6 +309,94 @@ def bench(n: int, more: int, runs: int, slow_runs: int) -> tuple[list[Row], floa
     return table_rows, warm["python -c pass"], single, notes
 
 
+def bench_rows(n: int, runs: int) -> tuple[dict[str, list[float]], float, list[str]]:
+    """One-row changes on a copy of the n-row vault: ms per run of each, the `python -c pass` ms
+    of the same run, and notes."""
+    rows_file, _, _ = generate(n, 1)
+    vault, _, built_now = build_vault(n, rows_file)
+    copy = OUT / "tables-vault-rows"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(vault, copy, symlinks=True)
+    env = bench_env(copy)
+    aibuddy = [str(AIBUDDY), "table"]
+    warm = [*aibuddy, "filter", TABLE, "--where", "row_id == 1", "--json"]
+    check_run(warm, env)  # the copy's new ctimes: its index is built here, untimed
+    notes = [f"row changes on a copy of a {n:,}-row vault ({'built in this run' if built_now else 'reused'})"]
+    samples: dict[str, list[float]] = {
+        label: [] for label in ("python -c pass", "warm filter", "add", "update", "delete")
+    }
+    spread = [1 + (n - 1) * i // max(1, runs - 1) for i in range(runs)]  # first row to last
+    for i, key in enumerate(spread):
+        samples["python -c pass"].append(run_once([sys.executable, "-c", "pass"], env))
+        samples["warm filter"].append(run_once(warm, env))
+        row = json.dumps({"name": f"bench row {i}", "price": 1.5})
+        samples["add"].append(run_once([*aibuddy, "add", TABLE, "--row", row, "--json"], env))
+        price = json.dumps({"price": 2.25 + i})
+        samples["update"].append(
+            run_once([*aibuddy, "update-rows", TABLE, "--where", f"row_id == {key}", "--set", price], env)
+        )
+        where = f"row_id == {min(n, key + 1)}"
+        samples["delete"].append(run_once([*aibuddy, "delete-rows", TABLE, "--where", where, "--yes"], env))
+    samples["column add"] = [run_once([*aibuddy, "column", "add", TABLE, "weight", "float", "--json"], env)]
+    samples["first filter after column add"] = [run_once(warm, env)]
+    row = json.dumps({"name": "with a new column", "colour": "red"})
+    samples["add with a new column"] = [run_once([*aibuddy, "add", TABLE, "--row", row, "--json"], env)]
+    red = [*aibuddy, "filter", TABLE, "--where", 'colour == "red"', "--json"]
+    samples["first filter after it"] = [run_once(red, env)]
+    found = check_run(red, env)
+    try:
+        hits = json.loads(found.stdout)["tables"][0]["total"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        hits = None
+    expected = n + 1  # runs rows added, runs deleted, one added with the new column
+    shown = check_run([*aibuddy, "show", TABLE, "--json"], env)
+    try:
+        total = json.loads(shown.stdout)["rows"]
+    except (ValueError, KeyError, TypeError):
+        total = None
+    updated = check_run([*aibuddy, "filter", TABLE, "--where", f"row_id in {spread}", "--json"], env)
+    try:
+        prices = {r["row_id"]: r["price"] for r in json.loads(updated.stdout)["tables"][0]["rows"]}
+    except (ValueError, KeyError, IndexError, TypeError):
+        prices = {}
+    kept = all(prices.get(key) == 2.25 + i for i, key in enumerate(spread) if key < n)
+    right = "OK" if hits == 1 and total == expected and kept else "WRONG"
+    what = "the updated prices and the new column's row"
+    notes.append(f"after the changes: {total} rows (expected {expected}), {what}: {right}")
+    shutil.rmtree(copy, ignore_errors=True)
+    base = statistics.median(samples.pop("python -c pass"))
+    return samples, base, notes
+
+
+def rows_report(n: int, runs: int, samples: dict[str, list[float]], base: float, notes: list[str]) -> str:
+    median = {label: statistics.median(values) for label, values in samples.items()}
+    lines = [
+        f"One-row changes on a table of {n:,} rows (one copy of the vault; the add, update and delete"
+        f" of one row interleaved, median of {runs}; the updated rows spread from the first to the last):\n",
+        "| command | median | × python -c pass |",
+        "|---|---|---|",
+        f"| `python -c pass` | {base:.0f} ms | 1.0× |",
+    ]
+    for label, ms in median.items():
+        lines.append(f"| {label} | {seconds(ms)} | {ms / base:.1f}× |")
+    add, update, warm = median["add"], median["update"], median["warm filter"]
+    first_reads = (median["first filter after column add"], median["first filter after it"])
+    lines += [
+        "",
+        "Targets:",
+        "",
+        f"- one-row update ≤ 2× one-row add: {update / add:.1f}× — {verdict(update <= 2 * add)}",
+        f"- the first read after adding a column (by `column add` and by `add`) does not rebuild the index"
+        f" (≤ 2× a warm filter, {seconds(warm)}): {', '.join(seconds(ms) for ms in first_reads)}"
+        f" — {verdict(max(first_reads) <= 2 * warm)}",
+        "",
+        "Checks:",
+        "",
+        *[f"- {note}" for note in notes],
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def seconds(ms: float) -> str:
     return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.0f} ms"
 
@@ -362,18 +454,26 @@ def main() -> None:
     parser.add_argument("--more", type=int, default=10_000, help="rows added by the add measure")
     parser.add_argument("--runs", type=int, default=7, help="timed runs per warm command (median)")
     parser.add_argument("--slow-runs", type=int, default=3, help="runs of the add and rebuild measures")
+    parser.add_argument("--big-rows", type=int, default=200_000, help="rows of the one-row-change table")
+    parser.add_argument("--row-runs", type=int, default=5, help="runs of each one-row change (median)")
+    parser.add_argument("--only-rows", action="store_true", help="only the one-row changes")
     parser.add_argument("--quick", action="store_true", help="smoke check: 5,000 rows, 3 runs, 1 slow run")
     args = parser.parse_args()
     n, more, runs, slow = args.rows, args.more, args.runs, args.slow_runs
+    big, row_runs = args.big_rows, args.row_runs
     if args.quick:
-        n, more, runs, slow = 5000, 1000, 3, 1
+        n, more, runs, slow, big, row_runs = 5000, 1000, 3, 1, 5000, 3
     if not AIBUDDY.exists():
         sys.exit(f"{AIBUDDY} not found: run `make install` first and use .venv/bin/python")
-    if shutil.which("rg") is None:
+    if shutil.which("rg") is None and not args.only_rows:
         sys.exit("rg (ripgrep) not found: apt-get install ripgrep")
     OUT.mkdir(parents=True, exist_ok=True)
-    rows, base, single, notes = bench(n, more, runs, slow)
-    text = report(n, more, runs, rows, base, single, notes)
+    text = ""
+    if not args.only_rows:
+        rows, base, single, notes = bench(n, more, runs, slow)
+        text = report(n, more, runs, rows, base, single, notes) + "\n"
+    samples, base, notes = bench_rows(big, row_runs)
+    text += rows_report(big, row_runs, samples, base, notes)
     print(text)
     (OUT / "tables-results.md").write_text(text, encoding="utf-8")
 

@@ -1,7 +1,9 @@
 """Changing tables: create, add, update and delete rows, rename and delete tables, and the column
 operations. Every change holds the tables lock, checks everything before it writes (a refused
 value writes nothing of that call), writes the files atomically, keeps the index in step, and
-appends what it changed to the journal (.aibuddy/logs/tables.jsonl).
+appends what it was asked and what it changed to the journal (.aibuddy/logs/tables.jsonl).
+A change of rows, and a new empty column, touch only those rows' lines (see edits.py); the
+other column operations rewrite every row.
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import Conflict, InvalidInput, ModelUnavailable, NotFound
+from ..errors import Conflict, InvalidInput, ModelUnavailable, NotFound, Option
 from . import csvfile
 from .access import TableRef
+from .edits import StaleIndex, write_rows
 from .filters import compile_expression
 from .index import IndexedTable, from_sql
 from .schema import (
@@ -46,12 +49,14 @@ class ValuesNotKept(InvalidInput):
 
 class Change(NamedTuple):
     """What one operation did, as its answer and its journal line (which also has `kept`: the
-    values the change removed or replaced, when the answer does not list them)."""
+    keys of the rows it changed and the values it removed or replaced, when the answer does not
+    list them, and `asked`: what the operation was asked to do, the line's args)."""
 
     op: str
     table: str
     changed: dict[str, Any]
     kept: dict[str, Any] | None = None
+    asked: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "table": self.table, **self.changed}
@@ -91,7 +96,9 @@ class TableChanges:
                 raise Conflict(f"table {ref.qualified} exists")
             self.state.store.write(ref.schema_key, schema.encode(), create=True)
             self.state.store.write(ref.rows_key, csvfile.encode(schema, []), create=True)
-            self._journal(Change("create_table", ref.qualified, {"schema": schema.to_json()}))
+            columns_asked = [c.to_json() for c in columns]
+            asked = {"name": name, "description": description, "key": key, "columns": columns_asked}
+            self._journal(Change("create_table", ref.qualified, {"schema": schema.to_json()}, asked=asked))
         return TableInfo(ref, schema, 0)
 
     def rename(self, old: str, new: str) -> Change:
@@ -108,7 +115,7 @@ class TableChanges:
             self.state.store.move(ref.schema_key, target.schema_key)
             self.state.index.forget(ref)
             change = Change("rename_table", ref.qualified, {"new": target.qualified})
-            self._journal(change)
+            self._journal(change._replace(asked={"new": new}))
         return change
 
     def delete(self, specs: Sequence[str]) -> list[Change]:
@@ -132,7 +139,7 @@ class TableChanges:
                     else f"({len(data)} bytes, kept in {self.state.keep_removed('csv', data)})"
                 )
                 change = Change("delete_table", ref.qualified, {"schema": schema.to_json(), "csv": kept})
-                self._journal(change)
+                self._journal(change._replace(asked={"tables": list(specs)}))
                 changes.append(change)
         return changes
 
@@ -147,47 +154,46 @@ class TableChanges:
         with self.state.lock():
             table = self.state.open(spec)
             rows = self._screened(rows, "add", spec, "a row")
-            schema = table.schema
-            new_columns = self._new_columns(schema, rows, from_text)
-            if schema.key in {name for row in rows for name in row}:
-                raise InvalidInput(
-                    f"the key column {schema.key} is assigned by aibuddy; leave it out of the rows"
-                )
-            grown = schema.with_columns([*schema.columns, *new_columns])
-            types = grown.types
-            parsed = [parse_row(row, types, number) for number, row in enumerate(rows, 1)]
-            start = max(schema.next_key, self._max_key(table) + 1)
-            if start + len(parsed) - 1 > INT_RANGE[1]:
-                raise InvalidInput(
-                    f"table {table.ref.qualified}: no key is left for {len(parsed)} row(s) (the next key "
-                    f"{start} is past the largest, {INT_RANGE[1]}: check next_key in {table.ref.schema_key})"
-                )
-            for offset, row in enumerate(parsed):
-                row[schema.key] = start + offset
-            grown = grown._replace(next_key=start + len(parsed))
-            if new_columns:
-                existing = self.state.read_rows(table.ref, schema)
-                self._write(table.ref, grown, [*existing, *parsed])
-            else:
-                data, _ = self.state.store.read(table.ref.rows_key)
-                tail = csvfile.encode_lines(grown, parsed).encode("utf-8")
-                separator = b"" if not data or data.endswith(b"\n") else b"\n"
-                schema_entry = self.state.store.write(table.ref.schema_key, grown.encode())
-                rows_entry = self.state.store.write(table.ref.rows_key, data + separator + tail)
-                table.schema = grown
-                self.state.index.apply(table, (rows_entry, schema_entry), upserts=parsed)
-            keys = [row[schema.key] for row in parsed]
-            change = Change(
-                "add_rows",
-                table.ref.qualified,
-                {
-                    "added": len(keys),
-                    "keys": bounded(keys),
-                    "new_columns": [c.to_json() for c in new_columns],
-                },
-            )
-            self._journal(change)
+            change = self._retried(table, lambda table: self._add(table, rows, from_text))
+            asked: dict[str, Any] = {"rows": rows, **({"from_text": True} if from_text else {})}
+            self._journal(change._replace(asked=asked))
         return change
+
+    def _add(self, table: IndexedTable, rows: Sequence[Mapping[str, Any]], from_text: bool) -> Change:
+        schema = table.schema
+        new_columns = self._new_columns(schema, rows, from_text)
+        if schema.key in {name for row in rows for name in row}:
+            raise InvalidInput(
+                f"the key column {schema.key} is assigned by aibuddy; leave it out of the rows"
+            )
+        grown = schema.with_columns([*schema.columns, *new_columns])
+        types = grown.types
+        parsed = [parse_row(row, types, number) for number, row in enumerate(rows, 1)]
+        start = max(schema.next_key, self._max_key(table) + 1)
+        if start + len(parsed) - 1 > INT_RANGE[1]:
+            raise InvalidInput(
+                f"table {table.ref.qualified}: no key is left for {len(parsed)} row(s) (the next key "
+                f"{start} is past the largest, {INT_RANGE[1]}: check next_key in {table.ref.schema_key})"
+            )
+        for offset, row in enumerate(parsed):
+            row[schema.key] = start + offset
+        grown = grown._replace(next_key=start + len(parsed))
+        write_rows(self.state, table, grown, added=parsed, new_columns=new_columns)
+        keys = [row[schema.key] for row in parsed]
+        return Change(
+            "add_rows",
+            table.ref.qualified,
+            {"added": len(keys), "keys": bounded(keys), "new_columns": [c.to_json() for c in new_columns]},
+        )
+
+    def _retried(self, table: IndexedTable, work: Callable[[IndexedTable], Change]) -> Change:
+        """work(table); once more on the table read again from its file when the index turns out
+        to have missed an edit of it (edits.StaleIndex; a second one is the caller's, exit 4)."""
+        try:
+            return work(table)
+        except StaleIndex:
+            self.state.index.forget(table.ref)
+            return work(self.state.open(table.ref))
 
     def _screened(self, values: Any, verb: str, spec: str, part: str) -> Any:
         """Values a model chose (consolidation, `table update`/`refactor`) with credential-shaped
@@ -224,62 +230,67 @@ class TableChanges:
         with self.state.lock():
             table = self.state.open(spec)
             values = self._screened(values, "update-rows", spec, "a value")
-            schema = table.schema
-            if schema.key in values:
-                raise InvalidInput(f"the key column {schema.key} is assigned by aibuddy and cannot be set")
-            for name in values:
-                schema.column(name)
-            try:
-                new = {name: parse_value(value, schema.types[name]) for name, value in values.items()}
-            except ValueRefused as exc:
-                raise InvalidInput(f"--set: {exc}") from None
-            keys = set(self._matching(table, where))
-            rows = self.state.read_rows(table.ref, schema) if keys else []
-            before: dict[int, Row] = {}
-            changed_rows = []
-            for row in rows:
-                if row[schema.key] in keys:
-                    old = {name: row.get(name) for name, value in new.items() if row.get(name) != value}
-                    if old:
-                        before[row[schema.key]] = old
-                        row.update(new)
-                        changed_rows.append(row)
-            if changed_rows:
-                self._write(table.ref, schema, rows, table=table, upserts=changed_rows)
-            replaced = [{"key": key, "values": old} for key, old in before.items()]
-            change = Change(
-                "update_rows",
-                table.ref.qualified,
-                {"matched": len(keys), "updated": len(before), "before": bounded(replaced)},
-            )
-            if before:
-                self._journal(change._replace(kept={"before": self.state.removed(replaced)}))
+            change = self._retried(table, lambda table: self._update(table, where, values))
+            if change.kept is not None:
+                self._journal(change._replace(asked={"where": where, "set": values}))
         return change
+
+    def _update(self, table: IndexedTable, where: str, values: Mapping[str, Any]) -> Change:
+        schema = table.schema
+        if schema.key in values:
+            raise InvalidInput(f"the key column {schema.key} is assigned by aibuddy and cannot be set")
+        for name in values:
+            schema.column(name)
+        try:
+            new = {name: parse_value(value, schema.types[name]) for name, value in values.items()}
+        except ValueRefused as exc:
+            raise InvalidInput(Option("set"), f": {exc}") from None
+        matched = self._matching(table, where)
+        replaced: list[tuple[Row, Row]] = []
+        before: list[dict[str, Any]] = []
+        for row in matched:
+            old = {name: row.get(name) for name, value in new.items() if row.get(name) != value}
+            if old:
+                before.append({"key": row[schema.key], "values": old})
+                replaced.append((row, new))
+        if replaced:
+            write_rows(self.state, table, schema, replaced=replaced)
+        change = Change(
+            "update_rows",
+            table.ref.qualified,
+            {"matched": len(matched), "updated": len(before), "before": bounded(before)},
+        )
+        if not before:
+            return change
+        keys = [entry["key"] for entry in before]
+        return change._replace(kept={"keys": bounded(keys), "before": self.state.removed(before)})
 
     def delete_rows(self, spec: str, where: str) -> Change:
         with self.state.lock():
             table = self.state.open(spec)
-            schema = table.schema
-            keys = set(self._matching(table, where))
-            deleted: list[Row] = []
-            if keys:
-                rows = self.state.read_rows(table.ref, schema)
-                deleted = [row for row in rows if row[schema.key] in keys]
-                kept = [row for row in rows if row[schema.key] not in keys]
-                self._write(table.ref, schema, kept, table=table, deletes=list(keys))
-            change = Change(
-                "delete_rows", table.ref.qualified, {"deleted": len(deleted), "rows": bounded(deleted)}
-            )
-            if deleted:
-                self._journal(change._replace(kept={"rows": self.state.removed(deleted)}))
+            change = self._retried(table, lambda table: self._delete(table, where))
+            if change.kept is not None:
+                self._journal(change._replace(asked={"where": where}))
         return change
 
-    def _matching(self, table: IndexedTable, where: str) -> list[int]:
+    def _delete(self, table: IndexedTable, where: str) -> Change:
+        deleted = self._matching(table, where)
+        if deleted:
+            write_rows(self.state, table, table.schema, deleted=deleted)
+        change = Change(
+            "delete_rows", table.ref.qualified, {"deleted": len(deleted), "rows": bounded(deleted)}
+        )
+        if not deleted:
+            return change
+        keys = [row[table.schema.key] for row in deleted]
+        return change._replace(kept={"keys": bounded(keys), "rows": self.state.removed(deleted)})
+
+    def _matching(self, table: IndexedTable, where: str) -> list[Row]:
+        """The rows where `where` holds, as the index has them, by key."""
         if not where or not where.strip():
             raise InvalidInput('a filter is required (write "True" to mean every row)')
         clause, params = table.where(where)
-        found = self.state.index.query(f'SELECT "{table.schema.key}" FROM {table.rows}{clause}', params)
-        return [row[0] for row in found]
+        return self.state.index.select(table, clause, params)
 
     def _computed(self, table: IndexedTable, expression: str) -> tuple[dict[int, Any], str | None]:
         """An expression's value for every row, by key, and the type the expression has."""
@@ -296,20 +307,26 @@ class TableChanges:
     # --- columns -------------------------------------------------------------------------------
 
     def add_column(self, spec: str, column: str, type_: str, description: str = "") -> Change:
+        """An empty column: one more empty field at the end of each row's line."""
         check_name(column)
         if type_ not in COLUMN_TYPES:
             raise InvalidInput(f"unknown type {type_!r}: use {', '.join(COLUMN_TYPES)}")
-        def added(table: IndexedTable, rows: list[Row]) -> Reshaped:
+        added = ColumnSpec(column, type_, description)
+
+        def add(table: IndexedTable) -> Change:
             if column in table.schema.types:
                 raise Conflict(f"column {column} exists in {table.ref.qualified}")
             if len(table.schema.columns) >= MAX_COLUMNS:
                 raise InvalidInput(f"a table has at most {MAX_COLUMNS} columns")
-            columns = [*table.schema.columns, ColumnSpec(column, type_, description)]
-            detail = {"column": column, "type": type_}
-            schema = table.schema.with_columns(columns)
-            return Change("create_empty_column", table.ref.qualified, detail), schema
+            schema = table.schema.with_columns([*table.schema.columns, added])
+            write_rows(self.state, table, schema, new_columns=[added])
+            return Change("create_empty_column", table.ref.qualified, {"column": column, "type": type_})
 
-        return self._reshape(spec, added)
+        with self.state.lock():
+            change = self._retried(self.state.open(spec), add)
+            asked = {"column": column, "type": type_, **({"description": description} if description else {})}
+            self._journal(change._replace(asked=asked))
+        return change
 
     def derive_column(
         self,
@@ -339,7 +356,8 @@ class TableChanges:
                 detail["lossy"] = lossy
             return Change("create_derived_column", table.ref.qualified, detail), schema
 
-        return self._reshape(spec, derive)
+        asked = {"column": column, "expression": expression, **_given(type=type_, lossy=lossy)}
+        return self._reshape(spec, derive, asked)
 
     def delete_column(self, spec: str, column: str) -> Change:
         """A column removed; the journal keeps its values (by key)."""
@@ -357,7 +375,7 @@ class TableChanges:
             kept = {"column_spec": spec_.to_json(), "values": self.state.removed(removed)}
             return Change("delete_column", table.ref.qualified, detail, kept), schema
 
-        return self._reshape(spec, drop)
+        return self._reshape(spec, drop, {"column": column})
 
     def rename_column(self, spec: str, old: str, new: str) -> Change:
         check_name(new)
@@ -372,7 +390,7 @@ class TableChanges:
             detail = {"column": old, "new": new}
             return Change("rename_column", table.ref.qualified, detail), table.schema.with_columns(columns)
 
-        return self._reshape(spec, rename)
+        return self._reshape(spec, rename, {"column": old, "new": new})
 
     def transform_column(
         self,
@@ -415,7 +433,8 @@ class TableChanges:
             schema = table.schema.with_columns(columns)
             return Change("transform_column", table.ref.qualified, detail, kept), schema
 
-        return self._reshape(spec, transform)
+        asked = {"column": column, **_given(type=type_, expression=expression, lossy=lossy)}
+        return self._reshape(spec, transform, asked)
 
     def copy_column(
         self, spec: str, column: str, to_table: str, *, move: bool = False, lossy: str | None = None
@@ -458,7 +477,8 @@ class TableChanges:
                     {"column": column, "to_table": target.ref.qualified, "matched": matched},
                 )
             ]
-            self._journal(changes[0])
+            asked = {"column": column, "to_table": to_table, **_given(move=move or None, lossy=lossy)}
+            self._journal(changes[0]._replace(asked=asked))
         if move:
             changes.append(self.delete_column(spec, column))
         return changes
@@ -494,7 +514,7 @@ class TableChanges:
             table.schema = schema
             self.state.index.apply(table, (self.state.rows_entry(table.ref), schema_entry))
             change = Change("vectorize_column", table.ref.qualified, {"column": column, "values": made})
-            self._journal(change)
+            self._journal(change._replace(asked={"column": column}))
         return change
 
     # --- shared steps --------------------------------------------------------------------------
@@ -552,34 +572,33 @@ class TableChanges:
             row[column] = new
         return {"count": len(failed), "values": failed[:MAX_REPORTED]}, before
 
-    def _reshape(self, spec: str, reshape: Callable[[IndexedTable, list[Row]], Reshaped]) -> Change:
+    def _reshape(
+        self, spec: str, reshape: Callable[[IndexedTable, list[Row]], Reshaped], asked: dict[str, Any]
+    ) -> Change:
         """A schema change over every row: reshape(table, rows) -> (what changed, new schema)."""
         with self.state.lock():
             table = self.state.open(spec)
             rows = self.state.read_rows(table.ref, table.schema)
             change, schema = reshape(table, rows)
             self._write(table.ref, schema, rows)
-            self._journal(change)
+            self._journal(change._replace(asked=asked))
         return change
 
-    def _write(
-        self,
-        ref: TableRef,
-        schema: TableSchema,
-        rows: list[Row],
-        *,
-        table: IndexedTable | None = None,
-        upserts: Sequence[Row] = (),
-        deletes: Sequence[int] = (),
-    ) -> None:
-        """The table's files rewritten; with table, the index changed in place (same layout)."""
-        schema_entry = self.state.store.write(ref.schema_key, schema.encode())
-        rows_entry = self.state.store.write(ref.rows_key, csvfile.encode(schema, rows))
-        if table is not None:
-            self.state.index.apply(table, (rows_entry, schema_entry), upserts=upserts, deletes=deletes)
+    def _write(self, ref: TableRef, schema: TableSchema, rows: list[Row]) -> None:
+        """The table's files rewritten, every row in the schema's order (the file's line ending
+        kept); the next read rebuilds the table's index."""
+        ending = csvfile.line_ending(self.state.store.read(ref.rows_key)[0])
+        self.state.store.write(ref.schema_key, schema.encode())
+        self.state.store.write(ref.rows_key, csvfile.encode(schema, rows, ending))
 
     def _journal(self, change: Change) -> None:
-        self.state.journal(change.op, change.table, {}, {**change.changed, **(change.kept or {})})
+        changed = {**change.changed, **(change.kept or {})}
+        self.state.journal(change.op, change.table, change.asked or {}, changed)
+
+
+def _given(**options: Any) -> dict[str, Any]:
+    """The options a call was given (not None), for its journal line."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 def _from_expression(value: Any, type_: str | None) -> tuple[Any, str]:

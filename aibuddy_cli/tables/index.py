@@ -1,10 +1,12 @@
-"""The derived SQLite index of the vault's tables: one SQL table of typed rows per table file, and
-an FTS5 table over its text columns for `table search`.
+"""The derived SQLite index of the vault's tables: one SQL table of typed rows per table file, an
+FTS5 table over its text columns for `table search`, and where each row's record is in the CSV
+file (its byte span), so a change of a few rows rewrites only their lines.
 
 A cache under .aibuddy/ like the others: each use compares the table's two files (rows and
 schema) with the signature stored here and rebuilds that table from the CSV when they differ,
 so an edit by hand or by `git pull` is picked up by the next command; deleting it loses
-nothing. aibuddy's own writes update it in place (`apply`) instead of rebuilding.
+nothing. aibuddy's own writes update it in place (`apply`) instead of rebuilding, a new column
+included (ALTER TABLE).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import sqlite3
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..cache_db import CacheDB, cannot_write, files_digest, is_contention, is_corrupt, to_signed
@@ -20,9 +23,10 @@ from ..errors import Busy, InvalidInput
 from ..storage import Entry
 from ..text import index_text
 from .access import TableRef
-from .schema import TableSchema, json_text
+from .schema import ColumnSpec, TableSchema, json_text
 
 if TYPE_CHECKING:
+    from .csvfile import Span
     from .filters import Column
 
 SCHEMA_VERSION = 2
@@ -43,6 +47,7 @@ SQL_TYPES = {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}  # the others
 TEXT_TYPES = ("str", "list", "dict")  # what table search reads
 
 Row = dict[str, Any]
+Placed = tuple[int, int, int]  # a row's key and its record's span in the CSV file (start, stop)
 
 
 def to_sql(value: Any, type_: str) -> Any:
@@ -80,12 +85,16 @@ def search_text(row: Row, schema: TableSchema) -> str:
 class IndexedTable:
     """One table as the index holds it: its SQL names and the columns an expression may use."""
 
-    def __init__(self, ref: TableRef, schema: TableSchema, table_id: int, row_count: int) -> None:
+    def __init__(
+        self, ref: TableRef, schema: TableSchema, table_id: int, row_count: int, signature: int
+    ) -> None:
         self.ref = ref
         self.schema = schema
         self.rows = f"rows_{table_id}"
         self.fts = f"fts_{table_id}"
+        self.spans = f"spans_{table_id}"
         self.row_count = row_count
+        self.signature = signature  # of the files the index held when this was opened
 
     def columns(self) -> dict[str, Column]:
         """The names an expression over this table may use."""
@@ -113,25 +122,27 @@ class TableIndex(CacheDB):
     tables = ("meta", "tables", "vectors")
 
     def _drop(self, table_id: int) -> None:
-        self.db.execute(f"DROP TABLE IF EXISTS rows_{table_id}")
-        self.db.execute(f"DROP TABLE IF EXISTS fts_{table_id}")
+        for kind in ("rows", "fts", "spans"):
+            self.db.execute(f"DROP TABLE IF EXISTS {kind}_{table_id}")
 
     def ensure(
         self,
         ref: TableRef,
         schema: TableSchema,
         files: tuple[Entry, Entry],
-        load: Callable[[], Iterable[Row]],
+        load: Callable[[], Iterable[tuple[Row, Span]]],
     ) -> IndexedTable:
-        """The table's rows in the index, rebuilt from load() when its files changed."""
+        """The table's rows in the index, rebuilt from load() (rows and their spans) when its
+        files changed."""
         signature = to_signed(files_digest(files))
         layout = _layout(schema)
         found = self.db.execute(
             "SELECT id, signature, columns, row_count FROM tables WHERE rows_key = ?", (ref.rows_key,)
         ).fetchone()
         if found is not None and found[1] == signature and found[2] == layout:
-            return IndexedTable(ref, schema, found[0], found[3])
-        rows = list(load())  # read (and checked) before the write transaction
+            return IndexedTable(ref, schema, found[0], found[3], signature)
+        loaded = list(load())  # read (and checked) before the write transaction
+        rows = [row for row, _ in loaded]
         with self.write():
             if found is not None:
                 self._drop(found[0])
@@ -141,17 +152,19 @@ class TableIndex(CacheDB):
                 (ref.rows_key, signature, layout),
             )
             table_id = int(cursor.lastrowid or 0)
-            table = IndexedTable(ref, schema, table_id, 0)
+            table = IndexedTable(ref, schema, table_id, 0, signature)
             self._create(table)
             self._insert(table, rows)
+            key = schema.key
+            self._place(table, ((row[key], *span) for row, span in loaded))
             table.row_count = len(rows)
             self.db.execute("UPDATE tables SET row_count = ? WHERE id = ?", (len(rows), table_id))
         return table
 
     def _create(self, table: IndexedTable) -> None:
         # A table of the same id may be left from an index of an older version: made anew.
-        self.db.execute(f"DROP TABLE IF EXISTS {table.rows}")
-        self.db.execute(f"DROP TABLE IF EXISTS {table.fts}")
+        for name in (table.rows, table.fts, table.spans):
+            self.db.execute(f"DROP TABLE IF EXISTS {name}")
         columns = ", ".join(
             f'"{c.name}" {SQL_TYPES.get(c.type, "TEXT")}'
             + (" PRIMARY KEY" if c.name == table.schema.key else "")
@@ -160,6 +173,11 @@ class TableIndex(CacheDB):
         self.db.execute(f"CREATE TABLE {table.rows} ({columns})")
         tokenize = "tokenize = 'porter unicode61 remove_diacritics 2'"
         self.db.execute(f"CREATE VIRTUAL TABLE {table.fts} USING fts5(text, {tokenize})")
+        spans = "key INTEGER PRIMARY KEY, start INTEGER NOT NULL, stop INTEGER NOT NULL"
+        self.db.execute(f"CREATE TABLE {table.spans} ({spans})")
+
+    def _place(self, table: IndexedTable, placed: Iterable[Placed]) -> None:
+        self.db.executemany(f"INSERT OR REPLACE INTO {table.spans} VALUES (?, ?, ?)", placed)
 
     def _insert(self, table: IndexedTable, rows: Iterable[Row]) -> None:
         schema = table.schema
@@ -184,24 +202,84 @@ class TableIndex(CacheDB):
         *,
         upserts: Iterable[Row] = (),
         deletes: Iterable[int] = (),
+        spans: Sequence[Placed] = (),
+        moves: Sequence[tuple[int, int]] = (),
+        columns: Sequence[ColumnSpec] = (),
     ) -> None:
-        """aibuddy's own change to a table it indexed: rows added, replaced or deleted, and the
-        files' new signature, so the next command does not rebuild."""
+        """aibuddy's own change to a table it indexed, so the next command does not rebuild: rows
+        added, replaced or deleted, the spans of the records written, the records after each
+        change moved (`moves`: (offset, shift), every span from offset on, up to the next
+        offset, moves by shift), columns added (table.schema already has them: then `spans`
+        holds every row's), and the files' new signature."""
         upserts = list(upserts)
         gone = [*deletes, *(row[table.schema.key] for row in upserts)]
+        signature = to_signed(files_digest(files))
         with self.write():
+            stored = self.db.execute("SELECT signature FROM tables WHERE rows_key = ?", (table.ref.rows_key,))
+            if stored.fetchone() != (table.signature,):
+                return  # read again from the files meanwhile (by a reader in another process)
+            for column in columns:  # O(1) in SQLite: the rows keep their pages
+                sql_type = SQL_TYPES.get(column.type, "TEXT")
+                self.db.execute(f'ALTER TABLE {table.rows} ADD COLUMN "{column.name}" {sql_type}')
+            if columns:
+                self.db.execute(f"DELETE FROM {table.spans}")
             for start in range(0, len(gone), 500):
                 chunk = gone[start : start + 500]
                 marks = ", ".join("?" for _ in chunk)
                 self.db.execute(f'DELETE FROM {table.rows} WHERE "{table.schema.key}" IN ({marks})', chunk)
                 self.db.execute(f"DELETE FROM {table.fts} WHERE rowid IN ({marks})", chunk)
+                self.db.execute(f"DELETE FROM {table.spans} WHERE key IN ({marks})", chunk)
             self._insert(table, upserts)
-            count = self.db.execute(f"SELECT count(*) FROM {table.rows}").fetchone()[0]
+            if not columns:
+                self._move(table, moves)
+            self._place(table, spans)
+            count = self.db.execute(f"SELECT count(*) FROM {table.spans}").fetchone()[0]
             table.row_count = count
             self.db.execute(
-                "UPDATE tables SET signature = ?, row_count = ? WHERE rows_key = ?",
-                (to_signed(files_digest(files)), count, table.ref.rows_key),
+                "UPDATE tables SET signature = ?, columns = ?, row_count = ? WHERE rows_key = ?",
+                (signature, _layout(table.schema), count, table.ref.rows_key),
             )
+            table.signature = signature
+
+    def _move(self, table: IndexedTable, moves: Sequence[tuple[int, int]]) -> None:
+        """Shift the spans of the records after each changed one (one pass over the spans)."""
+        if not any(shift for _, shift in moves):
+            return
+        spans = table.spans
+        if len(moves) == 1:
+            at, shift = moves[0]
+            self.db.execute(
+                f"UPDATE {spans} SET start = start + ?, stop = stop + ? WHERE start >= ?", (shift, shift, at)
+            )
+            return
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS moves (at INTEGER PRIMARY KEY, shift INTEGER)")
+        self.db.execute("DELETE FROM temp.moves")
+        self.db.executemany("INSERT INTO temp.moves (at, shift) VALUES (?, ?)", moves)
+        moved = f"(SELECT shift FROM temp.moves WHERE at <= {spans}.start ORDER BY at DESC LIMIT 1)"
+        self.db.execute(
+            f"UPDATE {spans} SET start = start + {moved}, stop = stop + {moved} WHERE start >= ?",
+            (min(at for at, _ in moves),),
+        )
+
+    def select(self, table: IndexedTable, clause: str = "", params: Sequence[Any] = ()) -> list[Row]:
+        """The rows a WHERE clause (IndexedTable.where) selects, as typed values, by key."""
+        names = table.schema.names
+        selected = ", ".join(f'"{name}"' for name in names)
+        order = f' ORDER BY "{table.schema.key}"'
+        found = self.query(f"SELECT {selected} FROM {table.rows}{clause}{order}", params)
+        return [table.decode(values, names) for values in found]
+
+    def spans(self, table: IndexedTable, keys: Sequence[int] | None = None) -> list[Placed]:
+        """Where the records of the rows of keys (of every row without keys) are, in file order."""
+        if keys is None:  # by key, which is file order in a file aibuddy wrote: sorted fast
+            every: list[Placed] = self.db.execute(f"SELECT * FROM {table.spans}").fetchall()
+            return sorted(every, key=itemgetter(1))
+        found: list[Placed] = []
+        for start in range(0, len(keys), 500):
+            chunk = list(keys[start : start + 500])
+            marks = ", ".join("?" for _ in chunk)
+            found += self.db.execute(f"SELECT * FROM {table.spans} WHERE key IN ({marks})", chunk)
+        return sorted(found, key=itemgetter(1))
 
     def forget(self, ref: TableRef) -> None:
         """Drop a table that was renamed or deleted."""
@@ -250,5 +328,6 @@ class TableIndex(CacheDB):
 
 
 def _layout(schema: TableSchema) -> str:
-    """The column layout the SQL table was made for: a change of names or types rebuilds it."""
-    return json.dumps([[c.name, c.type] for c in schema.columns], separators=(",", ":"))
+    """The column layout the SQL table was made for: a change of names or types rebuilds it (as
+    does an index made before it held the rows' spans, which had no "spans" mark)."""
+    return "spans:" + json.dumps([[c.name, c.type] for c in schema.columns], separators=(",", ":"))

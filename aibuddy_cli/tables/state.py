@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
@@ -17,9 +17,15 @@ from .access import SUFFIX_SCHEMA, TableAccess, TableRef
 from .index import IndexedTable, TableIndex
 from .schema import TableSchema
 
+if TYPE_CHECKING:
+    from .csvfile import Span
+
 JOURNAL = ".aibuddy/logs/tables.jsonl"
 REMOVED = ".aibuddy/logs/removed"  # what a change removed, when too much for its journal line
 MAX_JOURNALED = 1000  # rows or keys one journal line lists; beyond, their count
+MAX_REMOVED_BYTES = 1 << 20  # the removed values one journal line holds; beyond, they go to a file
+MAX_ASKED_ITEMS = 20  # items of a list or an object (rows, values) a line's args show; the rest counted
+MAX_ASKED_TEXT = 200  # characters of a text a line's args show
 
 
 class TableInfo(NamedTuple):
@@ -81,13 +87,21 @@ class TablesState:
         data, _ = self.store.read(ref.rows_key)
         return csvfile.decode(data, schema, ref.rows_key)
 
+    def read_records(self, ref: TableRef, schema: TableSchema) -> Iterator[tuple[dict[str, Any], Span]]:
+        """The rows with where each one's record is in the file (for the index)."""
+        from . import csvfile
+
+        data, _ = self.store.read(ref.rows_key)
+        return csvfile.read_records(data, schema, ref.rows_key)
+
     @rebuild_if_corrupt("index")
     def open(self, spec: str | TableRef) -> IndexedTable:
         """A table the user may use, its index brought up to date with its files."""
         ref = spec if isinstance(spec, TableRef) else self.access.parse(spec)
         schema, schema_entry = self.schema(ref)
         rows_entry = self.rows_entry(ref)
-        return self.index.ensure(ref, schema, (rows_entry, schema_entry), lambda: self.read_rows(ref, schema))
+        files = (rows_entry, schema_entry)
+        return self.index.ensure(ref, schema, files, lambda: self.read_records(ref, schema))
 
     def refs(self) -> Iterator[TableRef]:
         """Every table the user may see, by folder (their own first, then their teams'), by name."""
@@ -98,7 +112,13 @@ class TablesState:
     # --- the journal ------------------------------------------------------------------------
 
     def journal(self, op: str, table: str, args: dict[str, Any], changed: dict[str, Any]) -> None:
-        """One applied operation, with what it changed, appended to .aibuddy/logs/tables.jsonl."""
+        """One applied operation appended to .aibuddy/logs/tables.jsonl: what it was asked
+        (args: redacted and cut to size, see `asked`) and what it changed. An automatic run's
+        line is redacted whole; a person's keeps the values their change removed, as they were."""
+        if self.source != "cli":  # an automatic run's line: no credential-shaped value in the log
+            from ..redaction import redacted
+
+            changed = redacted(changed)
         line = {
             "at": utc_now(),
             "user": self.user,
@@ -106,22 +126,20 @@ class TablesState:
             "run": self.run,
             "op": op,
             "table": table,
-            "args": args,
+            "args": asked(args),
             "changed": changed,
         }
-        if self.source != "cli":  # an automatic run's line: no credential-shaped value in the log
-            from ..redaction import redacted
-
-            line = redacted(line)
         self.store.append(JOURNAL, (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
 
     def removed(self, items: list[Any]) -> Any:
         """What a change removed (rows, values), for its journal line: whole when short, else
         its count and first items, the whole list kept in a file under .aibuddy/logs/removed/."""
-        if len(items) <= MAX_JOURNALED:
-            return items
         data = "".join(json.dumps(item, ensure_ascii=False, default=str) + "\n" for item in items)
-        return {**bounded(items), "kept": self.keep_removed("jsonl", data.encode("utf-8"))}
+        small = len(data) <= MAX_REMOVED_BYTES
+        if len(items) <= MAX_JOURNALED and small:
+            return items
+        first = {"first": items[:MAX_JOURNALED]} if small else {}  # too many, not too large
+        return {"count": len(items), **first, "kept": self.keep_removed("jsonl", data.encode("utf-8"))}
 
     def keep_removed(self, suffix: str, data: bytes) -> str:
         """data kept in a new file under .aibuddy/logs/removed/ (a log: redacted for an automatic
@@ -142,6 +160,36 @@ def bounded(items: list[Any]) -> Any:
     if len(items) <= MAX_JOURNALED:
         return items
     return {"count": len(items), "first": items[:MAX_JOURNALED]}
+
+
+def asked(value: Any) -> Any:
+    """What a change was asked (its filter, values, rows, names) for its journal line, redacted
+    and cut to size: each list or object to MAX_ASKED_ITEMS items, then each text to
+    MAX_ASKED_TEXT characters (after redaction: a credential cut first could be too short to be
+    seen), what is left out counted ("…and 5 more"), so a line stays small whatever the call held."""
+    from ..redaction import redacted
+
+    return _cut(redacted(_cut(value, texts=False)), texts=True)
+
+
+def _cut(value: Any, *, texts: bool) -> Any:
+    """value with its lists and objects cut (texts=False) or its texts (texts=True)."""
+    if isinstance(value, str):
+        over = len(value) - MAX_ASKED_TEXT
+        return f"{value[:MAX_ASKED_TEXT]}…and {over} more characters" if texts and over > 0 else value
+    limit = None if texts else MAX_ASKED_ITEMS
+    if isinstance(value, Mapping):
+        items = list(value.items())
+        shown = {str(key): _cut(item, texts=texts) for key, item in items[:limit]}
+        if len(items) > len(shown):
+            shown["…"] = f"and {len(items) - len(shown)} more"
+        return shown
+    if isinstance(value, list | tuple):
+        listed = [_cut(item, texts=texts) for item in value[:limit]]
+        if len(value) > len(listed):
+            listed.append(f"…and {len(value) - len(listed)} more")
+        return listed
+    return value
 
 
 class TableList(NamedTuple):
