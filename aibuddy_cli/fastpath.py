@@ -167,6 +167,14 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     """Run argv on the fast path and return its exit code, or None to let Typer handle it."""
     if any(arg in ("--help", "-h", "--version") for arg in argv):
         return None
+    if len(argv) == 6 and argv[0] == "git" and argv[1] == "merge-file" and not argv[2].startswith("-"):
+        # The merge driver: git runs it once per file both sides changed, with no vault to open.
+        from pathlib import Path
+
+        from .gitmerge import merge_file
+
+        base, current, other, path = argv[2:]
+        return merge_file(Path(base), Path(current), Path(other), path)
     split = _split_globals(argv)
     if split is None:
         return None

@@ -1,5 +1,6 @@
 """What a command imports before it answers: the fast path (`memory recall`, `kb search`,
-`kb read`) none of the heavy modules, `--help` neither litellm nor watchdog."""
+`kb read`) none of the heavy modules, the git merge driver no Typer, `--help` neither litellm nor
+watchdog."""
 
 from __future__ import annotations
 
@@ -46,6 +47,30 @@ def test_the_kb_fast_path_imports_no_heavy_module(kb_vault: Vault, env: dict[str
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_merge_driver_imports_no_command_line_framework(tmp_path, env: dict[str, str]) -> None:
+    """git runs the driver once per file both sides changed: it skips Typer (~100 ms a file)."""
+    record = "---\ndescription: Drinks tea\ntype: user\n---\ntea\n"
+    sides = []
+    for name, body in (("base", "tea"), ("ours", "green tea"), ("theirs", "tea")):
+        path = tmp_path / f"{name}.md"
+        path.write_text(record.replace("\ntea\n", f"\n{body}\n"))
+        sides.append(str(path))
+    probe = (
+        "import io, sys\n"
+        "from aibuddy_cli import fastpath\n"
+        f"argv = ['git', 'merge-file', *{sides!r}, 'memory/demo/tea.md']\n"
+        "code = fastpath.run(argv, sys.stdout, sys.stderr)\n"
+        "assert code == 0, code\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY[:5]!r}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    assert "green tea" in (tmp_path / "ours.md").read_text()
 
 
 def test_help_does_not_import_litellm(env: dict[str, str]) -> None:
