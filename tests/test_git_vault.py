@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from conftest import child_env, run_aibuddy
+from typer.testing import CliRunner
 
+from aibuddy_cli.cli.app import app
 from aibuddy_cli.vault import init_vault
 
 GIT_USER = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
@@ -50,8 +52,11 @@ def share(a: Path, b: Path, message: str, env: dict[str, str]) -> None:
 
 
 def aibuddy(aibuddy_exe: list[str], clone: Path, env: dict[str, str], *args: str) -> dict:
-    result = run_aibuddy(aibuddy_exe, "--vault", str(clone), *args, "--json", env=env)
-    assert result.returncode == 0, result.stderr
+    """A command in one clone, in-process (a process each would cost the suite minutes): what these
+    tests put to the test is git and the merge driver it runs, which stay real processes."""
+    command = ["--vault", str(clone), *args, "--json"]
+    result = CliRunner().invoke(app, command, env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 
 
