@@ -37,8 +37,7 @@ def clones(tmp_path: Path, aibuddy_exe: list[str]) -> tuple[Path, Path, dict[str
     for name in ("a", "b"):
         clone = tmp_path / name
         subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True, env=env)
-        setup = run_aibuddy(aibuddy_exe, "--vault", str(clone), "git", "setup", "--json", env=env)
-        assert setup.returncode == 0, setup.stderr
+        aibuddy(aibuddy_exe, clone, env, "git", "setup")
         clones.append(clone)
     return clones[0], clones[1], env
 
