@@ -97,10 +97,10 @@ def test_twenty_concurrent_recalls_lose_no_update(
 # --- temp files of killed writes --------------------------------------------------------------
 
 HANGING_WRITER = """
-import os, sys, time
+import os, sys
 from pathlib import Path
 from aibuddy_cli import storage
-os.fsync = lambda fd: time.sleep(120)  # stop mid-write: the temp file exists, the rename has not happened
+os.fsync = lambda fd: sys.stdin.read()  # stop mid-write until killed (or the test's end closes stdin)
 storage.atomic_write(Path(sys.argv[1]), b"half written")
 """
 
@@ -108,7 +108,8 @@ storage.atomic_write(Path(sys.argv[1]), b"half written")
 def hanging_writer(target: Path) -> tuple[subprocess.Popen[bytes], Path]:
     """A real aibuddy write stopped in the middle; returns the process and its temp file."""
     env = {**os.environ, "PYTHONPATH": str(CODE)}
-    writer = subprocess.Popen([sys.executable, "-c", HANGING_WRITER, str(target)], env=env)
+    command = [sys.executable, "-c", HANGING_WRITER, str(target)]
+    writer = subprocess.Popen(command, env=env, stdin=subprocess.PIPE)
     deadline = time.monotonic() + 120  # generous: an event, not a timing
     while time.monotonic() < deadline:
         temps = list(target.parent.glob(f"{TEMP_PREFIX}{writer.pid}-*"))

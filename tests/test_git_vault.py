@@ -137,18 +137,7 @@ def test_rows_added_in_two_clones_merge_with_unique_keys(
         '{"name": "Hooli"}',
     )
     aibuddy(aibuddy_exe, b, env, "table", "add", "vendors", "--row", '{"name": "Initech", "city": "Austin"}')
-    aibuddy(
-        aibuddy_exe,
-        b,
-        env,
-        "table",
-        "update-rows",
-        "vendors",
-        "--where",
-        'name == "Acme"',
-        "--set",
-        '{"name": "Acme Corp"}',
-    )
+    update_rows(aibuddy_exe, b, env, 'name == "Acme"', {"name": "Acme Corp"})
     for clone in (a, b):
         git(clone, "add", "-A", env=env)
         git(clone, "commit", "-qm", "rows", env=env)
@@ -176,18 +165,7 @@ def test_one_row_changed_differently_in_two_clones_is_a_conflict(
     aibuddy(aibuddy_exe, a, env, "table", "add", "vendors", "--row", '{"name": "Acme"}')
     share(a, b, "vendors", env)
     for clone, name in ((a, "Acme A"), (b, "Acme B")):
-        aibuddy(
-            aibuddy_exe,
-            clone,
-            env,
-            "table",
-            "update-rows",
-            "vendors",
-            "--where",
-            "True",
-            "--set",
-            json.dumps({"name": name}),
-        )
+        update_rows(aibuddy_exe, clone, env, "True", {"name": name})
         git(clone, "commit", "-qam", "rename", env=env)
     git(a, "push", "-q", env=env)
     pulled = git(b, "pull", "-q", "--no-rebase", env=env, check=False)
@@ -288,6 +266,11 @@ def add_rows(aibuddy_exe: list[str], clone: Path, env: dict[str, str], *rows: di
     return aibuddy(aibuddy_exe, clone, env, "table", "add", "vendors", *args)["keys"]
 
 
+def update_rows(aibuddy_exe: list[str], clone: Path, env: dict[str, str], where: str, values: dict) -> None:
+    args = ["--where", where, "--set", json.dumps(values)]
+    aibuddy(aibuddy_exe, clone, env, "table", "update-rows", "vendors", *args)
+
+
 @pytest.fixture
 def vendors(aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]) -> tuple[Path, Path, dict]:
     """Both clones hold the table vendors with row 1, Acme."""
@@ -332,8 +315,7 @@ def test_a_rebase_of_two_commits_keeps_the_edit_of_a_row_it_renumbered(
     git(a, "push", "-q", env=env)
     add_rows(aibuddy_exe, b, env, {"name": "Initech"})
     commit(b, "Initech", env)
-    where = ["--where", 'name == "Initech"', "--set", '{"name": "Initech Inc"}']
-    aibuddy(aibuddy_exe, b, env, "table", "update-rows", "vendors", *where)
+    update_rows(aibuddy_exe, b, env, 'name == "Initech"', {"name": "Initech Inc"})
     commit(b, "rename Initech", env)
     pulled = pull(b, "rebase", env)
     assert pulled.returncode == 0, pulled.stdout + pulled.stderr
@@ -372,14 +354,11 @@ def test_a_column_added_in_one_clone_merges_with_a_cell_edited_in_the_other(
 ) -> None:
     a, b, env = vendors
     aibuddy(aibuddy_exe, a, env, "table", "column", "add", "vendors", "city", "str")
-    aibuddy(
-        aibuddy_exe, a, env, "table", "update-rows", "vendors", "--where", "True", "--set", '{"city": "Oslo"}'
-    )
+    update_rows(aibuddy_exe, a, env, "True", {"city": "Oslo"})
     commit(a, "city", env)
     git(a, "push", "-q", env=env)
     aibuddy(aibuddy_exe, b, env, "table", "column", "add", "vendors", "phone", "str")
-    edit = '{"name": "Acme Corp", "phone": "555"}'
-    aibuddy(aibuddy_exe, b, env, "table", "update-rows", "vendors", "--where", "True", "--set", edit)
+    update_rows(aibuddy_exe, b, env, "True", {"name": "Acme Corp", "phone": "555"})
     add_rows(aibuddy_exe, b, env, {"name": "Initech"})
     commit(b, "name and phone", env)
     pulled = pull(b, how, env)
@@ -400,10 +379,8 @@ def test_two_clones_changing_different_cells_of_one_row_merge(
     a, b, env = vendors
     aibuddy(aibuddy_exe, a, env, "table", "column", "add", "vendors", "city", "str")
     share(a, b, "city", env)
-    for clone, values in ((a, '{"name": "Acme Corp"}'), (b, '{"city": "Oslo"}')):
-        aibuddy(
-            aibuddy_exe, clone, env, "table", "update-rows", "vendors", "--where", "True", "--set", values
-        )
+    for clone, values in ((a, {"name": "Acme Corp"}), (b, {"city": "Oslo"})):
+        update_rows(aibuddy_exe, clone, env, "True", values)
         commit(clone, "edit", env)
     git(a, "push", "-q", env=env)
     pulled = pull(b, "merge", env)
@@ -416,32 +393,10 @@ def test_one_cell_changed_differently_beside_a_new_column_is_a_conflict_reported
 ) -> None:
     a, b, env = vendors
     aibuddy(aibuddy_exe, a, env, "table", "column", "add", "vendors", "city", "str")
-    aibuddy(
-        aibuddy_exe,
-        a,
-        env,
-        "table",
-        "update-rows",
-        "vendors",
-        "--where",
-        "True",
-        "--set",
-        '{"name": "Acme A"}',
-    )
+    update_rows(aibuddy_exe, a, env, "True", {"name": "Acme A"})
     commit(a, "A", env)
     git(a, "push", "-q", env=env)
-    aibuddy(
-        aibuddy_exe,
-        b,
-        env,
-        "table",
-        "update-rows",
-        "vendors",
-        "--where",
-        "True",
-        "--set",
-        '{"name": "Acme B"}',
-    )
+    update_rows(aibuddy_exe, b, env, "True", {"name": "Acme B"})
     commit(b, "B", env)
     pulled = pull(b, "merge", env)
     assert pulled.returncode != 0 and "CONFLICT" in pulled.stdout + pulled.stderr

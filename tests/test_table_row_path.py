@@ -58,6 +58,12 @@ def all_rows(cli, table: str = "items") -> list[dict[str, Any]]:
     return ok(cli("table", "filter", table, "--limit", "1000", "--json"))["tables"][0]["rows"]
 
 
+def add(cli, *rows: dict[str, Any], table: str = "items") -> dict[str, Any]:
+    """`table add` of rows to table, its JSON answer."""
+    args = [arg for row in rows for arg in ("--row", json.dumps(row))]
+    return ok(cli("table", "add", table, *args, "--json"))
+
+
 def test_a_one_row_update_reads_and_rewrites_only_that_row(cli, vault: Vault, parsed: list[int]) -> None:
     items(cli, vault, 3000)
     all_rows(cli)  # the index is current
@@ -108,18 +114,7 @@ def test_a_new_column_does_not_rebuild_the_index(cli, vault: Vault, parsed: list
 
 def test_a_crlf_file_keeps_its_line_endings(cli, vault: Vault) -> None:
     ok(cli("table", "create", "items", "-c", "name:str", "-c", "price:float", "--json"))
-    ok(
-        cli(
-            "table",
-            "add",
-            "items",
-            "--row",
-            '{"name": "a", "price": 1.5}',
-            "--row",
-            '{"name": "b"}',
-            "--json",
-        )
-    )
+    add(cli, {"name": "a", "price": 1.5}, {"name": "b"})
     path = rows_path(vault)
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))  # as an editor on Windows saves it
     ok(cli("table", "add", "items", "--row", '{"name": "c", "price": 3.0}', "--json"))
@@ -153,18 +148,7 @@ def test_a_hand_edit_the_index_missed_is_kept(cli, vault: Vault) -> None:
     """An edit of the same size within the file system's clock tick leaves the stat signature as
     it was: the update checks the touched row against the file and reads the file again."""
     ok(cli("table", "create", "items", "-c", "name:str", "-c", "city:str", "--json"))
-    ok(
-        cli(
-            "table",
-            "add",
-            "items",
-            "--row",
-            '{"name": "Ada", "city": "London"}',
-            "--row",
-            '{"name": "Alan"}',
-            "--json",
-        )
-    )
+    add(cli, {"name": "Ada", "city": "London"}, {"name": "Alan"})
     all_rows(cli)
     path = rows_path(vault)
     path.write_bytes(path.read_bytes().replace(b"1,Ada,London", b"1,Ida,Berlin"))

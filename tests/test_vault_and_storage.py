@@ -135,11 +135,13 @@ def test_the_lock_times_out_with_a_conflict(store: FileStore) -> None:
             sys.executable,
             "-c",
             (
-                "import fcntl, os, sys, time\n"
+                "import fcntl, os, sys\n"
                 f"fd = os.open({str(store.locks_dir / 'busy.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
-                "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(30)\n"
+                "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\n"
+                "sys.stdin.read()\n"  # held until killed, or until the test's end closes stdin
             ),
         ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
     try:
