@@ -237,15 +237,14 @@ class Consolidator:
             return False
 
     def status(self, task_id: str) -> Status:
-        task = self.tasks.get(task_id)
         mark = watermark(self.tasks, task_id)
+        return Status(mark["last"], self._pending(task_id, mark), self.running(task_id), mark["summary"])
+
+    def _pending(self, task_id: str, mark: dict[str, Any]) -> int:
+        """How many of the task's messages come after the watermark mark."""
+        task = self.tasks.get(task_id)
         count = task.messages if task.messages is not None else len(self.tasks.messages(task_id))
-        return Status(
-            mark["last"],
-            max(count - mark["last"], 0),
-            self.running(task_id),
-            mark["summary"],
-        )
+        return max(count - mark["last"], 0)
 
     # --- the trigger ---------------------------------------------------------------------------
 
@@ -396,9 +395,7 @@ class Consolidator:
         return True
 
     def _chunk_waiting(self, task_id: str, background: bool) -> bool:
-        task = self.tasks.get(task_id)
-        count = task.messages if task.messages is not None else len(self.tasks.messages(task_id))
-        pending = count - watermark(self.tasks, task_id)["last"]
+        pending = self._pending(task_id, watermark(self.tasks, task_id))
         return pending >= (self.settings.every if background else 1)
 
     def _pass(
