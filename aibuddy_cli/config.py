@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .errors import InvalidInput
+from .names import is_user_name
 
 # A range bound: a number, or the name of another setting of the same table (its value).
 Bound = int | float | str | None
@@ -80,8 +81,6 @@ def _flag(setting: Setting, value: Any, low: Any, high: Any, source: str, warnin
 
 def _user_name(setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]) -> Any:
     """A bad user name is ignored with a warning, so --user still works."""
-    from .vault import is_user_name  # vault owns the rule, and imports this module
-
     if isinstance(value, str) and is_user_name(value):
         return value
     warnings.append(
@@ -101,8 +100,7 @@ def _user_names(
 
 def _vault_id(setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]) -> str:
     """A team vault's id names its members' personal vaults: a wrong one would hide them."""
-    from .vault import is_user_name  # the same spelling as a user name: safe as a folder name
-
+    # The same spelling as a user name: safe as a folder name.
     if not isinstance(value, str) or not is_user_name(value):
         raise InvalidInput(
             f"{source}: {setting.name} must be 1-64 lowercase letters, digits, '.', '-' or '_'"
@@ -124,8 +122,6 @@ SECONDS = Kind("seconds", float, None)
 
 def _team(name: str, value: Any, source: str, warnings: list[str]) -> Any:
     """[teams.<team>]: members, a list of user names. Anything else is left out with a warning."""
-    from .vault import is_user_name
-
     members = value.get("members") if isinstance(value, dict) else None
     if not is_user_name(name) or not isinstance(members, list) or not all(
         isinstance(member, str) and is_user_name(member) for member in members

@@ -28,19 +28,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import AibuddyError, MalformedRecord, NotFound
+from .gitfiles import ATTRIBUTES, write_attributes  # noqa: F401 - write_attributes: re-exported
 from .merging import CONFLICT, Merged, later, read_text, three_way
 
-ATTRIBUTES = (
-    "memory/**/*.md merge=aibuddy",
-    "memory/**/.history/*.jsonl merge=union",  # previous versions of auto records: keep both sides'
-    "tables/**/*.csv merge=aibuddy",
-    "tables/**/*.schema.json merge=aibuddy",
-    "knowledge/**/*.meta.json merge=aibuddy",
-    "tasks/**/messages.jsonl merge=aibuddy",
-    "tasks/**/task.json merge=aibuddy",
-    "tasks/**/consolidation.json merge=aibuddy",
-    "tasks/**/summary.json merge=aibuddy",
-)
 DRIVER_NAME = "aibuddy: recall telemetry and concurrent edits"
 
 
@@ -176,13 +166,6 @@ def _merged_sidecar(base: Path, current: Path, other: Path) -> Merged | None:
 
 
 # --- set-up --------------------------------------------------------------------------------------
-
-
-def write_attributes(root: Path) -> None:
-    """The vault's .gitattributes routes its merge-aware files to the driver (lines kept)."""
-    from .vault import add_lines
-
-    add_lines(root / ".gitattributes", ATTRIBUTES)
 
 
 def driver_command() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -25,39 +25,18 @@ from .config import (  # noqa: F401 - re-exported: the configuration's names as 
     config_template,
 )
 from .errors import Conflict, InvalidInput, NotFound, UsageError
+from .gitfiles import add_lines, write_attributes
+from .names import (  # noqa: F401 - re-exported: the name rules as they were imported from here
+    default_user_name,
+    is_user_name,
+    validate_record_name,
+    validate_user_name,
+)
 from .storage import TEMP_PREFIX, atomic_write
 
 CACHE_DIR = ".aibuddy"
 # The derived cache, and temp files an interrupted atomic write may leave behind.
 GITIGNORE_LINES = (f"{CACHE_DIR}/", f"{TEMP_PREFIX}*")
-
-_RECORD_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-# Lower case only: on a case-insensitive file system "Alice" would open alice's folders.
-_USER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
-
-
-def validate_record_name(name: str) -> str:
-    """A record name is its file stem: lowercase letters, digits, '-' and '_', at most 64."""
-    if not _RECORD_NAME.fullmatch(name):
-        raise InvalidInput(
-            f"invalid record name {name!r}: use 1-64 lowercase letters, digits, '-' or '_', "
-            "starting with a letter or digit"
-        )
-    return name
-
-
-def is_user_name(name: str) -> bool:
-    return _USER_NAME.fullmatch(name) is not None
-
-
-def validate_user_name(user: str) -> str:
-    if not is_user_name(user):
-        raise InvalidInput(
-            f"invalid user name {user!r}: use 1-64 lowercase letters, digits, '.', '-' or '_', "
-            "starting with a letter or digit"
-        )
-    return user
-
 
 class Vault(NamedTuple):
     root: Path
@@ -215,20 +194,6 @@ VAULT_FOLDERS = (
 )
 
 
-def default_user_name(environ: Mapping[str, str]) -> str:
-    candidate = (environ.get("AIBUDDY_USER") or environ.get("USER") or "me").lower()
-    return candidate if _USER_NAME.fullmatch(candidate) else "me"
-
-
-def add_lines(path: Path, lines: Iterable[str]) -> None:
-    """Append the lines a file (.gitignore, .gitattributes) lacks; a person's lines are kept."""
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
-    missing = [line for line in lines if line not in existing.splitlines()]
-    if missing:
-        separator = "" if existing.endswith("\n") or not existing else "\n"
-        path.write_text(existing + separator + "\n".join(missing) + "\n", encoding="utf-8")
-
-
 def init_vault(path: Path, user: str) -> Vault:
     """Create the vault layout, aibuddy.toml and a .gitignore for the derived cache."""
     validate_user_name(user)
@@ -238,8 +203,6 @@ def init_vault(path: Path, user: str) -> Vault:
     for folder in VAULT_FOLDERS:
         (path / folder).mkdir(parents=True, exist_ok=True)
     add_lines(path / ".gitignore", GITIGNORE_LINES)
-    from .gitmerge import write_attributes
-
     write_attributes(path)  # the merge driver's routes; `aibuddy git setup` registers the driver
     (path / CONFIG_FILE).write_text(config_template(user), encoding="utf-8")
     return Vault.open(path)

@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 
 from ..clock import utc_now
 from ..errors import AibuddyError, InvalidInput, ModelError
+from ..names import validate_record_name
 from ..text import shorten
-from ..vault import validate_record_name
 from .cues import find_cues as cue_kinds
 from .facts import Comparison, compare
 from .records import TYPES, MemoryRecord, validate_body, validate_description

@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 
 from ..errors import InvalidInput, ModelError
 from ..models import ModelSettings, complete_json
+from ..names import validate_record_name
 from ..text import shorten
-from ..vault import validate_record_name
 from .manifest import ManifestLine
 
 SYSTEM_PROMPT = """You choose which of a user's memory records are relevant to their current request.

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any, BinaryIO, NamedTuple
 
 from ..errors import InvalidInput, MalformedRecord, NotFound
-from ..vault import validate_record_name
+from ..names import validate_record_name
 
 TYPES = ("user", "feedback", "project", "reference")
 PROVENANCES = ("manual", "auto")
