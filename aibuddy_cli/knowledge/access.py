@@ -6,7 +6,7 @@ published documents the rule allows that are attached to the task. A document th
 not allow is missing to the user (the same error, the same message as one that does not exist),
 except a pending system document to the user who proposed it.
 
-`Access.usable` turns the rule into a `Usable`, the one description of what a retrieval may use:
+`Access.usable` turns the rule into a `Usable` (usable.py), the one description of what a retrieval may use:
 `Usable.admits` applies it to one document in Python (`Usable.refusal` says why not),
 `KnowledgeIndex.search` applies the same fields in SQL while ranking.
 """
@@ -14,47 +14,15 @@ except a pending system document to the user who proposed it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..errors import Conflict, InvalidInput, NotAllowed, NotFound
 from .documents import DocRef
+from .usable import Usable
 
 if TYPE_CHECKING:
     from .index import IndexedDoc
     from .state import KnowledgeState
-
-
-class Usable(NamedTuple):
-    """What one retrieval may use, as `Access.usable` builds it: documents in `status`; of those,
-    system documents when `system` says so and personal ones of `user`; with a task, only the
-    documents whose body keys are in `body_keys` (the task's attachments)."""
-
-    status: str
-    user: str
-    system: bool
-    task: str | None = None
-    body_keys: frozenset[str] | None = None
-
-    def admits(self, ref: DocRef) -> bool:
-        """Whether ref may be used here. Its SQL form is the WHERE clause of KnowledgeIndex.search."""
-        return (
-            ref.status == self.status
-            and (self.system if ref.scope == "system" else ref.owner == self.user)
-            and (self.body_keys is None or ref.body_key in self.body_keys)
-        )
-
-    def refusal(self, ref: DocRef) -> str | None:
-        """Why `admits` says no, as the user is told; None when it says yes."""
-        if self.admits(ref):
-            return None
-        if ref.status != self.status:
-            if ref.status == "pending":
-                return f"{ref.qualified} is pending review; it is not served until published"
-            return f"{ref.qualified} is published; drop --status pending"
-        if self.body_keys is not None and ref.body_key not in self.body_keys:
-            return f"{ref.qualified} is not attached to task {self.task}"
-        # Only pending documents get here: a published one `resolve` finds is one the user may use.
-        return f"you may not review {ref.qualified}"
 
 
 def missing(spec: str) -> NotFound:

@@ -14,7 +14,7 @@ from .documents import DocRef, Meta
 from .outline import heading_path, split_lines
 
 if TYPE_CHECKING:
-    from .access import Usable
+    from .usable import Usable
 
 SCHEMA_VERSION = 1
 

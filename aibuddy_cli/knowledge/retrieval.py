@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, Protocol
 from ..cache_db import rebuild_if_corrupt
 from ..errors import Conflict, InvalidInput, NotAllowed, NotFound, Option
 from ..tasks.service import Task
-from .access import Access, Usable
+from .access import Access
 from .documents import DocRef, Meta, sha256
 from .index import Hit, IndexedDoc, KnowledgeIndex
 from .outline import Section, children, heading_path, split_lines
@@ -17,6 +17,7 @@ from .reader import cursor_for, offset_from, page
 from .search import best_line, contains_phrases, parse_query
 from .state import KnowledgeState
 from .sync import Sync
+from .usable import Usable
 
 MAX_HITS = 1000
 
