@@ -16,11 +16,7 @@ _QUIET_COMMANDS = (("kb", "watch"),)
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    import aibuddy_cli
-
     from .cli import output
-
-    aibuddy_cli.use_worker = os.environ.get("AIBUDDY_WORKER", "1") != "0"
 
     refused = _prepare_streams(args)
     if refused is not None:

@@ -14,106 +14,17 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from .config import DEFAULT_TIMEOUT, ROLES  # declared with the other [models] keys
+from .config import DEFAULT_TIMEOUT, ROLES  # noqa: F401 - re-exported, as models has always named them
 from .errors import ModelError
-
-CONFIG_FILE = "aibuddy.toml"
-_DISABLED = {"", "none", "off", "false", "0"}
-# litellm's one-time import (seconds; far more on a busy machine) has its own bound: a start-up
-# cost is not a slow model. The model's timeout starts once litellm is imported.
-DEFAULT_IMPORT_TIMEOUT = 120.0
-MAX_IMPORT_TIMEOUT = 3600.0
-
-
-class ModelSettings(NamedTuple):
-    role: str
-    model: str | None
-    api_base: str | None
-    timeout: float
-    # A setting that cannot be used (`default = 5`, `timeout = "abc"`): the role counts as
-    # configured and every call fails with this message, so callers fall back as for any failure.
-    problem: str | None = None
-    # Seconds litellm's import may take before the first call of a process (AIBUDDY_IMPORT_TIMEOUT).
-    import_timeout: float = DEFAULT_IMPORT_TIMEOUT
-
-    @property
-    def configured(self) -> bool:
-        return self.model is not None or self.problem is not None
-
-
-def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, str]) -> ModelSettings:
-    """AIBUDDY_MODEL_<ROLE> > AIBUDDY_MODEL > [models].<role> > [models].default; "none" disables.
-
-    Never raises for a bad value: it becomes `problem`, naming the variable or the aibuddy.toml key.
-    """
-    if role not in ROLES:
-        raise ValueError(f"unknown model role {role!r}")
-    problem: str | None = None  # a model setting that cannot be used
-    model: Any = None
-    for source, candidate in (
-        (f"AIBUDDY_MODEL_{role.upper()}", environ.get(f"AIBUDDY_MODEL_{role.upper()}")),
-        ("AIBUDDY_MODEL", environ.get("AIBUDDY_MODEL")),
-        (f"{CONFIG_FILE}: [models] {role}", models.get(role)),
-        (f"{CONFIG_FILE}: [models] default", models.get("default")),
-    ):
-        if candidate is not None:
-            model = candidate
-            if not isinstance(model, str):
-                problem, model = f"{source} must be a litellm model string, not {model!r}", None
-            elif model.strip().lower() in _DISABLED:
-                model = None
-            break
-    if "AIBUDDY_TIMEOUT" in environ:
-        timeout_source, raw_timeout = "AIBUDDY_TIMEOUT", environ["AIBUDDY_TIMEOUT"]
-    else:
-        timeout_source = f"{CONFIG_FILE}: [models] timeout"
-        raw_timeout = models.get("timeout", DEFAULT_TIMEOUT)
-    try:
-        timeout = float(raw_timeout)
-        if isinstance(raw_timeout, bool) or not 0 < timeout <= 600:
-            raise ValueError
-    except (TypeError, ValueError):
-        timeout = DEFAULT_TIMEOUT
-        if model is not None:  # a broken timeout matters only to a role that has a model
-            problem = f"{timeout_source} must be a number of seconds from 0 to 600, not {raw_timeout!r}"
-    try:
-        import_bound = import_timeout(environ)
-    except ValueError as exc:
-        import_bound = DEFAULT_IMPORT_TIMEOUT
-        if model is not None:
-            problem = str(exc)
-    api_base = models.get("api_base")
-    if api_base is not None and not isinstance(api_base, str):
-        api_base = None
-        if model is not None:
-            problem = f"{CONFIG_FILE}: [models] api_base must be a URL string, not {models['api_base']!r}"
-    return ModelSettings(
-        role=role,
-        model=model.strip() if model else None,
-        api_base=api_base,
-        timeout=timeout,
-        problem=problem,
-        import_timeout=import_bound,
-    )
-
-
-def import_timeout(environ: Mapping[str, str]) -> float:
-    """AIBUDDY_IMPORT_TIMEOUT: the seconds litellm's one-time import may take (default 120).
-    ValueError, naming the variable, for a value that is not a number from 0 to 3600."""
-    raw = environ.get("AIBUDDY_IMPORT_TIMEOUT")
-    if raw is None:
-        return DEFAULT_IMPORT_TIMEOUT
-    try:
-        value = float(raw)
-        if not 0 < value <= MAX_IMPORT_TIMEOUT:
-            raise ValueError
-    except ValueError:
-        expected = f"a number of seconds from 0 to {MAX_IMPORT_TIMEOUT:g}"
-        raise ValueError(f"AIBUDDY_IMPORT_TIMEOUT must be {expected}, not {raw!r}") from None
-    return value
-
+from .model_roles import (  # noqa: F401 - re-exported: the settings as callers import them from here
+    DEFAULT_IMPORT_TIMEOUT,
+    MAX_IMPORT_TIMEOUT,
+    ModelSettings,
+    import_timeout,
+    model_settings,
+)
 
 T = TypeVar("T")
 
@@ -221,19 +132,18 @@ def _warm_up(litellm: Any) -> None:
 
 def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
     """One chat completion; returns the response message (content, tool_calls). Raises ModelError
-    on any failure. From the `aibuddy` command it asks the warm model worker first (worker.py);
-    without one, the call runs here."""
-    import aibuddy_cli
-
-    if aibuddy_cli.use_worker and settings.problem is None and settings.model is not None:
+    on any failure. When the settings name a worker environment (`model_roles.worker_environment`:
+    the `aibuddy` command's) it asks the warm model worker first (worker_client.py); without one,
+    the call runs here."""
+    if settings.worker is not None and settings.problem is None and settings.model is not None:
         import time
 
-        from . import worker
+        from . import worker_client
 
         began = time.monotonic()
         try:
-            return worker.complete(settings, messages, options)
-        except worker.WorkerUnavailable:
+            return worker_client.complete(settings, messages, options, settings.worker.mapping)
+        except worker_client.WorkerUnavailable:
             # A worker that broke off after taking the request has used part of the timeout:
             # the call here gets what is left of it, so the caller never waits twice.
             left = settings.timeout - (time.monotonic() - began)

@@ -20,7 +20,7 @@ import pytest
 from conftest import run_aibuddy
 from fake_openai import FakeOpenAI
 
-from aibuddy_cli import models, worker
+from aibuddy_cli import models, worker, worker_client
 from aibuddy_cli.errors import NotAllowed
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
@@ -122,7 +122,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
         time.sleep(0.01)
     replies: list[dict] = []
     client = threading.Thread(
-        target=lambda: replies.append(worker._request(path, {"op": "complete", "env": "digest"}, 60)),
+        target=lambda: replies.append(worker_client.send(path, {"op": "complete", "env": "digest"}, 60)),
         daemon=True,
     )
     client.start()
@@ -131,7 +131,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     while time.monotonic() - held < 2:  # the event: four times the idle bound has gone by
         time.sleep(0.05)
     assert server.is_alive()  # still serving the call in flight
-    worker._request(path, {"op": "stop"}, 10)  # a stop, too, lets the call finish
+    worker_client.send(path, {"op": "stop"}, 10)  # a stop, too, lets the call finish
     release.set()
     client.join(60)
     server.join(60)
@@ -142,15 +142,13 @@ def test_a_call_in_flight_outlives_the_idle_bound(
 def test_a_stale_socket_never_fails_or_hangs_a_command(
     worker_env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """In-process, as the command runs it (use_worker on), so litellm is imported only once."""
-    import aibuddy_cli
-
+    """In-process, as the command runs it (the process environment, AIBUDDY_WORKER=1), so litellm is
+    imported only once."""
     for name, value in worker_env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AIBUDDY_WORKER_IDLE", "0")  # no worker is started: the socket stays stale
-    monkeypatch.setattr(aibuddy_cli, "use_worker", True)
     fake_openai.default.content = '{"selected": ["tea"]}'
-    path = worker.socket_path(dict(os.environ))
+    path = worker_client.socket_path(dict(os.environ))
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(str(path))
     dead.close()  # bound, never listening: connections are refused
@@ -176,7 +174,7 @@ def test_lexical_commands_never_start_a_worker(aibuddy_exe: list[str], worker_en
 
 def test_every_variable_but_a_few_per_shell_ones_makes_another_worker(tmp_path: Path) -> None:
     base = {"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-a", "HOME": "/home/a", "XDG_RUNTIME_DIR": "/run/x"}
-    key = worker.fingerprint(base)
+    key = worker_client.fingerprint(base)
     # What litellm may read, whatever its prefix: a variable list would miss these.
     for name, value in (
         ("HOSTED_VLLM_API_BASE", "http://127.0.0.1:8000/v1"),
@@ -186,15 +184,15 @@ def test_every_variable_but_a_few_per_shell_ones_makes_another_worker(tmp_path: 
         ("ALL_PROXY", "socks5://127.0.0.1:1080"),
         ("FOO_API_KEY", "k"),
     ):
-        assert worker.fingerprint({**base, name: value}) != key, name
-    assert worker.fingerprint({**base, "OPENAI_API_KEY": "sk-b"}) != key
+        assert worker_client.fingerprint({**base, name: value}) != key, name
+    assert worker_client.fingerprint({**base, "OPENAI_API_KEY": "sk-b"}) != key
     # What changes per shell, terminal or test and no provider reads; aibuddy's own settings.
     per_shell = {"PWD": "/elsewhere", "OLDPWD": "/x", "SHLVL": "3", "_": "/usr/bin/env", "TERM": "xterm",
                  "TERM_PROGRAM": "iTerm", "COLUMNS": "80", "PS1": "$ ", "PYTEST_CURRENT_TEST": "t",
                  "AIBUDDY_VAULT": "/v", "AIBUDDY_USER": "bob", "AIBUDDY_TIMEOUT": "5"}  # fmt: skip
-    assert worker.fingerprint({**base, **per_shell}) == key
+    assert worker_client.fingerprint({**base, **per_shell}) == key
     # litellm's defaults, which the first in-process call sets, change nothing.
-    assert worker.fingerprint({**base, "LITELLM_MODE": "PRODUCTION"}) == key
+    assert worker_client.fingerprint({**base, "LITELLM_MODE": "PRODUCTION"}) == key
     # The working directory counts only where it can change a call: a relative path that exists.
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
@@ -202,9 +200,9 @@ def test_every_variable_but_a_few_per_shell_ones_makes_another_worker(tmp_path: 
         (tmp_path / folder / "creds.json").write_text("{}")
     relative = {**base, "GOOGLE_APPLICATION_CREDENTIALS": "creds.json"}
     os.chdir(tmp_path / "one")
-    in_one, plain_in_one = worker.fingerprint(relative), worker.fingerprint(base)
+    in_one, plain_in_one = worker_client.fingerprint(relative), worker_client.fingerprint(base)
     os.chdir(tmp_path / "two")
-    assert worker.fingerprint(relative) != in_one and worker.fingerprint(base) == plain_in_one
+    assert worker_client.fingerprint(relative) != in_one and worker_client.fingerprint(base) == plain_in_one
 
 
 @pytest.fixture
@@ -219,7 +217,7 @@ def serving(worker_env: dict[str, str]) -> Iterator[tuple[dict[str, str], subpro
         stderr=subprocess.DEVNULL,
     )
     try:
-        path = worker.socket_path(worker_env)
+        path = worker_client.socket_path(worker_env)
         deadline = time.monotonic() + 120  # litellm's import on a busy machine
         while not worker.status(worker_env).running:
             assert child.poll() is None and time.monotonic() < deadline, "the worker did not start"
@@ -237,39 +235,37 @@ def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
     fake_openai: FakeOpenAI,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import aibuddy_cli
-
     env, _ = serving
     other = {**env, "HOSTED_VLLM_API_BASE": "http://127.0.0.1:9/v1"}
-    assert worker.socket_path(other) != worker.socket_path(env)
+    assert worker_client.socket_path(other) != worker_client.socket_path(env)
     assert worker.status(other).running is False  # environment B is not served by A's worker
     # The credential read works here (on Linux): the worker is ours.
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.connect(str(worker.socket_path(env)))
-    assert worker.peer_uid(probe) in (os.getuid(), None)
+    probe.connect(str(worker_client.socket_path(env)))
+    assert worker_client.peer_uid(probe) in (os.getuid(), None)
     probe.close()
 
     for name in list(os.environ):
         monkeypatch.delenv(name)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(aibuddy_cli, "use_worker", True)
     fake_openai.default.content = "in-process"
-    settings = models.ModelSettings("recall", "openai/recall-test", None, 30.0)
+    settings = models.model_settings("recall", {}, os.environ)  # the command's: through the worker
+    assert settings.worker is not None and settings.model == "openai/recall-test"
     hello = [{"role": "user", "content": "hi"}]
     # Right socket, another environment (a digest that only starts the same): refused.
-    real = worker.fingerprint
-    monkeypatch.setattr(worker, "fingerprint", lambda environ: real(environ)[:16] + "0" * 48)
-    with pytest.raises(worker.WorkerUnavailable, match="environment"):
-        worker.complete(settings, hello, {})
+    real = worker_client.fingerprint
+    monkeypatch.setattr(worker_client, "fingerprint", lambda environ: real(environ)[:16] + "0" * 48)
+    with pytest.raises(worker_client.WorkerUnavailable, match="environment"):
+        worker_client.complete(settings, hello, {}, os.environ)
     assert models.complete_text(settings, hello) == "in-process"  # the fallback: in this process
-    monkeypatch.setattr(worker, "fingerprint", real)
+    monkeypatch.setattr(worker_client, "fingerprint", real)
     # A socket served by another uid (as a racing local user would): never sent the request.
-    monkeypatch.setattr(worker, "peer_uid", lambda connection: os.getuid() + 1)
-    with pytest.raises(worker.WorkerUnavailable, match="served by uid"):
-        worker.complete(settings, hello, {})
+    monkeypatch.setattr(worker_client, "peer_uid", lambda connection: os.getuid() + 1)
+    with pytest.raises(worker_client.WorkerUnavailable, match="served by uid"):
+        worker_client.complete(settings, hello, {}, os.environ)
     assert models.complete_text(settings, hello) == "in-process"
-    monkeypatch.setattr(worker, "peer_uid", lambda connection: os.getuid())
+    monkeypatch.setattr(worker_client, "peer_uid", lambda connection: os.getuid())
     assert len(fake_openai.requests) == 2 and worker.status(env).calls == 0
     fake_openai.default.content = "through the worker"
     assert models.complete_text(settings, hello) == "through the worker"
@@ -279,18 +275,15 @@ def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
 def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
     worker_env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import aibuddy_cli
-
     for name, value in worker_env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(aibuddy_cli, "use_worker", True)
     fake_openai.default.content = '{"selected": ["tea"]}'
     runtime = Path(worker_env["XDG_RUNTIME_DIR"])
     elsewhere = runtime.parent / "elsewhere"
     elsewhere.mkdir(mode=0o700)
     (runtime / "aibuddy").symlink_to(elsewhere)  # e.g. raced into a shared /tmp
-    with pytest.raises(worker.WorkerUnavailable, match="symbolic link"):
-        worker.socket_path(dict(os.environ))
+    with pytest.raises(worker_client.WorkerUnavailable, match="symbolic link"):
+        worker_client.socket_path(dict(os.environ))
     with pytest.raises(NotAllowed, match="symbolic link"):  # `aibuddy worker status`: exit 5
         worker.status(dict(os.environ))
     memory = MemoryService(Vault.open(vault.root), "demo")
@@ -299,13 +292,13 @@ def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
     (runtime / "aibuddy").unlink()
     (runtime / "aibuddy").mkdir(mode=0o700)
     (runtime / "aibuddy").chmod(0o755)
-    with pytest.raises(worker.WorkerUnavailable, match="open to other users"):
-        worker.socket_path(dict(os.environ))
+    with pytest.raises(worker_client.WorkerUnavailable, match="open to other users"):
+        worker_client.socket_path(dict(os.environ))
     if os.getuid() == 0:  # another owner can be made only as root
         (runtime / "aibuddy").chmod(0o700)
         os.chown(runtime / "aibuddy", 4321, 4321)
-        with pytest.raises(worker.WorkerUnavailable, match="belongs to uid 4321"):
-            worker.socket_path(dict(os.environ))
+        with pytest.raises(worker_client.WorkerUnavailable, match="belongs to uid 4321"):
+            worker_client.socket_path(dict(os.environ))
     assert memory.recall("tea").method == "model"
     assert not list((runtime / "aibuddy").iterdir())
 

@@ -1,0 +1,293 @@
+"""The client half of the model worker (worker.py): finding the worker that serves this
+environment, asking it for one completion, starting one when none listens. Imported by models.py;
+it never imports the serving half, nor models (the worker calls models, not the other way).
+
+A worker serves exactly one environment, the one it was started with: what a call does beyond
+its settings (model, api_base, timeout: sent with each request) comes from the environment, and
+litellm reads almost any variable (`HOSTED_VLLM_API_BASE`, `DEEPINFRA_API_KEY`, `ALL_PROXY`, …).
+Its key is a digest of the whole environment except the variables in IGNORED / IGNORED_PREFIXES,
+which change per shell or terminal and no provider client reads (and aibuddy's own `AIBUDDY_*`,
+whose model settings travel with each request). The working directory is part of the key when it
+can matter (a relative path in a variable, litellm allowed to load a `.env`). The socket's name
+comes from the digest, and every request carries the whole digest, which the worker checks: a
+mismatch is refused and the call runs in-process. The environment is the one the caller passes
+(`ModelSettings.worker`), never read here from the process.
+
+The socket lives in a 0700 folder of the user's own (`$XDG_RUNTIME_DIR/aibuddy/`, else, or when
+that is not an absolute path, `/tmp/aibuddy-<uid>/`; a path under the vault could exceed the 108
+bytes a socket path may have), checked without following links (a symlink, another owner or a
+mode open to others is refused); the socket is 0600. Both ends check the other's uid on every
+connection (SO_PEERCRED, on Linux; elsewhere the private folder is the only guard): the client
+never sends a request (the manifest of a recall) to, nor uses an answer from, a process of
+another user.
+
+When no worker can be reached (none yet, a stale socket, a crash) the call runs in-process and a
+worker is started for the next call. Connecting is bounded by 0.2 s, and the whole wait for the
+answer by the call's own timeout (a worker that stops answering, even a stopped one, is a model
+timeout: the caller's fallback runs). A lock beside the socket keeps a second worker of the same
+environment from starting: the caller that starts one takes it and hands it down to the worker,
+so calls that find no worker at once start one between them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import stat
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from .model_roles import ModelSettings
+
+CONNECT_TIMEOUT = 0.2
+ANSWER_GRACE = 1.0  # past the model's timeout, for the worker's own "timed out" reply to arrive
+DEFAULT_IDLE = 600.0
+
+# Variables that change per shell, terminal or test and that no provider client reads: they do
+# not make a different worker. Everything else in the environment does.
+IGNORED = frozenset(
+    {
+        "_", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES", "LINENO", "PS1", "PS2", "PS3", "PS4",
+        "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "HISTIGNORE",
+        "HISTTIMEFORMAT", "COLORTERM", "WINDOWID", "WINDOW", "STY", "TMUX", "TMUX_PANE", "SSH_TTY",
+        "SSH_CLIENT", "SSH_CONNECTION", "SSH_AUTH_SOCK", "GPG_TTY", "LS_COLORS", "LSCOLORS",
+        "XDG_SESSION_ID", "XDG_VTNR", "SECURITYSESSIONID", "INSIDE_EMACS", "STARSHIP_SESSION_KEY",
+        "PYTEST_CURRENT_TEST", "MAIL",
+    }
+)  # fmt: skip
+# aibuddy's own settings (the model settings go with each request; vault, user and worker
+# settings never reach a model call) and the terminals' session variables.
+IGNORED_PREFIXES = ("AIBUDDY_", "TERM", "ITERM_", "VSCODE_", "KITTY_", "WEZTERM_", "KONSOLE_", "WT_")
+# What models._litellm sets when unset, before importing litellm: absent counts as these.
+_LITELLM_DEFAULTS = {"LITELLM_MODE": "PRODUCTION", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+class WorkerUnavailable(Exception):
+    """No worker of ours answered: the caller calls the model in-process."""
+
+
+class NoWorker(WorkerUnavailable):
+    """Nothing listens on the socket (none yet, stale, refused): one is started for the next call."""
+
+
+class WorkerTimedOut(Exception):
+    """The worker took the request and did not answer within the call's timeout."""
+
+
+def relevant_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables a model call may depend on: all but IGNORED and IGNORED_PREFIXES."""
+    relevant = {
+        name: value
+        for name, value in environ.items()
+        if name not in IGNORED and not name.upper().startswith(IGNORED_PREFIXES)
+    }
+    for name, default in _LITELLM_DEFAULTS.items():
+        relevant.setdefault(name, default)
+    return relevant
+
+
+def _cwd_matters(relevant: Mapping[str, str]) -> bool:
+    """Whether the working directory can change a call: litellm may load a `.env` from it (not in
+    production mode), or a variable names a relative path that exists here."""
+    if relevant.get("LITELLM_MODE", "").upper() != "PRODUCTION":
+        return True
+    for value in relevant.values():
+        if len(value) > 4096:
+            continue
+        for part in value.split(os.pathsep):
+            if part and "://" not in part and not os.path.isabs(part) and os.path.exists(part):
+                return True
+    return False
+
+
+def fingerprint(environ: Mapping[str, str]) -> str:
+    """The digest of everything in the environment that can change a model call (hex sha256)."""
+    relevant = relevant_environment(environ)
+    key: list[Any] = sorted(relevant.items())
+    if _cwd_matters(relevant):
+        try:
+            key.append(["cwd", os.getcwd()])
+        except OSError:
+            key.append(["cwd", None])
+    return hashlib.sha256(json.dumps(key).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def folder(environ: Mapping[str, str]) -> Path:
+    """The private socket folder, made if missing; WorkerUnavailable unless it is a real folder
+    (not a symlink) of this user that no one else may enter."""
+    from .xdg import base_dir
+
+    runtime = base_dir(environ, "XDG_RUNTIME_DIR")
+    base = runtime / "aibuddy" if runtime else Path(tempfile.gettempdir()) / f"aibuddy-{os.getuid()}"
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise WorkerUnavailable(f"{base} cannot be made ({exc.strerror or exc})") from None
+    check_private(base)
+    return base
+
+
+def check_private(path: Path) -> None:
+    """WorkerUnavailable unless path, not followed if a link, is a folder of ours closed to others."""
+    try:
+        found = os.lstat(path)
+    except OSError as exc:
+        raise WorkerUnavailable(f"{path} cannot be checked ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(found.st_mode):
+        raise WorkerUnavailable(f"{path} is a symbolic link, not a private folder")
+    if not stat.S_ISDIR(found.st_mode):
+        raise WorkerUnavailable(f"{path} is not a folder")
+    if found.st_uid != os.getuid():
+        raise WorkerUnavailable(f"{path} belongs to uid {found.st_uid}, not this user")
+    if found.st_mode & 0o077:
+        raise WorkerUnavailable(f"{path} is open to other users (mode {found.st_mode & 0o777:o})")
+
+
+def socket_path(environ: Mapping[str, str], digest: str | None = None) -> Path:
+    return folder(environ) / f"worker-{(digest or fingerprint(environ))[:16]}.sock"
+
+
+def lock_path(path: Path) -> Path:
+    return path.with_suffix(".lock")
+
+
+def idle_seconds(environ: Mapping[str, str]) -> float:
+    try:
+        return max(float(environ.get("AIBUDDY_WORKER_IDLE", DEFAULT_IDLE)), 0.0)
+    except ValueError:
+        return DEFAULT_IDLE
+
+
+def peer_uid(connection: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket; None where the system cannot
+    tell (no SO_PEERCRED: not Linux)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    try:
+        credentials = connection.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    except OSError:
+        return None
+    _, uid, _ = struct.unpack("3i", credentials)
+    return int(uid)
+
+
+def send(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """One request and its reply, all within timeout seconds (connecting within CONNECT_TIMEOUT).
+    NoWorker when nothing listens, WorkerUnavailable when the peer is not ours or the exchange
+    breaks, WorkerTimedOut when the request went out and no reply came in time."""
+    deadline = time.monotonic() + timeout
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.settimeout(min(CONNECT_TIMEOUT, timeout))
+        try:
+            client.connect(str(path))
+        except OSError as exc:  # none, stale, refused, too slow to accept: go on without it
+            raise NoWorker(str(exc)) from None
+        uid = peer_uid(client)
+        if uid is not None and uid != os.getuid():
+            raise WorkerUnavailable(f"{path} is served by uid {uid}, not this user: not used")
+        data = b""
+        try:
+            client.settimeout(max(deadline - time.monotonic(), 0.001))
+            client.sendall(json.dumps(request).encode() + b"\n")
+            while not data.endswith(b"\n"):
+                client.settimeout(max(deadline - time.monotonic(), 0.001))
+                chunk = client.recv(65536)
+                if not chunk:
+                    raise WorkerUnavailable("the worker closed the connection")
+                data += chunk
+        except TimeoutError:
+            raise WorkerTimedOut(f"no answer from the worker within {timeout:g}s") from None
+        reply = json.loads(data)
+        if not isinstance(reply, dict):
+            raise WorkerUnavailable("the worker's reply is not an object")
+        return reply
+    except (OSError, ValueError) as exc:
+        raise WorkerUnavailable(str(exc)) from None
+    finally:
+        client.close()
+
+
+def complete(
+    settings: ModelSettings,
+    messages: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any],
+    environ: Mapping[str, str],
+) -> Any:
+    """The model's message through the worker (an object with content and tool_calls), or
+    ModelError as in-process (a worker that does not answer within the call's timeout is a
+    timeout); WorkerUnavailable when there is no worker of ours to ask (one is started if none
+    listens) in environ."""
+    from .errors import ModelError
+
+    digest = fingerprint(environ)
+    path = socket_path(environ, digest)  # WorkerUnavailable: the folder is not private
+    request = {
+        "op": "complete",
+        "env": digest,
+        "settings": {name: value for name, value in settings._asdict().items() if name != "worker"},
+        "messages": list(messages),
+        "options": dict(options),
+    }
+    try:
+        reply = send(path, request, settings.timeout + ANSWER_GRACE)
+    except NoWorker:
+        start(environ)
+        raise
+    except WorkerTimedOut:
+        raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s") from None
+    if reply.get("refused"):
+        raise WorkerUnavailable(str(reply.get("error") or "the worker refused the request"))
+    if not reply.get("ok"):
+        raise ModelError(str(reply.get("error") or "the model call failed in the worker"))
+    message = reply.get("message") or {}
+    return SimpleNamespace(content=message.get("content"), tool_calls=message.get("tool_calls") or None)
+
+
+def open_lock(path: Path) -> int:
+    return os.open(lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def start(environ: Mapping[str, str]) -> None:
+    """Start a worker for this environment in the background (it exits when idle), unless one is
+    starting or serving already. The starter takes the worker's lock and hands it to the worker
+    (the same open file, so the same lock), so from this moment until the worker exits every other
+    caller finds the lock taken and starts none: two calls at once start one worker."""
+    if idle_seconds(environ) <= 0:
+        return
+    from .storage import flock_within
+
+    try:
+        fd = open_lock(socket_path(environ))
+    except (OSError, WorkerUnavailable):
+        return
+    try:
+        if not flock_within(fd, 0.0, poll=0.05):
+            return  # a worker serves this environment, or is starting
+        import subprocess
+
+        subprocess.Popen(
+            [sys.executable, "-m", "aibuddy_cli", "worker", "serve", "--lock-fd", str(fd)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=(fd,),
+            env=dict(environ),
+        )
+    except OSError:
+        return
+    finally:
+        os.close(fd)  # the worker's copy keeps the lock
