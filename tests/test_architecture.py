@@ -30,8 +30,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model calls", ("agent", "models", "model_roles", "model_workers", "worker", "worker_client",
                      "tool_arguments")),  # fmt: skip
     ("foundations", ("vault", "config", "storage", "composed", "cache_db", "background", "scan",
-                     "redaction", "merging", "gitfiles", "names", "errors", "text", "jsonvalues",
-                     "clock", "xdg", "")),  # fmt: skip  ("": the package's __init__)
+                     "redaction", "merging", "conflict_markers", "gitfiles", "inputs", "names",
+                     "errors", "text", "jsonvalues", "clock", "xdg", "")),  # fmt: skip  ("": __init__)
 )
 
 # Imports up a floor that are known and on their way out, (importer, imported). Removed by the

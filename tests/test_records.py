@@ -130,24 +130,20 @@ import frontmatter  # noqa: E402
 import yaml  # noqa: E402
 from frontmatter.default_handlers import YAMLHandler  # noqa: E402
 
-from aibuddy_cli.memory.records import (  # noqa: E402
-    _load_header,
-    _parse_flat_header,
-    _plumbing,
-    mark_recalled_text,
-)
+from aibuddy_cli.memory.header_edit import mark_recalled_text  # noqa: E402
+from aibuddy_cli.memory.headers import load_header, parse_flat_header, yaml_plumbing  # noqa: E402
 
 
 def frontmatter_header(header: str) -> object:
     """The header as the python-frontmatter route (RecordHandler) loads it, or the problem it reports."""
     try:
-        return _load_header("x", header)
+        return load_header("x", header)
     except MalformedRecord as exc:
         return exc.problem
 
 
 def test_records_are_written_by_a_python_frontmatter_handler_in_the_design_order() -> None:
-    handler = _plumbing().handler
+    handler = yaml_plumbing().handler
     assert isinstance(handler, YAMLHandler)
     post = frontmatter.Post("Body\n", handler)
     # python-frontmatter's own YAMLHandler would sort these; the handler puts the design's first.
@@ -167,7 +163,8 @@ def test_the_frontmatter_route_keeps_the_body_byte_for_byte() -> None:
 def test_the_hot_path_reads_and_recalls_written_records_without_yaml_or_frontmatter() -> None:
     probe = (
         "import sys\n"
-        "from aibuddy_cli.memory.records import mark_recalled_text, parse_record\n"
+        "from aibuddy_cli.memory.header_edit import mark_recalled_text\n"
+        "from aibuddy_cli.memory.records import parse_record\n"
         f"text = {render_record(sample())!r}\n"
         "record = parse_record('weekly-report-format', text).recalled('2026-11-30T08:00:00Z')\n"
         "assert 'recallCount: 1' in mark_recalled_text(text, record)\n"
@@ -239,7 +236,7 @@ TRICKY_VALUES = [
 @pytest.mark.parametrize("value", TRICKY_VALUES)
 def test_flat_header_parser_agrees_with_frontmatter_and_yaml_or_declines(value: str) -> None:
     header = f"name: x\ndescription: {value}\ntype: user\n"
-    flat = _parse_flat_header(header)
+    flat = parse_flat_header(header)
     if flat is None:
         return  # declined: python-frontmatter decides
     assert flat == frontmatter_header(header) == yaml.safe_load(header)
@@ -251,7 +248,7 @@ def test_flat_header_parser_agrees_with_frontmatter_and_yaml_on_random_headers()
     for _ in range(3000):
         value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
         header = f"name: x\ndescription: {value}\nrecallCount: {rng.randint(0, 9)}\n"
-        flat = _parse_flat_header(header)
+        flat = parse_flat_header(header)
         if flat is None:
             continue
         assert flat == frontmatter_header(header) == yaml.safe_load(header), header
@@ -329,5 +326,5 @@ def test_a_recall_changes_only_the_telemetry_lines_of_a_hand_written_header() ->
 
 @pytest.mark.parametrize("separator", ["\x0c", "\x0b", "\x1c", "\u2028", "\x85"])
 def test_the_flat_parser_declines_line_breaks_yaml_does_not_know(separator: str) -> None:
-    assert _parse_flat_header(f"name: x{separator}description: hello\ntype: user\n") is None
-    assert _parse_flat_header("name: x\n\u3000\ntype: user\n") is None
+    assert parse_flat_header(f"name: x{separator}description: hello\ntype: user\n") is None
+    assert parse_flat_header("name: x\n\u3000\ntype: user\n") is None

@@ -11,16 +11,15 @@ from ..clock import utc_now
 from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, Operation, Option, UsageError
 from ..storage import Entry, FileStore, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
+from .header_edit import mark_recalled_text, updated_text
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem
 from .manifest import ManifestLine, build_manifest
 from .records import (
     MemoryRecord,
     MergeConflict,
     line_ending,
-    mark_recalled_text,
     parse_record,
     render_record,
-    updated_text,
     validate_body,
     validate_description,
     validate_type,

@@ -1,0 +1,33 @@
+"""Reading what a command is given as a file name or "-" (standard input), bounded: a huge file,
+/dev/zero or an endless pipe is refused instead of filling memory."""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO
+
+from .errors import InvalidInput, NotFound
+
+
+def read_bounded(source: str, limit: int, stdin: BinaryIO, *, name: str, too_large: str) -> bytes:
+    """The bytes of the file source, or of stdin when source is "-", at most limit of them.
+
+    A regular file larger than limit is refused by its size before anything is read; anything
+    else (standard input, a pipe, a device) is read no further than limit + 1 bytes. Raises
+    InvalidInput(too_large) when there is more, NotFound "{name} not found" and InvalidInput
+    "{name} is a folder"."""
+    try:
+        if source == "-":
+            data = stdin.read(limit + 1)
+        else:
+            with open(source, "rb") as handle:
+                if os.fstat(handle.fileno()).st_size > limit:  # a regular file: known at once
+                    raise InvalidInput(too_large)
+                data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise NotFound(f"{name} not found") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{name} is a folder") from None
+    if len(data) > limit:
+        raise InvalidInput(too_large)
+    return data
