@@ -1,0 +1,458 @@
+"""The English rules of the cue gate (cues.py), by kind, and the English-only tests of a turn:
+a first-person statement, a request, and the one cue read before case-folding."""
+
+from __future__ import annotations
+
+from .cue_rules import LazyPattern, Rule, rule
+
+# English adverbs, hedges and intensifiers that may sit between the words of a cue.
+_ADV = (
+    r"(?:[a-z]+ly|always|never|ever|much|very|so|just|also|still|quite|kinda|kind of|sort of|far|way|even|"
+    r"do|does|did|would|will|a lot|a bit|a little|all|both|sometimes|often|myself|too|already|now|then|more|"
+    r"most|in general|for sure|tend to)"
+)  # "[a-z]+ly": really, honestly, usually, generally, personally, definitely, only…
+_P = r"[\s,;:!.\-\u2013\u2014()]"  # punctuation and space between words
+_G = rf"(?:{_P}+{_ADV}\b)*{_P}+"  # a gap: spaces/punctuation with any adverbs in between
+_CS = (  # the start of a clause
+    r"(?:^|(?<=[,;:.!?(\u2013\u2014\-\"])\s*|\b(?:please|pls|plz|kindly|and|but|so|just|also|then|oh|ok|"
+    r"okay|yes|yeah|btw|fyi|honestly|seriously|actually|again|and please)\s+)"
+)
+_I = r"\bi(?!')"
+_IM = r"\bi(?:'m| am)"
+_ID = r"\bi(?:'d| would)"
+_IV = r"\bi(?:'ve| have)"
+# An object that makes a preference verb a reaction to the thing at hand ("I love this answer").
+_DEICTIC = (
+    r"(?!\s+(?:this|that|these|those|it\b(?!\s+(?:when|if|whenever))|the (?:idea|answer|one)|your (?:answer|"
+    r"idea|suggestion|reply)))"
+)
+
+
+PREFERENCE: tuple[Rule, ...] = (
+    rule(  # I (really, really) prefer / dislike / can't stand …
+        "preference",
+        rf"{_I}{_G}(?:(?:don't|do not|didn't|never|not|no longer)(?:{_G}))?(?:prefer|like|love|adore|enjoy|"
+        rf"hate|dislike|detest|loathe|despise|can't stand|cannot stand|can't bear|don't like|do not like|"
+        rf"don't want|don't care for|don't enjoy|avoid|favou?r|appreciate|like it|love it|"
+        rf"hate it)\b{_DEICTIC}",
+        soft=True,
+    ),
+    rule(  # I'd (honestly) rather / prefer / always choose
+        "preference",
+        rf"{_ID}{_G}(?:rather|prefer|choose|pick|go for|take)\b",
+        soft=True,
+    ),
+    rule(  # want / need / would like: requests, unless the sentence is durable
+        "preference",
+        rf"{_I}(?:'d)?{_G}(?:want|need|would like|like)\b",
+        durable=True,
+    ),
+    rule("preference", r"\bfor (?:the |all )?future(?: reference| \w+)?\s*[:,]"),
+    rule("preference", r"\bmy (?:\w+ )?(?:favou?rite|go-to|preferred)\b|\bfavou?rite (?:\w+ )?is\b"),
+    rule(  # I'm a big fan of … / more of a tea person / not a fan of …
+        "preference",
+        rf"{_IM}{_G}(?:not )?(?:more of )?an? (?:[\w-]+ ){{0,2}}(?:fan|lover|person|fanatic|enthusiast|"
+        rf"snob)\b|{_IM}{_G}(?:not )?into\b|\bnot (?:a |much of a |really a |the )?(?:big |huge )?fan of\b",
+    ),
+    rule(  # I usually / never / tend to … (habitual first person)
+        "preference",
+        rf"{_I} (?:\w+ly )?(?:usually|normally|typically|generally|always|never|tend to|mostly|rarely|"
+        rf"seldom|only ever|almost always|almost never|habitually)\b",
+        habitual=True,
+        statement=True,
+    ),
+    rule(  # (please,) always / never + verb, imperative
+        "preference",
+        rf"{_CS}(?:(?:please|pls|plz|kindly){_G})?(?:always|never)\b(?!{_P}*mind\b)(?!\s+(?:again|ever)\b)",
+    ),
+    rule(  # durable time markers addressed to the assistant
+        "preference",
+        r"\b(?:from now on|going forward|moving forward|from here on(?: out)?|henceforth|for all future|"
+        r"in all future|by default|as a rule|as a default|whenever (?:you|possible|i|we)|"
+        r"where(?:ver)? possible|every (?:single )?time you|each time you|any ?time you|"
+        r"in (?:the )?future(?=\s*[,.;!:]|\s*$|\s+(?:please|always|never|just|use|don't|do|make|remember|"
+        r"ask|keep|avoid|try|i|you|when)\b)|(?:every|each) (?:single )?time(?=\s*[,.;!:]|\s*$)|"
+        r"all the time(?=\s*[,.;!:]|\s*$))",
+    ),
+    rule(  # When you suggest restaurants, … / Use 24-hour time with me
+        "preference",
+        rf"\b(?:when|whenever|whatever|everything|anything|each time|every time) you (?!have|are|'re|get|"
+        rf"can|could|find|finish|see|arrive|know|think|hear|need|want|wake|come|go)[a-z]+\b|\b(?:when|"
+        rf"whenever|whatever|everything|anything|each time|every time) (?:you|we) (?:suggest|recommend|"
+        rf"write|answer|reply|respond|give|draft|plan|book|summari[sz]e|explain|translate|review|send|make|"
+        rf"create|generate|pick|choose|list|format|quote|code|name|schedule)\b|{_CS}(?:(?:please|pls|plz|"
+        rf"kindly){_G})?(?:use|speak|talk|write|answer|reply|be|stay|communicate|"
+        rf"address)\b[^.!?]{{0,40}}\b(?:with|to) me\b",
+    ),
+    rule(
+        "preference",
+        rf"{_IM}{_G}(?:picky|particular|fussy|strict|pedantic|obsessive|old-fashioned|sensitive) about\b|"
+        rf"\bmy (?:personal )?preferences? (?:is|are|would be)\b|\bthat's (?:how|what|the way) i (?:\w+)\b|"
+        rf"\b(?:if|when|whenever) you (?:\w+ )?ever\b|\bif ever you\b|\b(?:when|whenever|every time|"
+        rf"each time|if) i (?:ask|say|send|request|write|need|want|type|share|paste|mention)\b|\b(?:is|"
+        rf"are) (?:really |very )?important to me\b|\bmatters? (?:a lot )?to me\b|"
+        rf"\bi (?:\w+ )?find (?:[\w-]+ ){{0,4}}(?:easier|harder|better|worse|clearer|more \w+|less \w+)\b|"
+        rf"\bi (?:really |just |honestly )?(?:can't|cannot) (?:deal with|handle|take|bear|stomach)\b",
+    ),
+    rule(
+        "preference",
+        r"\bmy (?:personal )?(?:rule(?: of thumb)?|policy|principle|motto|habit|approach|philosophy)\b|"
+        r"\bwhen(?:ever)? \w+ing\b[^.!?]{0,40}\bfor me\b|\btoo \w+ for me\b",
+        soft=True,
+    ),
+    rule(
+        "preference",
+        r"\bdefault(?:s)? to\b|\bthe (?:[\w-]+er|more|less|fewer) the (?:better|happier)\b",
+    ),
+    rule(  # … should always / must never …
+        "preference",
+        r"\b(?:should|must|needs? to|has to|have to|to) (?:\w+ )?(?:always|never)\b",
+    ),
+    rule(  # in every / all … reports, answers, emails
+        "preference",
+        r"\b(?:in|for|on|to|with) (?:every|all|each|any) (?:of )?(?:my |your |the |"
+        r"our )?(?:[\w-]+ ){0,2}(?:report|answer|repl(?:y|ie)|response|email|message|summar(?:y|ie)|doc|"
+        r"document|commit|pr|snippet|script|code|project|repo|meeting|file|table|chart|recipe|plan|draft|"
+        r"translation|release|sprint|deploy|build|pr|merge|ticket|invoice|slide|deck|presentation)s?\b",
+    ),
+    rule(  # keep answers short, … for me
+        "preference",
+        r"\bkeep (?:your |the |all |my )?(?:answers|replies|responses|explanations|summaries|messages|"
+        r"emails|reports|things|it all)\b|\b(?:for me|to me)[,.]? (?:every time|always|please)\b",
+    ),
+)
+
+
+IDENTITY: tuple[Rule, ...] = (
+    rule(
+        "identity",
+        rf"\bmy name(?:'s| is)\b|\bmy names? (?:are|is)\b|\b(?:you can |just |please |people |everyone |"
+        rf"friends )?call me (?!a |an |the |back|later|tomorrow|tonight|when|if |at |on |in |once|before|"
+        rf"after|asap|again|now|please|up|\d|when)[\w'-]+(?=\s*(?:[,.;!]|$|,? (?:nobody|not|instead|please|"
+        rf"for short|is)\b))|\bi go by\b|{_IM} called\b|\bmy pronouns\b",
+    ),
+    rule(  # I'm a nurse / an engineer / a PhD student (not "a bit", "a little")
+        "identity",
+        rf"{_IM}{_G}(?:a|an) (?!bit\b|little\b|lot\b|few\b|moment\b|second\b|minute\b|sec\b|step\b|way\b|"
+        rf"day\b|week\b|fan\b|big fan\b|huge fan\b|question\b|quick\b|total\b|complete\b|more\b|tea\b|"
+        rf"coffee\b)[\w'-]+",
+    ),
+    rule(
+        "identity",
+        rf"{_IM}{_G}(?:type \d |a )?(?:vegan|vegetarian|pescatarian|diabetic|allergic|asthmatic|epileptic|"
+        rf"pregnant|married|single|divorced|widowed|retired|unemployed|self-employed|freelanc\w+|"
+        rf"colou?r[- ]?blind|left[- ]handed|right[- ]handed|deaf|blind|dyslexic|autistic|lactose|gluten|"
+        rf"celiac|coeliac|based in|originally|from|born|native|new to|studying|working (?:as|at|for|in)|"
+        rf"living in|in my \w+s|a native)\b",
+    ),
+    rule(  # self-introduction: "one thing about me", "hi, i'm maria"
+        "identity",
+        r"\b(?:thing|things|bit|fact|something|note|word) about (?:me|myself)\b|\babout me\s*:|^(?:hi|hello|"
+        r"hey|hiya|good (?:morning|afternoon|evening))[,!.]? (?:there[,!.]? )?(?:i'm|i am|this is|it's|"
+        r"my name's) [\w'-]+\s*[,.!]",
+    ),
+    rule(
+        "identity",
+        rf"\bborn and (?:raised|bred)\b|^(?:born|raised|grew up|brought up) in\b|{_IM} the (?:only|sole|"
+        rf"lead|main|senior|head|new|founder|owner|ceo|cto|cfo|manager|maintainer)\b",
+    ),
+    rule(
+        "identity",
+        rf"\b(?:we're|we are|i'm|i am) expecting (?:a|our|my) (?:first |second |third )?(?:baby|child|"
+        rf"kid)\b|{_IM} in my (?:first|second|third|fourth|final|last) year\b|\bi do freelance\b|\b(?:my|"
+        rf"a) day job\b",
+    ),
+    rule(  # I run a small bakery / I own a cafe / I founded a startup
+        "identity",
+        r"\bi (?:\w+ly )?(?:run|own|founded|co-founded|started|manage) (?:a|an|my|our|the|"
+        r"my own) (?:[\w'-]+ ){0,2}(?:business|company|startup|shop|store|bakery|cafe|café|restaurant|bar|"
+        r"studio|agency|firm|clinic|practice|team|lab|nonprofit|charity|blog|podcast|channel|newsletter|"
+        r"farm|hotel|school|consultancy)\b",
+    ),
+    rule(  # abilities and senses: I can't read tiny fonts / I use a screen reader
+        "identity",
+        r"\bi (?:can't|cannot|can not|am unable to|'m unable to) (?:read|see|hear|eat|drink|walk|drive|swim|"
+        r"speak|type|stand for long|lift)\b|\bi (?:\w+ly )?(?:use|rely on) (?:a |an )?(?:screen reader|"
+        r"wheelchair|hearing aid|cane|braille)|\b(?:just so you know|for the record|for your information|"
+        r"you should know)[,:]? (?:i|i'm|i've|my|we|our)\b",
+        soft=True,
+    ),
+    rule(
+        "identity",
+        r"\bi(?:'ve| have)? (?:\w+ly )?(?:lived|grown up|been living) (?:in|abroad|overseas|here|there|"
+        r"all over)\b|\b(?:most|all) of my life\b|\bmy (?:whole|entire) life\b",
+    ),
+    rule(  # age
+        "identity",
+        rf"{_IM} \d{{1,2}}\b(?! ?(?:%|minutes?|mins?|hours?|hrs?|km|miles|m\b|pm|am|:|/|euros?|dollars?|"
+        rf"pounds?))|\bi(?:'m| am) (?:\d{{1,2}}|[a-z]+ty(?:-[a-z]+)?) years? old\b",
+    ),
+    rule(  # biography verbs
+        "identity",
+        rf"{_I}{_G}(?:live|lived|grew up|was born|was raised|moved|come from|teach|study|studied|speak|"
+        rf"majored|graduated|work (?:as|at|for|in|on the|with|from home|remotely|nights|night shifts|"
+        rf"part-time|full-time)|worked (?:as|at|for|in))\b",
+        soft=True,
+    ),
+    rule(
+        "identity",
+        rf"{_IV}{_G}(?:been|lived|worked|taught|studied)(?: (?:a|an|working|living|teaching|coding|"
+        rf"programming|doing|in|at|as|here|there))?\b(?=[^.]*\b(?:for|since|years?|decades?|months?)\b)",
+    ),
+    rule(  # health: I have a peanut allergy / I'm allergic to …
+        "identity",
+        rf"(?:{_I}|{_IV}|\bi've got)(?: have| got)?{_G}(?:a |an )?(?:[\w-]+[ -]){{0,3}}(?:allerg(?:y|ies)|"
+        rf"intolerance|intolerant|condition|disability|disorder|diabetes|asthma|adhd|autism|dyslexia|"
+        rf"migraines?|celiac|coeliac|epilepsy)\b|\ballergic to\b",
+    ),
+    rule(
+        "identity",
+        rf"(?:{_I}|{_IV}|\bi've got)(?: have| got)?{_G}(?:a|an|two|three|\d) (?:\d+|\w+)-(?:year|"
+        rf"month)-olds?\b(?! (?:laptop|car|phone|computer|machine|mac|bike|house|tv|printer))|\b(?:night|"
+        rf"day|early|late|graveyard|split) shifts?\b(?=[^.!?]*\b(?:most|every|usually|always|weeks|"
+        rf"nights)\b)|\bi work shifts\b",
+    ),
+    rule(  # family and pets
+        "identity",
+        rf"(?:{_I}|{_IV}|\bi've got)(?: have| got)?{_G}(?:\d+|one|two|three|four|five|six|a|"
+        rf"an) (?:[\w-]+ ){{0,2}}(?:kids?|children|child|sons?|daughters?|cats?|dogs?|brothers?|sisters?|"
+        rf"siblings?|grand(?:children|kids)|pets?|twins|grandsons?|granddaughters?)\b",
+    ),
+    rule(
+        "identity",
+        r"(?<!to )(?<!for )(?<!with )\bmy (?:wife|husband|partner|spouse|girlfriend|boyfriend|son|daughter|"
+        r"kids|children|child|mum|mom|mother|dad|father|parents|brother|sister|dog|cat|baby|family|"
+        r"twins)(?:'s name\b|'s \d| (?:is|are|has|have|just|was|lives|works|turned|turns|'s called)\b)",
+        soft=True,
+    ),
+    rule(
+        "identity",
+        r"\b(?:first|native|second|mother|home) (?:language|tongue)\b(?![^.!?]*\?)|\bmy (?:job|role|title|"
+        r"position|profession|background|major|degree|hometown|home town|nationality|birthday)(?: is| as|"
+        r"'s)\b",
+    ),
+    rule(  # I run / lead / manage the … team
+        "identity",
+        rf"{_I}{_G}(?:run|lead|manage|head|own|am in charge of|look after)(?: the| a| our|"
+        rf" my)? (?:[\w-]+ ){{0,3}}(?:team|group|department|org|division|company|business|shop|lab|practice|"
+        rf"squad)\b",
+    ),
+    rule(  # diet
+        "identity",
+        rf"{_I}{_G}(?:don't|do not|never|can't|cannot) (?:eat|drink|have) (?!it\b|that\b|this\b|anything\b)",
+        soft=True,
+    ),
+)
+
+
+FEEDBACK: tuple[Rule, ...] = (
+    rule(  # No, … / Nope, wrong …
+        "feedback",
+        r"(?:^|(?<=[.!?,;:]\s)|(?<=actually,\s)|(?<=actually\s))(?:no|nope|nah|wrong|incorrect|not quite|"
+        r"not really)(?=\s*[,.!:;\u2013\u2014-]|\s+(?:that|it|this|you|the|we|i|again|"
+        r"no)\b)(?!\s*,?\s*(?:thanks|thank you|problem|worries|rush|need|idea|way|matter)\b)",
+    ),
+    rule(
+        "feedback",
+        r"\b(?:that|this|your|the last)(?: answer| reply| response| one| code| fix| suggestion|"
+        r" summary)?(?:'s| is| was)(?: not| still)?(?: quite| totally| completely| all| way| so| way|"
+        r" a bit)? (?:wrong|incorrect|not right|not correct|inaccurate|a mistake|not true|false|the wrong|"
+        r"not what|off|nonsense|useless|made up)\b|\bnot what i (?:asked|wanted|meant|said|need|needed)\b|"
+        r"\bwrong again\b|\bgot (?:it|that|this) wrong\b|\byou misunderst\w+|\byou misread\b|"
+        r"(?<!sorry, )\bi (?:said|asked for|wanted)\b(?=[^?!]{0,80}?\bnot\b)|\b(?:can|could|would|"
+        r"will) you (?:please |pls )?stop \w+ing\b|\bi find (?:it|them|those|these|that|"
+        r"such \w+) (?:\w+ )?(?:grating|annoying|distracting|irritating|patronising|patronizing|"
+        r"condescending|confusing|hard to read|unreadable|useless|too much)\b|\byou (?:\w+ly )?(?:ignored|"
+        r"forgot|skipped|dropped|broke|overwrote|deleted|removed|misspelled|misspelt) (?:my|the|our|what)\b|"
+        r"\b(?:less|fewer) [\w-]+(?: [\w-]+)?,? (?:and )?more [\w-]+|\bmore [\w-]+,? (?:and )?(?:less|"
+        r"fewer) [\w-]+|\btoo (?:long|short|verbose|wordy|much|many|formal|casual) again\b",
+    ),
+    rule(
+        "feedback",
+        rf"\byou(?:'re| are){_G}(?:wrong|mistaken|over\w+ing|under\w+ing|being|making (?:it|this|things)|"
+        rf"repeating|ignoring|missing|still|too)\b|\byou (?:keep|always|never|still|constantly|repeatedly|"
+        rf"again|once again)\b(?! (?:can|could|need|want)\b)|\byou(?:'ve| have) (?:done|said|made|written|"
+        rf"missed|forgotten|ignored|added|used)\b[^.!?]{{0,30}}\b(?:again|before|times|already)\b|"
+        rf"\byou(?:'re| are) \w+ing\b[^.?]{{0,40}}\bagain\b",
+    ),
+    rule(
+        "feedback",
+        rf"(?<!can )(?<!could )(?<!would )(?<!will )\byou\b[^.?]{{0,50}}\bagain\s*[.!]*$|"
+        rf"\byour (?:[\w-]+ ){{1,2}}(?:are|is|were|was|keep|get|come out){_G}?too\b",
+        statement=True,
+    ),
+    rule(
+        "feedback",
+        r"\b(?:second|third|fourth|fifth|nth|umpteenth|\d+(?:st|nd|rd|th)) time (?:that )?you\b",
+    ),
+    rule(
+        "feedback",
+        r"\byou (?:should|shouldn't|should not|must|mustn't|must not|need to stop|have to stop|"
+        r"ought to)\b(?! (?:be able|have received|see|find)\b)",
+    ),
+    rule(
+        "feedback",
+        rf"{_I} (?:told|asked) you\b|{_IV} (?:told|asked) you\b|\bas i (?:said|told you|mentioned)\b|"
+        rf"\bhow many times\b|\bi (?:didn't|did not|never) ask(?:ed)? (?:for|you)\b",
+    ),
+    rule(  # stop apologising / don't … ever / again
+        "feedback",
+        rf"{_CS}(?:(?:please|pls|plz|kindly){_G})?(?:stop|quit|no more) \w+ing\b|\b(?:don't|do not|"
+        rf"never)\b[^.!?]{{0,60}}\b(?:ever|again|anymore|any more)\b|\bdon't ever\b|(?:^|\b(?:i |"
+        rf"just ))(?:hate|dislike|can't stand) it when\b",
+    ),
+    rule(  # please don't + verb (a behaviour of the assistant)
+        "feedback",
+        rf"{_CS}(?:(?:please|pls|plz|kindly){_G})?(?:don't|do not) (?!worry|forget|mind)\w+",
+        soft=True,
+    ),
+    rule(
+        "feedback",
+        rf"\btoo (?:verbose|wordy|long-winded|chatty|formal|informal|casual|terse|vague|generic|repetitive|"
+        rf"robotic|preachy)\b|\b(?:answers?|repl(?:y|ies)|responses?|explanations?|messages?|summar(?:y|"
+        rf"ies)) (?:are|is|were|was|get|getting|keep being)?{_G}too (?:long|short|much|many|detailed|"
+        rf"brief)\b|(?:^|[,.!;]\s*)too (?:long|short|much)\s*[.!,]",
+    ),
+    rule(
+        "feedback",
+        r"\bnext time\b(?=[,:]|\s+(?:you|please|ask|check|don't|do|try|make|use|remember|just|always|never|"
+        r"be|first|before|when)\b)",
+    ),
+    rule(
+        "feedback",
+        rf"{_CS}(?:(?:please|pls|plz|kindly){_G})?(?:remember|keep in mind|bear in mind|make a note|"
+        rf"note)(?: that| this|,|:| to\b| i\b)|{_CS}(?:(?:please|pls|plz|kindly){_G})?(?:keep|"
+        rf"bear) in mind\b|\b(?:remember|keep in mind|note) (?:that|this)\s*[.!]?$|\bremember that\b",
+    ),
+)
+
+
+PROJECT: tuple[Rule, ...] = (
+    rule(
+        "project",
+        rf"\b(?:all (?:of )?)?our (?:[\w'-]+ ){{0,2}}(?:team|project|company|org|organi[sz]ation|repos?|"
+        rf"repository|codebase|services?|product|app|stack|client|customer|deadline|release|sprint|database|"
+        rf"db|cluster|infra|infrastructure|staging|production|prod|ci|pipeline|backend|frontend|api|"
+        rf"department|dept|stand-?up|office|year|style guide|conventions?|process|workflow|policy|budget|"
+        rf"roadmap|launch|servers?|environment|vendor|manager|boss|lead|cto|ceo|teams|code)(?:'s)?{_G}(?:is|"
+        rf"are|uses|use|used|runs|run|deploys|deploy|has|have|lives|live|moved|switched|migrated|ships|ship|"
+        rf"releases|follows|follow|requires|require|needs|starts|start|ends|happens|meets|meet|prefers|"
+        rf"wants|expects|relies|rely|sits|sit|will|was|were|'s|only|always|never|doesn't|don't|can't|must|"
+        rf"should|log|write|store|talk|go|went|got)\b",
+        statement=True,
+    ),
+    rule(  # our <any noun> is/uses …, except the logistics of a task at hand
+        "project",
+        r"\bour (?!(?:[\w'-]+ )?(?:flights?|trains?|table|rooms?|hotel|reservations?|bookings?|orders?|trip|"
+        r"taxi|car|ride|luggage|bags?|seats?|tickets?|meeting|call|lunch|dinner|breakfast|plans|way|turn|"
+        r"food|waiter|guide|gate|bus|cab|uber|driver|pizza|delivery|package|parcel|"
+        r"time)\b)(?:[\w'-]+ ){1,2}(?:is|are|uses|runs|lives|has|is called|is named|signs off|owns|handles|"
+        r"decides)\b",
+        soft=True,
+        statement=True,
+    ),
+    rule(
+        "project",
+        r"\bwe(?:'re| are) (?:using|running|moving to|migrating|switching|standardi[sz]ing|"
+        r"on (?:[\w.-]+ )?\d)|\b(?:sprint|release|deadline|launch|standup|stand-up|retro|demo|freeze|"
+        r"cadence|length|schedule|policy|process|version|branch|review|planning|on-?call|"
+        r"rotation)s? (?:has |was |got |is )?(?:changed|moved|switched|slipped|shifted|pushed|postponed|"
+        r"rescheduled|brought forward|bumped)(?: back)? to\b",
+        soft=True,
+        statement=True,
+    ),
+    rule(
+        "project",
+        r"^(?:staging|prod|production|pre-?prod|dev|qa|uat|ci|the ci|main|master|the main branch|"
+        r"trunk) (?:is|are|runs|lives|uses|sits|deploys|builds|points)\b|\bwe(?:'re| are) (?:mostly |"
+        r"primarily |basically )?an? (?!group|party|family|couple|bit|little|few|lot|"
+        r"team of \d)[\w-]+ (?:shop|house|company|team|startup|org|agency|place)\b|\b(?:meets?|ships?|"
+        r"releases?|deploys?|runs?|happens?|reports?|syncs?|reviews?|bills?|invoices?) (?:quarterly|weekly|"
+        r"monthly|daily|yearly|annually|bi-?weekly|fortnightly|nightly)\b",
+        statement=True,
+    ),
+    rule(
+        "project",
+        r"\b(?:must|has to|have to|is required to|are required to)\b[^.!?]{0,30}\b(?:anything|everything|"
+        r"every|all|any)\b|\b(?:anything|everything|every \w+|all \w+)\b[^.!?]{0,30}\b(?:must|has to|"
+        r"have to|needs to)\b|^(?:heads[- ]up|fyi|psa|for the record)\b[,:]",
+        soft=True,
+        statement=True,
+    ),
+    rule(
+        "project",
+        r"\bthe (?:[\w-]+ )?(?:warehouse|database|db|backend|frontend|app|api|stack|cluster|servers?|ci|"
+        r"pipeline|repo|monorepo|codebase|infra|cloud|gateway|queue|cache|cdn|orm|framework|"
+        r"data lake) (?:is|are|runs|uses|lives|sits)\b|\bour (?:[\w-]+ ){0,2}(?:rules?|policy|policies|"
+        r"conventions?|process|standards?|guidelines?|setup|stack)\s*(?::|$)|^(?:quick |some |for |"
+        r"a bit of |background |project )?context\b\s*[,:]",
+        soft=True,
+        statement=True,
+    ),
+    rule(
+        "project",
+        rf"\bwe{_G}(?:use|deploy|ship|release|run|host|follow|switched|moved|migrated|agreed|decided|"
+        rf"standardi[sz]ed|only|always|never|usually|don't use|do not use|rely|require|store|keep|build|"
+        rf"work in|pay|meet|have a (?:policy|rule|convention)|write|log|freeze|code in|develop)\b",
+        soft=True,
+        statement=True,
+    ),
+    rule(
+        "project",
+        rf"\bthe (?:deadline|due date|release|launch|go-live|code freeze|release freeze|merge freeze|freeze|"
+        rf"demo|milestone|cutover|kick-?off|sprint|retro|audit|handover|rollout)(?: date)?{_G}(?:is|was|has|"
+        rf"had|moved|slipped|got|will|'s|starts|ends|happens|changed|shifted|now)\b|\b(?:deadline|launch|"
+        rf"release|go-live|freeze|rollout|demo) (?:has |was |got |is )?(?:moved|slipped|pushed|postponed|"
+        rf"brought forward|delayed|rescheduled|shifted)\b",
+        soft=True,
+        statement=True,
+    ),
+    rule(
+        "project",
+        r"\bthe (?:client|customer|project|product|repo|codebase|team|company|"
+        r"stakeholder)(?:'s [\w-]+)? (?:is called|is named|uses|is|are|needs|wants|requires|expects|prefers|"
+        r"runs|decided|agreed|chose|voted|switched|moved|standardi[sz]ed|dropped)\b|\b(?:is|"
+        r"are) (?:the )?(?:code ?owners?|owner|tech lead|point of contact|in charge of|responsible for)|"
+        r"\b(?:in|for) this (?:repo|codebase|project|team|org|company),? we\b|\bowns (?:the|our|all)\b",
+        soft=True,
+        statement=True,
+    ),
+)
+
+
+# English only: in a turn that asks nothing (no "?", no "can you…", "please", or imperative), a
+# first-person declarative sentence ("I coach my son's team on Saturdays") that is not a want
+# (I need / 'd like / am looking for…), not in the progressive ("I'm running late") and not about
+# the here and now counts as a preference cue. Not used for Chinese, where first-person context is
+# too common in task requests (我在地铁上…, 我们下周去杭州…) for the open-rate budget.
+FIRST_PERSON = LazyPattern(
+    r"^(?:(?:also|btw|by the way|and|but|so|ok|okay|oh|fyi|honestly|actually|thanks|thank you|good to know|"
+    r"small thing|one more thing|just so you know|for the record|for context|context|note|ps|"
+    r"p\.s\.)[,.!:]?\s+)*(?:i|i'm|i am|i've|my|we|we're|we've|our)\b(?!'d (?:like|love to|want|need|"
+    r"rather not|be grateful|appreciate)| would (?:like|love to|appreciate))(?!(?:'m| am|'re| are| was|"
+    r" were)? \w+ing\b)(?!(?:'m| am| was| were|'ve| have| had|'re| are)? (?:need|needs|want|wants|'d like|"
+    r"would like|looking|trying|getting|having|going|gonna|wondering|thinking|stuck|confused|lost|not sure|"
+    r"unsure|curious|done|back|ready|here|there|at|in|on|off|a bit|a little|kind of|sort of|planning|hoping|"
+    r"about to|still|just|got|get|can't|cannot|couldn't|can|could|have a|have an|had|will|'ll|would|wanted|"
+    r"must|should|think|guess|hope|wonder|forgot|found|saw|heard|tried|ran|ordered|booked|missed|sent|"
+    r"received|bought|paid|asked|called|told|left|arrived|landed|started|finished|made|wrote|did|didn't|"
+    r"don't know|do not know|wonder|feel|felt|believe|suppose|assume|noticed|realised|realized|see|agree|"
+    r"meant|mean|prefer not|apologi[sz]e|sorry|fine|ok|okay|good|great|glad|happy|afraid|late|early|busy|"
+    r"free|flight|train|order|booking|reservation|ticket|package|computer|laptop|phone|code|script|function|"
+    r"app|build|test)\b)"
+)
+REQUEST = LazyPattern(
+    r"\?|\b(?:can|could|would|will) you\b|\bplease\b|\bpls\b|(?:^|[.!;,:]\s*)(?:help|find|book|show|give|"
+    r"tell|make|write|draft|plan|get|send|check|fix|translate|summari[sz]e|explain|create|add|remove|list|"
+    r"order|schedule|remind|convert|compare|recommend|suggest|look up|search|buy|reserve|call|email|text)\b"
+)
+
+
+# The one cue that needs letter case: "I'm Tomás", "I'm Canadian" (a name, nationality or language after
+# I'm) against "I'm sorry", "I'm OK". Read on the prose before case-folding.
+CASED_IDENTITY = LazyPattern(
+    r"\bI(?:'m| am) (?!(?:OK|Ok|Okay|Sorry|Not|So|Just|Back|Done|Fine|Here|There|Really|Still|Also|In|On|At|"
+    r"A|An|The|Very|Good|Glad|Happy|Sure|Afraid|Going|Sad|Tired|Hungry|Ready|Late|Away|Busy|Free|"
+    r"New)\b)(?![A-Z]\w*ing\b)[A-Z][a-z\u00c0-\u024f'-]+\b"
+)
+
