@@ -79,6 +79,67 @@ class ExtractionResult(NamedTuple):
         }
 
 
+class Candidate(NamedTuple):
+    """One record the extract model proposes, checked field by field (`from_reply`). Its
+    provenance, if the model gives one, is never read: what extraction writes is `auto`."""
+
+    name: str
+    type: str
+    description: str
+    body: str
+    salience: float
+    durable: bool
+    recoverable: bool
+
+    @classmethod
+    def from_reply(cls, raw: Any) -> Candidate:
+        """The candidate in raw (one item of the reply's list); InvalidInput saying what is wrong."""
+        if not isinstance(raw, dict):
+            raise InvalidInput("a candidate that is not an object")
+        name = raw.get("name")
+        if not isinstance(name, str):
+            raise InvalidInput("a candidate without a name")
+        validate_record_name(name)
+        kind = raw.get("type")
+        if kind not in TYPES:
+            raise InvalidInput(f"{name}: unknown type {kind!r}")
+        description, body = raw.get("description"), raw.get("body", "")
+        if not isinstance(description, str) or not isinstance(body, str):
+            raise InvalidInput(f"{name}: description and body must be text")
+        try:
+            description = validate_description(description)
+            validate_body(body)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{name}: {exc.message}") from None
+        salience = raw.get("salience", 0)
+        if isinstance(salience, bool) or not isinstance(salience, int | float):
+            raise InvalidInput(f"{name}: salience must be a number")
+        return cls(
+            name=name,
+            type=kind,
+            description=description,
+            body=body,
+            salience=float(salience),
+            durable=raw.get("durable") is True,
+            recoverable=raw.get("recoverable") is True,
+        )
+
+
+class ExtractReply(NamedTuple):
+    """The extract model's reply: its list of candidates, each still as proposed, since one bad
+    candidate is dropped on its own (`Candidate.from_reply`) and never fails the others."""
+
+    candidates: list[Any]
+
+    @classmethod
+    def from_reply(cls, data: Mapping[str, Any]) -> ExtractReply:
+        """The reply's JSON object; ModelError when it holds no candidates list."""
+        candidates = data.get("candidates")
+        if not isinstance(candidates, list):
+            raise ModelError('the extract model reply has no "candidates" list')
+        return cls(candidates)
+
+
 def bounded(text: str) -> str:
     """Model-provided text echoed in a decision, cut so a hostile reply cannot bloat the log, and
     with credential-shaped values redacted (the log says what kind was there, not the value)."""
@@ -229,10 +290,7 @@ class Extractor:
                     {"role": "user", "content": f"Cues found: {', '.join(cues)}\n\n{conversation}"},
                 ],
             )
-            candidates = reply.get("candidates")
-            if not isinstance(candidates, list):
-                raise ModelError('the extract model reply has no "candidates" list')
-            return candidates
+            return ExtractReply.from_reply(reply).candidates
 
         # A failure is a decision of the extraction log, not a warning.
         candidates = extract(propose, warnings=None)
@@ -276,15 +334,15 @@ class Extractor:
         """One proposed record weighed against the user's records: dropped, a no-op, an update of
         a record extraction wrote, protected (a person wrote it), or a new `auto` record."""
         try:
-            candidate = _validate(raw)
+            candidate = Candidate.from_reply(raw)
         except InvalidInput as exc:
             return Decision("candidate", "dropped", bounded(exc.message))
-        name, kind = candidate["name"], candidate["type"]
-        if candidate["salience"] < self.settings.min_salience:
-            return Decision("candidate", "dropped", f"low salience ({candidate['salience']:.2f})", name)
-        if not candidate["durable"]:
+        name, kind = candidate.name, candidate.type
+        if candidate.salience < self.settings.min_salience:
+            return Decision("candidate", "dropped", f"low salience ({candidate.salience:.2f})", name)
+        if not candidate.durable:
             return Decision("candidate", "dropped", "not durable", name)
-        if candidate["recoverable"]:
+        if candidate.recoverable:
             return Decision("candidate", "dropped", "recoverable from files or connected systems", name)
         records = {item.record.name: item.record for item in self.memory.list_records().records}
         known = {name: (record.type, record.description) for name, record in records.items()}
@@ -295,24 +353,24 @@ class Extractor:
             if other_type != kind:
                 continue
             # A record an earlier candidate of this reply wrote takes the same fact only.
-            found = compare(description, candidate["description"], replacement=other not in self._reply)
+            found = compare(description, candidate.description, replacement=other not in self._reply)
             if closest is None or found.score > closest.score:
                 best, closest = other, found
         decision = self._weigh(candidate, best, closest, records, dry_run)
         if decision.outcome in ("created", "updated", "would-create", "would-update") and decision.name:
-            self._reply[decision.name] = (kind, candidate["description"])
+            self._reply[decision.name] = (kind, candidate.description)
         return decision
 
     def _weigh(
         self,
-        candidate: dict[str, Any],
+        candidate: Candidate,
         best: str | None,
         closest: Comparison | None,
         records: dict[str, MemoryRecord],
         dry_run: bool,
     ) -> Decision:
         """The decision on a valid candidate, given the closest same-type record."""
-        name, kind = candidate["name"], candidate["type"]
+        name, kind = candidate.name, candidate.type
         score = closest.score if closest is not None else 0.0
         if best is not None and best not in records:  # written by this dry run only
             if score >= self.settings.similarity:
@@ -320,8 +378,8 @@ class Extractor:
         elif best is not None:
             existing = self.memory.show(best)
             # Equivalent means the same content: a changed body (a moved deadline) is an update.
-            equivalent = " ".join(existing.body.split()) == " ".join(candidate["body"].split()) and (
-                bool(candidate["body"].strip()) or existing.description.strip() == candidate["description"]
+            equivalent = " ".join(existing.body.split()) == " ".join(candidate.body.split()) and (
+                bool(candidate.body.strip()) or existing.description.strip() == candidate.description
             )
             # The same body is the same record, unless the descriptions differ in a key term
             # (two facts can share a body such as "Confirmed.").
@@ -335,7 +393,7 @@ class Extractor:
                 detail = f"similar to {best} ({score:.2f})"
                 if dry_run:
                     return Decision("write", "would-update", detail, best)
-                self.memory.update_auto(best, description=candidate["description"], body=candidate["body"])
+                self.memory.update_auto(best, description=candidate.description, body=candidate.body)
                 return Decision("write", "updated", detail, best)
         detail = f"new {kind} record"
         if closest is not None and closest.differing:
@@ -344,9 +402,7 @@ class Extractor:
         if dry_run:
             return Decision("write", "would-create", detail, name)
         try:
-            self.memory.create_auto(
-                name, type=kind, description=candidate["description"], body=candidate["body"]
-            )
+            self.memory.create_auto(name, type=kind, description=candidate.description, body=candidate.body)
         except AibuddyError as exc:
             return Decision("write", "failed", exc.message, name)
         return Decision("write", "created", detail, name)
@@ -376,35 +432,3 @@ class Extractor:
             self.warnings.append(f"extraction log not written: {getattr(exc, 'message', None) or exc}")
         return result
 
-
-def _validate(raw: Any) -> dict[str, Any]:
-    """A candidate as the model proposed it, checked field by field. Provenance is never read."""
-    if not isinstance(raw, dict):
-        raise InvalidInput("a candidate that is not an object")
-    name = raw.get("name")
-    if not isinstance(name, str):
-        raise InvalidInput("a candidate without a name")
-    validate_record_name(name)
-    kind = raw.get("type")
-    if kind not in TYPES:
-        raise InvalidInput(f"{name}: unknown type {kind!r}")
-    description, body = raw.get("description"), raw.get("body", "")
-    if not isinstance(description, str) or not isinstance(body, str):
-        raise InvalidInput(f"{name}: description and body must be text")
-    try:
-        description = validate_description(description)
-        validate_body(body)
-    except InvalidInput as exc:
-        raise InvalidInput(f"{name}: {exc.message}") from None
-    salience = raw.get("salience", 0)
-    if isinstance(salience, bool) or not isinstance(salience, int | float):
-        raise InvalidInput(f"{name}: salience must be a number")
-    return {
-        "name": name,
-        "type": kind,
-        "description": description,
-        "body": body,
-        "salience": float(salience),
-        "durable": raw.get("durable") is True,
-        "recoverable": raw.get("recoverable") is True,
-    }
