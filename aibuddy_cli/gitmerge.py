@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import AibuddyError, MalformedRecord, NotFound
-from .gitfiles import ATTRIBUTES, write_attributes  # noqa: F401 - write_attributes: re-exported
+from .gitfiles import ATTRIBUTES, write_attributes
 from .merging import CONFLICT, Merged, later, read_text, three_way
 
 DRIVER_NAME = "aibuddy: recall telemetry and concurrent edits"

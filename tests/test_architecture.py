@@ -34,9 +34,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                      "errors", "text", "jsonvalues", "clock", "xdg", "")),  # fmt: skip  ("": __init__)
 )
 
-# Imports up a floor that are known and on their way out, (importer, imported). Removed by the
-# composition-root change: the session, not the knowledge service, builds the task service and
-# hands retrieval what it needs of tasks.
+# Imports up a floor that are known and on their way out, (importer, imported): the test passes
+# with them and fails on any other, and on an entry whose import is gone (so the list only
+# shrinks). Removed by the composition-root change: the session, not the knowledge service,
+# builds the task service, and retrieval's TaskDocuments protocol names what it reads of a task
+# (its attachments) instead of importing tasks.service's Task.
 KNOWN = {
     ("aibuddy_cli.knowledge.service", "aibuddy_cli.tasks.service"),
     ("aibuddy_cli.knowledge.retrieval", "aibuddy_cli.tasks.service"),
