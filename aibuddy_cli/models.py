@@ -16,10 +16,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-from .config import DEFAULT_TIMEOUT, ROLES  # declared with the other [models] keys
+from .config import CONFIG_FILE, DEFAULT_TIMEOUT, ROLES  # declared with the other [models] keys
 from .errors import ModelError
 
-CONFIG_FILE = "aibuddy.toml"
 _DISABLED = {"", "none", "off", "false", "0"}
 # litellm's one-time import (seconds; far more on a busy machine) has its own bound: a start-up
 # cost is not a slow model. The model's timeout starts once litellm is imported.

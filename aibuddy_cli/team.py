@@ -329,9 +329,10 @@ def secure_shared_vault(vault: Vault, user: str, environ: Mapping[str, str]) -> 
         return None
     added = False
     moved = stranded = None
-    if not vault.config.vault_id:
+    vault_id = vault.config.vault_id
+    if not vault_id:
         before = personal_vault(vault, environ)
-        assign_vault_id(vault)
+        vault_id = assign_vault_id(vault)
         vault = Vault.open(vault.root)
         after = personal_vault(vault, environ)
         added = True
@@ -347,7 +348,7 @@ def secure_shared_vault(vault: Vault, user: str, environ: Mapping[str, str]) -> 
     missing = missing_ignore_lines(vault.root)
     add_lines(vault.root / ".gitignore", missing)
     counts = {owner: len(personal_files(vault.root, owner)) for owner in personal_owners(vault.root)}
-    return TeamSetup(str(chosen.root), vault.config.vault_id, added, missing, moved, stranded, counts)
+    return TeamSetup(str(chosen.root), vault_id, added, missing, moved, stranded, counts)
 
 
 def setup_personal_repository(root: Path) -> str:
