@@ -333,7 +333,7 @@ def secure_shared_vault(vault: Vault, user: str, environ: Mapping[str, str]) -> 
     if not vault_id:
         before = personal_vault(vault, environ)
         vault_id = assign_vault_id(vault)
-        vault = Vault.open(vault.root)
+        vault = Vault.open(vault.root, vault.environ)
         after = personal_vault(vault, environ)
         added = True
         if before.source == "clone path" and before.root.is_dir():
@@ -428,7 +428,7 @@ def doctor(vault: Vault, user: str, environ: Mapping[str, str], *, move: bool, d
     skipped: list[Skipped] = []
     if move and not dry_run:
         secure_shared_vault(vault, user, environ)
-        vault = Vault.open(vault.root)
+        vault = Vault.open(vault.root, vault.environ)
         moved, skipped = move_personal_files(vault, user, personal_vault(vault, environ).root)
     elif move:
         moved = personal_files(vault.root, user)
