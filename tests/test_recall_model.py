@@ -8,12 +8,13 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
 @pytest.fixture
 def stocked(vault: Vault, model_env: dict[str, str]) -> MemoryService:
-    memory = MemoryService(vault, "demo", environ=model_env)
+    memory = Session(vault, "demo", environ=model_env).memory
     memory.save(
         "weekly-report",
         type="feedback",
@@ -43,7 +44,7 @@ def test_the_model_selects_from_manifest_lines_and_never_sees_bodies(
 def test_names_outside_the_manifest_are_dropped(
     vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
-    MemoryService(vault, "bob", environ={}).save(
+    Session(vault, "bob", environ={}).memory.save(
         "bob-secret", type="user", description="Bob's secret", body="BOB"
     )
     fake_openai.reply_json(
@@ -59,7 +60,7 @@ def test_names_outside_the_manifest_are_dropped(
 def test_more_than_five_names_are_cut_to_five(
     vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI
 ) -> None:
-    memory = MemoryService(vault, "demo", environ=model_env)
+    memory = Session(vault, "demo", environ=model_env).memory
     for i in range(8):
         memory.save(f"n-{i}", type="user", description=f"note {i}", body="")
     fake_openai.reply_json({"selected": [f"n-{i}.md" for i in range(8)]})
@@ -90,7 +91,7 @@ def test_model_failures_fall_back_to_lexical_ranking(
 def test_a_model_timeout_falls_back(
     vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
-    memory = MemoryService(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": "1"})
+    memory = Session(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": "1"}).memory
     fake_openai.enqueue(content='{"selected": ["tea.md"]}', delay=4)
     result = memory.recall("weekly report format")
     assert result.method == "lexical"
@@ -117,12 +118,12 @@ def test_api_base_and_role_model_from_the_vault_config(
         )
     )
     (vault.root / "aibuddy.toml").write_text(config)
-    memory = MemoryService(Vault.open(vault.root), "demo", environ={})
+    memory = Session(Vault.open(vault.root), "demo", environ={}).memory
     memory.save("tea", type="user", description="Drinks green tea", body="")
     fake_openai.reply_json({"selected": ["tea.md"]})
     assert memory.recall("drinks").method == "model"
     assert fake_openai.requests[-1]["body"]["model"] == "from-config"
-    off = MemoryService(Vault.open(vault.root), "demo", environ={"AIBUDDY_MODEL_RECALL": "none"})
+    off = Session(Vault.open(vault.root), "demo", environ={"AIBUDDY_MODEL_RECALL": "none"}).memory
     before = len(fake_openai.requests)
     assert off.recall("drinks").method == "lexical"
     assert len(fake_openai.requests) == before

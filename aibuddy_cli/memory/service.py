@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
 from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, Operation, Option, UsageError
-from ..storage import Entry, FileStore, Store
+from ..storage import Entry, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem
 from .manifest import ManifestLine, build_manifest
@@ -139,17 +138,18 @@ class MemoryService:
         vault: Vault,
         user: str,
         *,
-        store: Store | None = None,
-        environ: Mapping[str, str] | None = None,
-        warnings: list[str] | None = None,
+        store: Store,
+        environ: Mapping[str, str],
+        warnings: list[str],
     ) -> None:
-        """warnings: where an explicit write holding a credential-shaped value is reported."""
+        """warnings: the sink (a session's) for what the operations notice on the way: a model
+        that failed, a record a recall skipped, an explicit write holding a credential-shaped value."""
         self.vault = vault
-        self.warnings: list[str] = [] if warnings is None else warnings
+        self.warnings = warnings
         self.user = user
         self.prefix = memory_prefix(user)  # validates the user name
-        self.store: Store = store or FileStore(vault.root, vault.locks_dir())
-        self.environ = os.environ if environ is None else environ
+        self.store = store
+        self.environ = environ
         self._index: MemoryIndex | None = None
 
     # --- helpers ----------------------------------------------------------------------
