@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli import fastpath
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
@@ -144,3 +146,20 @@ def test_cli_json_stays_one_document_when_the_model_fails(
     document = json.loads(result.stdout)
     assert document["method"] == "lexical" and document["records"][0]["name"] == "weekly-report"
     assert "lexical ranking instead" in result.stderr
+    # Said once on stderr, as the JSON lists it; the fast path says it the same way.
+    assert result.stderr.splitlines() == [f"warning: {w}" for w in document["warnings"]]
+    fake_openai.enqueue(status=500)
+    out, err = io.StringIO(), io.StringIO()
+    assert fastpath.run(["memory", "recall", "weekly report", "--json"], out, err) == 0
+    assert err.getvalue().splitlines() == [f"warning: {w}" for w in json.loads(out.getvalue())["warnings"]]
+
+
+def test_a_recalls_warnings_go_to_the_sink_and_into_its_result(
+    vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI, model_env: dict[str, str]
+) -> None:
+    session = Session(vault, "demo", environ=model_env)
+    fake_openai.enqueue(status=500)
+    result = session.memory.recall("weekly report format")
+    assert result.warnings and session.take_warnings() == result.warnings
+    fake_openai.reply_json({"selected": ["tea.md"]})
+    assert session.memory.recall("tea").warnings == [] and session.warnings == []

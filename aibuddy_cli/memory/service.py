@@ -81,7 +81,7 @@ class RecallResult(NamedTuple):
     method: str  # "model" or "lexical"
     records: list[MemoryRecord]
     problems: list[Problem]
-    warnings: list[str]
+    warnings: list[str]  # this recall's, for its JSON; the service's sink has them too
     dropped: list[str]  # model-named files not in the manifest
 
     def to_json(self) -> dict[str, Any]:
@@ -471,7 +471,9 @@ class MemoryService:
     def recall(self, query: str, limit: int | None = None) -> RecallResult:
         """Manifest → selection (model, else lexical) → at most max_bodies bodies, telemetry updated.
 
-        A model failure of any kind falls back to lexical ranking with a warning.
+        A model failure of any kind falls back to lexical ranking with a warning. The warnings go
+        to the sink once the recall has answered (a run again on a rebuilt index does not repeat
+        them), and into the result, whose JSON lists them.
         """
         if not query.strip():
             raise InvalidInput("the recall query is empty")
@@ -506,12 +508,14 @@ class MemoryService:
             if selection.dropped_count:
                 warnings.append(f"dropped {selection.dropped_count} name(s) the recall model invented")
         records = self._mark_recalled(names, warnings)
+        problems = index.problems()
+        self.warnings.extend(warnings)
         return RecallResult(
             user=self.user,
             query=query,
             method=method,
             records=records,
-            problems=index.problems(),
+            problems=problems,
             warnings=warnings,
             dropped=dropped,
         )
