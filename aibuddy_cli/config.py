@@ -1,10 +1,12 @@
 """aibuddy.toml: every key declared once, and everything derived from the declarations.
 
 `TABLES` is the one place a setting is declared: its table, name, kind, default, allowed range
-and a one-line description. From it come the typed settings objects (`Config`, one named tuple
-per table), validation, unknown-key warnings, the template `aibuddy init` writes and the key
-reference in README.md (`python -m aibuddy_cli.config README.md` rewrites it). A new table,
-such as `[consolidation]`, is one more `Table(...)` entry in `TABLES`.
+and a one-line description. From it come validation, unknown-key warnings, the template
+`aibuddy init` writes and the key reference in README.md (`python -m aibuddy_cli.config README.md`
+rewrites it). The settings objects (`Config`, one named tuple per table) are declared as classes
+too, so that mypy checks every settings read; `Schema` refuses a class that does not match its
+table (fields, order, types, defaults), so the two cannot drift apart. A schema given no classes
+(an extended one, in tests) builds its named tuples from the declarations.
 
 Kept cheap to import, as it is on every command's path: named tuples, no tomllib, no dataclasses.
 """
@@ -231,6 +233,78 @@ TABLES: tuple[Table, ...] = (
 )  # fmt: skip
 
 
+# --- the settings objects, typed: each matches its table above (Schema checks it) -----------------
+
+
+class RecallSettings(NamedTuple):
+    window: int = 200
+    max_bodies: int = 5
+    lexical_share: int = 50
+
+
+class KnowledgeSettings(NamedTuple):
+    page_chars: int = 4000
+    max_steps: int = 8
+    tool_budget_tokens: int = 15_000
+
+
+class ExtractionSettings(NamedTuple):
+    similarity: float = 0.6
+    min_salience: float = 0.5
+    max_writes: int = 5
+
+
+class ContextSettings(NamedTuple):
+    compact_at_tokens: int = 6000
+    recent_messages: int = 6
+
+
+class TablesSettings(NamedTuple):
+    max_steps: int = 12
+    tool_budget_tokens: int = 20_000
+    max_rows: int = 1000
+
+
+class ConsolidationSettings(NamedTuple):
+    every: int = 50
+    memory: bool = True
+    contacts: bool = False
+    bios: bool = True
+    response_policies: bool = True
+    summaries: bool = True
+    knowledge: bool = False
+    tasks: bool = False
+
+
+class Config(NamedTuple):
+    default_user: str | None = None
+    admins: tuple[str, ...] = ()
+    vault_id: str | None = None
+    models: Mapping[str, Any] = MappingProxyType({})  # the file's [models], checked when a role is called
+    recall: RecallSettings = RecallSettings()
+    knowledge: KnowledgeSettings = KnowledgeSettings()
+    extraction: ExtractionSettings = ExtractionSettings()
+    context: ContextSettings = ContextSettings()
+    tables: TablesSettings = TablesSettings()
+    consolidation: ConsolidationSettings = ConsolidationSettings()
+    teams: Mapping[str, frozenset[str]] = MappingProxyType({})  # team -> its members
+    # Unknown keys and ignored values, said on every run.
+    warnings: tuple[str, ...] = ()
+    # Whether the file has a [teams] table at all, even one whose every entry was ignored:
+    # a typo in a team must never put its members' personal files in the shared folder.
+    team_vault: bool = False
+
+
+SETTINGS_TYPES: dict[str, type] = {
+    "recall": RecallSettings,
+    "knowledge": KnowledgeSettings,
+    "extraction": ExtractionSettings,
+    "context": ContextSettings,
+    "tables": TablesSettings,
+    "consolidation": ConsolidationSettings,
+}
+
+
 # --- what is derived from them -------------------------------------------------------------------
 
 
@@ -281,7 +355,14 @@ def _shown_bound(value: Bound) -> str:
 class Schema:
     """The configuration a list of table declarations describes: its types, parser, template and reference."""
 
-    def __init__(self, tables: Sequence[Table]) -> None:
+    def __init__(
+        self,
+        tables: Sequence[Table],
+        config_type: type | None = None,
+        settings_types: Mapping[str, type] = MappingProxyType({}),
+    ) -> None:
+        """config_type, settings_types: the declared classes (by table name), each checked against
+        its table; a table without one gets a named tuple built from its declarations."""
         self.tables = tuple(tables)
         for table in self.tables:
             names = [setting.name for setting in table.settings]
@@ -293,27 +374,26 @@ class Schema:
         self.sections = tuple(table for table in self.tables if table.name)
         # Named tuples, typed: one per checked table (RecallSettings, …), and the Config holding them.
         self.settings_types: dict[str, type] = {
-            table.name: _named_tuple(
+            table.name: _settings_type(
                 f"{table.name.title().replace('_', '')}Settings",
                 [(setting.name, setting.kind.type, setting.default) for setting in table.settings],
+                settings_types.get(table.name),
             )
             for table in self.sections
             if not table.raw
         }
-        self.config_type = _named_tuple(
+        self.config_type = _settings_type(
             "Config",
             [(setting.name, setting.kind.type, setting.default) for setting in self.root.settings]
             + [
-                (table.name, Mapping[str, Any], MappingProxyType({}))
+                # A raw table's annotation is the declared class's own (None: not checked).
+                (table.name, None if config_type else Mapping[str, Any], MappingProxyType({}))
                 if table.raw
                 else (table.name, self.settings_types[table.name], self.settings_types[table.name]())
                 for table in self.sections
             ]
-            # Unknown keys and ignored values, said on every run.
-            + [("warnings", tuple[str, ...], ())]
-            # Whether the file has a [teams] table at all, even one whose every entry was ignored:
-            # a typo in a team must never put its members' personal files in the shared folder.
-            + [("team_vault", bool, False)],
+            + [("warnings", tuple[str, ...], ()), ("team_vault", bool, False)],
+            config_type,
         )
         # The keys the file may hold: a top-level key, or a table and its keys.
         self.known_keys: dict[str, tuple[str, ...] | None] = {
@@ -401,6 +481,25 @@ class Schema:
         return "\n".join(rows) + "\n"
 
 
+def _settings_type(name: str, fields: list[tuple[str, Any, Any]], declared: type | None) -> type:
+    """The declared class, once checked against fields (name, annotation or None, default), else a
+    named tuple made from them. A class that does not match is a ValueError, at import."""
+    if declared is None:
+        return _named_tuple(name, fields)
+    names = getattr(declared, "_fields", ())
+    annotations = getattr(declared, "__annotations__", {})
+    defaults = getattr(declared, "_field_defaults", {})
+    if len(names) != len(fields) or not all(
+        field == key
+        and (annotation is None or annotations.get(key) == annotation)
+        and key in defaults
+        and defaults[key] == default
+        for field, (key, annotation, default) in zip(names, fields, strict=True)
+    ):
+        raise ValueError(f"{declared.__name__} does not match its declarations: {[f[0] for f in fields]}")
+    return declared
+
+
 def _named_tuple(name: str, fields: list[tuple[str, Any, Any]]) -> type:
     """A typed named tuple whose every field has a default (collections.namedtuple: cheaper than a
     class statement, and the field list comes from the declarations)."""
@@ -410,22 +509,15 @@ def _named_tuple(name: str, fields: list[tuple[str, Any, Any]]) -> type:
     return cls
 
 
-SCHEMA = Schema(TABLES)
-Config: Any = SCHEMA.config_type
-# The settings types other modules name in annotations.
-RecallSettings: Any = SCHEMA.settings_types["recall"]
-KnowledgeSettings: Any = SCHEMA.settings_types["knowledge"]
-ExtractionSettings: Any = SCHEMA.settings_types["extraction"]
-ContextSettings: Any = SCHEMA.settings_types["context"]
-TablesSettings: Any = SCHEMA.settings_types["tables"]
-ConsolidationSettings: Any = SCHEMA.settings_types["consolidation"]
+SCHEMA = Schema(TABLES, Config, SETTINGS_TYPES)
 KNOWN_KEYS = SCHEMA.known_keys
 DEFAULT_TIMEOUT = float(SCHEMA.setting("models", "timeout").default)
 
 
-def config_from_data(data: Mapping[str, Any], source: str = CONFIG_FILE) -> Any:
+def config_from_data(data: Mapping[str, Any], source: str = CONFIG_FILE) -> Config:
     """Validate the parsed aibuddy.toml (source names it in messages)."""
-    return SCHEMA.parse(data, source)
+    config: Config = SCHEMA.parse(data, source)
+    return config
 
 
 def config_template(user: str) -> str:

@@ -220,7 +220,6 @@ def _recall(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
 
     result = session.memory.recall(args["query"], args.get("limit"))
     memory_output.report_problems(result.problems, session.memory.prefix, stderr)
-    session.warnings.extend(result.warnings)
     return result.to_json, lambda: memory_output.recall_text(result)
 
 

@@ -226,5 +226,5 @@ def serve(
     from .vault import Vault
 
     app = mcp_app(server)
-    warm_models(environ, Vault.open(server.root).config.models)
+    warm_models(environ, Vault.open(server.root, environ).config.models)
     anyio.run(serve_stdio, app)

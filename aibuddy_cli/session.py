@@ -3,7 +3,9 @@
 A `Session` builds each service once, on first use, over one store, and gives them one warnings
 sink; it closes the SQLite handles they opened. Every front end holds one: the Typer app
 (`cli/context.AppState`), the fast path, and whatever serves agents or runs in the background.
-Front ends compose; services own the behaviour and never print.
+Front ends compose; services own the behaviour and never print. This is the one place that
+reads the environment and chooses the store: a service takes its store, environment and sink as
+required arguments and never builds its own.
 
 The store is the vault's folder, or, in a team vault (`[teams.*]` in aibuddy.toml), that folder
 composed with the user's personal vault (`team.compose`: the user's memory, tasks, personal

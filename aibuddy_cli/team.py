@@ -329,10 +329,11 @@ def secure_shared_vault(vault: Vault, user: str, environ: Mapping[str, str]) -> 
         return None
     added = False
     moved = stranded = None
-    if not vault.config.vault_id:
+    vault_id = vault.config.vault_id
+    if not vault_id:
         before = personal_vault(vault, environ)
-        assign_vault_id(vault)
-        vault = Vault.open(vault.root)
+        vault_id = assign_vault_id(vault)
+        vault = Vault.open(vault.root, vault.environ)
         after = personal_vault(vault, environ)
         added = True
         if before.source == "clone path" and before.root.is_dir():
@@ -347,7 +348,7 @@ def secure_shared_vault(vault: Vault, user: str, environ: Mapping[str, str]) -> 
     missing = missing_ignore_lines(vault.root)
     add_lines(vault.root / ".gitignore", missing)
     counts = {owner: len(personal_files(vault.root, owner)) for owner in personal_owners(vault.root)}
-    return TeamSetup(str(chosen.root), vault.config.vault_id, added, missing, moved, stranded, counts)
+    return TeamSetup(str(chosen.root), vault_id, added, missing, moved, stranded, counts)
 
 
 def setup_personal_repository(root: Path) -> str:
@@ -427,7 +428,7 @@ def doctor(vault: Vault, user: str, environ: Mapping[str, str], *, move: bool, d
     skipped: list[Skipped] = []
     if move and not dry_run:
         secure_shared_vault(vault, user, environ)
-        vault = Vault.open(vault.root)
+        vault = Vault.open(vault.root, vault.environ)
         moved, skipped = move_personal_files(vault, user, personal_vault(vault, environ).root)
     elif move:
         moved = personal_files(vault.root, user)

@@ -41,15 +41,21 @@ GITIGNORE_LINES = (f"{CACHE_DIR}/", f"{TEMP_PREFIX}*")
 class Vault(NamedTuple):
     root: Path
     config: Config
+    # Where XDG_CACHE_HOME and HOME come from, for the per-user cache folder (`cache_dir`).
+    environ: Mapping[str, str]
+
+    def __repr__(self) -> str:  # not the environment: it holds the model providers' keys
+        return f"Vault(root={self.root!r})"
 
     def to_json(self) -> dict[str, Any]:
         """`aibuddy init`'s answer."""
         return {"vault": str(self.root), "default_user": self.config.default_user}
 
     @classmethod
-    def open(cls, root: Path) -> Vault:
+    def open(cls, root: Path, environ: Mapping[str, str] = os.environ) -> Vault:
+        """environ: the session's (`locate_vault`); the process's for a vault opened on its own."""
         root = root.resolve()
-        return cls(root=root, config=_load_config(root))
+        return cls(root=root, config=_load_config(root, environ), environ=environ)
 
     @property
     def cache_dir(self) -> Path:
@@ -60,7 +66,7 @@ class Vault(NamedTuple):
         probe = own if os.path.isdir(own) else self.root
         if os.access(probe, os.W_OK | os.X_OK):
             return own
-        return user_cache_dir(self.root) or own
+        return user_cache_dir(self.root, self.environ) or own
 
     def knowledge_index_path(self) -> Path:
         return self.cache_dir / "index" / "knowledge.sqlite"
@@ -75,14 +81,14 @@ class Vault(NamedTuple):
         return self.cache_dir / "locks"
 
 
-def user_cache_dir(root: Path) -> Path | None:
+def user_cache_dir(root: Path, environ: Mapping[str, str]) -> Path | None:
     """The per-user cache folder of the vault at root, under $XDG_CACHE_HOME (else ~/.cache);
     None if there is no home to put it in. Its aibuddy/ folder is private (0700), as XDG asks."""
     from .xdg import base_dir
 
-    base = base_dir(os.environ, "XDG_CACHE_HOME")  # unset, or relative, which XDG says to ignore
+    base = base_dir(environ, "XDG_CACHE_HOME")  # unset, or relative, which XDG says to ignore
     if base is None:
-        home = os.path.expanduser("~")
+        home = environ.get("HOME") or os.path.expanduser("~")
         if not os.path.isabs(home):
             return None
         base = Path(home) / ".cache"
@@ -97,7 +103,7 @@ def user_cache_dir(root: Path) -> Path | None:
     return folder / f"{name}-{hashlib.sha256(os.fsencode(root)).hexdigest()[:16]}"
 
 
-def _load_config(root: Path) -> Config:
+def _load_config(root: Path, environ: Mapping[str, str]) -> Config:
     """aibuddy.toml, parsed; the parse is cached as JSON under .aibuddy/ (in a read-only vault, in
     the user's cache folder) keyed by the file's stat, because importing tomllib costs more than
     the rest of a fast command's set-up."""
@@ -110,7 +116,7 @@ def _load_config(root: Path) -> Config:
 
     def cache_paths() -> Iterator[Path]:
         yield root / CACHE_DIR / "config.json"
-        fallback = user_cache_dir(root)
+        fallback = user_cache_dir(root, environ)
         if fallback is not None:
             yield fallback / "config.json"
 
@@ -166,13 +172,13 @@ def locate_vault(explicit: str | None, environ: Mapping[str, str], cwd: Path) ->
     """--vault, then AIBUDDY_VAULT, then the nearest aibuddy.toml above the working directory."""
     chosen = explicit or environ.get("AIBUDDY_VAULT")
     if chosen:
-        return Vault.open(Path(chosen).expanduser())
+        return Vault.open(Path(chosen).expanduser(), environ)
     root = find_vault_root(cwd)
     if root is None:
         raise NotFound(
             f"no vault found in {cwd} or above; run 'aibuddy init', pass --vault or set AIBUDDY_VAULT"
         )
-    return Vault.open(root)
+    return Vault.open(root, environ)
 
 
 def resolve_user(explicit: str | None, environ: Mapping[str, str], config: Config) -> str:
@@ -194,7 +200,7 @@ VAULT_FOLDERS = (
 )
 
 
-def init_vault(path: Path, user: str) -> Vault:
+def init_vault(path: Path, user: str, environ: Mapping[str, str] = os.environ) -> Vault:
     """Create the vault layout, aibuddy.toml and a .gitignore for the derived cache."""
     validate_user_name(user)
     if (path / CONFIG_FILE).exists():
@@ -205,4 +211,4 @@ def init_vault(path: Path, user: str) -> Vault:
     add_lines(path / ".gitignore", GITIGNORE_LINES)
     write_attributes(path)  # the merge driver's routes; `aibuddy git setup` registers the driver
     (path / CONFIG_FILE).write_text(config_template(user), encoding="utf-8")
-    return Vault.open(path)
+    return Vault.open(path, environ)

@@ -16,6 +16,7 @@ import aibuddy_cli
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault, init_vault
 
@@ -56,7 +57,7 @@ def vault(tmp_path: Path) -> Vault:
 
 @pytest.fixture
 def memory(vault: Vault) -> MemoryService:
-    return MemoryService(vault, "demo", environ={})
+    return Session(vault, "demo", environ={}).memory
 
 
 @pytest.fixture
@@ -158,7 +159,7 @@ def kvault(tmp_path: Path) -> Vault:
 
 def kb(vault: Vault, user: str) -> KnowledgeService:
     """A fresh knowledge service of user on vault, as a new process would open it."""
-    return KnowledgeService(Vault.open(vault.root), user, environ={})
+    return Session(Vault.open(vault.root), user, environ={}).knowledge
 
 
 def published(service: KnowledgeService, *paths: Path, scope: str = "system") -> list[str]:
@@ -171,7 +172,7 @@ def published(service: KnowledgeService, *paths: Path, scope: str = "system") ->
 @pytest.fixture
 def kb_vault(vault: Vault) -> Vault:
     """The test vault with system/ch08-02-strings published and task t1 using it."""
-    published(KnowledgeService(vault, "demo", environ={}), STRINGS)
+    published(Session(vault, "demo", environ={}).knowledge, STRINGS)
     tasks = TaskService(vault, "demo")
     tasks.set_attached(tasks.new("strings").id, {"system/ch08-02-strings": True})
     return vault

@@ -10,7 +10,7 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
-from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
@@ -21,13 +21,13 @@ DEPLOY = "# Deploy guide\n\n## Rollback\n\nTo roll back, run `deployctl rollback
 def deploy(vault: Vault, tmp_path: Path) -> str:
     path = tmp_path / "deploy.md"
     path.write_text(DEPLOY)
-    service = KnowledgeService(vault, "demo", environ={})
+    service = Session(vault, "demo", environ={}).knowledge
     (doc,) = [o.doc for o in service.import_paths([str(path)], scope="system")]
     return doc
 
 
 def agent(vault: Vault, task: str, environ: dict[str, str]) -> KnowledgeAgent:
-    return KnowledgeAgent(KnowledgeService(Vault.open(vault.root), "demo", environ=environ), task)
+    return KnowledgeAgent(Session(Vault.open(vault.root), "demo", environ=environ).knowledge, task)
 
 
 @pytest.mark.parametrize("attach", ["nothing", "pending", "detached"])
@@ -47,7 +47,7 @@ def test_nothing_to_consult_means_no_model_call(
     if attach != "nothing":
         tasks.set_attached("t1", {deploy: True})  # still pending: not usable
     if attach == "detached":
-        KnowledgeService(vault, "demo", environ={}).publish(deploy)
+        Session(vault, "demo", environ={}).knowledge.publish(deploy)
         tasks.set_attached("t1", {deploy: False})
     fake_openai.reply_json({"answer": "Use kubectl rollout undo.", "citations": [], "gaps": []})
     result = cli("kb", "ask", "How do I roll back?", "--task", "t1", "--json")
@@ -61,7 +61,7 @@ def test_nothing_to_consult_means_no_model_call(
 @pytest.fixture
 def ops_task(vault: Vault, deploy: str) -> str:
     """Task t1 with the published deploy guide attached."""
-    KnowledgeService(vault, "demo", environ={}).publish(deploy)
+    Session(vault, "demo", environ={}).knowledge.publish(deploy)
     tasks = TaskService(vault, "demo")
     tasks.new("Ops")
     tasks.set_attached("t1", {deploy: True})

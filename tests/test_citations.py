@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from aibuddy_cli import fastpath
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.documents import split_citation
-from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
@@ -44,7 +44,7 @@ def kb(vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Vault:
     and a task t1 with both attached."""
     (tmp_path / "guide.md").write_text(GUIDE, encoding="utf-8")
     (tmp_path / "notes.md").write_text(NOTES, encoding="utf-8")
-    service = KnowledgeService(vault, "demo", environ={})
+    service = Session(vault, "demo", environ={}).knowledge
     service.import_paths([str(tmp_path / "guide.md")], scope="system")
     service.import_paths([str(tmp_path / "notes.md")], scope="personal")
     service.publish("guide", "notes")

@@ -14,6 +14,7 @@ import typer
 
 from aibuddy_cli.__main__ import main
 from aibuddy_cli.cli.app import app
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 HOSTILE = "Evil \x1b[31mred\x07 bell \x7f del \x9b csi"
@@ -214,10 +215,9 @@ def test_terminal_memory_output_shows_markup_and_control_characters_as_written(
     hostile: Vault, screen: io.StringIO
 ) -> None:
     from aibuddy_cli.cli import rich_output
-    from aibuddy_cli.memory.service import MemoryService
 
     write_record(hostile, "markup", "[bold red]shout[/] [link=https://example.com]x[/link]", "ok\n")
-    memory = MemoryService(hostile, "demo", environ={})
+    memory = Session(hostile, "demo", environ={}).memory
     rich_output.show_list(memory.list_records())
     rich_output.show_manifest(memory.manifest(None))
     rich_output.show_record(memory.show("evil"))
@@ -232,11 +232,10 @@ def test_terminal_document_list_shows_titles_as_written(
     in_vault: Vault, screen: io.StringIO, tmp_path: Path
 ) -> None:
     from aibuddy_cli.cli import rich_output
-    from aibuddy_cli.knowledge.service import KnowledgeService
 
     source = tmp_path / "evil.md"
     source.write_text("# Evil \x1b[31mtitle [bold]x[/bold]\n\nbody\n")
-    knowledge = KnowledgeService(in_vault, "demo")
+    knowledge = Session(in_vault, "demo").knowledge
     knowledge.import_paths([str(source)], scope="personal", recursive=False)
     rich_output.show_docs(knowledge.documents("all"))
     out = screen.getvalue()

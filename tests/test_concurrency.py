@@ -20,6 +20,7 @@ import pytest
 from conftest import CODE, run_aibuddy
 
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.storage import TEMP_PREFIX
 from aibuddy_cli.vault import Vault
 
@@ -72,7 +73,7 @@ def test_twenty_concurrent_saves_leave_twenty_intact_records(
     assert [r.returncode for r in results] == [0] * 20, [r.stderr for r in results]
     folder = vault.root / "memory" / "demo"
     assert sorted(p.name for p in folder.iterdir()) == [f"note-{i:02d}.md" for i in range(20)]
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     for i in range(20):
         assert memory.show(f"note-{i:02d}").body == f"body {i}\n"
     assert not [p for p in vault.root.rglob(f"{TEMP_PREFIX}*")]
@@ -81,7 +82,7 @@ def test_twenty_concurrent_saves_leave_twenty_intact_records(
 def test_twenty_concurrent_recalls_lose_no_update(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault
 ) -> None:
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     memory.save("tea", type="user", description="Drinks green tea", body="tea")
 
     def recall(_: int) -> subprocess.CompletedProcess[bytes]:
@@ -129,7 +130,7 @@ def age(path: Path, seconds: float) -> None:
 @pytest.fixture
 def reports(vault: Vault) -> Vault:
     """Three records about the weekly report, in memory/demo."""
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     memory.save("report-style", type="feedback", description="Weekly report has three sections", body="Done.")
     memory.save("report-day", type="project", description="The weekly report is due on Friday", body="Fri")
     memory.save("report-tone", type="feedback", description="Keep the weekly report short", body="Brief.")
@@ -160,7 +161,7 @@ def test_the_next_write_to_a_folder_removes_temp_files_of_killed_writes(
         forgotten = folder / f"{TEMP_PREFIX}{os.getpid()}-0123456789ab"
         forgotten.write_bytes(b"left two minutes ago by a process whose pid is now reused")
         age(forgotten, 120)
-        next_write(MemoryService(reports, "demo", environ={}))
+        next_write(Session(reports, "demo", environ={}).memory)
         assert not killed_temp.exists() and not forgotten.exists()
         assert live_temp.exists()  # a concurrent writer's temp file is never taken away
     finally:

@@ -206,6 +206,31 @@ def test_a_new_table_is_one_more_declaration() -> None:
     assert "example" not in config.KNOWN_KEYS and "example" not in config.Config._fields
 
 
+def test_a_declared_settings_class_must_match_its_table() -> None:
+    """The classes mypy checks the settings reads against cannot drift from the declarations."""
+    from typing import NamedTuple
+
+    class Recall(NamedTuple):  # max_bodies' default differs from the declared one
+        window: int = 200
+        max_bodies: int = 4
+        lexical_share: int = 50
+
+    class Shuffled(NamedTuple):
+        max_bodies: int = 5
+        window: int = 200
+        lexical_share: int = 50
+
+    class Retyped(NamedTuple):
+        window: float = 200
+        max_bodies: int = 5
+        lexical_share: int = 50
+
+    for declared in (Recall, Shuffled, Retyped):
+        with pytest.raises(ValueError, match="does not match its declarations"):
+            Schema(TABLES, None, {"recall": declared})
+    assert SCHEMA.config_type is config.Config and SCHEMA.settings_types["recall"] is config.RecallSettings
+
+
 def test_a_bound_must_name_another_key_of_its_table() -> None:
     broken = Table("x", (Setting("a", WHOLE, 1, "a", low=1, high="b"),))
     with pytest.raises(ValueError, match="bound 'b' is not another key"):

@@ -15,7 +15,7 @@ from fake_openai import FakeOpenAI
 
 from aibuddy_cli.errors import NotFound
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
-from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
@@ -107,7 +107,7 @@ def test_map_and_task_context_give_no_reason_that_tells_existing_from_missing(
 def test_kb_ask_tools_answer_a_foreign_document_as_a_missing_one(
     vault: Vault, tmp_path: Path, bob_notes: str, alice_task: str, fake_openai: FakeOpenAI, model_env
 ) -> None:
-    admin = KnowledgeService(vault, "demo", environ={})
+    admin = Session(vault, "demo", environ={}).knowledge
     (guide,) = [
         o.doc
         for o in admin.import_paths([str(write(tmp_path, "guide.md", "# Guide\n\nplans\n"))], scope="system")
@@ -119,7 +119,7 @@ def test_kb_ask_tools_answer_a_foreign_document_as_a_missing_one(
         calls += [("read_doc", {"doc": doc}), ("read_section", {"doc": doc, "anchor": "notes"})]
     fake_openai.call_tools(*calls)
     fake_openai.reply_json({"answer": "nothing", "citations": [], "gaps": ["salary"]})
-    KnowledgeAgent(KnowledgeService(Vault.open(vault.root), "alice", environ=model_env), alice_task).ask(
+    KnowledgeAgent(Session(Vault.open(vault.root), "alice", environ=model_env).knowledge, alice_task).ask(
         "what are bob's notes?"
     )
     results = [

@@ -16,7 +16,7 @@ from conftest import write_file as write
 
 from aibuddy_cli.errors import InvalidInput
 from aibuddy_cli.knowledge.documents import doc_id_from_name, validate_doc_id
-from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
@@ -266,5 +266,5 @@ def test_reingest_from_a_fifo_is_refused_without_blocking(
     result = run(aibuddy_exe, vault, "kb", "reingest", doc, str(fifo), "--json")
     assert result.returncode == 6
     assert "not a regular file" in json.loads(result.stdout)["error"]["message"]
-    service = KnowledgeService(vault, "demo", environ={})
+    service = Session(vault, "demo", environ={}).knowledge
     assert service.show(doc)[1].title == "Guide"

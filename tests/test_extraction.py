@@ -10,12 +10,13 @@ from fake_openai import FakeOpenAI
 
 from aibuddy_cli.memory.extraction import Extractor, Message, find_cues, latest_window, parse_transcript
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
 @pytest.fixture
 def memory(vault: Vault, model_env: dict[str, str]) -> MemoryService:
-    return MemoryService(vault, "demo", environ=model_env)
+    return Session(vault, "demo", environ=model_env).memory
 
 
 def talk(*turns: str, tool_calls: list[str] | None = None) -> list[Message]:
@@ -305,7 +306,7 @@ def test_an_unwritable_log_is_a_warning_and_the_records_stay(
 
 
 def test_without_a_model_the_cue_is_reported_and_nothing_written(vault: Vault) -> None:
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     result = Extractor(memory).run(talk("以后周报都用三段式格式。", "好的。"))
     assert result.cues == ["preference"]
     assert result.decisions[-1].step == "model" and "nothing written" in result.decisions[-1].detail
@@ -528,7 +529,7 @@ def test_the_similarity_threshold_is_configurable(
 ) -> None:
     config = vault.root / "aibuddy.toml"
     config.write_text(config.read_text().replace("similarity = 0.6", "similarity = 0.9"))
-    memory = MemoryService(Vault.open(vault.root), "demo", environ=model_env)
+    memory = Session(Vault.open(vault.root), "demo", environ=model_env).memory
     memory.create_auto("porto", type="user", description="Lives in Porto", body="Porto")
     fake_openai.reply_json({"candidates": [allergy("home", "User lives in Porto, Portugal")]})
     result = Extractor(memory).run(talk("I live in Porto, Portugal.", "ok"))

@@ -20,8 +20,8 @@ from aibuddy_cli import fastpath
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.tables.queries import TableQueries
-from aibuddy_cli.tables.service import TableService
 from aibuddy_cli.vault import Vault
 
 # --- the routes are the Typer commands' parameters ----------------------------------------------
@@ -230,7 +230,7 @@ def test_options_reach_the_service_as_through_typer(
 def test_fast_path_and_typer_app_print_the_same(
     vault: Vault, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: list[str]
 ) -> None:
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     memory.save("tea", type="user", description="Drinks green tea", body="tea")
     memory.save("coffee", type="user", description="Dislikes coffee", body="no coffee")
     monkeypatch.setenv("AIBUDDY_VAULT", str(vault.root))
@@ -311,7 +311,7 @@ def test_table_fast_path_and_typer_app_print_the_same(
     vault: Vault, monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
     monkeypatch.setenv("AIBUDDY_VAULT", str(vault.root))
-    tables = TableService(vault, "demo")
+    tables = Session(vault, "demo").tables
     tables.changes.create("people")
     rows = [
         {"name": "Ada", "city": "London", "age": 36},
@@ -324,7 +324,7 @@ def test_table_fast_path_and_typer_app_print_the_same(
 
 
 def test_what_a_failing_command_noticed_is_still_reported(vault: Vault, tmp_path: Path) -> None:
-    service = KnowledgeService(vault, "demo", environ={})
+    service = Session(vault, "demo", environ={}).knowledge
     for name in ("fast", "slow"):
         published(service, write_file(tmp_path, f"{name}.md", f"# {name}\n"))
 

@@ -14,9 +14,7 @@ from fake_openai import FakeOpenAI
 from aibuddy_cli import models
 from aibuddy_cli.errors import ModelError
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
-from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.extraction import Extractor, Message
-from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
@@ -56,7 +54,7 @@ def candidate(number: int) -> dict:
 def test_one_extraction_reply_writes_at_most_five_records(
     vault: Vault, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
-    memory = MemoryService(vault, "demo", environ=model_env)
+    memory = Session(vault, "demo", environ=model_env).memory
     fake_openai.reply_json({"candidates": [candidate(i) for i in range(8)]})
     result = Extractor(memory).run(CUE)
     assert len(result.written) == 5 and len(memory.list_records().records) == 5
@@ -74,7 +72,7 @@ def test_max_writes_is_configurable_and_a_flood_stays_bounded(
     config.write_text(config.read_text().replace("max_writes = 5\n", "max_writes = 2\n"))
     vault = Vault.open(vault.root)
     assert vault.config.extraction.max_writes == 2
-    memory = MemoryService(vault, "demo", environ=model_env)
+    memory = Session(vault, "demo", environ=model_env).memory
     flood = [candidate(i) for i in range(3)] + [{"name": "x" * 2000, "type": "y" * 2000}] * 1000
     fake_openai.reply_json({"candidates": flood})
     result = Extractor(memory).run(CUE)
@@ -89,7 +87,7 @@ def test_max_writes_is_configurable_and_a_flood_stays_bounded(
 def test_a_flood_of_invalid_candidates_is_weighed_only_up_to_a_bound(
     vault: Vault, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
-    memory = MemoryService(vault, "demo", environ=model_env)
+    memory = Session(vault, "demo", environ=model_env).memory
     junk = {"name": "Bad Name " + "z" * 2000, "type": "user", "description": "d"}
     fake_openai.reply_json({"candidates": [junk] * 2000})
     result = Extractor(memory).run(CUE)
@@ -129,7 +127,7 @@ def test_kb_ask_echoes_a_bounded_answer_gaps_and_dropped_citations(
 ) -> None:
     guide = tmp_path / "guide.md"
     guide.write_text("# Guide\n\n## Rollback\n\nRun `deployctl rollback`.\n")
-    knowledge = KnowledgeService(vault, "demo", environ={})
+    knowledge = Session(vault, "demo", environ={}).knowledge
     (doc,) = [o.doc for o in knowledge.import_paths([str(guide)], scope="system")]
     knowledge.publish(doc)
     tasks = TaskService(vault, "demo")
@@ -144,7 +142,7 @@ def test_kb_ask_echoes_a_bounded_answer_gaps_and_dropped_citations(
             "gaps": ["g" * 2000] * 500,
         }
     )
-    agent = KnowledgeAgent(KnowledgeService(Vault.open(vault.root), "demo", environ=model_env), "t1")
+    agent = KnowledgeAgent(Session(Vault.open(vault.root), "demo", environ=model_env).knowledge, "t1")
     result = agent.ask("How do I roll back?")
     assert result.method == "model" and [c.anchor for c in result.citations] == ["rollback"]
     assert len(result.answer) <= 20_000
@@ -203,7 +201,7 @@ def test_a_bad_model_setting_falls_back_with_a_warning(
     path.write_text(
         path.read_text().replace("[models]\n", "[models]\n" + config).replace("timeout = 20\n", "")
     )
-    MemoryService(Vault.open(vault.root), "demo", environ={}).save(
+    Session(Vault.open(vault.root), "demo", environ={}).memory.save(
         "tea", type="user", description="Drinks green tea", body="No sugar."
     )
     env = {
@@ -269,7 +267,7 @@ def test_an_invalid_default_user_names_the_config_file(vault: Vault, aibuddy_exe
 def test_recall_echoes_a_bounded_list_of_invented_names(
     vault: Vault, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
-    memory = MemoryService(vault, "demo", environ=model_env)
+    memory = Session(vault, "demo", environ=model_env).memory
     memory.save("tea", type="user", description="Drinks green tea", body="No sugar.")
     fake_openai.reply_json({"selected": ["tea.md"] + [f"invented-{i}-{'x' * 5000}.md" for i in range(3000)]})
     result = memory.recall("green tea")

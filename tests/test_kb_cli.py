@@ -16,7 +16,7 @@ from conftest import BODY, STRINGS, ok, published, write_file
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.errors import InvalidInput
-from aibuddy_cli.knowledge.service import KnowledgeService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
@@ -132,14 +132,14 @@ def test_summaries_through_the_model_and_their_failures(
     assert (vault.root / "knowledge/system/pending/body.md").read_bytes() == body_before
     assert ok(cli("kb", "show", "body", "--json"))["summary"].startswith("How to declare")
     # a summary made for an older body is discarded
-    service = KnowledgeService(Vault.open(vault.root), "demo", environ={})
+    service = Session(Vault.open(vault.root), "demo", environ={}).knowledge
     ref, meta = service.show("body")
     result = service.summaries.store_summary(ref, "0" * 64, "stale")
     assert result.summarized is False and service.show("body")[1].summary.startswith("How to declare")
 
 
 def test_kb_watch_follows_edits_new_files_and_stops_on_ctrl_c(aibuddy_exe: list[str], vault: Vault) -> None:
-    service = KnowledgeService(vault, "demo", environ={})
+    service = Session(vault, "demo", environ={}).knowledge
     service.import_paths([str(BODY)], scope="system")
     service.publish("body")
     env = {**os.environ, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo"}
@@ -175,7 +175,8 @@ def test_kb_watch_follows_edits_new_files_and_stops_on_ctrl_c(aibuddy_exe: list[
             json.loads((pending / "new-guide.meta.json").read_text())["title"]
             == "使用字符串储存 UTF-8 编码的文本"
         )
-        hits = KnowledgeService(Vault.open(vault.root), "demo", environ={}).search("Bodies", status="pending")
+        knowledge = Session(Vault.open(vault.root), "demo", environ={}).knowledge
+        hits = knowledge.search("Bodies", status="pending")
         assert hits and hits[0].hit.ref.doc_id == "body"
     finally:
         watcher.send_signal(signal.SIGINT)
@@ -185,7 +186,7 @@ def test_kb_watch_follows_edits_new_files_and_stops_on_ctrl_c(aibuddy_exe: list[
 
 
 def test_odd_numbers_are_refused_cleanly(cli, vault: Vault, tmp_path: Path) -> None:
-    service = KnowledgeService(vault, "demo", environ={})
+    service = Session(vault, "demo", environ={}).knowledge
     published(service, write_file(tmp_path, "box.md", "# Box\n\nbox text\n"))
     assert cli("kb", "read", "box", "box", "--cursor", "abcdef123456.00000000.²", "--json").exit_code == 6
     assert cli("kb", "read", "box", "box", "--cursor", "a.b." + "9" * 5000, "--json").exit_code == 6

@@ -6,6 +6,7 @@ import json
 import subprocess
 
 from aibuddy_cli.memory.service import HISTORY_LIMIT, MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
@@ -83,7 +84,7 @@ def test_a_damaged_history_line_is_skipped(memory: MemoryService, vault: Vault) 
 
 
 def test_memory_show_json_lists_the_history(cli, vault: Vault) -> None:
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     memory.create_auto("due", type="project", description="Report due on Friday", body="Friday")
     memory.update_auto("due", description="Report now due on Monday", body="Monday")
     shown = json.loads(cli("memory", "show", "due", "--json").stdout)

@@ -12,6 +12,7 @@ from conftest import write_record_file
 from aibuddy_cli.errors import Conflict, InvalidInput, MalformedRecord, NotFound, UsageError
 from aibuddy_cli.memory.records import MemoryRecord, parse_record, render_record
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
@@ -92,8 +93,8 @@ def test_delete_and_show(memory: MemoryService) -> None:
 
 
 def test_users_never_see_each_other(vault: Vault) -> None:
-    alice = MemoryService(vault, "alice", environ={})
-    bob = MemoryService(vault, "bob", environ={})
+    alice = Session(vault, "alice", environ={}).memory
+    bob = Session(vault, "bob", environ={}).memory
     alice.save("secret-plan", type="project", description="Alice's launch codename is Falcon", body="Falcon")
     bob.save("tea", type="user", description="Bob drinks tea", body="")
     assert [r.record.name for r in bob.list_records().records] == ["tea"]
@@ -204,7 +205,7 @@ def test_a_corrupt_index_is_rebuilt(memory: MemoryService, vault: Vault) -> None
     memory.save("tea", type="user", description="Drinks green tea", body="")
     memory.list_records()
     vault.memory_index_path("demo").write_bytes(b"this is not a database" * 100)
-    fresh = MemoryService(vault, "demo", environ={})
+    fresh = Session(vault, "demo", environ={}).memory
     assert [r.record.name for r in fresh.list_records().records] == ["tea"]
 
 
@@ -252,8 +253,8 @@ def test_recall_on_a_read_only_vault_still_answers(
 
 
 def test_clear_removes_only_this_users_records(vault: Vault) -> None:
-    alice = MemoryService(vault, "alice", environ={})
-    bob = MemoryService(vault, "bob", environ={})
+    alice = Session(vault, "alice", environ={}).memory
+    bob = Session(vault, "bob", environ={}).memory
     for i in range(3):
         alice.save(f"a-{i}", type="user", description="alice", body="")
     bob.save("b", type="user", description="bob", body="")
@@ -329,14 +330,14 @@ def test_a_damaged_index_is_rebuilt_wherever_the_damage_is(memory: MemoryService
         )
     memory.recall("kubernetes")
     index = vault.memory_index_path("demo")
-    fresh = MemoryService(vault, "demo", environ={})
+    fresh = Session(vault, "demo", environ={}).memory
     fresh.list_records()
     fresh._index.close()
     for page in (3, 5, 7, 8):
         with open(index, "r+b") as handle:
             handle.seek(page * 4096)
             handle.write(b"\xde\xad" * 1000)
-    again = MemoryService(vault, "demo", environ={})
+    again = Session(vault, "demo", environ={}).memory
     assert len(again.recall("kubernetes").records) == 5
     assert len(again.list_records().records) == 60
 
@@ -345,4 +346,5 @@ def test_a_timestamp_far_in_the_future_does_not_break_the_index(memory: MemorySe
     memory.save("far", type="user", description="far", body="")
     os.utime(vault.root / "memory" / "demo" / "far.md", (300000000000, 300000000000))
     assert [r.record.name for r in memory.list_records().records] == ["far"]
-    assert [r.record.name for r in MemoryService(vault, "demo", environ={}).list_records().records] == ["far"]
+    listed = Session(vault, "demo", environ={}).memory.list_records().records
+    assert [r.record.name for r in listed] == ["far"]

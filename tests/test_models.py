@@ -21,8 +21,8 @@ from fake_openai import FakeOpenAI
 
 from aibuddy_cli import model_workers, models
 from aibuddy_cli.errors import ModelError
-from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.models import ModelCall, ModelSettings, call_role
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 CONFIGURED = {"default": "openai/test-model"}
@@ -208,7 +208,7 @@ def test_a_cold_start_on_a_busy_machine_still_reaches_the_model(
 ) -> None:
     """Every core busy and a model timeout far below litellm's cold import there: the import has
     its own bound, the timeout starts after it, and the model's answer is used."""
-    MemoryService(vault, "demo", environ={}).save("tea", type="user", description="Drinks tea", body="b")
+    Session(vault, "demo", environ={}).memory.save("tea", type="user", description="Drinks tea", body="b")
     fake_openai.default.content = '{"selected": ["tea"]}'
     cold = {
         **env,

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli import fastpath
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
 @pytest.fixture
 def stocked(vault: Vault, model_env: dict[str, str]) -> MemoryService:
-    memory = MemoryService(vault, "demo", environ=model_env)
+    memory = Session(vault, "demo", environ=model_env).memory
     memory.save(
         "weekly-report",
         type="feedback",
@@ -43,7 +46,7 @@ def test_the_model_selects_from_manifest_lines_and_never_sees_bodies(
 def test_names_outside_the_manifest_are_dropped(
     vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
-    MemoryService(vault, "bob", environ={}).save(
+    Session(vault, "bob", environ={}).memory.save(
         "bob-secret", type="user", description="Bob's secret", body="BOB"
     )
     fake_openai.reply_json(
@@ -59,7 +62,7 @@ def test_names_outside_the_manifest_are_dropped(
 def test_more_than_five_names_are_cut_to_five(
     vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI
 ) -> None:
-    memory = MemoryService(vault, "demo", environ=model_env)
+    memory = Session(vault, "demo", environ=model_env).memory
     for i in range(8):
         memory.save(f"n-{i}", type="user", description=f"note {i}", body="")
     fake_openai.reply_json({"selected": [f"n-{i}.md" for i in range(8)]})
@@ -90,7 +93,7 @@ def test_model_failures_fall_back_to_lexical_ranking(
 def test_a_model_timeout_falls_back(
     vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
-    memory = MemoryService(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": "1"})
+    memory = Session(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": "1"}).memory
     fake_openai.enqueue(content='{"selected": ["tea.md"]}', delay=4)
     result = memory.recall("weekly report format")
     assert result.method == "lexical"
@@ -117,12 +120,12 @@ def test_api_base_and_role_model_from_the_vault_config(
         )
     )
     (vault.root / "aibuddy.toml").write_text(config)
-    memory = MemoryService(Vault.open(vault.root), "demo", environ={})
+    memory = Session(Vault.open(vault.root), "demo", environ={}).memory
     memory.save("tea", type="user", description="Drinks green tea", body="")
     fake_openai.reply_json({"selected": ["tea.md"]})
     assert memory.recall("drinks").method == "model"
     assert fake_openai.requests[-1]["body"]["model"] == "from-config"
-    off = MemoryService(Vault.open(vault.root), "demo", environ={"AIBUDDY_MODEL_RECALL": "none"})
+    off = Session(Vault.open(vault.root), "demo", environ={"AIBUDDY_MODEL_RECALL": "none"}).memory
     before = len(fake_openai.requests)
     assert off.recall("drinks").method == "lexical"
     assert len(fake_openai.requests) == before
@@ -143,3 +146,20 @@ def test_cli_json_stays_one_document_when_the_model_fails(
     document = json.loads(result.stdout)
     assert document["method"] == "lexical" and document["records"][0]["name"] == "weekly-report"
     assert "lexical ranking instead" in result.stderr
+    # Said once on stderr, as the JSON lists it; the fast path says it the same way.
+    assert result.stderr.splitlines() == [f"warning: {w}" for w in document["warnings"]]
+    fake_openai.enqueue(status=500)
+    out, err = io.StringIO(), io.StringIO()
+    assert fastpath.run(["memory", "recall", "weekly report", "--json"], out, err) == 0
+    assert err.getvalue().splitlines() == [f"warning: {w}" for w in json.loads(out.getvalue())["warnings"]]
+
+
+def test_a_recalls_warnings_go_to_the_sink_and_into_its_result(
+    vault: Vault, stocked: MemoryService, fake_openai: FakeOpenAI, model_env: dict[str, str]
+) -> None:
+    session = Session(vault, "demo", environ=model_env)
+    fake_openai.enqueue(status=500)
+    result = session.memory.recall("weekly report format")
+    assert result.warnings and session.take_warnings() == result.warnings
+    fake_openai.reply_json({"selected": ["tea.md"]})
+    assert session.memory.recall("tea").warnings == [] and session.warnings == []

@@ -19,6 +19,7 @@ from fake_openai import FakeOpenAI
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.memory.records import MemoryRecord, parse_record, render_record
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -80,7 +81,7 @@ def stock_history(vault: Vault) -> None:
 
 
 def window(vault: Vault) -> list[tuple[str, str]]:
-    lines = MemoryService(Vault.open(vault.root), "demo", environ={}).manifest().lines
+    lines = Session(Vault.open(vault.root), "demo", environ={}).memory.manifest().lines
     return [(line.name, line.modified) for line in lines]
 
 
@@ -89,7 +90,7 @@ def test_the_recall_window_and_its_dates_are_the_same_after_a_git_clone(vault: V
     small_window(vault)
     stock_history(vault)
     # An old record recalled today: lastRecalledAt keeps it in the window, in every clone.
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     assert [r.name for r in memory.recall("delta").records] == ["delta"]
     recalled_on = parse_record("delta", record_path(vault, "delta").read_text()).last_recalled_at
     assert recalled_on is not None
@@ -118,7 +119,7 @@ def test_the_manifest_date_is_the_records_own_not_the_files(vault: Vault) -> Non
         name="tea", description="Drinks green tea", type="user", body="", created=stamp, updated=stamp
     )
     write(vault, "tea", render_record(record))  # mtime: now
-    lines = MemoryService(vault, "demo", environ={}).manifest().lines
+    lines = Session(vault, "demo", environ={}).memory.manifest().lines
     assert [(line.name, line.modified) for line in lines] == [("tea", "2021-06-30")]
     assert lines[0].render() == "[user] tea.md (2021-06-30) Drinks green tea"
 
@@ -183,7 +184,7 @@ def test_a_record_with_conflict_markers_is_an_unresolved_merge_conflict(cli, vau
     if ours is not None:
         assert (conflict["ours"]["text"], conflict["theirs"]["text"]) == (ours, theirs)
 
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     recalled = memory.recall("tea")
     assert recalled.records == [] and recalled.problems[0].message == message
     updated = cli("memory", "update", "tea", "--description", "Drinks tea")
@@ -193,7 +194,7 @@ def test_a_record_with_conflict_markers_is_an_unresolved_merge_conflict(cli, vau
 
 @needs_git
 def test_a_conflict_git_itself_left_is_recognised(vault: Vault, cli) -> None:
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     memory.save("tea", type="user", description="Drinks tea", body="Green.\n")
     root = vault.root
     for args in (
@@ -345,7 +346,7 @@ def test_record_names_with_control_characters_are_refused_and_shown_escaped(
 
 @pytest.fixture
 def modelled(vault: Vault, model_env: dict[str, str]) -> MemoryService:
-    return MemoryService(vault, "demo", environ=model_env)
+    return Session(vault, "demo", environ=model_env).memory
 
 
 def test_extraction_drops_a_candidate_with_control_characters(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import SAMPLE_VAULT
 
-from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.text import tokens
 from aibuddy_cli.vault import Vault
 
@@ -17,7 +17,7 @@ def test_sample_vault_is_well_formed_and_covers_every_type(tmp_path: Path) -> No
     shutil.copytree(SAMPLE_VAULT, copy, ignore=shutil.ignore_patterns(".aibuddy"))
     vault = Vault.open(copy)
     assert vault.config.default_user == "demo"
-    listed = MemoryService(vault, "demo", environ={}).list_records()
+    listed = Session(vault, "demo", environ={}).memory.list_records()
     assert listed.problems == []
     records = [item.record for item in listed.records]
     assert len(records) >= 10
@@ -28,11 +28,10 @@ def test_sample_vault_is_well_formed_and_covers_every_type(tmp_path: Path) -> No
 
 
 def test_sample_vault_knowledge_covers_the_review_states(tmp_path: Path) -> None:
-    from aibuddy_cli.knowledge.service import KnowledgeService
 
     copy = tmp_path / "vault"
     shutil.copytree(SAMPLE_VAULT, copy, ignore=shutil.ignore_patterns(".aibuddy"))
-    service = KnowledgeService(Vault.open(copy), "demo", environ={})
+    service = Session(Vault.open(copy), "demo", environ={}).knowledge
     docs = {d.ref.qualified: d for d in service.documents()}
     assert service.warnings == []  # every body matches its sidecar
     assert {d.ref.status for d in docs.values()} == {"pending", "ready"}

@@ -14,7 +14,6 @@ from conftest import child_env, ok, run_aibuddy
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
-from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.session import Session
@@ -55,7 +54,7 @@ def vault_text(vault: Vault) -> str:
 def test_extraction_stores_a_redacted_record_and_logs_the_kind_not_the_key(
     vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI
 ) -> None:
-    memory = MemoryService(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": SLOW})
+    memory = Session(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": SLOW}).memory
     fake_openai.reply_json(
         {
             "candidates": [
@@ -103,7 +102,7 @@ def test_extraction_stores_a_redacted_record_and_logs_the_kind_not_the_key(
 def test_extraction_of_the_same_secret_again_is_a_no_op(
     vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI
 ) -> None:
-    memory = MemoryService(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": SLOW})
+    memory = Session(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": SLOW}).memory
     candidate = {
         "type": "reference",
         "name": "staging-key",
@@ -247,13 +246,13 @@ def test_summaries_and_compaction_are_redacted(
     monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
     guide = tmp_path / "guide.md"
     guide.write_text(f"# Staging\n\nExport OPENAI_API_KEY={KEY} before deploying.\n")
-    KnowledgeService(vault, "demo", environ={}).import_paths([str(guide)], scope="system")
+    Session(vault, "demo", environ={}).knowledge.import_paths([str(guide)], scope="system")
     environ = {
         "AIBUDDY_MODEL_SUMMARY": "openai/s",
         "AIBUDDY_MODEL_COMPACT": "openai/c",
         "AIBUDDY_TIMEOUT": SLOW,
     }
-    service = KnowledgeService(vault, "demo", environ=environ)
+    service = Session(vault, "demo", environ=environ).knowledge
     fake_openai.enqueue(content=f"How to deploy staging with the key {KEY}.")
     (outcome,) = service.summarize(["system/guide"])
     assert outcome.summary == "How to deploy staging with the key [redacted: api key]."

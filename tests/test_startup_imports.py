@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 HEAVY = ("typer", "click", "rich", "pydantic", "litellm", "markdown_it", "watchdog", "frontmatter")
@@ -31,7 +31,7 @@ def heavy_after(code: str, env: dict[str, str], heavy: tuple[str, ...] = HEAVY) 
 
 
 def test_the_recall_fast_path_imports_no_heavy_module(vault: Vault, env: dict[str, str]) -> None:
-    MemoryService(vault, "demo", environ={}).save(
+    Session(vault, "demo", environ={}).memory.save(
         "tea", type="user", description="Drinks green tea", body="tea"
     )
     code = (

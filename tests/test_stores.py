@@ -11,8 +11,7 @@ import pytest
 from memory_store import MemoryStore
 
 from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound
-from aibuddy_cli.knowledge.service import KnowledgeService
-from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.storage import FileStore, Store
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
@@ -102,7 +101,7 @@ def test_a_held_lock_is_busy_for_others(store: Store) -> None:
 
 
 def test_memory_records_and_recall(store: Store, vault: Vault) -> None:
-    memory = MemoryService(vault, "demo", store=store, environ={})
+    memory = Session(vault, "demo", store=store, environ={}).memory
     memory.save("tea", type="user", description="Drinks green tea", body="No sugar.")
     memory.save("deploy", type="project", description="Deploys go through staging", body="Always.")
     memory.update("tea", body="One sugar.")
@@ -115,13 +114,13 @@ def test_memory_records_and_recall(store: Store, vault: Vault) -> None:
     memory.delete("deploy")
     with pytest.raises(NotFound):
         memory.show("deploy")
-    assert MemoryService(vault, "alice", store=store, environ={}).recall("green tea").records == []
+    assert Session(vault, "alice", store=store, environ={}).memory.recall("green tea").records == []
 
 
 def test_documents_tasks_and_messages(store: Store, vault: Vault, tmp_path: Path) -> None:
     source = tmp_path / "guide.md"
     source.write_text("# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback`.\n")
-    knowledge = KnowledgeService(vault, "demo", store=store, environ={})
+    knowledge = Session(vault, "demo", store=store, environ={}).knowledge
     (doc,) = [o.doc for o in knowledge.import_paths([str(source)], scope="system")]
     assert store.exists("knowledge/system/pending/guide.md")
     knowledge.publish(doc)
@@ -140,4 +139,4 @@ def test_documents_tasks_and_messages(store: Store, vault: Vault, tmp_path: Path
     # An edit behind the tool's back sends the document back to pending, on any store.
     key = "knowledge/system/ready/guide.md"
     store.write(key, store.read(key)[0] + b"\nMore.\n")
-    assert KnowledgeService(vault, "demo", store=store, environ={}).search("rollback", task=task.id) == []
+    assert Session(vault, "demo", store=store, environ={}).knowledge.search("rollback", task=task.id) == []

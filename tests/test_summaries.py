@@ -14,6 +14,7 @@ from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.knowledge.summaries import SummaryOutcome
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 GUIDE = "# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback`.\n"
@@ -23,6 +24,15 @@ def sidecar(vault: Vault, status: str, doc: str = "guide") -> dict:
     return json.loads((vault.root / f"knowledge/system/{status}/{doc}.meta.json").read_text())
 
 
+def starting_summaries(vault: Vault, environ: dict[str, str], started: list[list[str]]) -> KnowledgeService:
+    """A session's knowledge service, but summaries are started by appending to started."""
+    session = Session(vault, "demo", environ=environ)
+    return KnowledgeService(
+        vault, "demo", store=session.store, environ=environ, tasks=session.tasks,
+        warnings=session.warnings, start_summaries=started.append,
+    )
+
+
 def test_import_and_reingest_start_summaries_when_a_summary_model_is_configured(
     vault: Vault, tmp_path: Path
 ) -> None:
@@ -30,7 +40,7 @@ def test_import_and_reingest_start_summaries_when_a_summary_model_is_configured(
     source = tmp_path / "guide.md"
     source.write_text(GUIDE)
     environ = {"AIBUDDY_MODEL_SUMMARY": "openai/summary-test"}
-    service = KnowledgeService(vault, "demo", environ=environ, start_summaries=started.append)
+    service = starting_summaries(vault, environ, started)
     outcomes = service.import_paths([str(source), str(tmp_path / "missing.md")], scope="system")
     assert started == [["system/guide"]] and outcomes[0].status == "failed"
     assert service.import_paths([str(source)], scope="system")[0].status == "duplicate"
@@ -38,7 +48,7 @@ def test_import_and_reingest_start_summaries_when_a_summary_model_is_configured(
     source.write_text(GUIDE + "\n## Forward fix\n\nShip a patch.\n")
     service.reingest("guide")
     assert started == [["system/guide"], ["system/guide"]]
-    quiet = KnowledgeService(vault, "demo", environ={}, start_summaries=started.append)
+    quiet = starting_summaries(vault, {}, started)
     source.write_text(GUIDE + "\nv3\n")
     quiet.reingest("guide")
     assert len(started) == 2  # no summary model: no summary job
@@ -51,13 +61,13 @@ def test_a_pending_versions_summary_is_kept_beside_a_ready_version(
     monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
     source = tmp_path / "guide.md"
     source.write_text(GUIDE)
-    service = KnowledgeService(vault, "demo", environ={})
+    service = Session(vault, "demo", environ={}).knowledge
     service.publish(service.import_paths([str(source)], scope="system")[0].doc)
     # A new version proposed beside the published one (dropped into pending/).
     (vault.root / "knowledge/system/pending/guide.md").write_text(GUIDE + "\n## Forward fix\n\nPatch.\n")
     environ = {"AIBUDDY_MODEL_SUMMARY": "openai/summary-test", "AIBUDDY_TIMEOUT": "30"}
     fake_openai.enqueue(content="How to roll back and when to patch forward.")
-    results = KnowledgeService(vault, "demo", environ=environ).summarize(["system/guide"])
+    results = Session(vault, "demo", environ=environ).knowledge.summarize(["system/guide"])
     assert results == [
         SummaryOutcome("system/guide", True, summary="How to roll back and when to patch forward.")
     ]
@@ -72,9 +82,9 @@ def test_a_failed_or_stale_summary_leaves_the_document_as_it_was_and_says_why(
     monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
     source = tmp_path / "guide.md"
     source.write_text(GUIDE)
-    KnowledgeService(vault, "demo", environ={}).import_paths([str(source)], scope="system")
+    Session(vault, "demo", environ={}).knowledge.import_paths([str(source)], scope="system")
     environ = {"AIBUDDY_MODEL_SUMMARY": "openai/summary-test", "AIBUDDY_TIMEOUT": "30"}
-    service = KnowledgeService(vault, "demo", environ=environ)
+    service = Session(vault, "demo", environ=environ).knowledge
     fake_openai.enqueue(status=500)
     (failed,) = service.summarize(["system/guide"])
     assert failed.doc == "system/guide" and failed.summarized is False and failed.summary is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ok
@@ -119,6 +120,35 @@ def test_update_requires_ask_first_applies_and_journals_the_run(stocked: Vault) 
         and journal[-1]["run"] == run.run
         and journal[-1]["source"] == "update"
     )
+
+
+def test_a_run_works_on_a_state_of_its_own_and_leaves_the_services_as_it_was(stocked: Vault) -> None:
+    session = Session(Vault.open(stocked.root), "demo", environ=ENV)
+    service = session.tables
+    store, seen = service.state.store, []
+    model = ScriptedModel()
+    model.call(("ask", {"question": "Where is Globex?"}))
+    model.answer("Paris")
+    umbrella = {"name": "Umbrella", "city": "Rome", "rating": 3}
+    model.call(("add_rows", {"table": "vendors", "rows": [umbrella]}))
+    model.answer("Added Umbrella.")
+
+    def watching(messages: Any, tools: Any) -> Any:  # what the service holds while the run is going on
+        seen.append((service.state.run, service.state.source, service.state.store))
+        return model(messages, tools)
+
+    agent = TableAgent(service, session.environ, connect=lambda settings: watching)
+    run = agent.change("update", "Add Umbrella")
+    assert seen and all(held == (None, "cli", store) for held in seen)
+    assert (service.state.run, service.state.source, service.state.store) == (None, "cli", store)
+    journal = [json.loads(x) for x in (stocked.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()]
+    assert [(line["op"], line["run"], line["source"]) for line in journal[-2:]] == [
+        ("start_run", run.run, "update"),
+        ("add_rows", run.run, "update"),
+    ]
+    service.changes.add_rows("vendors", [{"name": "Hooli", "city": "Oslo", "rating": 1}])
+    last = json.loads((stocked.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()[-1])
+    assert (last["op"], last["run"], last["source"]) == ("add_rows", None, "cli")
 
 
 def test_a_dry_run_shows_the_operations_and_applies_none(stocked: Vault) -> None:

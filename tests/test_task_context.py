@@ -8,8 +8,6 @@ import pytest
 from conftest import BODY, STRINGS, ok
 from fake_openai import FakeOpenAI
 
-from aibuddy_cli.knowledge.service import KnowledgeService
-from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
@@ -17,9 +15,9 @@ from aibuddy_cli.vault import Vault
 
 @pytest.fixture
 def stocked(vault: Vault) -> Vault:
-    knowledge = KnowledgeService(vault, "demo", environ={})
+    knowledge = Session(vault, "demo", environ={}).knowledge
     knowledge.publish(*[o.doc for o in knowledge.import_paths([str(BODY), str(STRINGS)], scope="system")])
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     memory.save(
         "report-style",
         type="feedback",

@@ -14,7 +14,6 @@ from conftest import ok, run_aibuddy
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
-from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.context import pointers
@@ -28,7 +27,7 @@ HIRING = "# Hiring guide\n\n## Interviews\n\nEvery candidate meets two engineers
 @pytest.fixture
 def docs(vault: Vault, tmp_path: Path) -> list[str]:
     """Two published system documents: system/deploy and system/hiring."""
-    knowledge = KnowledgeService(vault, "demo", environ={})
+    knowledge = Session(vault, "demo", environ={}).knowledge
     paths = []
     for name, text in (("deploy", DEPLOY), ("hiring", HIRING)):
         path = tmp_path / f"{name}.md"
@@ -36,7 +35,7 @@ def docs(vault: Vault, tmp_path: Path) -> list[str]:
         paths.append(str(path))
     refs = [o.doc for o in knowledge.import_paths(paths, scope="system")]
     knowledge.publish(*refs)
-    MemoryService(vault, "demo", environ={}).save(
+    Session(vault, "demo", environ={}).memory.save(
         "deploy-habit",
         type="feedback",
         description="Always roll back before debugging",
@@ -167,7 +166,7 @@ def test_task_end_closes_at_once_and_extracts_in_the_background(
     assert _wait_for(lambda: log.exists() and "task t1" in log.read_text())
     entry = json.loads(log.read_text().splitlines()[-1])
     assert entry["source"] == "task t1" and entry["written"] == ["tea"]
-    record = MemoryService(Vault.open(vault.root), "demo", environ={}).show("tea")
+    record = Session(Vault.open(vault.root), "demo", environ={}).memory.show("tea")
     assert record.body.strip() == "Green tea, no sugar."
     # What `task end` starts is only for a closed task.
     tasks.new("Another")
@@ -282,7 +281,7 @@ def test_kb_ask_uses_the_documents_of_the_latest_message(vault: Vault, docs: lis
     tasks.set_attached("t1", {deploy: True})
     tasks.add_message("t1", "user", "How do I roll back?")
     tasks.set_attached("t1", {hiring: True, deploy: False})
-    agent = KnowledgeAgent(KnowledgeService(vault, "demo", environ={}), "t1", environ={})
+    agent = KnowledgeAgent(Session(vault, "demo", environ={}).knowledge, "t1", environ={})
     answer = agent.ask("How do I roll back?")
     assert [c.doc for c in answer.citations] == [deploy]
 

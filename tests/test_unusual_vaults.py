@@ -26,9 +26,8 @@ from typer.testing import CliRunner
 from aibuddy_cli import errors
 from aibuddy_cli.cache_db import CacheDB
 from aibuddy_cli.cli.app import app
-from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.index import MemoryIndex
-from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.storage import TEMP_PREFIX, FileStore
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import CACHE_DIR, Vault
@@ -115,11 +114,11 @@ def fill(folder: Path) -> None:
 
 def stock(vault: Vault) -> Vault:
     """Three records about the weekly report, a published document, a task using it."""
-    memory = MemoryService(vault, "demo", environ={})
+    memory = Session(vault, "demo", environ={}).memory
     memory.save("report-style", type="feedback", description="Weekly report has three sections", body="Done.")
     memory.save("report-day", type="project", description="The weekly report is due on Friday", body="Fri")
     memory.save("report-tone", type="feedback", description="Keep the weekly report short", body="Brief.")
-    knowledge = KnowledgeService(vault, "demo", environ={})
+    knowledge = Session(vault, "demo", environ={}).knowledge
     knowledge.publish(*[o.doc for o in knowledge.import_paths([str(BODY)], scope="system")])
     tasks = TaskService(vault, "demo")
     task = tasks.new("Write the weekly report").id
@@ -152,7 +151,7 @@ def read_only_vault(request: pytest.FixtureRequest, stocked: Vault, tmp_path: Pa
     if request.param == "checkout":
         shutil.rmtree(stocked.root / CACHE_DIR)
     else:
-        MemoryService(stocked, "demo", environ={}).list_records()  # an index exists in the snapshot
+        Session(stocked, "demo", environ={}).memory.list_records()  # an index exists in the snapshot
         gc.collect()
     with read_only_view(stocked.root, tmp_path / "ro") as view:
         yield view
@@ -406,7 +405,7 @@ def test_a_write_that_fails_at_fsync_names_the_record(
 def test_recall_skips_telemetry_with_one_warning_when_writes_are_refused(
     stocked: Vault, monkeypatch: pytest.MonkeyPatch, code: int
 ) -> None:
-    memory = MemoryService(stocked, "demo", environ={})
+    memory = Session(stocked, "demo", environ={}).memory
     memory.list_records()  # the index is current: only the telemetry writes remain
     before = files_of(stocked.root / "memory")
     refuse_temp_files(monkeypatch, code)
@@ -482,7 +481,7 @@ def test_an_sqlite_error_that_is_not_contention_or_damage_is_not_busy(
 
 def test_an_index_another_process_holds_is_busy(cli, stocked: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     """Genuine contention stays "busy, try again" (exit 4)."""
-    MemoryService(stocked, "demo", environ={}).list_records()
+    Session(stocked, "demo", environ={}).memory.list_records()
     (stocked.root / "memory" / "demo" / "report-day.md").touch()  # the next read must update the index
     monkeypatch.setattr(MemoryIndex, "busy_timeout", 0.05)
     holder = sqlite3.connect(stocked.memory_index_path("demo"), isolation_level=None)
@@ -532,7 +531,7 @@ def test_a_lock_file_that_cannot_be_made_lets_reads_go_on_and_refuses_writes(
 
 
 def test_recall_answers_when_its_lock_cannot_be_made(stocked: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
-    memory = MemoryService(stocked, "demo", environ={})
+    memory = Session(stocked, "demo", environ={}).memory
     memory.list_records()
     before = files_of(stocked.root / "memory")
     refuse_lock_files(monkeypatch)

@@ -15,6 +15,7 @@ from aibuddy_cli.vault import (
     init_vault,
     locate_vault,
     resolve_user,
+    user_cache_dir,
     validate_record_name,
     validate_user_name,
 )
@@ -46,6 +47,17 @@ def test_vault_is_found_by_walking_up_and_overridden_by_env(tmp_path: Path) -> N
     assert locate_vault(str(vault.root), {"AIBUDDY_VAULT": str(other.root)}, deep).root == vault.root
     with pytest.raises(NotFound):
         locate_vault(None, {}, tmp_path)
+
+
+def test_the_per_user_cache_folder_comes_from_the_environment_given(tmp_path: Path) -> None:
+    vault = init_vault(tmp_path / "v", "alice")
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path / "home")}
+    located = locate_vault(str(vault.root), environ, tmp_path)
+    assert located.environ is environ and "XDG_CACHE_HOME" not in repr(located)
+    folder = user_cache_dir(vault.root, environ)
+    assert folder is not None and folder.parent == tmp_path / "cache" / "aibuddy"
+    home = user_cache_dir(vault.root, {"HOME": str(tmp_path / "home")})
+    assert home is not None and home.parent == tmp_path / "home" / ".cache" / "aibuddy"
 
 
 def test_user_comes_from_option_then_env_then_config(tmp_path: Path) -> None:

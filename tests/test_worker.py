@@ -22,7 +22,7 @@ from fake_openai import FakeOpenAI
 
 from aibuddy_cli import models, worker, worker_client
 from aibuddy_cli.errors import NotAllowed
-from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
@@ -41,7 +41,7 @@ def runtime_dir() -> Iterator[Path]:
 def worker_env(
     env: dict[str, str], fake_openai: FakeOpenAI, runtime_dir: Path, vault: Vault
 ) -> Iterator[dict[str, str]]:
-    MemoryService(vault, "demo", environ={}).save(
+    Session(vault, "demo", environ={}).memory.save(
         "tea", type="user", description="Drinks green tea", body="tea"
     )
     settings = {
@@ -152,7 +152,7 @@ def test_a_stale_socket_never_fails_or_hangs_a_command(
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(str(path))
     dead.close()  # bound, never listening: connections are refused
-    memory = MemoryService(Vault.open(vault.root), "demo")
+    memory = Session(Vault.open(vault.root), "demo").memory
     models.import_litellm(600)  # litellm's import (seconds, more on a busy machine) is not the point
     started = time.monotonic()
     assert memory.recall("tea").method == "model"
@@ -286,7 +286,7 @@ def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
         worker_client.socket_path(dict(os.environ))
     with pytest.raises(NotAllowed, match="symbolic link"):  # `aibuddy worker status`: exit 5
         worker.status(dict(os.environ))
-    memory = MemoryService(Vault.open(vault.root), "demo")
+    memory = Session(Vault.open(vault.root), "demo").memory
     assert memory.recall("tea").method == "model"  # in-process, and no worker started there
     assert list(elsewhere.iterdir()) == []
     (runtime / "aibuddy").unlink()

@@ -199,7 +199,7 @@ def recall(
     memory = state.session().memory
     result = memory.recall(query, limit)
     memory_output.report_problems(result.problems, memory.prefix)
-    output.report_warnings(result.warnings)
+    state.report_warnings()
 
     def rich() -> None:
         from . import rich_output

@@ -12,11 +12,11 @@ best sections' relevant passages, labelled as excerpts.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..agent import Tool, agent_loop, litellm_complete
+from ..agent import Complete, Tool, agent_loop, litellm_complete
 from ..errors import AibuddyError, InvalidInput, ModelError
 from ..text import shorten
 from .outline import split_lines
@@ -142,11 +142,19 @@ TOOLS: tuple[Tool[Reading], ...] = (
 
 class KnowledgeAgent:
     def __init__(
-        self, knowledge: KnowledgeService, task: str, *, environ: Mapping[str, str] | None = None
+        self,
+        knowledge: KnowledgeService,
+        task: str,
+        *,
+        environ: Mapping[str, str] | None = None,
+        connect: Callable[[ModelSettings], Complete] = litellm_complete,
     ) -> None:
+        """environ: the model settings' (default: the knowledge service's). connect: the model for
+        the `knowledge` role's settings (litellm; a scripted one in tests), as for TableAgent."""
         self.knowledge = knowledge
         self.task = task
         self.environ = knowledge.environ if environ is None else environ
+        self.connect = connect
         self.warnings = knowledge.warnings  # the knowledge service's sink (a session's)
         self.reading = Reading(knowledge, task)
 
@@ -192,7 +200,7 @@ class KnowledgeAgent:
         ]
         settings = self.knowledge.vault.config.knowledge
         reply = agent_loop(
-            litellm_complete(role),
+            self.connect(role),
             TOOLS,
             messages,
             context=self.reading,

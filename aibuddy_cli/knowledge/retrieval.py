@@ -8,7 +8,6 @@ from typing import Any, NamedTuple, Protocol
 
 from ..cache_db import rebuild_if_corrupt
 from ..errors import Conflict, InvalidInput, NotAllowed, NotFound, Option
-from ..tasks.service import Task
 from .access import Access
 from .documents import DocRef, Meta, sha256
 from .index import Hit, IndexedDoc, KnowledgeIndex
@@ -22,11 +21,19 @@ from .usable import Usable
 MAX_HITS = 1000
 
 
-class TaskDocuments(Protocol):
-    """What retrieval needs of the tasks: a task, and the documents it works with now (and the
-    message that fixed them). `TaskService` is one."""
+class AttachedDocuments(Protocol):
+    """A task as retrieval sees it: the documents attached to it."""
 
-    def get(self, task_id: str) -> Task: ...
+    @property
+    def attached(self) -> list[str]: ...
+
+
+class TaskDocuments(Protocol):
+    """What retrieval needs of the tasks: a task's attached documents, and those it works with now
+    (and the message that fixed them); NotFound for no such task. `TaskService` is one, passed
+    in by the session: the knowledge package does not import the tasks package."""
+
+    def get(self, task_id: str) -> AttachedDocuments: ...
 
     def attached_in_use(self, task_id: str) -> tuple[list[str], int | None]: ...
 

@@ -14,11 +14,9 @@ subagent use it); it composes parts that each own one family of operations and s
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 
-from ..storage import FileStore, Store
-from ..tasks.service import TaskService
+from ..storage import Store
 from ..vault import Vault, validate_user_name
 from .access import Access
 from .documents import DocRef, Meta
@@ -39,26 +37,20 @@ class KnowledgeService:
         vault: Vault,
         user: str,
         *,
-        store: Store | None = None,
-        environ: Mapping[str, str] | None = None,
+        store: Store,
+        environ: Mapping[str, str],
+        tasks: TaskDocuments,
+        warnings: list[str],
         start_summaries: Callable[[list[str]], None] | None = None,
-        tasks: TaskDocuments | None = None,
-        warnings: list[str] | None = None,
     ) -> None:
-        """start_summaries: how summaries of new bodies start without the import waiting for the
-        model (default: a background `aibuddy kb summarize`). tasks: where the tasks' attached
-        documents come from (default: a TaskService on the same store). warnings: the sink for
-        what the operations find on the way (default: a list of the service's own)."""
-        user = validate_user_name(user)
-        store = store or FileStore(vault.root, vault.locks_dir())
-        self.state = KnowledgeState(vault, user, store, os.environ if environ is None else environ)
-        if warnings is not None:
-            self.state.warnings = warnings
+        """tasks: where the tasks' attached documents come from (the session's TaskService).
+        warnings: the sink (a session's) for what the operations find on the way.
+        start_summaries: how summaries of new bodies start without the import waiting for the
+        model (default: a background `aibuddy kb summarize`)."""
+        self.state = KnowledgeState(vault, validate_user_name(user), store, environ, warnings)
         self.access = Access(self.state)
         self.sync = Sync(self.state, self.access)
-        self.retrieval = Retrieval(
-            self.state, self.access, self.sync, tasks or TaskService(vault, user, store=store)
-        )
+        self.retrieval = Retrieval(self.state, self.access, self.sync, tasks)
         self.summaries = Summaries(self.state, self.retrieval, start_summaries)
         self.imports = Imports(self.state, self.access, self.sync, self.summaries)
         self.review = Review(self.state, self.access, self.sync)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
 from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, Operation, Option, UsageError
-from ..storage import Entry, FileStore, Store
+from ..storage import Entry, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .header_edit import mark_recalled_text, updated_text
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem
@@ -81,7 +80,7 @@ class RecallResult(NamedTuple):
     method: str  # "model" or "lexical"
     records: list[MemoryRecord]
     problems: list[Problem]
-    warnings: list[str]
+    warnings: list[str]  # this recall's, for its JSON; the service's sink has them too
     dropped: list[str]  # model-named files not in the manifest
 
     def to_json(self) -> dict[str, Any]:
@@ -138,17 +137,18 @@ class MemoryService:
         vault: Vault,
         user: str,
         *,
-        store: Store | None = None,
-        environ: Mapping[str, str] | None = None,
-        warnings: list[str] | None = None,
+        store: Store,
+        environ: Mapping[str, str],
+        warnings: list[str],
     ) -> None:
-        """warnings: where an explicit write holding a credential-shaped value is reported."""
+        """warnings: the sink (a session's) for what the operations notice on the way: a model
+        that failed, a record a recall skipped, an explicit write holding a credential-shaped value."""
         self.vault = vault
-        self.warnings: list[str] = [] if warnings is None else warnings
+        self.warnings = warnings
         self.user = user
         self.prefix = memory_prefix(user)  # validates the user name
-        self.store: Store = store or FileStore(vault.root, vault.locks_dir())
-        self.environ = os.environ if environ is None else environ
+        self.store = store
+        self.environ = environ
         self._index: MemoryIndex | None = None
 
     # --- helpers ----------------------------------------------------------------------
@@ -470,7 +470,9 @@ class MemoryService:
     def recall(self, query: str, limit: int | None = None) -> RecallResult:
         """Manifest → selection (model, else lexical) → at most max_bodies bodies, telemetry updated.
 
-        A model failure of any kind falls back to lexical ranking with a warning.
+        A model failure of any kind falls back to lexical ranking with a warning. The warnings go
+        to the sink once the recall has answered (a run again on a rebuilt index does not repeat
+        them), and into the result, whose JSON lists them.
         """
         if not query.strip():
             raise InvalidInput("the recall query is empty")
@@ -505,12 +507,14 @@ class MemoryService:
             if selection.dropped_count:
                 warnings.append(f"dropped {selection.dropped_count} name(s) the recall model invented")
         records = self._mark_recalled(names, warnings)
+        problems = index.problems()
+        self.warnings.extend(warnings)
         return RecallResult(
             user=self.user,
             query=query,
             method=method,
             records=records,
-            problems=index.problems(),
+            problems=problems,
             warnings=warnings,
             dropped=dropped,
         )

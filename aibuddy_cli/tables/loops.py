@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..agent import Complete, agent_loop, litellm_complete
 from ..clock import utc_now
 from ..errors import InvalidInput, ModelUnavailable
-from .queries import SearchHit
+from .changes import TableChanges
+from .queries import SearchHit, TableQueries
 from .service import TableService
 from .tools import ASK_TOOL, READ_TOOLS, WRITE_TOOLS, TableWork
 from .undo import SnapshotStore
@@ -155,7 +156,17 @@ class TableAgent:
             f"\n\nThe user's instructions for this call: {instructions}" if instructions else ""
         )
         messages = [{"role": "system", "content": system}, {"role": "user", "content": request}]
-        work = TableWork(self.service.queries, self.service.changes, dry_run=dry_run)
+
+        def started() -> None:  # journaled before the run's first change: undo finds the run by it
+            from ..redaction import redact  # before the cut, which could hide a key's shape
+
+            state.journal("start_run", "", {"request": redact(request)[0][:200]}, {"undo": snapshots.key})
+
+        # The run's own state, derived (the service's is never changed): its writes go through the
+        # snapshots undo restores from, and its journal lines name the run.
+        snapshots = SnapshotStore(self.service.state.store, run, started)
+        state = self.service.state.derive(snapshots, run=run, source=kind)
+        work = TableWork(TableQueries(state), TableChanges(state), dry_run=dry_run)
 
         def loop(settings: ModelSettings) -> str:
             complete = self.connect(settings)
@@ -170,19 +181,9 @@ class TableAgent:
                 agent="tables",
             )
 
-        state = self.service.state
-
-        def started() -> None:  # journaled before the run's first change: undo finds the run by it
-            from ..redaction import redact  # before the cut, which could hide a key's shape
-
-            state.journal("start_run", "", {"request": redact(request)[0][:200]}, {"undo": snapshots.key})
-
-        original, snapshots = state.store, SnapshotStore(state.store, run, started)
-        state.run, state.source, state.store = run, kind, snapshots
         try:
             summary = call(loop, warnings=None)
         finally:
-            state.run, state.source, state.store = None, "cli", original
             snapshots.finish()
         if summary is None:
             applied = sum(1 for op in work.operations if op["applied"])

@@ -8,12 +8,11 @@ that refuses every write, for the `table ask` loop.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..storage import FileStore, ReadOnlyStore, Store
+from ..storage import ReadOnlyStore, Store
 from ..vault import Vault, validate_user_name
 from .queries import TableQueries
 from .state import TablesState
@@ -28,14 +27,11 @@ class TableService:
         vault: Vault,
         user: str,
         *,
-        store: Store | None = None,
-        warnings: list[str] | None = None,
-        environ: Mapping[str, str] | None = None,
+        store: Store,
+        environ: Mapping[str, str],
+        warnings: list[str],
     ) -> None:
-        store = store or FileStore(vault.root, vault.locks_dir())
-        sink = [] if warnings is None else warnings
-        environ = os.environ if environ is None else environ
-        self.state = TablesState(vault, validate_user_name(user), store, sink, environ)
+        self.state = TablesState(vault, validate_user_name(user), store, warnings, environ)
         self.queries = TableQueries(self.state)
 
     @cached_property

@@ -45,17 +45,36 @@ class TableInfo(NamedTuple):
 
 class TablesState:
     def __init__(
-        self, vault: Vault, user: str, store: Store, warnings: list[str], environ: Mapping[str, str]
+        self,
+        vault: Vault,
+        user: str,
+        store: Store,
+        warnings: list[str],
+        environ: Mapping[str, str],
+        *,
+        index: TableIndex | None = None,
+        run: str | None = None,
+        source: str = "cli",
     ) -> None:
+        """index: a handle to share (default: one of its own). run, source: what the journal lines
+        name: the natural-language run they belong to, and "cli" or that run's kind."""
         self.vault = vault
         self.user = user
         self.store = store
         self.warnings = warnings
         self.environ = environ  # for the embedding role
         self.access = TableAccess(user, vault.config.teams)
-        self.index = TableIndex(vault.tables_index_path())
-        self.run: str | None = None  # the natural-language run the journal lines belong to
-        self.source = "cli"
+        self.index = TableIndex(vault.tables_index_path()) if index is None else index
+        self.run = run
+        self.source = source
+
+    def derive(self, store: Store, *, run: str, source: str) -> TablesState:
+        """This state for one natural-language run: over store, its journal lines naming the run,
+        with the same sink, environment and index handle (closed with this state, not that one)."""
+        return TablesState(
+            self.vault, self.user, store, self.warnings, self.environ,
+            index=self.index, run=run, source=source,
+        )
 
     def close(self) -> None:
         self.index.close()

@@ -325,7 +325,6 @@ class ContextAssembler:
         except Exception as exc:  # noqa: BLE001 - recall is a side path: never a failed context
             self.warnings.append(f"memories left out: recall failed ({describe_failure(exc)})")
             return ContextMemories("none", [], {})
-        self.warnings += result.warnings
         fresh = [r for r in result.records if r.name not in recalled]
         seen = [r for r in result.records if r.name in recalled]
         if fresh:
