@@ -325,15 +325,15 @@ class TaskService:
     def _holder_key(self, task_id: str, work: str) -> str:
         return f".aibuddy/run/{self._run_name(task_id, work)}.pid"
 
-    def record_worker(self, task_id: str, work: str, identity: Mapping[str, Any]) -> None:
+    def record_lock_holder(self, task_id: str, work: str, identity: Mapping[str, Any]) -> None:
         """Record which process does the work now (a pid file under .aibuddy/run/)."""
         self.store.write(self._holder_key(task_id, work), json.dumps(identity).encode())
 
-    def recorded_worker(self, task_id: str, work: str) -> Any:
+    def lock_holder(self, task_id: str, work: str) -> Any:
         """What the pid file holds, as JSON; NotFound without one, ValueError when it is not JSON."""
         return json.loads(self.store.read(self._holder_key(task_id, work))[0])
 
-    def forget_worker(self, task_id: str, work: str) -> None:
+    def forget_lock_holder(self, task_id: str, work: str) -> None:
         self.store.delete(self._holder_key(task_id, work))
 
     def append_log(self, name: str, line: str) -> None:

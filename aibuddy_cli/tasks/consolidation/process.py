@@ -40,7 +40,7 @@ class PassControl:
         from ...background import identity
 
         try:
-            self.tasks.record_worker(task_id, WORK, identity())
+            self.tasks.record_lock_holder(task_id, WORK, identity())
         except (AibuddyError, OSError):
             pass
         try:
@@ -50,7 +50,7 @@ class PassControl:
 
     def _forget(self, task_id: str) -> None:
         try:
-            self.tasks.forget_worker(task_id, WORK)
+            self.tasks.forget_lock_holder(task_id, WORK)
         except (AibuddyError, OSError):
             pass
 
@@ -70,7 +70,7 @@ class PassControl:
                 pass  # a pass has just begun (it writes its own), or no lock can be made here
             return Cancelled(task_id, False, "no pass of this task is running")
         try:
-            recorded = self.tasks.recorded_worker(task_id, WORK)
+            recorded = self.tasks.lock_holder(task_id, WORK)
         except (NotFound, ValueError, AibuddyError, OSError):
             return Cancelled(task_id, False, "the running pass left no usable pid file")
         why = signal_process(recorded, signal.SIGTERM, lock_file=self.tasks.work_lock_file(task_id, WORK))
