@@ -1,21 +1,44 @@
-"""Consolidation: a pass over each chunk of a task's messages, through the real litellm client and
-the local fake server. Evidence checks, the shield, category flags, dry runs, the watermark across
-failures and a killed pass, and the background trigger that add-message never waits for."""
+"""Consolidation: a pass over each chunk of a task's messages. Evidence checks, the shield,
+category flags, dry runs, the watermark across failures, a chunk that arrives while a pass runs:
+in process, the model scripted through the Consolidator's `complete` seam. The background start
+that add-message never waits for, a killed pass and cancel: in real processes, through one model
+worker and one fake OpenAI server for the module (litellm is imported once, in the worker)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import ok, run_aibuddy
+from conftest import CODE, ok, run_aibuddy
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli import worker
+from aibuddy_cli.errors import ModelError
+from aibuddy_cli.session import Session
+from aibuddy_cli.tasks.consolidation import Consolidator
+from aibuddy_cli.tasks.consolidation.evidence import stated_part
+from aibuddy_cli.tasks.consolidation.process import PassControl
+from aibuddy_cli.tasks.consolidation.reply import (
+    Cited,
+    ContactItem,
+    KnowledgeItem,
+    Rejected,
+    Reply,
+    SummaryItem,
+    TaskItem,
+)
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
@@ -24,7 +47,7 @@ MODEL = {"AIBUDDY_MODEL_CONSOLIDATE": "openai/consolidate-test", "AIBUDDY_TIMEOU
 
 def every(vault: Vault, n: int) -> None:
     config = vault.root / "aibuddy.toml"
-    config.write_text(config.read_text().replace("every = 50", f"every = {n}"))
+    config.write_text(re.sub(r"(?m)^every = \d+$", f"every = {n}", config.read_text()))
 
 
 def watermark(vault: Vault, task: str = "t1") -> dict | None:
@@ -35,6 +58,70 @@ def watermark(vault: Vault, task: str = "t1") -> dict | None:
 def log(vault: Vault) -> list[dict]:
     path = vault.root / ".aibuddy/logs/consolidation.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def running(vault: Vault, task: str = "t1") -> bool:
+    """Whether a pass of the task holds its lock now (asked from here, not by a process)."""
+    return PassControl(TaskService(vault, "demo")).running(task)
+
+
+def wait_for(check: Callable[[], Any], seconds: float = 120.0) -> bool:
+    """Whether check() came true within seconds: a generous bound for an event, never a timing."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --- in process: the model through the seam ------------------------------------------------------
+
+
+class ScriptedModel:
+    """The consolidate model in process: the replies a test queues (text, a ModelError, or a
+    function giving the text), and the requests it was sent."""
+
+    def __init__(self) -> None:
+        self.replies: list[str | ModelError | Callable[[], str]] = []
+        self.requests: list[list[dict[str, str]]] = []
+
+    def reply_json(self, data: Any) -> None:
+        self.replies.append(json.dumps(data))
+
+    def __call__(self, settings: Any, messages: list[dict[str, str]]) -> str:
+        assert settings.role == "consolidate" and settings.model == MODEL["AIBUDDY_MODEL_CONSOLIDATE"]
+        self.requests.append(messages)
+        if not self.replies:
+            raise ModelError("the scripted model has no reply left")
+        reply = self.replies.pop(0)
+        if isinstance(reply, ModelError):
+            raise reply
+        return reply if isinstance(reply, str) else reply()
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+def consolidator(session: Session, model: ScriptedModel, **options: Any) -> Consolidator:
+    return Consolidator(
+        session.tasks, session.memory, lambda: session.tables, session.environ, complete=model, **options
+    )
+
+
+@pytest.fixture
+def consolidate(vault: Vault, model: ScriptedModel) -> Callable[..., dict]:
+    """`task consolidate t1 --json` in process, with the scripted model: the same document.
+    environ: more variables (AIBUDDY_CONSOLIDATE_<CATEGORY>) beside the consolidate model."""
+
+    def run(*, environ: dict[str, str] | None = None, **options: Any) -> dict:
+        with Session.locate(str(vault.root), "demo", environ={**MODEL, **(environ or {})}) as session:
+            result = consolidator(session, model).run("t1", **options)
+        return json.loads(json.dumps(result.to_json()))
+
+    return run
 
 
 @pytest.fixture
@@ -54,15 +141,6 @@ def chat(cli, vault: Vault) -> str:
     ):
         ok(cli("task", "add-message", "t1", text, "--role", role, *extra, "--json"))
     return "t1"
-
-
-@pytest.fixture
-def model(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
-    for name, value in MODEL.items():
-        monkeypatch.setenv(name, value)
-    return fake_openai
 
 
 REPLY = {
@@ -96,9 +174,11 @@ def test_without_a_model_nothing_is_consolidated_and_it_says_why(cli, vault: Vau
     assert watermark(vault) is None and result["status"]["pending"] == 4
 
 
-def test_a_pass_checks_evidence_shields_and_keeps_its_watermark(cli, vault: Vault, chat: str, model) -> None:
+def test_a_pass_checks_evidence_shields_and_keeps_its_watermark(
+    cli, vault: Vault, chat: str, model: ScriptedModel, consolidate
+) -> None:
     model.reply_json(REPLY)
-    result = ok(cli("task", "consolidate", "t1", "--json"))
+    result = consolidate()
     (done,) = result["passes"]
     assert done["chunk"] == [1, 4] and done["applied"] is True
     outcomes = {(d["step"], d.get("name"), d["outcome"]) for d in done["decisions"]}
@@ -120,13 +200,19 @@ def test_a_pass_checks_evidence_shields_and_keeps_its_watermark(cli, vault: Vaul
     shown = ok(cli("task", "show", "t1", "--json"))["consolidation"]
     assert shown == {"through": 4, "pending": 0, "running": False, "summary": mark["summary"]}
     assert log(vault)[-1]["applied"] is True
+    # The request: the chunk with its numbers and tool calls, asking for the enabled categories only.
+    system, user = (message["content"] for message in model.requests[0])
+    assert '"memory": [' in system and '"summary": {' in system and '"contacts"' not in system
+    assert user.splitlines()[1] == "#2 assistant: Noted. [tool calls: memory_save, memory_delete]"
     # Nothing pending: a second run makes no request.
     before = len(model.requests)
-    assert ok(cli("task", "consolidate", "t1", "--json"))["passes"] == []
+    assert consolidate()["passes"] == []
     assert len(model.requests) == before
 
 
-def test_an_item_its_cited_messages_do_not_state_is_dropped(cli, vault: Vault, chat: str, model) -> None:
+def test_an_item_its_cited_messages_do_not_state_is_dropped(
+    vault: Vault, chat: str, model: ScriptedModel, consolidate
+) -> None:
     """The issue's example: a password "citing" message 1, which says nothing of a password."""
     model.reply_json(
         {
@@ -155,7 +241,7 @@ def test_an_item_its_cited_messages_do_not_state_is_dropped(cli, vault: Vault, c
             ]
         }
     )
-    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    decisions = consolidate()["passes"][0]["decisions"]
     outcomes = {(d["step"], d.get("name"), d["outcome"]) for d in decisions}
     assert {("memory", "password", "dropped"), ("memory", "diet", "created")} <= outcomes
     assert ("memory", "venue-budget", "dropped") in outcomes
@@ -166,7 +252,7 @@ def test_an_item_its_cited_messages_do_not_state_is_dropped(cli, vault: Vault, c
     assert "hunter2" not in (vault.root / ".aibuddy/logs/consolidation.jsonl").read_text()
 
 
-def test_two_values_in_one_pass_are_two_records(cli, vault: Vault, model) -> None:
+def test_two_values_in_one_pass_are_two_records(cli, vault: Vault, model: ScriptedModel, consolidate) -> None:
     every(vault, 2)
     ok(cli("task", "new", "Reports", "--json"))
     for text in ("Team A's weekly report is due on Friday.", "Team B's weekly report is now due on Monday."):
@@ -176,7 +262,7 @@ def test_two_values_in_one_pass_are_two_records(cli, vault: Vault, model) -> Non
         for n, description in ((1, "Weekly report due on Friday"), (2, "Weekly report is now due on Monday"))
     ]
     model.reply_json({"memory": items})
-    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    decisions = consolidate()["passes"][0]["decisions"]
     assert [(d["outcome"], d.get("name")) for d in decisions if d["step"] == "memory"] == [
         ("created", "due"),
         ("created", "due-2"),
@@ -184,9 +270,8 @@ def test_two_values_in_one_pass_are_two_records(cli, vault: Vault, model) -> Non
 
 
 def test_a_contact_must_be_named_by_its_messages_and_its_bio_stated(
-    cli, vault: Vault, chat: str, model, monkeypatch
+    cli, vault: Vault, chat: str, model: ScriptedModel, consolidate
 ) -> None:
-    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_CONTACTS", "1")
     model.reply_json(
         {
             "contacts": [
@@ -195,7 +280,7 @@ def test_a_contact_must_be_named_by_its_messages_and_its_bio_stated(
             ]
         }
     )
-    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    decisions = consolidate(environ={"AIBUDDY_CONSOLIDATE_CONTACTS": "1"})["passes"][0]["decisions"]
     outcomes = [(d.get("name"), d["outcome"], d["detail"]) for d in decisions if d["step"] == "contacts"]
     assert outcomes == [
         ("John Smith", "dropped", "the cited message(s) 3 do not state it: the name is not in them"),
@@ -207,44 +292,80 @@ def test_a_contact_must_be_named_by_its_messages_and_its_bio_stated(
 
 
 def test_knowledge_rows_are_kept_as_far_as_their_messages_state_them() -> None:
-    from aibuddy_cli.tasks.consolidation import _stated_part
-
     texts = {1: "Hall A and Villa B in Lisbon are options.", 2: "Noted."}
     rows = [{"name": "Villa B", "city": "Lisbon"}, {"name": "Castle C", "city": "Porto"}]
-    item, problem, notes = _stated_part(
-        "knowledge", {"table": "venues", "rows": rows, "evidence": [1]}, texts
-    )
-    assert problem is None and item["rows"] == rows[:1]
+
+    def cited(n: int) -> Cited:
+        return Cited.from_reply({"table": "venues", "rows": rows, "evidence": [n]}, set(texts))
+
+    fields, notes = stated_part("knowledge", cited(1), texts)
+    assert fields["rows"] == rows[:1]
     assert [(n.outcome, n.detail) for n in notes] == [
         ("dropped", "1 row(s): the cited message(s) 1 do not state it")
     ]
-    _, problem, _ = _stated_part("knowledge", {"table": "venues", "rows": rows, "evidence": [2]}, texts)
-    assert problem == "the cited message(s) 2 do not state it: none of its 2 row(s)"
+    with pytest.raises(Rejected) as rejected:
+        stated_part("knowledge", cited(2), texts)
+    assert rejected.value.detail == "the cited message(s) 2 do not state it: none of its 2 row(s)"
+    assert rejected.value.name == "venues"
 
 
-def test_a_dry_run_writes_nothing(cli, vault: Vault, chat: str, model) -> None:
+def test_a_reply_is_read_into_typed_items_and_a_bad_one_is_refused_with_one_reason() -> None:
+    reply = Reply.from_reply('Here it is:\n```json\n{"memory": [1, {"name": "a"}], "tasks": [], "x": 1}\n```')
+    assert reply.answered == "memory, tasks, x" and reply.items("memory") == [{"name": "a"}]
+    assert reply.items("tasks") == [] and not reply.gave("summaries") and reply.summary is None
+    with pytest.raises(ModelError, match="holds no JSON object"):
+        Reply.from_reply("no JSON here")
+    refused = {
+        "not an object": lambda: Cited.from_reply("a summary", {1}),
+        "no evidence: an item must name the messages it rests on": lambda: Cited.from_reply({}, {1}),
+        "evidence must be message numbers": lambda: Cited.from_reply({"evidence": [True]}, {1}),
+        "evidence outside the chunk: message(s) 2, 3": lambda: Cited.from_reply({"evidence": [3, 1, 2]}, {1}),
+        "not valid text: a lone surrogate in a string": lambda: Cited.from_reply({"a": ["\ud800"]}, {1}),
+        "a contact needs a name": lambda: ContactItem.from_reply({"name": "x" * 201}),
+        "the name looks like a credential": lambda: ContactItem.from_reply({"name": "sk-" + "a1" * 20}),
+        "a knowledge item needs a table and rows": lambda: KnowledgeItem.from_reply({"rows": [{}]}),
+        "neither a plan nor a status": lambda: TaskItem.from_reply({"plan": " ", "status": "done"}),
+    }
+    for reason, read in refused.items():
+        with pytest.raises(Rejected) as rejected:
+            read()
+        assert rejected.value.detail == reason
+    contact = {"name": " Maria\n Lopez ", "bio": "  ", "response_policy": " Email  only"}
+    assert ContactItem.from_reply(contact) == ("Maria Lopez", None, "Email only")
+    assert TaskItem.from_reply({"plan": " Compare ", "status": "closed"}) == ("Compare", "closed")
+    assert SummaryItem.from_reply({"text": " "}).text is None
+
+
+def test_a_dry_run_writes_nothing(vault: Vault, chat: str, model: ScriptedModel, consolidate) -> None:
     model.reply_json(REPLY)
-    result = ok(cli("task", "consolidate", "t1", "--dry-run", "--json"))
+    result = consolidate(dry_run=True)
     outcomes = {(d["step"], d.get("name"), d["outcome"]) for d in result["passes"][0]["decisions"]}
     assert ("memory", "diet", "would-create") in outcomes
     assert watermark(vault) is None and not (vault.root / "memory/demo/diet.md").exists() and log(vault) == []
 
 
-def test_a_failed_pass_leaves_the_watermark_and_is_retried(cli, vault: Vault, chat: str, model) -> None:
-    model.enqueue(status=500)
-    failed = ok(cli("task", "consolidate", "t1", "--json"))
-    assert failed["passes"][0]["applied"] is False and watermark(vault) is None
-    assert log(vault)[-1]["applied"] is False
+def test_a_failed_pass_leaves_the_watermark_and_is_retried(
+    vault: Vault, chat: str, model: ScriptedModel, consolidate
+) -> None:
+    model.replies.append(ModelError("consolidate model failed (InternalServerError): scripted failure"))
+    model.replies.append("I could not find anything to consolidate.")  # a reply that is not JSON
+    for detail in ("consolidate model failed (InternalServerError): scripted failure",
+                   "the model reply holds no JSON object"):  # fmt: skip
+        failed = consolidate()
+        assert failed["passes"][0]["applied"] is False and watermark(vault) is None
+        assert failed["passes"][0]["decisions"] == [{"step": "model", "outcome": "failed", "detail": detail}]
+        assert log(vault)[-1]["applied"] is False
     model.reply_json({"summary": {"text": "Offsite planning.", "evidence": [4]}})
-    assert ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["applied"] is True
+    assert consolidate()["passes"][0]["applied"] is True
     assert watermark(vault)["last"] == 4
 
 
-def test_contacts_are_a_table_merged_by_name(cli, vault: Vault, chat: str, model, monkeypatch) -> None:
-    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_CONTACTS", "1")
-    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_MEMORY", "0")
+def test_contacts_are_a_table_merged_by_name(
+    cli, vault: Vault, chat: str, model: ScriptedModel, consolidate
+) -> None:
+    flags = {"AIBUDDY_CONSOLIDATE_CONTACTS": "1", "AIBUDDY_CONSOLIDATE_MEMORY": "0"}
     model.reply_json(REPLY)
-    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    decisions = consolidate(environ=flags)["passes"][0]["decisions"]
     assert {"step": "memory", "outcome": "ignored", "detail": "category switched off"} in decisions
     rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
     assert rows == [{"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": None}]
@@ -255,17 +376,30 @@ def test_contacts_are_a_table_merged_by_name(cli, vault: Vault, chat: str, model
     model.reply_json(
         {"contacts": [{"name": "Maria Lopez", "response_policy": "Email only", "evidence": [6]}]}
     )
-    ok(cli("task", "consolidate", "t1", "--json"))
+    consolidate(environ=flags)
     rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
     assert rows == [
         {"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": "Email only"}
     ]
 
 
-def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model, monkeypatch) -> None:
+def test_a_pass_journals_its_changes_without_changing_the_table_services_state(
+    vault: Vault, chat: str, model: ScriptedModel
+) -> None:
+    """The pass's tables are derived from the service's: a change through the service itself,
+    during or after the pass, is journaled as the service's own (source "cli")."""
+    model.reply_json(REPLY)
+    environ = {**MODEL, "AIBUDDY_CONSOLIDATE_CONTACTS": "1"}
+    with Session.locate(str(vault.root), "demo", environ=environ) as session:
+        consolidator(session, model).run("t1")
+        assert session.tables.state.source == "cli" and session.tables.state.run is None
+        session.tables.changes.add_rows("contacts", [{"name": "Ana"}])
+    journal = (vault.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()
+    assert [json.loads(line)["source"] for line in journal] == ["consolidation", "consolidation", "cli"]
+
+
+def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model: ScriptedModel, consolidate) -> None:
     every(vault, 2)
-    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_KNOWLEDGE", "1")
-    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_TASKS", "1")
     ok(cli("table", "create", "venues", "-c", "name:str", "-c", "city:str", "--json"))
     ok(cli("task", "new", "Offsite", "--json"))
     done = [
@@ -273,19 +407,8 @@ def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model, monkeypatch)
     ]
     options = "Hall A and Villa B in Lisbon are options."
     ok(cli("task", "add-message", "t1", options, "--role", "user", "--json"))
-    ok(
-        cli(
-            "task",
-            "add-message",
-            "t1",
-            "Added Hall A.",
-            "--role",
-            "assistant",
-            "--tool-calls",
-            json.dumps(done),
-            "--json",
-        )
-    )
+    added = ["task", "add-message", "t1", "Added Hall A.", "--role", "assistant"]
+    ok(cli(*added, "--tool-calls", json.dumps(done), "--json"))
     model.reply_json(
         {
             "knowledge": [
@@ -295,125 +418,121 @@ def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model, monkeypatch)
             "tasks": {"plan": "Compare Hall A and Villa B", "evidence": [1]},
         }
     )
-    decisions = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["decisions"]
+    flags = {"AIBUDDY_CONSOLIDATE_KNOWLEDGE": "1", "AIBUDDY_CONSOLIDATE_TASKS": "1"}
+    decisions = consolidate(environ=flags)["passes"][0]["decisions"]
     assert [d["outcome"] for d in decisions if d["step"] == "knowledge"] == ["handled", "added"]
+    assert "(facts for these tables: venues)" in model.requests[0][0]["content"]
     names = [r["name"] for r in ok(cli("table", "filter", "venues", "--json"))["tables"][0]["rows"]]
     assert names == ["Villa B"]  # Hall A was the chunk's own add_rows, which this test never ran
     assert ok(cli("task", "show", "t1", "--json"))["plan"] == "Compare Hall A and Villa B"
 
 
-# --- in the background, in real processes -------------------------------------------------------
-
-
-def wait_for(check, seconds: float = 120.0) -> bool:
-    """Whether check() came true within seconds: a generous bound, for a cold litellm import on a
-    busy machine (tens of seconds), never a timing."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
-
-
-@pytest.fixture
-def process_env(env: dict[str, str], fake_openai: FakeOpenAI) -> dict[str, str]:
-    return {**env, **MODEL, "OPENAI_API_KEY": "sk-test", "OPENAI_API_BASE": fake_openai.url}
-
-
-def add(aibuddy_exe: list[str], env: dict[str, str], text: str) -> subprocess.CompletedProcess[bytes]:
-    return run_aibuddy(aibuddy_exe, "task", "add-message", "t1", text, "--role", "user", "--json", env=env)
-
-
-def test_add_message_starts_a_background_pass_at_the_end_of_a_chunk(
-    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
+def test_each_chunk_of_one_run_rolls_the_summary_the_chunk_before_wrote(
+    vault: Vault, chat: str, model: ScriptedModel, consolidate
 ) -> None:
     every(vault, 2)
-    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
-    fake_openai.reply_json({"summary": {"text": "Two messages so far.", "evidence": [1, 2]}})
-    assert add(aibuddy_exe, process_env, "first").returncode == 0
-    assert not wait_for(lambda: fake_openai.requests, 0.5)  # one message: no chunk yet
-    assert add(aibuddy_exe, process_env, "second").returncode == 0
-    assert wait_for(lambda: (watermark(vault) or {}).get("last") == 2)
-    assert watermark(vault)["summary"] == "Two messages so far."
-
-
-def test_a_failing_background_pass_never_reaches_add_message(
-    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
-) -> None:
-    every(vault, 1)
-    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
-    fake_openai.enqueue(status=500)
-    added = add(aibuddy_exe, process_env, "hello")
-    assert added.returncode == 0 and added.stderr == b""
-    assert wait_for(lambda: log(vault))
-    assert log(vault)[-1]["applied"] is False and watermark(vault) is None
-
-
-def test_a_killed_pass_leaves_the_watermark_and_no_lock(
-    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
-) -> None:
-    every(vault, 50)
-    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
-    assert add(aibuddy_exe, process_env, "hello").returncode == 0
-    hold = threading.Event()
-    fake_openai.enqueue(content='{"summary": {"text": "late", "evidence": [1]}}', hold=hold)
-    command = [*aibuddy_exe, "task", "consolidate", "t1"]  # on demand: the pending message is a chunk
-    child = subprocess.Popen(command, env=process_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        assert wait_for(lambda: fake_openai.requests)  # the pass is waiting for the model
-        shown = json.loads(run_aibuddy(aibuddy_exe, "task", "show", "t1", "--json", env=process_env).stdout)
-        assert shown["consolidation"]["running"] is True
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    finally:
-        hold.set()
-    assert watermark(vault) is None
-    shown = json.loads(run_aibuddy(aibuddy_exe, "task", "show", "t1", "--json", env=process_env).stdout)
-    assert shown["consolidation"] == {"through": 0, "pending": 1, "running": False, "summary": None}
-    fake_openai.reply_json({"summary": {"text": "Said hello.", "evidence": [1]}})
-    again = run_aibuddy(aibuddy_exe, "task", "consolidate", "t1", "--json", env=process_env)
-    assert json.loads(again.stdout)["passes"][0]["applied"] is True and watermark(vault)["last"] == 1
-
-
-def test_a_running_pass_can_be_cancelled(
-    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
-) -> None:
-    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
-    assert add(aibuddy_exe, process_env, "hello").returncode == 0
-    every(vault, 1)  # now, not before the message: this test starts the pass itself
-    hold = threading.Event()
-    fake_openai.enqueue(content="{}", hold=hold)
-    child = subprocess.Popen(
-        [*aibuddy_exe, "task", "consolidate", "t1", "--background"],
-        env=process_env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert wait_for(lambda: fake_openai.requests)
-        cancelled = run_aibuddy(
-            aibuddy_exe, "task", "consolidate", "t1", "--cancel", "--json", env=process_env
-        )
-        assert json.loads(cancelled.stdout) == {"task": "t1", "cancelled": True, "reason": None}
-        assert child.wait(timeout=120) != 0
-    finally:
-        hold.set()
-    assert watermark(vault) is None
-
-
-def test_each_chunk_of_one_run_rolls_the_summary_the_chunk_before_wrote(
-    cli, vault: Vault, chat: str, model
-) -> None:
-    config = vault.root / "aibuddy.toml"
-    config.write_text(config.read_text().replace("every = 4", "every = 2"))
     model.reply_json({"summary": {"text": "First half.", "evidence": [1]}})
     model.reply_json({"summary": {"text": "Both halves.", "evidence": [3]}})
-    passes = ok(cli("task", "consolidate", "t1", "--json"))["passes"]
+    passes = consolidate()["passes"]
     assert [p["chunk"] for p in passes] == [[1, 2], [3, 4]]
-    second = model.requests[-1]["body"]["messages"][1]["content"]
+    second = model.requests[-1][1]["content"]
     assert second.startswith("Previous summary: First half.")
     assert watermark(vault)["summary"] == "Both halves."
+
+
+def test_an_item_that_cannot_be_written_is_dropped_and_logged_and_the_rest_applied(
+    vault: Vault, chat: str, model: ScriptedModel, consolidate
+) -> None:
+    """A contact named by a lone surrogate cannot be stored: that item is dropped and logged;
+    the chunk's other items and its watermark are written, so the chunk is not retried forever."""
+    reply = json.loads(json.dumps(REPLY))
+    reply["contacts"].insert(0, {"name": "Maria \ud800 Lopez", "bio": "Handles the venue", "evidence": [3]})
+    reply["memory"].append(
+        {"type": "user", "name": "diet-\ud800", "description": "Veg \ud800", "body": "x", "evidence": [1]}
+    )
+    model.reply_json(reply)  # JSON escapes the surrogates, as a server's reply would
+    done = consolidate(environ={"AIBUDDY_CONSOLIDATE_CONTACTS": "1"})["passes"][0]
+    assert done["applied"] is True
+    outcomes = [(d["step"], d.get("name"), d["outcome"]) for d in done["decisions"]]
+    assert ("memory", "diet", "created") in outcomes and ("contacts", "Maria Lopez", "created") in outcomes
+    dropped = [d for d in done["decisions"] if d["outcome"] == "dropped" and "not valid text" in d["detail"]]
+    assert [d["step"] for d in dropped] == ["memory", "contacts"]
+    assert watermark(vault)["last"] == 4
+    entry = log(vault)[-1]
+    assert entry["applied"] is True and sum("not valid text" in d["detail"] for d in entry["decisions"]) == 2
+    assert consolidate(environ={"AIBUDDY_CONSOLIDATE_CONTACTS": "1"})["passes"] == []  # nothing left to retry
+
+
+def test_a_lower_every_after_a_pass_redoes_nothing(
+    vault: Vault, chat: str, model: ScriptedModel, consolidate
+) -> None:
+    """The watermark keeps its chunk's first message: its check of the log does not depend on
+    `every`, so changing it never sends the whole task to the model again."""
+    model.reply_json({"summary": {"text": "Offsite planning.", "evidence": [4]}})
+    assert consolidate()["passes"][0]["chunk"] == [1, 4]
+    every(vault, 2)
+    before = len(model.requests)
+    again = consolidate()
+    assert again["passes"] == [] and again["status"]["pending"] == 0
+    assert len(model.requests) == before and watermark(vault)["last"] == 4
+
+
+def test_add_message_starts_a_pass_only_when_a_chunk_is_complete_and_never_fails_for_it(
+    cli, vault: Vault, model: ScriptedModel
+) -> None:
+    every(vault, 2)
+    ok(cli("task", "new", "Chat", "--json"))
+    started: list[str] = []
+
+    def broken(task_id: str) -> None:
+        raise OSError("no process can be started")
+
+    with Session.locate(str(vault.root), "demo", environ=MODEL) as session:
+        trigger = consolidator(session, model, start=started.append)
+        first = session.tasks.add_message("t1", "user", "first")
+        assert trigger.after_message("t1", first) is False and started == []  # one message: no chunk yet
+        second = session.tasks.add_message("t1", "user", "second")
+        assert trigger.after_message("t1", second) is True and started == ["t1"]
+        assert consolidator(session, model, start=broken).after_message("t1", second) is False
+    with Session.locate(str(vault.root), "demo", environ={}) as session:  # no consolidate model
+        assert consolidator(session, model, start=started.append).after_message("t1", second) is False
+    assert started == ["t1"] and model.requests == []
+
+
+def test_a_chunk_completed_while_a_pass_runs_is_taken_when_it_ends(
+    cli, vault: Vault, model: ScriptedModel, consolidate
+) -> None:
+    """The issue's case (every = 2): messages 3-4 arrive while the pass over 1-2 waits for the
+    model; the trigger they make finds the pass busy. The pass, ending, takes 3-4 itself."""
+    every(vault, 2)
+    ok(cli("task", "new", "Chat", "--json"))
+    for text in ("one", "two"):
+        ok(cli("task", "add-message", "t1", text, "--role", "user", "--json"))
+    asked, release = threading.Event(), threading.Event()
+
+    def held() -> str:
+        asked.set()
+        assert release.wait(120)
+        return json.dumps({"summary": {"text": "One and two.", "evidence": [1]}})
+
+    model.replies.append(held)
+    model.reply_json({"summary": {"text": "Three and four.", "evidence": [3]}})
+    ended: list[dict] = []
+    background = threading.Thread(target=lambda: ended.append(consolidate(background=True)))
+    background.start()  # the pass over 1-2, which waits for the model
+    try:
+        assert asked.wait(120)
+        for text in ("three", "four"):
+            ok(cli("task", "add-message", "t1", text, "--role", "user", "--json"))
+        assert ok(cli("task", "show", "t1", "--json"))["consolidation"]["running"] is True
+        busy = consolidate(background=True)  # what the trigger of message 4 runs
+        assert busy["reason"] == "a consolidation pass of this task is running" and busy["passes"] == []
+    finally:
+        release.set()
+        background.join(120)
+    assert [p["chunk"] for p in ended[0]["passes"]] == [[1, 2], [3, 4]]
+    assert watermark(vault)["last"] == 4 and watermark(vault)["summary"] == "Three and four."
+    assert [entry["chunk"] for entry in log(vault)] == [[1, 2], [3, 4]]
 
 
 # --- --cancel signals the pass and nothing else --------------------------------------------------
@@ -447,7 +566,7 @@ def test_cancel_never_signals_a_process_a_leftover_pid_file_names(
     assert bystander.poll() is None and not pid_file(vault).exists()
     # A pass runs (this process holds its lock) but the pid file names another process, with its
     # true start time, or in the old plain form: the one named holds no lock, so it is left alone.
-    with TaskService(vault, "demo").store.lock("consolidate-demo-t1", timeout=0):
+    with PassControl(TaskService(vault, "demo")).lock("t1"):
         for recorded, why in (
             (json.dumps(identity(bystander.pid)), f"process {bystander.pid} does not hold the pass's lock"),
             (str(bystander.pid), "the pid file names no process"),  # a pid file of an older version
@@ -456,6 +575,10 @@ def test_cancel_never_signals_a_process_a_leftover_pid_file_names(
             answer = ok(cli("task", "consolidate", "t1", "--cancel", "--json"))
             assert answer == {"task": "t1", "cancelled": False, "reason": f"not signalled: {why}"}
             assert bystander.poll() is None
+        pid_file(vault).unlink()
+        answer = ok(cli("task", "consolidate", "t1", "--cancel", "--json"))
+        why = "the running pass left no usable pid file"
+        assert answer == {"task": "t1", "cancelled": False, "reason": why}
 
 
 def test_a_pid_names_a_process_only_with_its_start_time(bystander: subprocess.Popen[bytes]) -> None:
@@ -472,96 +595,153 @@ def test_a_pid_names_a_process_only_with_its_start_time(bystander: subprocess.Po
     assert "gone" in (signal_process(recorded, signal.SIGTERM) or "")
 
 
-def test_a_foreground_pass_can_be_cancelled_and_a_finished_one_leaves_no_pid_file(
-    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
-) -> None:
-    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
-    assert add(aibuddy_exe, process_env, "hello").returncode == 0
-    hold = threading.Event()
-    fake_openai.enqueue(content="{}", hold=hold)
-    child = subprocess.Popen(
-        [*aibuddy_exe, "task", "consolidate", "t1"],  # on demand, in the foreground
-        env=process_env,
+# --- in real processes, through one worker and one server ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAI]:
+    started = FakeOpenAI().start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def worker_env(server: FakeOpenAI) -> Iterator[dict[str, str]]:
+    """The environment of this module's `aibuddy` processes (but the vault and the user), and
+    the model worker that serves them all: litellm is imported once, by the worker, and never by
+    a pass. Its own home and its own short socket folder (a socket path has at most 108 bytes)."""
+    top = Path(tempfile.mkdtemp(prefix="ab-"))
+    (top / "run").mkdir(mode=0o700)
+    (top / "home").mkdir()
+    # Only what a process needs: every variable is part of the worker's key (worker.fingerprint).
+    inherited = {name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "TMPDIR") if os.getenv(name)}
+    environ = {
+        **inherited,
+        **MODEL,
+        "HOME": str(top / "home"),
+        "XDG_RUNTIME_DIR": str(top / "run"),
+        "PYTHONPATH": str(CODE),
+        "AIBUDDY_WORKER": "1",
+        "AIBUDDY_WORKER_IDLE": "600",  # it is stopped below
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_API_BASE": server.url,
+    }
+    serving = subprocess.Popen(  # waited for below: its CPU time counts with the tests'
+        [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
+        env=environ,
+        cwd=top,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        assert wait_for(lambda: fake_openai.requests)
-        cancel = ["task", "consolidate", "t1", "--cancel", "--json"]
-        cancelled = run_aibuddy(aibuddy_exe, *cancel, env=process_env)
-        assert json.loads(cancelled.stdout) == {"task": "t1", "cancelled": True, "reason": None}
-        assert child.wait(timeout=120) == -signal.SIGTERM
+        assert wait_for(lambda: worker.status(environ).running), "the model worker never answered"
+        yield environ
+    finally:
+        worker.stop(environ)
+        serving.terminate()
+        serving.wait(timeout=60)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture
+def process_env(worker_env: dict[str, str], vault: Vault) -> dict[str, str]:
+    return {**worker_env, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo"}
+
+
+def cwd(env: dict[str, str]) -> Path:
+    """Where the module's processes run, the worker's folder (the working directory can be part
+    of the worker's key)."""
+    return Path(env["HOME"]).parent
+
+
+def aibuddy(aibuddy_exe: list[str], env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
+    return run_aibuddy(aibuddy_exe, *args, env=env, cwd=cwd(env))
+
+
+def start_pass(aibuddy_exe: list[str], env: dict[str, str], *options: str) -> subprocess.Popen[bytes]:
+    command = [*aibuddy_exe, "task", "consolidate", "t1", *options]
+    quiet = subprocess.DEVNULL
+    return subprocess.Popen(command, env=env, cwd=cwd(env), stdout=quiet, stderr=quiet)
+
+
+def test_add_message_starts_a_background_pass_that_never_reaches_it(
+    cli, aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], server: FakeOpenAI
+) -> None:
+    """At the end of a chunk add-message starts a detached pass and answers; a pass that fails
+    says nothing to it, and its chunk is taken again by the next trigger. Every model call goes
+    through the worker. (When a message completes no chunk, no pass starts: in process, above.)"""
+    every(vault, 1)
+    ok(cli("task", "new", "Chat", "--json"))
+    calls = worker.status(process_env).calls or 0
+    server.enqueue(status=500)
+    added = aibuddy(aibuddy_exe, process_env, "task", "add-message", "t1", "one", "--role", "user", "--json")
+    assert added.returncode == 0 and added.stderr == b""
+    assert wait_for(lambda: log(vault) and not running(vault))
+    assert log(vault)[-1]["applied"] is False and watermark(vault) is None
+    server.reply_json({"summary": {"text": "One message so far.", "evidence": [1]}})
+    server.reply_json({"summary": {"text": "Two messages so far.", "evidence": [2]}})
+    added = aibuddy(aibuddy_exe, process_env, "task", "add-message", "t1", "two", "--role", "user", "--json")
+    assert added.returncode == 0 and added.stderr == b""
+    assert wait_for(lambda: (watermark(vault) or {}).get("last") == 2 and not running(vault))
+    assert watermark(vault)["summary"] == "Two messages so far."
+    assert [(entry["chunk"], entry["applied"]) for entry in log(vault)] == [
+        ([1, 1], False),
+        ([1, 1], True),
+        ([2, 2], True),
+    ]
+    assert worker.status(process_env).calls == calls + 3
+
+
+def test_a_killed_pass_leaves_the_watermark_and_no_lock(
+    cli, aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], server: FakeOpenAI
+) -> None:
+    ok(cli("task", "new", "Chat", "--json"))
+    ok(cli("task", "add-message", "t1", "hello", "--role", "user", "--json"))
+    hold = threading.Event()
+    server.enqueue(content='{"summary": {"text": "late", "evidence": [1]}}', hold=hold)
+    asked = len(server.requests)
+    child = start_pass(aibuddy_exe, process_env)  # on demand: the pending message is a chunk
+    try:
+        assert wait_for(lambda: len(server.requests) > asked)  # the pass is waiting for the model
+        assert ok(cli("task", "show", "t1", "--json"))["consolidation"]["running"] is True
+        child.send_signal(signal.SIGKILL)
+        child.wait()
     finally:
         hold.set()
     assert watermark(vault) is None
-    fake_openai.reply_json({"summary": {"text": "Said hello.", "evidence": [1]}})
-    again = run_aibuddy(aibuddy_exe, "task", "consolidate", "t1", "--json", env=process_env)
-    assert json.loads(again.stdout)["passes"][0]["applied"] is True
-    assert not pid_file(vault).exists()  # removed by the pass that ended (and the killed one's overwritten)
+    shown = ok(cli("task", "show", "t1", "--json"))
+    assert shown["consolidation"] == {"through": 0, "pending": 1, "running": False, "summary": None}
+    server.reply_json({"summary": {"text": "Said hello.", "evidence": [1]}})
+    again = aibuddy(aibuddy_exe, process_env, "task", "consolidate", "t1", "--json")
+    assert json.loads(again.stdout)["passes"][0]["applied"] is True and watermark(vault)["last"] == 1
 
 
-# --- a pass takes what arrived while it ran; one bad item costs only itself ---------------------
-
-
-def test_a_chunk_completed_while_a_pass_runs_is_taken_when_it_ends(
-    aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], fake_openai: FakeOpenAI
+def test_a_running_pass_in_the_background_or_the_foreground_can_be_cancelled(
+    cli,
+    aibuddy_exe: list[str],
+    vault: Vault,
+    process_env: dict[str, str],
+    server: FakeOpenAI,
+    model: ScriptedModel,
+    consolidate,
 ) -> None:
-    """The issue's case (every = 2): messages 3-4 arrive while the pass over 1-2 waits for the
-    model; the trigger they make finds the pass busy. The pass, ending, takes 3-4 itself."""
-    every(vault, 2)
-    assert run_aibuddy(aibuddy_exe, "task", "new", "Chat", env=process_env).returncode == 0
-    hold = threading.Event()
-    fake_openai.enqueue(content=json.dumps({"summary": {"text": "One and two.", "evidence": [1]}}), hold=hold)
-    fake_openai.reply_json({"summary": {"text": "Three and four.", "evidence": [3]}})
-    try:
-        assert add(aibuddy_exe, process_env, "one").returncode == 0
-        assert add(aibuddy_exe, process_env, "two").returncode == 0  # starts the pass over 1-2
-        assert wait_for(lambda: fake_openai.requests)  # which waits for the model now
-        assert add(aibuddy_exe, process_env, "three").returncode == 0
-        assert add(aibuddy_exe, process_env, "four").returncode == 0
-        # What the trigger of message 4 runs, run here to know it has given up before the release.
-        trigger = ["task", "consolidate", "t1", "--background", "--json"]
-        busy = run_aibuddy(aibuddy_exe, *trigger, env=process_env)
-        assert json.loads(busy.stdout)["reason"] == "a consolidation pass of this task is running"
-    finally:
-        hold.set()
-    assert wait_for(lambda: (watermark(vault) or {}).get("last") == 4)
-    assert watermark(vault)["summary"] == "Three and four."
-    assert [entry["chunk"] for entry in log(vault)] == [[1, 2], [3, 4]]
-
-
-def test_an_item_that_cannot_be_written_is_dropped_and_logged_and_the_rest_applied(
-    cli, vault: Vault, chat: str, model, monkeypatch
-) -> None:
-    """A contact named by a lone surrogate cannot be stored: that item is dropped and logged;
-    the chunk's other items and its watermark are written, so the chunk is not retried forever."""
-    monkeypatch.setenv("AIBUDDY_CONSOLIDATE_CONTACTS", "1")
-    reply = json.loads(json.dumps(REPLY))
-    reply["contacts"].insert(0, {"name": "Maria \ud800 Lopez", "bio": "Handles the venue", "evidence": [3]})
-    reply["memory"].append(
-        {"type": "user", "name": "diet-\ud800", "description": "Veg \ud800", "body": "x", "evidence": [1]}
-    )
-    model.reply_json(reply)
-    done = ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]
-    assert done["applied"] is True
-    outcomes = [(d["step"], d.get("name"), d["outcome"]) for d in done["decisions"]]
-    assert ("memory", "diet", "created") in outcomes and ("contacts", "Maria Lopez", "created") in outcomes
-    dropped = [d for d in done["decisions"] if d["outcome"] == "dropped" and "not valid text" in d["detail"]]
-    assert [d["step"] for d in dropped] == ["memory", "contacts"]
-    assert watermark(vault)["last"] == 4
-    entry = log(vault)[-1]
-    assert entry["applied"] is True and sum("not valid text" in d["detail"] for d in entry["decisions"]) == 2
-    assert ok(cli("task", "consolidate", "t1", "--json"))["passes"] == []  # nothing left to retry
-
-
-def test_a_lower_every_after_a_pass_redoes_nothing(cli, vault: Vault, chat: str, model) -> None:
-    """The watermark keeps its chunk's first message: its check of the log does not depend on
-    `every`, so changing it never sends the whole task to the model again."""
-    model.reply_json({"summary": {"text": "Offsite planning.", "evidence": [4]}})
-    assert ok(cli("task", "consolidate", "t1", "--json"))["passes"][0]["chunk"] == [1, 4]
-    config = vault.root / "aibuddy.toml"
-    config.write_text(config.read_text().replace("every = 4", "every = 2"))
-    before = len(model.requests)
-    again = ok(cli("task", "consolidate", "t1", "--json"))
-    assert again["passes"] == [] and again["status"]["pending"] == 0
-    assert len(model.requests) == before and watermark(vault)["last"] == 4
+    ok(cli("task", "new", "Chat", "--json"))
+    ok(cli("task", "add-message", "t1", "hello", "--role", "user", "--json"))
+    every(vault, 1)  # a background pass takes whole chunks only
+    for options in (["--background"], []):
+        hold = threading.Event()
+        server.enqueue(content="{}", hold=hold)
+        asked = len(server.requests)
+        child = start_pass(aibuddy_exe, process_env, *options)
+        try:
+            assert wait_for(lambda: len(server.requests) > asked)  # noqa: B023 - waited for here
+            cancelled = ok(cli("task", "consolidate", "t1", "--cancel", "--json"))
+            assert cancelled == {"task": "t1", "cancelled": True, "reason": None}
+            assert child.wait(timeout=120) == -signal.SIGTERM
+        finally:
+            hold.set()
+        assert watermark(vault) is None
+    model.reply_json({"summary": {"text": "Said hello.", "evidence": [1]}})
+    assert consolidate()["passes"][0]["applied"] is True  # the chunk is tried again
+    assert not pid_file(vault).exists()  # removed by the pass that ended (the cancelled one's overwritten)

@@ -8,7 +8,9 @@ compaction only changes what the assembled context shows).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..clock import utc_now
@@ -267,6 +269,21 @@ class TaskService:
             self.store.append(key, line.encode("utf-8"))
         return message
 
+    def messages_from_end(self, task_id: str) -> Iterator[TaskMessage]:
+        """The log's readable messages, the last first; damaged lines are skipped without a
+        warning (messages() reports them). Nothing when there is no log."""
+        try:
+            data, _ = self.store.read(self.log_key(task_id))
+        except NotFound:
+            return
+        for line in reversed(data.split(b"\n")):
+            try:
+                message = parse_message(line) if line.strip() else None
+            except (ValueError, TypeError):
+                message = None
+            if message is not None:
+                yield message
+
     def _count_lines(self, key: str) -> int:
         """Messages in a log from before tasks counted them (read once, then counted)."""
         try:
@@ -290,6 +307,38 @@ class TaskService:
         data = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
         with self.lock():
             self.store.write(self._key(task_id, name), data.encode("utf-8"))
+
+    # --- work on a task that runs in one process at a time (consolidation) ----------------------
+
+    def _run_name(self, task_id: str, work: str) -> str:
+        return f"{work}-{self.user}-{validate_task_id(task_id)}"
+
+    def work_lock(self, task_id: str, work: str, *, timeout: float) -> AbstractContextManager[None]:
+        """The lock that lets one process at a time do `work` on the task (Busy after timeout)."""
+        return self.store.lock(self._run_name(task_id, work), timeout=timeout)
+
+    def work_lock_file(self, task_id: str, work: str) -> Path | None:
+        """That lock's file, where the store keeps its locks in files (to ask who holds it)."""
+        locks = getattr(self.store, "locks_dir", None)
+        return Path(locks) / f"{self._run_name(task_id, work)}.lock" if isinstance(locks, Path) else None
+
+    def _holder_key(self, task_id: str, work: str) -> str:
+        return f".aibuddy/run/{self._run_name(task_id, work)}.pid"
+
+    def record_lock_holder(self, task_id: str, work: str, identity: Mapping[str, Any]) -> None:
+        """Record which process does the work now (a pid file under .aibuddy/run/)."""
+        self.store.write(self._holder_key(task_id, work), json.dumps(identity).encode())
+
+    def lock_holder(self, task_id: str, work: str) -> Any:
+        """What the pid file holds, as JSON; NotFound without one, ValueError when it is not JSON."""
+        return json.loads(self.store.read(self._holder_key(task_id, work))[0])
+
+    def forget_lock_holder(self, task_id: str, work: str) -> None:
+        self.store.delete(self._holder_key(task_id, work))
+
+    def append_log(self, name: str, line: str) -> None:
+        """One line appended to .aibuddy/logs/<name>.jsonl (ValueError: text that cannot be encoded)."""
+        self.store.append(f".aibuddy/logs/{name}.jsonl", line.encode("utf-8"))
 
     def set_plan(self, task_id: str, plan: str | None = None, status: str | None = None) -> Task:
         with self.lock():
