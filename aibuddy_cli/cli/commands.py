@@ -121,9 +121,11 @@ def show(state: context.AppState, render: Render, result: Any, service: Any) -> 
 
 
 def run(
-    ctx: typer.Context, op: Operation, render: Render, values: dict[str, Any], json: bool, yes: bool
+    ctx: typer.Context, op: Operation, render: Render, given: dict[str, Any], json: bool, yes: bool
 ) -> None:
+    """Run op with the command line's values: from here on an error is a JSON document with --json."""
     state = state_of(ctx, json)
+    values = _values(op, given)
     service = op.service(state.session())
     confirm_first(op, service, values, yes)
     try:
@@ -162,7 +164,7 @@ def command(op: Operation, render: Render) -> Callable[..., None]:
 
     def invoke(ctx: typer.Context, **given: Any) -> None:
         json, yes = given.pop("json"), given.pop("yes", False)
-        run(ctx, op, render, _values(op, given), json, yes)
+        run(ctx, op, render, given, json, yes)
 
     invoke.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     invoke.__annotations__ = {p.name: p.annotation for p in parameters}

@@ -113,6 +113,11 @@ def _problems(result: Any, memory: Any, err: TextIO | None) -> None:
     report_problems(result.problems, memory.prefix, err)
 
 
+def _recalled(result: Any, memory: Any, err: TextIO | None) -> None:
+    _problems(result, memory, err)
+    output.report_warnings(result.warnings, err)
+
+
 def _rich(name: str) -> Any:
     def show(result: Any) -> None:
         from . import rich_output
@@ -138,7 +143,7 @@ RENDERS = {
     "memory history": Render(history_text),
     "memory list": Render(list_text, rich=_rich("show_list"), notes=_problems),
     "memory manifest": Render(manifest_text, rich=_rich("show_manifest"), notes=_problems),
-    "memory recall": Render(recall_text, rich=_rich("show_recall"), notes=_problems),
+    "memory recall": Render(recall_text, rich=_rich("show_recall"), notes=_recalled),
     "memory clear": Render(lambda r: f"removed {len(r.removed)} record(s) of user {r.user}"),
     "memory extract": Render(
         lambda r: decisions_text(r.decisions) + ("\n(dry run: nothing written)" if r.dry_run else "")

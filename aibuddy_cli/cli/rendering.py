@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 if TYPE_CHECKING:
     from ..errors import AibuddyError
 
 
-@dataclass(frozen=True)
-class Render:
+class Render(NamedTuple):
     text: Callable[[Any], str]  # the result as plain text (stdout is a pipe or a file)
     rich: Callable[[Any], None] | None = None  # for a person at a terminal (else the plain text)
     # What the result has to say on stderr first (the records skipped as malformed …), given the

@@ -19,13 +19,13 @@ operations import their services inside the function.
 
 from __future__ import annotations
 
-import inspect
 import typing
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property, reduce
-from typing import Any
+from functools import reduce
+from typing import Any, NamedTuple
+
+# (NamedTuples, not dataclasses, and no `inspect` here: the fast path imports this module.)
 
 
 class Effect(StrEnum):
@@ -36,8 +36,7 @@ class Effect(StrEnum):
     DESTRUCTIVE = "destructive"  # removes or replaces (delete, clear, undo, a lossy change)
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     """One argument of an operation, as every front end spells it."""
 
     help: str = ""
@@ -72,8 +71,7 @@ def Opt(*flags: str, help: str = "", **settings: Any) -> Param:  # noqa: N802 - 
     return Param(help, flags=flags, **settings)
 
 
-@dataclass(frozen=True)
-class Confirm:
+class Confirm(NamedTuple):
     """An operation that asks a person first on a terminal and needs --yes without one.
     question(service, arguments): the question, or None when this call needs none."""
 
@@ -82,21 +80,25 @@ class Confirm:
     done: str = "deleted"  # "nothing <done>" when the person declines
 
 
-_EMPTY = inspect.Parameter.empty
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
 
 
-@dataclass(frozen=True)
-class Argument:
+REQUIRED: Any = _Required()  # the default of an argument that has none
+
+
+class Argument(NamedTuple):
     """A parameter of an operation's function with its declared Param."""
 
     name: str
     type: Any  # the function's type (Annotated stripped)
     param: Param
-    default: Any = _EMPTY
+    default: Any = REQUIRED
 
     @property
     def required(self) -> bool:
-        return self.default is _EMPTY
+        return self.default is REQUIRED
 
     @property
     def positional(self) -> bool:
@@ -107,8 +109,10 @@ class Argument:
         return self.param.tool or self.name
 
 
-@dataclass(frozen=True)
-class Operation:
+_ARGUMENTS: dict[str, tuple[Argument, ...]] = {}  # by operation name: read once, on first use
+
+
+class Operation(NamedTuple):
     words: tuple[str, ...]  # the command line's words: ("memory", "save")
     function: Callable[..., Any]
     uses: str  # the service the function acts on, as a path from a Session ("tables.queries"; "": it)
@@ -116,7 +120,7 @@ class Operation:
     idempotent: bool = False
     model: bool = True  # whether a model may ever be offered it (`memory clear`: never)
     fast: bool = False  # whether the fast path may run it (a lean read that scripts call in loops)
-    tools: Mapping[str, str] = field(default_factory=dict)  # where it is a tool -> its name there
+    tools: Mapping[str, str] = {}  # where it is a tool -> its name there (never mutated)
     tool_help: str | None = None  # what a model reads, when not the command's help
     confirm: Confirm | None = None
     cli: bool = True  # whether it is a command (False: offered to models only)
@@ -128,6 +132,8 @@ class Operation:
     @property
     def help(self) -> str:
         """The command's help: the function's docstring."""
+        import inspect
+
         return inspect.cleandoc(self.function.__doc__ or "")
 
     @property
@@ -148,28 +154,13 @@ class Operation:
     def destructive(self) -> bool:
         return self.effect is Effect.DESTRUCTIVE
 
-    @cached_property
+    @property
     def arguments(self) -> tuple[Argument, ...]:
         """The function's parameters after the service, with their Params (keyword-only ones without
         a Param are hooks a front end may pass, such as a progress callback)."""
-        signature = inspect.signature(self.function)
-        namespace = {**vars(typing), **self.function.__globals__}
-        found = []
-        for parameter in list(signature.parameters.values())[1:]:
-            annotation = parameter.annotation
-            if isinstance(annotation, str):
-                annotation = eval(annotation, namespace)  # noqa: S307 - the package's own source
-            extras = (
-                typing.get_args(annotation)[1:] if typing.get_origin(annotation) is typing.Annotated else ()
-            )
-            params = [extra for extra in extras if isinstance(extra, Param)]
-            if not params and parameter.kind is inspect.Parameter.KEYWORD_ONLY:
-                continue  # a front end's hook (`progress`), never an argument
-            if not params:
-                raise TypeError(f"{self.name}: {parameter.name} has no Param")
-            kind = typing.get_args(annotation)[0]
-            found.append(Argument(parameter.name, kind, params[0], parameter.default))
-        return tuple(found)
+        if self.name not in _ARGUMENTS:
+            _ARGUMENTS[self.name] = _arguments_of(self.name, self.function)
+        return _ARGUMENTS[self.name]
 
     def service(self, session: Any) -> Any:
         """What the function acts on, from a Session (or anything with the same attributes); the
@@ -192,6 +183,36 @@ class Operation:
                 continue
             values[argument.name] = value
         return values
+
+
+def _arguments_of(name: str, function: Callable[..., Any]) -> tuple[Argument, ...]:
+    """Read from the function's code object, its defaults and its annotations (evaluated in its
+    module), so that no `inspect` is needed."""
+    code = function.__code__
+    positional = code.co_argcount
+    names = code.co_varnames[: positional + code.co_kwonlyargcount]
+    given = function.__defaults__ or ()
+    defaults = dict(zip(names[positional - len(given) : positional], given, strict=True))
+    defaults.update(function.__kwdefaults__ or {})
+    namespace = {**vars(typing), **function.__globals__}
+    found = []
+    for index, parameter in enumerate(names[1:], 1):
+        annotation = function.__annotations__.get(parameter, Any)
+        if isinstance(annotation, str):
+            annotation = eval(annotation, namespace)  # noqa: S307 - the package's own source
+        annotated = typing.get_origin(annotation) is typing.Annotated
+        params = (
+            [extra for extra in typing.get_args(annotation)[1:] if isinstance(extra, Param)]
+            if annotated
+            else []
+        )
+        if not params and index >= positional:
+            continue  # a front end's hook (`progress`), never an argument
+        if not params:
+            raise TypeError(f"{name}: {parameter} has no Param")
+        kind = typing.get_args(annotation)[0]
+        found.append(Argument(parameter, kind, params[0], defaults.get(parameter, REQUIRED)))
+    return tuple(found)
 
 
 REGISTRY: dict[str, Operation] = {}
