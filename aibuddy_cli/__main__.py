@@ -60,9 +60,9 @@ def _run(args: list[str]) -> int:
         _explain_misplaced_option(error, args)
         if "--json" in args:
             from .cli.output import emit_json
+            from .errors import UsageError
 
-            message = " ".join(str(error.format_message()).split())  # type: ignore[attr-defined]
-            emit_json({"error": {"code": "usage", "message": message}})
+            emit_json(UsageError(str(error.format_message())).document())  # type: ignore[attr-defined]
         show()
         return exit_code
 

@@ -90,6 +90,11 @@ class AibuddyError(Exception):
         """The "error" object of an error document: the code, and the message on one line."""
         return {"code": self.code, "message": " ".join(self.message.split())}
 
+    def document(self, spell: Spelling = cli_words) -> dict[str, Any]:
+        """The error document every front end answers with: `--json` on stdout, an MCP tool
+        error's text; its message in that front end's words."""
+        return {"error": {"code": self.code, "message": " ".join(self.worded(spell).split())}}
+
 
 class UsageError(AibuddyError):
     code = "usage"
@@ -178,6 +183,11 @@ class ModelError(Exception):
 
     Callers catch it and fall back; it is not meant to reach a person as-is.
     """
+
+
+# What an operation may meet and a front end reports as a typed error (as_aibuddy_error gives
+# each its code); anything else is a bug.
+EXPECTED = (AibuddyError, OSError, UnicodeError)
 
 
 def describe_failure(error: Exception) -> str:

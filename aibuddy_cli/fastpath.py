@@ -10,11 +10,11 @@ routes print the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .operations.registry import Operation
 
 _GLOBAL_OPTIONS = ("--vault", "--user")
 MAX_NUMBER = 1_000_000  # larger numbers go to Typer, which judges them
@@ -33,48 +33,73 @@ class Route(NamedTuple):
     minimums: dict[str, int] = {}  # numbers whose lowest value is not 1 (never mutated)
 
 
-ROUTES: dict[tuple[str, ...], Route] = {
-    ("memory", "recall"): Route(("query",), {"--limit": "limit", "-n": "limit"}, {"limit": MAX_NUMBER}),
-    ("kb", "search"): Route(
-        ("query",),
-        {"--limit": "limit", "-n": "limit", "--task": "task", "--status": "status"},
-        {"limit": 1000},
-    ),
-    ("kb", "read"): Route(
-        ("doc", "anchor"),
-        {"--cursor": "cursor", "--max-chars": "max_chars", "--task": "task", "--status": "status"},
-        {"max_chars": MAX_NUMBER},
-        citation=True,
-    ),
-    ("table", "filter"): Route(
-        ("tables",),
-        {"--where": "where", "--columns": "columns", "--limit": "limit", "-n": "limit", "--offset": "offset"},
-        {"limit": MAX_NUMBER, "offset": 2**63 - 1},  # an offset is any 64-bit row count, as in Typer
-        variadic=True,
-        minimums={"offset": 0},
-    ),
-    ("table", "reduce"): Route(
-        ("table",),
-        {
-            "--metric": "metric",
-            "-m": "metric",
-            "--column": "columns",
-            "-c": "columns",
-            "--where": "where",
-            "--group-by": "group_by",
-            "-g": "group_by",
-        },
-        {},
-        repeated=frozenset({"columns", "group_by"}),
-        required=frozenset({"metric", "columns"}),
-    ),
-    ("table", "search"): Route(
-        ("query",),
-        {"--table": "tables", "-t": "tables", "--limit": "limit", "-n": "limit"},
-        {"limit": MAX_NUMBER},
-        repeated=frozenset({"tables"}),
-    ),
-}
+def route_of(op: Operation) -> Route | None:
+    """The route of an operation the fast path may run, from its declared arguments."""
+    positionals: list[str] = []
+    options: dict[str, str] = {}
+    numbers: dict[str, int] = {}
+    minimums: dict[str, int] = {}
+    repeated, required = set(), set()
+    variadic = citation = False
+    for argument in op.arguments:
+        param = argument.param
+        if param.file:
+            return None  # reading a file is the Typer app's
+        if argument.positional:
+            positionals.append(argument.name)
+            variadic = _is_list(argument.type)
+            citation = citation or param.citation
+            continue
+        options.update(dict.fromkeys(param.flags, argument.name))
+        if _base(argument.type) is int:
+            numbers[argument.name] = param.maximum or MAX_NUMBER
+            if param.minimum is not None and param.minimum != 1:
+                minimums[argument.name] = param.minimum
+        if _is_list(param.cli_type or argument.type):
+            repeated.add(argument.name)
+        if argument.required:
+            required.add(argument.name)
+    return Route(
+        tuple(positionals),
+        options,
+        numbers,
+        citation,
+        frozenset(repeated),
+        frozenset(required),
+        variadic,
+        minimums,
+    )
+
+
+def routes() -> dict[tuple[str, ...], Route]:
+    """Every fast route, by its command words (for tests and help; `run` finds one by its words)."""
+    from .operations.registry import operations
+
+    found = {op.words: route_of(op) for op in operations() if op.fast}
+    return {words: route for words, route in found.items() if route is not None}
+
+
+def _base(kind: Any) -> Any:
+    """int of `int | None`."""
+    parts = [part for part in getattr(kind, "__args__", ()) if part is not type(None)]
+    return parts[0] if type(None) in getattr(kind, "__args__", ()) and len(parts) == 1 else kind
+
+
+def _is_list(kind: Any) -> bool:
+    return getattr(_base(kind), "__origin__", None) is list
+
+
+def _fast_operation(words: Sequence[str]) -> Operation | None:
+    """The operation these words name, if the fast path may run it."""
+    from .operations.registry import GROUPS, find
+
+    if len(words) < 2 or words[0] not in GROUPS:
+        return None
+    try:
+        op = find(" ".join(words[:2]))
+    except KeyError:
+        return None
+    return op if op.fast else None
 
 
 def _split_globals(argv: Sequence[str]) -> tuple[dict[str, str], list[str]] | None:
@@ -179,110 +204,51 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     if split is None:
         return None
     options, rest = split
-    route = ROUTES.get(tuple(rest[:2]))
-    if route is None:
+    op = _fast_operation(rest)
+    route = None if op is None else route_of(op)
+    if op is None or route is None:
         return None
     args = parse(route, rest[2:])
     if args is None or (not args["json"] and stdout.isatty()):
         return None
+    json_mode = args.pop("json")
+
+    import importlib
 
     from .cli import output
-    from .errors import AibuddyError, as_aibuddy_error
+    from .errors import EXPECTED, AibuddyError, as_aibuddy_error
     from .session import Session
 
+    render = importlib.import_module(f"aibuddy_cli.cli.{op.words[0]}_output").RENDERS[op.name]
     warnings: list[str] = []  # the session's sink: printed even if the command fails
     session: Session | None = None
     try:
         session = Session.locate(options.get("vault"), options.get("user"), warnings=warnings)
-        document, text = _HANDLERS[tuple(rest[:2])](session, args, stderr)
-    except (AibuddyError, OSError, UnicodeError) as error:  # as the Typer app's RootGroup
+        service = op.service(session)
+        result = op.function(service, **_values(op, args))
+        if render.notes is not None:
+            render.notes(result, service, stderr)
+    except EXPECTED as error:  # as the Typer app's RootGroup
         output.report_warnings(warnings, stderr)
-        return output.report_error(as_aibuddy_error(error), args["json"], stdout, stderr)
+        return output.report_error(as_aibuddy_error(error), json_mode, stdout, stderr)
     finally:
         if session is not None:
             session.close()
     output.report_warnings(warnings, stderr)
     try:
-        if args["json"]:
-            output.emit_json(document(), stdout)
+        if json_mode:
+            output.emit_json(result.to_json(), stdout)
         else:
-            output.emit_text(text(), stdout)
+            output.emit_text(render.text(result), stdout)
     except AibuddyError as error:  # an answer JSON cannot hold (NaN): said, never half printed
-        return output.report_error(error, args["json"], stdout, stderr)
+        return output.report_error(error, json_mode, stdout, stderr)
     return 0
 
 
-Rendered = tuple[Callable[[], Any], Callable[[], str]]
-
-
-def _recall(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
-    from .cli import memory_output
-
-    result = session.memory.recall(args["query"], args.get("limit"))
-    memory_output.report_problems(result.problems, session.memory.prefix, stderr)
-    return result.to_json, lambda: memory_output.recall_text(result)
-
-
-def _search(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
-    from .cli import kb_output
-    from .knowledge.results import SearchResults
-
-    task = args.get("task")
-    hits = session.knowledge.search(
-        args["query"], task=task, limit=args.get("limit", 10), status=args.get("status", "ready")
-    )
-    return SearchResults(args["query"], task, hits).to_json, lambda: kb_output.hits_text(hits)
-
-
-def _read(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
-    from .cli import kb_output
-
-    section_page = session.knowledge.read(
-        args["doc"],
-        args["anchor"],
-        cursor=args.get("cursor"),
-        max_chars=args.get("max_chars"),
-        task=args.get("task"),
-        status=args.get("status", "ready"),
-    )
-    return section_page.to_json, lambda: kb_output.page_text(section_page)
-
-
-def _table_filter(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
-    from .cli import table_output
-    from .tables.schema import names_list
-
-    result = session.tables.queries.filter(
-        args["tables"],
-        args.get("where"),
-        names_list(args.get("columns")),
-        args.get("limit"),
-        args.get("offset", 0),
-    )
-    return result.to_json, lambda: table_output.filter_text(result)
-
-
-def _table_reduce(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
-    from .cli import table_output
-
-    result = session.tables.queries.reduce(
-        args["table"], args["metric"], args["columns"], args.get("where"), args.get("group_by", [])
-    )
-    return result.to_json, lambda: table_output.reduction_text(result)
-
-
-def _table_search(session: Session, args: dict[str, Any], stderr: TextIO) -> Rendered:
-    from .cli import table_output
-
-    result = session.tables.queries.search(args["query"], args.get("tables", []), args.get("limit"))
-    return result.to_json, lambda: table_output.search_text(result)
-
-
-_HANDLERS: dict[tuple[str, ...], Callable[[Session, dict[str, Any], TextIO], Rendered]] = {
-    ("memory", "recall"): _recall,
-    ("kb", "search"): _search,
-    ("kb", "read"): _read,
-    ("table", "filter"): _table_filter,
-    ("table", "reduce"): _table_reduce,
-    ("table", "search"): _table_search,
-}
+def _values(op: Operation, args: dict[str, Any]) -> dict[str, Any]:
+    """The function's arguments from the parsed ones (converted as the Typer app converts them)."""
+    for argument in op.arguments:
+        parse = argument.param.parse
+        if parse is not None and args.get(argument.name) is not None:
+            args[argument.name] = parse(args[argument.name])
+    return args

@@ -1,11 +1,13 @@
 """`aibuddy mcp`: the Model Context Protocol server on stdio (the official `mcp` SDK).
 
-Tools, the agent-facing names of DESIGN.md: `memory_save`, `memory_update`, `memory_delete`,
-`memory_recall` (no tool clears memory), `knowledge_ask` (only when the server's task has
-attached, usable documents: the main agent never gets the low-level document tools), and
-`table_ask` / `table_update`. Each returns the `to_json()` of the same result type the CLI prints
-with `--json`. The vault, the user and the task are fixed when the server starts (its options or
-environment): no tool argument can name another user or task.
+Tools: the registry's `mcp` operations (operations/*.py), under the agent-facing names of
+DESIGN.md: `memory_save`, `memory_update`, `memory_delete`, `memory_recall` (no tool clears
+memory), `knowledge_ask` (only when the server's task has attached, usable documents: the main
+agent never gets the low-level document tools), and `table_ask` / `table_update`. Their
+arguments, descriptions and annotations come from the registry; each returns the `to_json()` of
+the same result type the CLI prints with `--json`. The vault, the user and the task are fixed
+when the server starts (its options or environment): no tool argument can name another user or
+task.
 
 Each call opens its own Session (services and SQLite handles are per thread), so concurrent calls
 share nothing mutable but the vault's locks. Whatever a call raises is a tool error (`isError`),
@@ -19,16 +21,20 @@ calls cost the model's own time.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from .errors import AibuddyError, as_aibuddy_error, describe_failure, tool_words
+from .errors import EXPECTED, AibuddyError, as_aibuddy_error, describe_failure, tool_words
 from .session import Session
+
+if TYPE_CHECKING:
+    from .operations.registry import Operation
 
 INSTRUCTIONS = """aibuddy keeps the user's long-term memory and knowledge. Call memory_recall before
 work that may depend on the user's preferences or past decisions; save what the user asks you to
@@ -71,106 +77,88 @@ class Server:
         try:
             with self.session() as session:
                 text, failed = _json_text(operation(session).to_json(), indent=2), False
-        except (AibuddyError, OSError, UnicodeError) as error:
-            failure = as_aibuddy_error(error)
-            worded = " ".join(failure.worded(tool_words(self.tool_names)).split())
-            text, failed = _json_text({"error": {**failure.to_json(), "message": worded}}), True
+        except EXPECTED as error:
+            text, failed = _json_text(as_aibuddy_error(error).document(tool_words(self.tool_names))), True
         except Exception as error:  # noqa: BLE001 - a bug: the caller still gets an answer it can read
             failure = AibuddyError(f"{tool} failed unexpectedly: {describe_failure(error)}")
             print(f"error: {' '.join(failure.message.split())}", file=sys.stderr, flush=True)
-            text, failed = _json_text({"error": failure.to_json()}), True
+            text, failed = _json_text(failure.document()), True
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=failed)
 
-    # --- the tools ---------------------------------------------------------------------------
+    # --- the tools: the registry's `mcp` operations ----------------------------------------
 
-    def memory_save(self, name: str, type: str, description: str, body: str = "") -> Any:
-        """Save a new long-term memory record for the user (one fact per record). type: user,
-        feedback, project or reference. name: lowercase-file-stem. Fails if the name exists."""
-        from .memory.service import RecordWrite
-        from .vault import memory_key
+    def fixed(self) -> dict[str, Any]:
+        """The arguments the server sets and no tool call can: the task."""
+        return {"task": self.task}
 
-        def save(session: Session) -> RecordWrite:
-            record = session.memory.save(name, type=type, description=description, body=body)
-            return RecordWrite(memory_key(session.user, record.name), record, True)
+    def operations(self) -> list[Operation]:
+        """The operations offered as tools: every `mcp` one, and one that needs the server's task
+        (`knowledge_ask`) only when that task has attached, usable documents."""
+        from .operations.registry import offered
 
-        return self.call("memory_save", save)
+        return [
+            op
+            for op in offered("mcp")
+            if self.knowledge or not any(a.name in self.fixed() and a.required for a in op.arguments)
+        ]
 
-    def memory_update(
-        self, name: str, type: str | None = None, description: str | None = None, body: str | None = None
-    ) -> Any:
-        """Change a memory record's type, one-line description or body (what is left out stays)."""
-        from .memory.service import RecordWrite
-        from .vault import memory_key
+    def tool(self, op: Operation) -> Callable[..., Any]:
+        """op as a function the SDK reads: its signature is the tool's arguments."""
+        name = op.tools["mcp"]
+        declared = {argument.name for argument in op.arguments}
+        fixed = {key: value for key, value in self.fixed().items() if key in declared}
 
-        def update(session: Session) -> RecordWrite:
-            result = session.memory.update(name, type=type, description=description, body=body)
-            return RecordWrite(memory_key(session.user, name), result.record, result.changed)
+        def run(**arguments: Any) -> Any:
+            values = {**op.from_tool(arguments), **fixed}
+            return self.call(name, lambda session: op(session, **values))
 
-        return self.call("memory_update", update)
-
-    def memory_delete(self, name: str) -> Any:
-        """Delete one memory record of the user."""
-        from .memory.service import RecordDeleted
-        from .vault import memory_key
-
-        def delete(session: Session) -> RecordDeleted:
-            session.memory.delete(name)
-            return RecordDeleted(memory_key(session.user, name))
-
-        return self.call("memory_delete", delete)
-
-    def memory_recall(self, query: str, limit: int | None = None) -> Any:
-        """The user's memory records relevant to query (at most 5 bodies): call it before work
-        that may depend on the user's preferences, feedback or project background."""
-        return self.call("memory_recall", lambda session: session.memory.recall(query, limit))
-
-    def knowledge_ask(self, question: str) -> Any:
-        """Answer a question from the task's attached, reviewed documents, with section
-        citations (doc#anchor) and the gaps the documents leave."""
-        from .knowledge.ask import KnowledgeAgent
-
-        task = self.task or ""  # offered only with a task
-        return self.call(
-            "knowledge_ask", lambda session: KnowledgeAgent(session.knowledge, task).ask(question)
-        )
-
-    def table_ask(self, question: str) -> Any:
-        """Answer a question from the user's knowledge tables (read-only)."""
-        from .tables.loops import TableAgent
-
-        return self.call(
-            "table_ask", lambda session: TableAgent(session.tables, session.environ).ask(question)
-        )
-
-    def table_update(
-        self, request: str, dry_run: bool = False, instructions: str | None = None
-    ) -> Any:
-        """Bring the user's knowledge tables to the end state the request describes (not steps);
-        dry_run lists the operations without applying them."""
-        from .tables.loops import TableAgent
-
-        return self.call(
-            "table_update",
-            lambda session: TableAgent(session.tables, session.environ).change(
-                "update", request, dry_run=dry_run, instructions=instructions
-            )
-        )
+        run.__signature__ = inspect.Signature(_sdk_parameters(op))  # type: ignore[attr-defined]
+        run.__name__ = name
+        run.__doc__ = op.description
+        return run
 
     @property
     def tool_names(self) -> list[str]:
-        return [tool.__name__ for tool in self.tools()]
+        return [op.tools["mcp"] for op in self.operations()]
 
     def tools(self) -> list[Callable[..., Any]]:
         """The tools this server offers (each returns a CallToolResult: see call)."""
-        tools: list[Callable[..., Any]] = [
-            self.memory_save,
-            self.memory_update,
-            self.memory_delete,
-            self.memory_recall,
-        ]
-        if self.knowledge:
-            tools.append(self.knowledge_ask)
-        return [*tools, self.table_ask, self.table_update]
+        return [self.tool(op) for op in self.operations()]
+
+
+def _sdk_parameters(op: Operation) -> list[inspect.Parameter]:
+    """The tool arguments of op as parameters whose annotations the SDK turns into its schema."""
+    from pydantic import Field, WithJsonSchema
+
+    from .operations.schemas import argument_schema
+
+    parameters = []
+    for argument in op.arguments:
+        if not argument.param.model:
+            continue
+        kind = argument.type if argument.required else argument.type | None
+        schema = WithJsonSchema(argument_schema(argument))
+        annotation = Annotated[kind, Field(description=argument.param.help or None), schema]  # type: ignore[valid-type]
+        default = inspect.Parameter.empty if argument.required else None
+        parameter = inspect.Parameter(
+            argument.tool_name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+        )
+        parameters.append(parameter)
+    return parameters
+
+
+def tool_annotations(op: Operation) -> Any:
+    """What a client shows and decides by: the title, and whether the tool writes, destroys or
+    repeats harmlessly (destructiveHint said outright: the protocol's default is true)."""
+    from mcp_types import ToolAnnotations
+
+    return ToolAnnotations(
+        title=op.summary,
+        read_only_hint=op.read_only,
+        destructive_hint=op.destructive,
+        idempotent_hint=op.idempotent,
+        open_world_hint=False,
+    )
 
 
 def _json_text(document: Any, indent: int | None = None) -> str:
@@ -210,8 +198,9 @@ def mcp_app(server: Server) -> Any:
     from . import __version__
 
     app = MCPServer("aibuddy", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    for tool in server.tools():
-        app.add_tool(tool, name=tool.__name__, structured_output=False)
+    for op in server.operations():
+        tool = server.tool(op)
+        app.add_tool(tool, name=tool.__name__, annotations=tool_annotations(op), structured_output=False)
     return app
 
 

@@ -151,9 +151,13 @@ def test_replies_in_the_litellm_shape_and_as_plain_dicts_are_read_alike() -> Non
     assert notes.reads == ["tea"]
 
 
-def test_the_knowledge_tools_are_declared_once_with_their_schemas() -> None:
-    specs = [tool.spec() for tool in TOOLS]
-    assert [s["function"]["name"] for s in specs] == ["search_docs", "read_doc", "read_section"]
-    assert all(set(s) == {"type", "function"} and s["type"] == "function" for s in specs)
-    assert specs[0]["function"]["parameters"]["required"] == ["query"]
-    assert specs[2]["function"]["parameters"]["required"] == ["doc", "anchor"]
+def test_the_knowledge_tools_are_derived_from_the_kb_operations_with_their_schemas() -> None:
+    specs = {tool.spec()["function"]["name"]: tool.spec() for tool in TOOLS}
+    assert set(specs) == {"search_docs", "read_doc", "read_section"}
+    assert all(set(s) == {"type", "function"} and s["type"] == "function" for s in specs.values())
+    assert specs["search_docs"]["function"]["parameters"]["required"] == ["query"]
+    # DOC ANCHOR, or one citation DOC#ANCHOR in doc, as `kb read` takes them
+    section = specs["read_section"]["function"]["parameters"]
+    assert section["required"] == ["doc"] and set(section["properties"]) == {"doc", "anchor", "cursor"}
+    for spec in specs.values():  # the task is the loop's: never an argument the model gives
+        assert "task" not in spec["function"]["parameters"]["properties"]

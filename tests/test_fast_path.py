@@ -65,8 +65,8 @@ def whole_numbers(command: Any) -> dict[str, Any]:
 
 
 def test_every_route_is_a_typer_command() -> None:
-    assert set(fastpath.ROUTES) == set(SERVICE_CALLS)
-    for path in fastpath.ROUTES:
+    assert set(fastpath.routes()) == set(SERVICE_CALLS)
+    for path in fastpath.routes():
         assert typer_command(*path).name == path[-1]
 
 
@@ -74,9 +74,9 @@ def test_the_global_options_are_the_typer_apps_options_with_a_value() -> None:
     assert set(fastpath._GLOBAL_OPTIONS) == set(value_options(typer_command()))
 
 
-@pytest.mark.parametrize("path", list(fastpath.ROUTES), ids=" ".join)
+@pytest.mark.parametrize("path", list(fastpath.routes()), ids=" ".join)
 def test_a_route_takes_its_commands_arguments_and_option_spellings(path: tuple[str, str]) -> None:
-    route, command = fastpath.ROUTES[path], typer_command(*path)
+    route, command = fastpath.routes()[path], typer_command(*path)
     assert route.positionals == tuple(p.name for p in arguments(command))
     assert route.options == value_options(command)
     assert route.repeated == {p.name for p in options(command) if p.multiple}
@@ -91,11 +91,11 @@ def test_a_route_takes_its_commands_arguments_and_option_spellings(path: tuple[s
         assert type(param.type).__name__ == "StringParamType", name
 
 
-@pytest.mark.parametrize("path", list(fastpath.ROUTES), ids=" ".join)
+@pytest.mark.parametrize("path", list(fastpath.routes()), ids=" ".join)
 def test_a_route_takes_the_whole_numbers_typer_takes(path: tuple[str, str]) -> None:
     """The fast path's bound is Typer's maximum, or MAX_NUMBER where Typer has none (larger
     numbers go to Typer); both start at 1."""
-    route, numbers = fastpath.ROUTES[path], whole_numbers(typer_command(*path))
+    route, numbers = fastpath.routes()[path], whole_numbers(typer_command(*path))
     assert set(route.numbers) == set(numbers)
     for name, bounds in numbers.items():
         assert (bounds.min, bounds.min_open, bounds.max_open) == (
@@ -109,7 +109,7 @@ def test_a_route_takes_the_whole_numbers_typer_takes(path: tuple[str, str]) -> N
 def minimal_call(path: tuple[str, ...], given: str | None = None) -> list[str]:
     """The command with a value for each positional and each required option (but `given`, which
     the caller adds) and nothing else."""
-    route = fastpath.ROUTES[path]
+    route = fastpath.routes()[path]
     required = [
         (next(s for s, n in route.options.items() if n == name and s.startswith("--")), name)
         for name in sorted(route.required - {given})
@@ -126,7 +126,7 @@ def option_calls() -> list[Any]:
     """The minimal call plus one option, in each spelling each route takes; then, per route, every
     long option at once as --name=value. With the values each argument should receive."""
     calls = []
-    for path, route in fastpath.ROUTES.items():
+    for path, route in fastpath.routes().items():
         values = {name: "7" if name in route.numbers else f"{name}-value" for name in route.options.values()}
         expected = {name: [value] if name in route.repeated else value for name, value in values.items()}
         for spelling, name in route.options.items():
@@ -141,7 +141,7 @@ def option_calls() -> list[Any]:
 
 def _without_required(path: tuple[str, ...], argv: list[str]) -> list[str]:
     """argv without the minimal call's required options (the caller gives them as --name=value)."""
-    route = fastpath.ROUTES[path]
+    route = fastpath.routes()[path]
     spellings = {s for s, n in route.options.items() if n in route.required}
     kept, skip = [], False
     for word in argv:
@@ -182,7 +182,7 @@ def service_calls(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> Callable[[li
     return run_both
 
 
-@pytest.mark.parametrize("path", list(fastpath.ROUTES), ids=" ".join)
+@pytest.mark.parametrize("path", list(fastpath.routes()), ids=" ".join)
 def test_an_omitted_option_reaches_the_service_as_typers_default(
     service_calls, path: tuple[str, str]
 ) -> None:
@@ -199,7 +199,7 @@ def test_options_reach_the_service_as_through_typer(
 ) -> None:
     fast, typer_call = service_calls(argv)
     assert fast == typer_call
-    route = fastpath.ROUTES[tuple(argv[:2])]
+    route = fastpath.routes()[tuple(argv[:2])]
     # A repeated option is a list; a comma-separated one (--columns) reaches the service split.
     shown = {
         name: fast[name]

@@ -50,7 +50,7 @@ def test_ask_answers_through_read_only_tools(stocked: Vault) -> None:
     answer = agent(stocked, model).ask("Which vendors are in Berlin?")
     assert answer.method == "model" and "Initech" in answer.answer
     overview, found = model.tool_results()
-    assert overview[0]["table"] == "vendors" and overview[0]["rows"] == 3
+    assert overview["tables"][0]["table"] == "vendors" and overview["tables"][0]["rows"] == 3
     assert [r["name"] for r in found["tables"][0]["rows"]] == ["Acme", "Initech"]
 
 

@@ -192,16 +192,15 @@ class World:
             agent = TableAgent(self.session.tables, self.session.environ, connect=lambda settings: model)
             agent.change("refactor", "reshape")
             result = model.tool_results()[-1]
-            if isinstance(result, list):
-                return {"changes": result}
             return None if "error" in result else result
-        from aibuddy_cli.tables.tools import MUTATING
+        from aibuddy_cli.operations.registry import offered
 
+        op = {op.tools["table_write"]: op for op in offered("table_write")}[tool]
         try:
-            answer = MUTATING[tool](self.changes, arguments)
+            answer = op.function(self.changes, **op.from_tool(arguments))
         except AibuddyError:
             return None
-        return answer.to_json() if hasattr(answer, "to_json") else {"changes": [a.to_json() for a in answer]}
+        return answer.to_json()
 
 
 def check(world: World, tool: str, args: dict[str, Any], before: Any, after: Any, answer: dict) -> None:

@@ -228,7 +228,7 @@ def test_column_delete_asks_and_journals_its_values(
     refused = cli("table", "column", "delete", "people", "email")
     assert refused.exit_code == 2 and "--yes" in refused.stderr
     assert table_file(vault, "people").read_bytes() == before
-    monkeypatch.setattr("aibuddy_cli.cli.table.stdin_is_terminal", lambda: True)  # a person asked
+    monkeypatch.setattr("aibuddy_cli.cli.context.stdin_is_terminal", lambda: True)  # a person asked
     declined = cli("table", "column", "delete", "people", "email", input="n\n")
     assert declined.exit_code == 1 and "Delete column email of people" in declined.stderr
     assert table_file(vault, "people").read_bytes() == before

@@ -12,7 +12,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from ..errors import AibuddyError, as_aibuddy_error
+from ..errors import EXPECTED, as_aibuddy_error
 from ..vault import default_user_name, init_vault
 from . import doctor, kb, memory, output, scan, table, task
 from .context import AppState, state_of
@@ -28,7 +28,7 @@ class RootGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (AibuddyError, OSError, UnicodeError) as error:
+        except EXPECTED as error:
             if isinstance(error, BrokenPipeError) and output.stdout_problem(sys.stdout) is not None:
                 output.silence_stdout()  # the reader of stdout went away (`| head -1`): stop quietly
                 raise typer.Exit(output.BROKEN_PIPE_EXIT) from None

@@ -7,11 +7,17 @@ its lines and `output.emit_text` escapes its other control characters.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
 from ..knowledge.documents import DocRef, Meta
 from ..knowledge.index import IndexedDoc
 from ..knowledge.results import ImportReport
 from ..knowledge.service import ImportOutcome, MapEntry, SearchHit, SectionPage
 from .output import one_line
+from .rendering import Render
 
 
 def docs_text(docs: list[IndexedDoc]) -> str:
@@ -77,3 +83,85 @@ def map_text(entries: list[MapEntry], unavailable: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+
+
+def ask_text(result: Any) -> str:
+    lines = [result.answer, ""]
+    lines += [f"[{c.doc}#{c.anchor}] {c.title} (lines {c.lines[0]}-{c.lines[1]})" for c in result.citations]
+    lines += [f"gap: {gap}" for gap in result.gaps]
+    return "\n".join(lines)
+
+
+def summaries_text(report: Any) -> str:
+    return "\n".join(
+        f"{r.doc}: {r.summary}" if r.summarized else f"{r.doc}: not summarized ({r.reason})"
+        for r in report.results
+    )
+
+
+# --- one Render per knowledge operation (cli/commands.py and the fast path use them) ------------
+
+
+def _import_failures(report: ImportReport, json_mode: bool) -> int:
+    """Exit 6 when a file was not imported; with --json each one is also said on stderr."""
+    from ..errors import InvalidInput
+    from .output import warn
+
+    failed = [o for o in report.outcomes if o.status == "failed"]
+    if json_mode:
+        for outcome in failed:
+            warn(f"not imported: {outcome.source}: {outcome.message}")
+    return int(InvalidInput.exit_code) if failed else 0
+
+
+@contextmanager
+def _import_progress(values: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """A progress bar on stderr for a person importing several files or a folder."""
+    if not (sys.stderr.isatty() and (values.get("recursive") or len(values["paths"]) > 1)):
+        yield {}
+        return
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("importing", total=None)
+
+        def progress(number: int, total: int, source: str) -> None:
+            bar.update(task, completed=number, total=total, description=Path(source).name[:40])
+
+        yield {"progress": progress}
+
+
+def _show_docs(result: Any) -> None:
+    from . import rich_output
+
+    rich_output.show_docs(result.documents)
+
+
+def _reviewed(result: Any) -> str:
+    return "\n".join(f"{result.action} {name}" for name in result.names)
+
+
+def _body_change(result: Any) -> str:
+    name = result.ref.qualified
+    return f"{name} re-ingested: pending review" if result.changed else f"{name} unchanged"
+
+
+RENDERS = {
+    "kb import": Render(
+        lambda r: import_text(r.outcomes), exit_code=_import_failures, during=_import_progress
+    ),
+    "kb list": Render(lambda r: docs_text(r.documents), rich=_show_docs),
+    "kb show": Render(lambda r: outline_text(r.ref, r.meta)),
+    "kb outline": Render(lambda r: outline_text(r.ref, r.meta)),
+    "kb publish": Render(_reviewed),
+    "kb reject": Render(_reviewed),
+    "kb reingest": Render(_body_change),
+    "kb summarize": Render(summaries_text),
+    "kb map": Render(lambda r: map_text(r.documents, r.unavailable)),
+    "kb search": Render(lambda r: hits_text(r.hits)),
+    "kb read": Render(page_text),
+    "kb ask": Render(ask_text),
+}

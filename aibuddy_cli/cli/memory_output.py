@@ -11,6 +11,7 @@ from ..memory.records import MemoryRecord, MergeConflict
 from ..memory.service import Manifest, RecallResult, RecordList
 from . import output
 from .output import one_line, warn
+from .rendering import Render
 
 
 def report_problems(problems: Iterable[Problem], prefix: str, err: TextIO | None = None) -> None:
@@ -86,3 +87,60 @@ def decisions_text(decisions: Iterable[Any]) -> str:
     """Extraction decisions, one tab-separated line each: step, outcome, record, detail."""
     rows = ((d.step, d.outcome, d.name or "-", d.detail) for d in decisions)
     return "\n".join("\t".join(one_line(field) for field in row) for row in rows)
+
+
+def history_text(versions: Any) -> str:
+    """`memory history`: one line a commit (date, commit, description), then what automatic
+    memory replaced."""
+    if not versions.git:
+        lines = [f"{versions.path}: not in a git repository"]
+    else:
+        lines = [
+            "\t".join(one_line(v) for v in (c["date"], c["commit"][:12], c["description"] or "(unreadable)"))
+            for c in versions.commits
+        ] or [f"{versions.path}: no commits yet"]
+    lines += [
+        "\t".join(("replaced", one_line(entry.get("replaced", "-")), one_line(entry.get("description", ""))))
+        for entry in versions.replaced
+    ]
+    return "\n".join(lines)
+
+
+# --- one Render per memory operation (cli/commands.py and the fast path use them) ---------------
+
+
+def _problems(result: Any, memory: Any, err: TextIO | None) -> None:
+    report_problems(result.problems, memory.prefix, err)
+
+
+def _rich(name: str) -> Any:
+    def show(result: Any) -> None:
+        from . import rich_output
+
+        getattr(rich_output, name)(result)
+
+    return show
+
+
+def _show_conflict(error: Any, json_mode: bool) -> int | None:
+    return show_conflict(error, json_mode) if isinstance(error, MergeConflict) else None
+
+
+RENDERS = {
+    "memory save": Render(lambda r: f"saved {r.path}"),
+    "memory update": Render(lambda r: f"updated {r.path}" if r.changed else f"{r.path} unchanged"),
+    "memory delete": Render(lambda r: f"deleted {r.path}"),
+    "memory show": Render(
+        lambda r: record_text(r.record, len(r.history)),
+        rich=lambda r: _rich("show_record")(r.record),
+        failed=_show_conflict,
+    ),
+    "memory history": Render(history_text),
+    "memory list": Render(list_text, rich=_rich("show_list"), notes=_problems),
+    "memory manifest": Render(manifest_text, rich=_rich("show_manifest"), notes=_problems),
+    "memory recall": Render(recall_text, rich=_rich("show_recall"), notes=_problems),
+    "memory clear": Render(lambda r: f"removed {len(r.removed)} record(s) of user {r.user}"),
+    "memory extract": Render(
+        lambda r: decisions_text(r.decisions) + ("\n(dry run: nothing written)" if r.dry_run else "")
+    ),
+}

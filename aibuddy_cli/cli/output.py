@@ -92,7 +92,7 @@ def report_error(
 ) -> int:
     """The single place a typed error becomes output and an exit code."""
     if json_mode:
-        emit_json({"error": error.to_json()}, out)
+        emit_json(error.document(), out)
     (err or sys.stderr).write(f"error: {escape_controls(' '.join(error.message.split()))}\n")
     return int(error.exit_code)
 

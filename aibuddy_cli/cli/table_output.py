@@ -4,10 +4,13 @@ header line; cells go through `one_line`, so a value cannot forge a row or a col
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .output import one_line
+from .rendering import Render
 
 if TYPE_CHECKING:
     from ..tables.changes import Change
@@ -115,3 +118,91 @@ def show_rows(title: str, columns: Sequence[str], rows: Sequence[dict[str, Any]]
     for row in rows:
         table.add_row(*(escape(cell(row.get(c))) for c in columns))
     Console().print(table)
+
+
+@contextmanager
+def working(message: str, long: bool) -> Iterator[dict[str, Any]]:
+    """A spinner on stderr while long work runs, for a person at a terminal; nothing otherwise."""
+    if not (long and sys.stderr.isatty()):
+        yield {}
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(message):
+        yield {}
+
+
+def _adding(values: Mapping[str, Any]) -> Any:
+    rows = values.get("rows") or []
+    return working(f"adding {len(rows)} rows to {values.get('table')}", len(rows) >= 1000)
+
+
+def changes_text(result: Any) -> str:
+    """A Change, or several (Changes), one line each."""
+    from ..tables.changes import Changes
+
+    return "\n".join(change_text(c) for c in (result.changes if isinstance(result, Changes) else [result]))
+
+
+def answer_text(answer: Any) -> str:
+    text: str = answer.answer
+    if answer.hits:
+        from ..tables.queries import SearchResult
+
+        text += "\n" + search_text(SearchResult(answer.question, answer.method, answer.hits))
+    return text
+
+
+def run_text(run: Any) -> str:
+    from ..tables.schema import json_text
+
+    lines = [run.summary, ""]
+    for operation in run.operations:
+        arguments = one_line(json_text(operation["arguments"]))
+        applied = "applied" if operation["applied"] else "not applied"
+        lines.append(f"{applied}\t{operation['tool']}\t{arguments}")
+    if run.dry_run:
+        lines.append("(dry run: nothing applied)")
+    return "\n".join(lines).rstrip()
+
+
+def _rowsets(result: Any) -> None:
+    for rowset in result.tables:
+        show_rows(f"{rowset.table}: {len(rowset.rows)} of {rowset.total} row(s)", rowset.columns, rowset.rows)
+
+
+def _pairs(result: Any) -> None:
+    show_rows(f"{result.left} ⋈ {result.right}: {result.total} pair(s)", result.columns, result.rows)
+
+
+# --- one Render per table operation (cli/commands.py and the fast path use them) ---------------
+
+_CHANGES = Render(changes_text)
+
+RENDERS = {
+    "table list": Render(lambda r: tables_text(r.tables)),
+    "table show": Render(info_text),
+    "table create": Render(lambda r: f"created table {r.ref.qualified}"),
+    "table add": Render(changes_text, during=_adding),
+    "table update-rows": _CHANGES,
+    "table delete-rows": _CHANGES,
+    "table rename": _CHANGES,
+    "table delete": _CHANGES,
+    "table filter": Render(filter_text, rich=_rowsets),
+    "table reduce": Render(reduction_text),
+    "table search": Render(search_text),
+    "table join": Render(join_text, rich=_pairs),
+    "table search-join": Render(join_text, rich=_pairs),
+    "table column add": _CHANGES,
+    "table column derive": _CHANGES,
+    "table column delete": _CHANGES,
+    "table column rename": _CHANGES,
+    "table column copy": _CHANGES,
+    "table column move": _CHANGES,
+    "table column transform": _CHANGES,
+    "table column vectorize": _CHANGES,
+    "table ask": Render(answer_text),
+    "table update": Render(run_text),
+    "table refactor": Render(run_text),
+    "table undo": Render(lambda r: f"undid run {r.run}: " + ", ".join(r.files)),
+}

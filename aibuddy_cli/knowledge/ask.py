@@ -20,7 +20,6 @@ from ..agent import Complete, Tool, agent_loop, litellm_complete
 from ..errors import AibuddyError, InvalidInput, ModelError
 from ..text import shorten
 from .outline import split_lines
-from .results import DocumentOutline
 from .service import KnowledgeService
 
 if TYPE_CHECKING:
@@ -75,69 +74,32 @@ class Reading:
     read: dict[tuple[str, str], Citation] = field(default_factory=dict)  # (doc, anchor) -> citation
 
 
-def search_docs(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
-    limit = args.get("limit", 5)
-    limit = int(max(1, min(limit, 10))) if isinstance(limit, int | float) and limit == limit else 5
-    hits = reading.knowledge.search(str(args.get("query", "")), task=reading.task, limit=limit)
-    return {"hits": [hit.to_json() for hit in hits]}
-
-
-def read_doc(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
-    return DocumentOutline(*reading.knowledge.outline(str(args.get("doc", "")), task=reading.task)).to_json()
-
-
-def read_section(reading: Reading, args: dict[str, Any]) -> dict[str, Any]:
-    cursor = args.get("cursor")
-    page = reading.knowledge.read(
-        str(args.get("doc", "")),
-        str(args.get("anchor", "")),
-        cursor=str(cursor) if cursor else None,
-        task=reading.task,
-    )
+def _cited(reading: Reading, page: Any) -> None:
+    """A section read_section returned: one the answer may cite."""
     reading.read[(page.ref.qualified, page.section.anchor)] = Citation(
         page.ref.qualified, page.title, page.section.anchor, [page.section.start, page.section.end]
     )
-    return page.to_json()
 
 
-# The knowledge tools, read-only, over the task's usable documents. A later MCP server offers
-# the same Tools under the same names.
-TOOLS: tuple[Tool[Reading], ...] = (
-    Tool(
-        "search_docs",
-        "Search the task's documents. Returns ranked section hits with doc, anchor, "
-        "heading path, line range and the best matching line.",
-        {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": 'Words, CJK text or "quoted phrases".'},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 10},
-            },
-            "required": ["query"],
-        },
-        search_docs,
-    ),
-    Tool(
-        "read_doc",
-        "The outline of one document: sections with anchors, line ranges and sizes.",
-        {"type": "object", "properties": {"doc": {"type": "string"}}, "required": ["doc"]},
-        read_doc,
-    ),
-    Tool(
-        "read_section",
-        "One page of a section's own text, its child sections and next_cursor.",
-        {
-            "type": "object",
-            "properties": {
-                "doc": {"type": "string"},
-                "anchor": {"type": "string"},
-                "cursor": {"type": "string"},
-            },
-            "required": ["doc", "anchor"],
-        },
-        read_section,
-    ),
-)
+def _tools() -> tuple[Tool[Reading], ...]:
+    """The knowledge tools: the `knowledge` tools of the registry (kb search, kb outline, kb
+    read), read-only, over the task's usable documents."""
+    from ..operations.registry import offered
+    from ..operations.tools import tool_of
+
+    def service(reading: Reading) -> KnowledgeService:
+        return reading.knowledge
+
+    def fixed(reading: Reading) -> dict[str, Any]:
+        return {"task": reading.task}
+
+    return tuple(
+        tool_of(op, "knowledge", service, fixed, after=_cited if op.name == "kb read" else None)
+        for op in offered("knowledge")
+    )
+
+
+TOOLS: tuple[Tool[Reading], ...] = _tools()
 
 
 class KnowledgeAgent:

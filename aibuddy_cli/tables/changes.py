@@ -61,11 +61,6 @@ class Change(NamedTuple):
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "table": self.table, **self.changed}
 
-    @property
-    def changes(self) -> list[Change]:
-        """As Changes has it: the operations of this answer (this one)."""
-        return [self]
-
 
 class Changes(NamedTuple):
     """Several operations' answers: the tables deleted, a column moved."""

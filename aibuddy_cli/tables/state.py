@@ -68,9 +68,10 @@ class TablesState:
         self.run = run
         self.source = source
 
-    def derive(self, store: Store, *, run: str, source: str) -> TablesState:
-        """This state for one natural-language run: over store, its journal lines naming the run,
-        with the same sink, environment and index handle (closed with this state, not that one)."""
+    def derive(self, store: Store, *, run: str | None, source: str) -> TablesState:
+        """This state for one run of changes (a natural-language run, a consolidation pass): over
+        store, its journal lines naming the run and the source, with the same sink, environment
+        and index handle (closed with this state, not that one)."""
         return TablesState(
             self.vault, self.user, store, self.warnings, self.environ,
             index=self.index, run=run, source=source,

@@ -5,7 +5,6 @@ plan and status; the summary → the text the watermark keeps."""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -43,8 +42,8 @@ def consolidation_tables(service: TableService) -> Tables:
     from ...tables.changes import TableChanges
     from ...tables.queries import TableQueries
 
-    state = copy.copy(service.state)  # the same store, index, access and sink; closed with the service
-    state.source = SOURCE
+    own = service.state
+    state = own.derive(own.store, run=own.run, source=SOURCE)
     return Tables(TableQueries(state), TableChanges(state))
 
 

@@ -1,0 +1,94 @@
+"""Plain-text renderings of task results (standard library only, like `output`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import memory_output
+from .rendering import Render
+
+if TYPE_CHECKING:
+    from ..tasks.context import TaskContext
+    from ..tasks.service import Task
+
+
+def task_text(task: Task) -> str:
+    attached = ", ".join(task.attached) or "no documents"
+    return f"{task.id}\t{task.status}\t{task.created}\t{task.goal}\t[{attached}]"
+
+
+def shown_text(shown: Any) -> str:
+    status = shown.consolidation
+    return task_text(shown.task) + (
+        f"\nconsolidated through message {status.through}, {status.pending} pending"
+        + (" (a pass is running)" if status.running else "")
+    )
+
+
+def context_text(context: TaskContext) -> str:
+    parts = [f"# {context.task.id}: {context.task.goal}"]
+    if context.task.plan:
+        parts.append(f"## Plan\n{context.task.plan}")
+    through, rolling = context.consolidated
+    if rolling:
+        parts.append(f"## The task so far (consolidated through message {through})\n{rolling}")
+    if context.summary:
+        first, last = context.summary.covers
+        parts.append(f"## Earlier messages {first}-{last} ({context.summary.method})\n{context.summary.text}")
+    if context.messages:
+        recent = (f"#{m.n} {m.role}: {m.content}" for m in context.messages)
+        parts.append("## Recent messages\n" + "\n".join(recent))
+    memories = context.memories
+    if memories.records:
+        shown = (f"### {r.name} [{r.type}] {r.description}\n{r.body.rstrip()}" for r in memories.records)
+        parts.append("## Memories\n" + "\n\n".join(shown))
+    if memories.already_in_context:
+        names = ", ".join(memories.already_in_context)
+        parts.append(f"({len(memories.already_in_context)} memory record(s) already in context: {names})")
+    if context.documents:
+        parts.append(
+            "## Documents\n"
+            + "\n".join(
+                f"- {d.ref.qualified}: {d.title} ({d.section_count} sections)"
+                + (f" — {d.summary}" if d.summary else "")
+                for d in context.documents
+            )
+        )
+    return "\n\n".join(parts)
+
+
+def consolidation_text(result: Any) -> str:
+    if hasattr(result, "cancelled"):  # --cancel
+        return "stopped the running pass" if result.cancelled else str(result.reason)
+    lines = [result.reason] if result.reason else []
+    for done in result.passes:
+        first, last = done.chunk
+        lines.append(f"messages {first}-{last}: " + ("applied" if done.applied else "not applied"))
+        lines.append(memory_output.decisions_text(done.decisions))
+    status = result.status
+    lines.append(f"consolidated through message {status.through}, {status.pending} pending")
+    return "\n".join(line for line in lines if line)
+
+
+def end_text(ended: Any) -> str:
+    from ..tasks.ending import BACKGROUND
+
+    later = " (extraction runs in the background)" if ended.extraction_mode == BACKGROUND else ""
+    return f"closed {ended.task.id}{later}\n" + memory_output.decisions_text(ended.extraction.decisions)
+
+
+# --- one Render per task operation (cli/commands.py uses them) ----------------------------------
+
+_TASK = Render(task_text)
+
+RENDERS = {
+    "task new": _TASK,
+    "task list": Render(lambda r: "\n".join(task_text(task) for task in r.tasks)),
+    "task show": Render(shown_text),
+    "task attach": _TASK,
+    "task detach": _TASK,
+    "task add-message": Render(lambda r: f"{r.task} message {r.message.n} ({r.message.role})"),
+    "task context": Render(context_text),
+    "task consolidate": Render(consolidation_text),
+    "task end": Render(end_text),
+}

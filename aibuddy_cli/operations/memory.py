@@ -1,0 +1,255 @@
+"""The memory operations: a user's long-term memory records (see registry.py for the form)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+
+from .registry import Arg, Confirm, Effect, Opt, operation
+
+if TYPE_CHECKING:
+    from ..memory.extraction import ExtractionResult
+    from ..memory.records import MemoryRecord
+    from ..memory.service import (
+        Cleared,
+        Manifest,
+        MemoryService,
+        RecallResult,
+        RecordDeleted,
+        RecordList,
+        RecordWrite,
+    )
+    from ..memory.versions import RecordVersions
+
+TYPE_HELP = "One of: user, feedback, project, reference."
+NAME_HELP = "Record name (file stem): lowercase letters, digits, - and _."
+BODY_FILE_HELP = "Read the body from a file ('-' for stdin)."
+# The largest transcript `memory extract` reads (the window needs only its last turns).
+TRANSCRIPT_LIMIT = 8 * 1024 * 1024
+
+
+def read_body(path: str) -> str:
+    """--body-file: a path, or '-' for standard input (read only when asked, so a command in a
+    `while read` loop never swallows its input)."""
+    from ..memory.records import read_body_file
+
+    return read_body_file(path, sys.stdin.buffer)
+
+
+@operation(
+    "memory",
+    "save",
+    uses="memory",
+    effect=Effect.WRITE,
+    tools={"mcp": "memory_save"},
+    tool_help="Save a new long-term memory record for the user (one fact per record). type: "
+    "user, feedback, project or reference. name: lowercase-file-stem. Fails if the name exists.",
+)
+def save(
+    memory: MemoryService,
+    name: Annotated[str, Arg(NAME_HELP)],
+    type: Annotated[str, Opt("--type", "-t", help=TYPE_HELP)],
+    description: Annotated[str, Opt("--description", "-d", help="One line: what recall sees.")],
+    body: Annotated[
+        str,
+        Opt(
+            "--body",
+            "-b",
+            help="The body text (Markdown).",
+            file=("--body-file", "-f"),
+            file_help=BODY_FILE_HELP,
+            file_parse=read_body,
+        ),
+    ] = "",
+) -> RecordWrite:
+    """Create a record (provenance manual). Without --body or --body-file the body is empty;
+    standard input is read only with --body-file -."""
+    from ..memory.service import RecordWrite
+    from ..vault import memory_key
+
+    record = memory.save(name, type=type, description=description, body=body)
+    return RecordWrite(memory_key(memory.user, record.name), record, True)
+
+
+@operation(
+    "memory",
+    "update",
+    uses="memory",
+    effect=Effect.WRITE,
+    idempotent=True,
+    tools={"mcp": "memory_update"},
+    tool_help="Change a memory record's type, one-line description or body (what is left out stays).",
+)
+def update(
+    memory: MemoryService,
+    name: Annotated[str, Arg("The record to change.")],
+    type: Annotated[str | None, Opt("--type", "-t", help=TYPE_HELP)] = None,
+    description: Annotated[str | None, Opt("--description", "-d", help="New one-line description.")] = None,
+    body: Annotated[
+        str | None,
+        Opt(
+            "--body",
+            "-b",
+            help="New body text.",
+            file=("--body-file", "-f"),
+            file_help="Read the new body from a file ('-' for stdin).",
+            file_parse=read_body,
+        ),
+    ] = None,
+) -> RecordWrite:
+    """Change a record; name, provenance, created and recall telemetry are kept."""
+    from ..memory.service import RecordWrite
+    from ..vault import memory_key
+
+    result = memory.update(name, type=type, description=description, body=body)
+    return RecordWrite(memory_key(memory.user, name), result.record, result.changed)
+
+
+@operation(
+    "memory",
+    "delete",
+    uses="memory",
+    effect=Effect.DESTRUCTIVE,
+    tools={"mcp": "memory_delete"},
+    tool_help="Delete one memory record of the user.",
+)
+def delete(memory: MemoryService, name: Annotated[str, Arg("The record to delete.")]) -> RecordDeleted:
+    """Delete one record."""
+    from ..memory.service import RecordDeleted
+    from ..vault import memory_key
+
+    memory.delete(name)
+    return RecordDeleted(memory_key(memory.user, name))
+
+
+class RecordShown(NamedTuple):
+    """`memory show`: the record, and what automatic memory replaced, newest first."""
+
+    record: MemoryRecord
+    history: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.record.to_json(), "history": self.history}
+
+
+@operation("memory", "show", uses="memory", effect=Effect.READ, idempotent=True)
+def show(memory: MemoryService, name: Annotated[str, Arg("The record to show.")]) -> RecordShown:
+    """Show one record with its body and telemetry (does not count as a recall); --json adds
+    `history`, what automatic memory replaced, newest first.
+
+    A record with unresolved git conflict markers is shown as its raw text (with --json: the
+    text, the file and each conflict's two sides) and exits 6."""
+    record = memory.show(name)
+    return RecordShown(record, memory.history(name))
+
+
+@operation("memory", "history", uses="memory", effect=Effect.READ, idempotent=True)
+def history(memory: MemoryService, name: Annotated[str, Arg("The record.")]) -> RecordVersions:
+    """A record's versions, newest first: its commits when the vault is a git repository, and
+    what automatic memory replaced."""
+    from ..memory.versions import record_versions
+
+    return record_versions(memory, name)
+
+
+@operation("memory", "list", uses="memory", effect=Effect.READ, idempotent=True)
+def list_(memory: MemoryService) -> RecordList:
+    """List the current user's records (malformed ones are reported on stderr and skipped)."""
+    return memory.list_records()
+
+
+@operation("memory", "manifest", uses="memory", effect=Effect.READ, idempotent=True)
+def manifest(
+    memory: MemoryService,
+    query: Annotated[
+        str | None, Opt("--query", "-q", help="Also reserve lines for this query's best matches.")
+    ] = None,
+) -> Manifest:
+    """The recall window: at most 200 lines of type, file, modified date and description."""
+    return memory.manifest(query)
+
+
+@operation(
+    "memory",
+    "recall",
+    uses="memory",
+    effect=Effect.READ,
+    fast=True,  # telemetry only
+    tools={"mcp": "memory_recall"},
+    tool_help="The user's memory records relevant to query (at most 5 bodies): call it before "
+    "work that may depend on the user's preferences, feedback or project background.",
+)
+def recall(
+    memory: MemoryService,
+    query: Annotated[str, Arg("What the assistant is about to do or was asked.")],
+    limit: Annotated[int | None, Opt("--limit", "-n", help="Bodies to read (at most 5).", minimum=1)] = None,
+) -> RecallResult:
+    """Select the relevant records (model, else lexical) and read at most 5 bodies."""
+    return memory.recall(query, limit)
+
+
+def _clear_question(memory: MemoryService, arguments: Any) -> str:
+    return f"Delete all {memory.count()} memory record(s) of user {memory.user}?"
+
+
+@operation(
+    "memory",
+    "clear",
+    uses="memory",
+    effect=Effect.DESTRUCTIVE,
+    model=False,
+    confirm=Confirm(_clear_question, verb="clear memory", done="removed"),
+)
+def clear(memory: MemoryService) -> Cleared:
+    """Remove ALL of the current user's memory records. Asks first on a terminal."""
+    cleared = memory.clear()
+    memory.warnings.extend(f"not removed: {problem}" for problem in cleared.not_removed)
+    return cleared
+
+
+class Transcript(NamedTuple):
+    source: str  # the file, or "-" for standard input
+    lines: list[str]
+
+
+def read_transcript(transcript: str) -> Transcript:
+    """The transcript's lines, read in a bounded way: at most TRANSCRIPT_LIMIT + 1 bytes, so a
+    huge file, /dev/zero or an endless pipe is refused instead of filling memory."""
+    from ..errors import InvalidInput
+    from ..inputs import read_bounded
+
+    source = "standard input" if transcript == "-" else f"transcript {transcript}"
+    too_large = f"{source} is larger than 8 MiB: pass only the latest turns"
+    data = read_bounded(transcript, TRANSCRIPT_LIMIT, sys.stdin.buffer, name=source, too_large=too_large)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{source} is not UTF-8 text") from None
+    return Transcript(transcript, text.split("\n"))
+
+
+@operation("memory", "extract", uses="memory", effect=Effect.WRITE, model=False)
+def extract(
+    memory: MemoryService,
+    transcript: Annotated[
+        Transcript,
+        Opt(
+            "--transcript",
+            help="JSONL of {role, content, tool_calls?} messages, at most 8 MiB ('-' reads stdin).",
+            cli_type=str,
+            parse=read_transcript,
+        ),
+    ],
+    dry_run: Annotated[bool, Opt("--dry-run", help="Print the decisions; write nothing.")] = False,
+) -> ExtractionResult:
+    """Automatic extraction over the latest turns of a transcript (cue-gated, reconciled).
+
+    A transcript larger than 8 MiB is refused (exit 6): pass the latest turns only.
+    """
+    from ..memory.extraction import Extractor, parse_transcript
+
+    messages, problems = parse_transcript(transcript.lines)
+    memory.warnings.extend(problems)
+    return Extractor(memory, warnings=memory.warnings).run(
+        messages, dry_run=dry_run, source=transcript.source
+    )

@@ -1,0 +1,151 @@
+"""The task operations: tasks, their messages and the documents attached to them (see registry.py
+for the form). They act on the whole session: a message reaches the consolidator, attaching
+checks the documents."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+
+from .registry import Arg, Effect, Opt, operation
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..tasks.consolidation import Cancelled, Consolidation, Consolidator, TaskShown
+    from ..tasks.context import ContextAssembler, TaskContext
+    from ..tasks.ending import TaskEnd
+    from ..tasks.service import Task, TaskList, TaskMessage, TaskService
+
+TaskId = Annotated[str, Arg()]
+Docs = Annotated[list[str], Arg()]
+
+
+@operation("task", "new", uses="tasks", effect=Effect.WRITE)
+def new(
+    tasks: TaskService,
+    goal: Annotated[str, Arg("What the task is for.")],
+    plan: Annotated[str | None, Opt("--plan", help="The plan, if there is one already.")] = None,
+) -> Task:
+    """Start a task."""
+    return tasks.new(goal, plan)
+
+
+@operation("task", "list", uses="tasks", effect=Effect.READ, idempotent=True)
+def list_(tasks: TaskService) -> TaskList:
+    """Your tasks."""
+    from ..tasks.service import TaskList
+
+    return TaskList(tasks.list_tasks())
+
+
+@operation("task", "show", uses="", effect=Effect.READ, idempotent=True)
+def show(session: Session, task: TaskId) -> TaskShown:
+    """One task, and how far its consolidation has come."""
+    from ..tasks.consolidation import TaskShown
+
+    return TaskShown(session.tasks.get(task), session.consolidation.status(task))
+
+
+@operation("task", "attach", uses="", effect=Effect.WRITE, idempotent=True)
+def attach(session: Session, task: TaskId, docs: Docs) -> Task:
+    """Attach documents to a task (they are used once they are ready)."""
+    from ..tasks.attachments import attach_documents
+
+    return attach_documents(session.tasks, session.knowledge, task, docs)
+
+
+@operation("task", "detach", uses="", effect=Effect.WRITE, idempotent=True)
+def detach(session: Session, task: TaskId, docs: Docs) -> Task:
+    """Detach documents from a task."""
+    from ..tasks.attachments import detach_documents
+
+    return detach_documents(session.tasks, session.knowledge, task, docs)
+
+
+class MessageAdded(NamedTuple):
+    """`task add-message`: the message as the log has it, and its task."""
+
+    task: str
+    message: TaskMessage
+
+    def to_json(self) -> dict[str, Any]:
+        return self.message.to_json()
+
+
+def _text_or_stdin(text: str) -> str:
+    """'-' reads standard input (only then: a command in a `while read` loop keeps its input)."""
+    return sys.stdin.read() if text == "-" else text
+
+
+def _tool_calls(text: str) -> list[dict[str, Any]]:
+    from ..tasks.service import parse_tool_calls
+
+    return parse_tool_calls(text, "--tool-calls")
+
+
+@operation("task", "add-message", uses="", effect=Effect.WRITE)
+def add_message(
+    session: Session,
+    task: TaskId,
+    text: Annotated[str, Arg("The message text ('-' reads standard input).", parse=_text_or_stdin)],
+    role: Annotated[str, Opt("--role", help="user, assistant or tool.")],
+    tool_calls: Annotated[
+        list[dict[str, Any]] | None,
+        Opt(
+            "--tool-calls",
+            help='JSON list of the assistant\'s tool calls: [{"function": {"name", "arguments"}}].',
+            cli_type=str | None,
+            parse=_tool_calls,
+        ),
+    ] = None,
+) -> MessageAdded:
+    """Append a message to the task's log (it records the documents attached at that moment)."""
+    message = session.tasks.add_message(task, role, text, tool_calls)
+    session.consolidation.after_message(task, message)  # a background pass when a chunk is complete
+    return MessageAdded(task, message)
+
+
+@operation("task", "context", uses="context", effect=Effect.READ)
+def context(
+    assembler: ContextAssembler,
+    task: TaskId,
+    query: Annotated[
+        str | None, Arg("What the next step is about (default: goal + last user message).")
+    ] = None,
+) -> TaskContext:
+    """The working set for the next model call: goal, plan, history, memories, document map."""
+    return assembler.assemble(task, query)
+
+
+@operation("task", "consolidate", uses="consolidation", effect=Effect.WRITE)
+def consolidate(
+    consolidator: Consolidator,
+    task: TaskId,
+    dry_run: Annotated[bool, Opt("--dry-run", help="Print the decisions; write nothing.")] = False,
+    cancel: Annotated[bool, Opt("--cancel", help="Stop the task's running background pass.")] = False,
+    background: Annotated[bool, Opt("--background", hidden=True, model=False)] = False,  # by add-message
+) -> Consolidation | Cancelled:
+    """Consolidate the task's pending messages into memory, contacts, a summary (model role
+    `consolidate`); a background pass runs by itself every [consolidation] every messages."""
+    if cancel:
+        return consolidator.cancel(task)
+    return consolidator.run(task, dry_run=dry_run, background=background)
+
+
+@operation("task", "end", uses="", effect=Effect.WRITE)
+def end(
+    session: Session,
+    task: TaskId,
+    wait: Annotated[
+        bool, Opt("--wait", help="Wait for the extraction model instead of leaving it to the background.")
+    ] = False,
+    background: Annotated[bool, Opt("--background", hidden=True, model=False)] = False,  # by task end
+) -> TaskEnd:
+    """Close the task at once; automatic memory extraction over its last messages runs in the
+    background when it needs the model (its decisions go to .aibuddy/logs/extraction.jsonl)."""
+    from ..tasks.ending import TaskEnd, end_task, extract_ended
+
+    if background:  # the detached extraction of a task that `task end` closed
+        tasks = session.tasks
+        return TaskEnd(tasks.get(task), extract_ended(tasks, session.memory, task))
+    return end_task(session.tasks, session.memory, task, wait=wait)
