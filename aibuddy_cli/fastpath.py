@@ -199,7 +199,9 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
         from .gitmerge import merge_file
 
         base, current, other, path = argv[2:]
-        return merge_file(Path(base), Path(current), Path(other), path)
+        import os
+
+        return merge_file(Path(base), Path(current), Path(other), path, environ=os.environ)
     split = _split_globals(argv)
     if split is None:
         return None

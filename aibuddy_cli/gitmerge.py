@@ -21,10 +21,11 @@ built on and theirs the local work git replays onto it.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .errors import AibuddyError, MalformedRecord, NotFound
@@ -34,10 +35,19 @@ from .merging import CONFLICT, Merged, later, read_text, three_way
 DRIVER_NAME = "aibuddy: recall telemetry and concurrent edits"
 
 
-def merge_file(base: Path, current: Path, other: Path, path: str, *, replaying: bool | None = None) -> int:
+def merge_file(
+    base: Path,
+    current: Path,
+    other: Path,
+    path: str,
+    *,
+    replaying: bool | None = None,
+    environ: Mapping[str, str] = MappingProxyType({}),
+) -> int:
     """Merge other into current (in place) over base; the exit status git expects.
 
-    replaying: whether git replays theirs onto ours (None: ask git, see `_replaying`)."""
+    replaying: whether git replays theirs onto ours (None: ask git, see `_replaying`, which reads
+    the variables git sets for the driver in environ)."""
     merged: Merged | None = None
     kind = _vault_path(path)
     folder, _, name = kind.rpartition("/")
@@ -49,7 +59,7 @@ def merge_file(base: Path, current: Path, other: Path, path: str, *, replaying: 
         from .tables.merge import merged_rows, merged_schema
         from .tasks.merge import merged_task_file
 
-        replay = _replaying() if replaying is None else replaying
+        replay = _replaying(environ) if replaying is None else replaying
         if kind.startswith("tables/") and name.endswith(".schema.json"):
             merged = merged_schema(base, current, other, replay)
         elif kind.startswith("tables/") and name.endswith(".csv"):
@@ -79,7 +89,7 @@ def _vault_path(path: str) -> str:
     return path
 
 
-def _replaying() -> bool:
+def _replaying(environ: Mapping[str, str]) -> bool:
     """Whether git is replaying theirs (%B) onto ours (%A) rather than merging theirs into ours.
 
     A merge (`git merge`, `git pull` without rebase) names the commits it merges in GITHEAD_*
@@ -89,7 +99,6 @@ def _replaying() -> bool:
     upstream branch, theirs the local commit being replayed, so ours keeps them. Anything else
     git merges with a driver applies work onto HEAD (cherry-pick, revert, stash apply and pop,
     am, checkout -m): HEAD keeps its keys and the work applied moves, as in a rebase."""
-    environ = os.environ
     if any(name.startswith("GITHEAD_") for name in environ):
         return False
     found = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True, text=True)

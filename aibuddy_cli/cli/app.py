@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -109,7 +108,7 @@ def init(
 ) -> None:
     """Create a vault: folders, aibuddy.toml and a .gitignore for the derived .aibuddy/ cache."""
     state = state_of(ctx, json)
-    created = init_vault(path, state.user_option or default_user_name(os.environ))
+    created = init_vault(path, state.user_option or default_user_name(state.environ))
     from ..gitmerge import register_if_in_git
 
     register_if_in_git(created.root)  # in a git repository already: the merge driver too
@@ -128,7 +127,7 @@ def mcp(
     from ..mcp_server import serve
 
     state = state_of(ctx)
-    serve(state.vault_option, state.user_option, task, os.environ, Path.cwd())
+    serve(state.vault_option, state.user_option, task, state.environ, Path.cwd())
 
 
 worker_app = typer.Typer(help="The model worker: litellm kept warm between commands.", no_args_is_help=True)
@@ -141,7 +140,7 @@ def worker_status(ctx: typer.Context, json: bool = typer.Option(False, "--json",
     from .. import worker
 
     state = state_of(ctx, json)
-    found = worker.status(os.environ)
+    found = worker.status(state.environ)
     text = f"running (pid {found.pid}, {found.calls} calls)" if found.running else "not running"
     output.render(state.json, found.to_json, lambda: text, lambda: output.emit_text(text))
 
@@ -152,19 +151,20 @@ def worker_stop(ctx: typer.Context, json: bool = typer.Option(False, "--json", h
     from .. import worker
 
     state = state_of(ctx, json)
-    found = worker.stop(os.environ)
+    found = worker.stop(state.environ)
     text = "stopped" if not found.running else "still running"
     output.render(state.json, found.to_json, lambda: text, lambda: output.emit_text(text))
 
 
 @worker_app.command("serve", hidden=True)
 def worker_serve(
+    ctx: typer.Context,
     lock_fd: int | None = typer.Option(None, "--lock-fd", hidden=True, help="The lock its starter took."),
 ) -> None:
     """Serve model calls until idle (started by the first model call that finds no worker)."""
     from .. import worker
 
-    worker.serve(os.environ, lock_fd)
+    worker.serve(state_of(ctx).environ, lock_fd)
 
 
 git_app = typer.Typer(help="A vault shared through git: the merge driver.", no_args_is_help=True)
@@ -205,6 +205,7 @@ def git_setup(
 
 @git_app.command("merge-file", hidden=True)
 def git_merge_file(
+    ctx: typer.Context,
     base: Path = typer.Argument(...),
     current: Path = typer.Argument(...),
     other: Path = typer.Argument(...),
@@ -213,4 +214,4 @@ def git_merge_file(
     """The merge driver git runs: merge OTHER into CURRENT over BASE (exit 1 on a conflict)."""
     from .. import gitmerge
 
-    raise typer.Exit(gitmerge.merge_file(base, current, other, path))
+    raise typer.Exit(gitmerge.merge_file(base, current, other, path, environ=state_of(ctx).environ))

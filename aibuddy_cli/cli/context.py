@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +17,8 @@ class AppState:
     vault_option: str | None = None
     user_option: str | None = None
     json: bool = False
+    # The process's environment, read here once for every command (the Session gets it too).
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
     # The session's warnings sink, there before the session: the config file's warnings are
     # reported even when no user can be resolved, and whatever is left goes out before an error.
     warnings: list[str] = field(default_factory=list, repr=False)
@@ -22,7 +26,9 @@ class AppState:
 
     def session(self) -> Session:
         if self._session is None:
-            self._session = Session.locate(self.vault_option, self.user_option, warnings=self.warnings)
+            self._session = Session.locate(
+                self.vault_option, self.user_option, environ=self.environ, warnings=self.warnings
+            )
             self.report_warnings()  # unknown keys, ignored values: before anything else
         return self._session
 

@@ -3,7 +3,6 @@ which hand the terminal to an editor or keep running."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -47,7 +46,7 @@ def edit(
     state = state_of(ctx, json)
     service = state.session().knowledge
     ref, body = service.body(doc)
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    editor = state.environ.get("VISUAL") or state.environ.get("EDITOR")
     if not editor:
         if not stdin_is_terminal():
             raise UsageError("set EDITOR to edit a document")

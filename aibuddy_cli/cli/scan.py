@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -34,12 +33,12 @@ def scan(
     state = state_of(ctx, json)
     personal: Path | None = None
     if path is None:
-        vault = locate_vault(state.vault_option, os.environ, Path.cwd())
+        vault = locate_vault(state.vault_option, state.environ, Path.cwd())
         root = vault.root
         from .. import team
 
         if team.is_team_vault(vault) and not staged:  # the user's own files live apart: read them too
-            personal = team.personal_vault(vault, os.environ).root
+            personal = team.personal_vault(vault, state.environ).root
     else:
         root = path.expanduser().resolve()
     result = scanning.scan_staged(root) if staged else scanning.scan_folder(root)
