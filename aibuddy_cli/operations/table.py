@@ -12,8 +12,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
-from ..tables.queries import METRICS
-from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, INT_RANGE, ColumnSpec
+from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, INT_RANGE, METRICS, ColumnSpec
 from .registry import Arg, Confirm, Effect, Opt, operation
 
 if TYPE_CHECKING:

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..errors import InvalidInput
 from ..text import query_terms
 from .index import IndexedTable
-from .schema import INT_RANGE
+from .schema import INT_RANGE, METRICS
 from .state import TableInfo, TablesState
 
 MAX_NAMED_TABLES = 3  # the tables a filter that fits none names, each with why
 _OVERFLOW = "{metric}({column}) is beyond the range of a floating-point number"
-METRICS = ("count", "sum", "mean", "median", "min", "max", "var", "std", "mode")
 NUMERIC_METRICS = ("sum", "mean", "median", "var", "std")
 NUMERIC_TYPES = ("int", "float", "bool")
 _SQL_METRICS = {

@@ -26,6 +26,7 @@ MAX_COLUMNS = 200
 MAX_CELL_CHARS = 100_000
 INT_RANGE = (-(2**63), 2**63 - 1)
 DEFAULT_KEY = "row_id"
+METRICS = ("count", "sum", "mean", "median", "min", "max", "var", "std", "mode")  # of `table reduce`
 
 
 def check_name(name: str, what: str = "column") -> str:
