@@ -37,6 +37,19 @@ LOSSY_HELP = (
     "Convert values that do not convert exactly anyway: round (to the nearest value) or drop "
     "(empty them). Without it such a change is refused and nothing is written."
 )
+# Spellings that several operations share.
+COLUMN_NAMES: dict[str, Any] = {  # `--columns a,b` on the command line, a name or a list for a model
+    "checked": True,
+    "cli_type": str | None,
+    "parse": lambda text: comma_names(text),
+    "tool_schema": NAMES,
+    "from_tool": lambda value: names(value),
+}
+ROW_PAGE: dict[str, Any] = {  # how many rows: models read at most 1000, 50 unless they ask
+    "minimum": 1,
+    "tool_schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+    "tool_default": 50,
+}
 WHERE_HELP = 'A filter: a Python boolean expression, e.g. age > 30 and city == "Berlin".'
 ROWS_WHERE_HELP = 'Which rows ("True" for all).'
 
@@ -373,26 +386,11 @@ def filter_(
     where: Where = None,
     columns: Annotated[
         list[str] | None,
-        Opt(
-            "--columns",
-            help="Columns to show, comma-separated.",
-            checked=True,
-            cli_type=str | None,
-            parse=comma_names,
-            tool_schema=NAMES,
-            from_tool=names,
-        ),
+        Opt("--columns", help="Columns to show, comma-separated.", **COLUMN_NAMES),
     ] = None,
     limit: Annotated[
         int | None,
-        Opt(
-            "--limit",
-            "-n",
-            help="At most this many rows a table (100).",
-            minimum=1,
-            tool_schema={"type": "integer", "minimum": 1, "maximum": 1000},
-            tool_default=50,
-        ),
+        Opt("--limit", "-n", help="At most this many rows a table (100).", **ROW_PAGE),
     ] = None,
     offset: Annotated[
         int, Opt("--offset", help="Skip this many rows first.", minimum=0, maximum=INT_RANGE[1])
@@ -511,26 +509,11 @@ def join(
     where: Where = None,
     columns: Annotated[
         list[str] | None,
-        Opt(
-            "--columns",
-            help="table.column names, comma-separated.",
-            checked=True,
-            cli_type=str | None,
-            parse=comma_names,
-            tool_schema=NAMES,
-            from_tool=names,
-        ),
+        Opt("--columns", help="table.column names, comma-separated.", **COLUMN_NAMES),
     ] = None,
     limit: Annotated[
         int | None,
-        Opt(
-            "--limit",
-            "-n",
-            help="At most this many rows (100).",
-            minimum=1,
-            tool_schema={"type": "integer", "minimum": 1, "maximum": 1000},
-            tool_default=50,
-        ),
+        Opt("--limit", "-n", help="At most this many rows (100).", **ROW_PAGE),
     ] = None,
 ) -> JoinResult:
     """Rows of two tables paired where --on holds."""
