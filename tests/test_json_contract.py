@@ -16,6 +16,9 @@ import pytest
 from conftest import run_aibuddy
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.operations.registry import REGISTRY, Operation, load, operations
+from aibuddy_cli.operations.schemas import output_schema
+
 GUIDE = "# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback --to previous`.\n"
 TRANSCRIPT = [
     {"role": "user", "content": "From now on, always answer in French."},
@@ -151,7 +154,12 @@ def test_every_json_answer_keeps_its_keys(
         result = cli(*args, "--json")
         monkeypatch.delenv("AIBUDDY_MODEL_SUMMARY", raising=False)
         assert result.exit_code == code, (name, result.stdout, result.stderr)
-        shapes[name] = shape(json.loads(result.stdout))
+        document = json.loads(result.stdout)
+        shapes[name] = shape(document)
+        op = operation_of(argv)
+        if op is not None and code == 0:  # an error is the error document, not the result
+            problems = schema_problems(document, output_schema(op))
+            assert not problems, (name, problems)
     for name, _, _ in CASES:
         assert shapes[name] == PINNED[name], name
 
@@ -161,6 +169,162 @@ def test_a_usage_error_is_the_same_error_document(vault, aibuddy_exe: list[str])
     result = run_aibuddy(aibuddy_exe, "memory", "show", "--json", env=env)
     assert result.returncode == 2
     assert shape(json.loads(result.stdout)) == PINNED["error"]
+
+
+
+# --- the output schemas (operations/schemas.py) are true of the documents printed ---------------
+
+
+def operation_of(argv: list[str]) -> Operation | None:
+    """The registry operation a case's command runs: the longest run of its first words that
+    names one (`table column add …` -> "table column add"); None for other commands."""
+    load()
+    for end in range(len(argv), 0, -1):
+        if " ".join(argv[:end]) in REGISTRY:
+            return REGISTRY[" ".join(argv[:end])]
+    return None
+
+
+_JSON_TYPES: dict[str, Any] = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
+}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, _JSON_TYPES[kind])
+
+
+def schema_problems(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
+    """What in value the schema does not allow (empty: valid). Reads what type_schema writes:
+    type, properties with required (and no other key unless additionalProperties allows it),
+    additionalProperties, items, prefixItems, enum, anyOf; {} allows anything."""
+    if "anyOf" in schema:
+        options = [schema_problems(value, option, where) for option in schema["anyOf"]]
+        if all(options):
+            return [f"{where}: matches no option of anyOf: {min(options, key=len)}"]
+        return []
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{where}: {value!r} not in {schema['enum']}"]
+    kind = schema.get("type")
+    if kind is not None and not _is(value, kind):
+        return [f"{where}: {type(value).__name__} is not {kind}"]
+    problems = []
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        extra = schema.get("additionalProperties", properties is None)
+        problems += [f"{where}: no {key!r}" for key in schema.get("required", ()) if key not in value]
+        for key, item in value.items():
+            if properties is not None and key in properties:
+                problems += schema_problems(item, properties[key], f"{where}.{key}")
+            elif extra is False:
+                problems.append(f"{where}: {key!r} is not in the schema's properties")
+            elif isinstance(extra, dict):
+                problems += schema_problems(item, extra, f"{where}.{key}")
+    if isinstance(value, list):
+        fixed = schema.get("prefixItems")
+        if fixed is not None and len(value) != len(fixed):
+            problems.append(f"{where}: {len(value)} items, not {len(fixed)}")
+        for index, item in enumerate(value):
+            part = fixed[index] if fixed is not None and index < len(fixed) else schema.get("items", {})
+            problems += schema_problems(item, part, f"{where}[{index}]")
+    return problems
+
+
+def test_the_validator_refuses_what_a_schema_does_not_allow() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["n"],
+    }
+    assert schema_problems({"n": 1, "tags": ["a"]}, schema) == []
+    assert schema_problems({"tags": []}, schema) == ["$: no 'n'"]
+    assert schema_problems({"n": True}, schema) == ["$.n: bool is not integer"]
+    assert schema_problems({"n": 1, "x": 2}, schema) == ["$: 'x' is not in the schema's properties"]
+    assert schema_problems({"n": 1, "tags": [3]}, schema) == ["$.tags[0]: int is not string"]
+    assert schema_problems(None, {"anyOf": [schema, {"type": "null"}]}) == []
+    assert schema_problems({"n": 1, "any": {"k": 1}}, {"type": "object"}) == []
+
+
+def _described(schema: dict[str, Any]) -> bool:
+    """An object schema with its properties, or an anyOf of such (null allowed beside them)."""
+    if "anyOf" in schema:
+        options = [option for option in schema["anyOf"] if option != {"type": "null"}]
+        return bool(options) and all(_described(option) for option in options)
+    return schema.get("type") == "object" and bool(schema.get("properties"))
+
+
+# Operations whose result cannot be described, with why: none.
+UNDESCRIBED: dict[str, str] = {}
+
+
+def test_every_operation_has_a_described_output_schema() -> None:
+    found = {op.name for op in operations() if not _described(output_schema(op))}
+    assert found == set(UNDESCRIBED), sorted(found)
+
+
+# The operations no case runs (they need a model loop, git, or a second table), with results of
+# their own types built here instead: their documents are checked against their schemas too.
+NOT_RUN = {
+    "memory history",
+    "table column copy",
+    "table column move",
+    "table column vectorize",
+    "table refactor",
+    "table search-join",
+    "table undo",
+    "table update",
+}
+
+
+def test_the_cases_run_every_operation_but_those_not_run() -> None:
+    covered = {op.name for _, argv, code in CASES if code == 0 and (op := operation_of(argv)) is not None}
+    assert {op.name for op in operations()} - covered == NOT_RUN
+
+
+def test_the_results_no_case_runs_match_their_schemas() -> None:
+    from aibuddy_cli.memory.versions import CommitJson, RecordVersions
+    from aibuddy_cli.tables.changes import Change, Changes
+    from aibuddy_cli.tables.loops import TableRun
+    from aibuddy_cli.tables.undo import Undone
+
+    commit: CommitJson = {
+        "commit": "c",
+        "date": "2026-01-01",
+        "subject": "s",
+        "type": None,
+        "description": None,
+    }
+    copied = Change("copy_column", "people", {"column": "city", "to_table": "cities", "matched": 2})
+    deleted = Change("delete_column", "people", {"column": "city", "type": "str"})
+    documents = {
+        "memory history": RecordVersions("memory/u/tea.md", True, [commit], [{"body": "b"}]),
+        "table column copy": Changes([copied]),
+        "table column move": Changes([copied, deleted]),
+        "table column vectorize": Change("vectorize_column", "people", {"column": "bio", "values": 3}),
+        "table update": TableRun(
+            "update",
+            "Ada moved",
+            "r1",
+            False,
+            "done",
+            [
+                {"tool": "update_rows", "arguments": {"table": "people"}, "applied": True, "result": {}},
+                {"tool": "add_rows", "arguments": {}, "applied": False},
+            ],
+        ),
+        "table undo": Undone("r1", ["tables/u/people.csv"]),
+    }
+    for name, result in documents.items():
+        problems = schema_problems(result.to_json(), output_schema(REGISTRY[name]))
+        assert not problems, (name, problems)
 
 
 PINNED: dict[str, Any] = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ..agent import Complete, Tool, agent_loop, litellm_complete
 from ..errors import AibuddyError, InvalidInput, ModelError
@@ -41,6 +41,13 @@ Cite only sections you read with read_section. If the documents do not cover the
 in the answer and list the gap."""
 
 
+class CitationJson(TypedDict):
+    doc: str
+    title: str
+    anchor: str
+    lines: list[int]  # [first, last]
+
+
 class Citation(NamedTuple):
     """A section the answer rests on, as `kb read` takes it: doc and anchor."""
 
@@ -49,8 +56,16 @@ class Citation(NamedTuple):
     anchor: str
     lines: list[int]  # [first, last]
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> CitationJson:
+        return {"doc": self.doc, "title": self.title, "anchor": self.anchor, "lines": self.lines}
+
+
+class AnswerJson(TypedDict):
+    method: str  # "model" or "extractive"
+    answer: str
+    citations: list[CitationJson]
+    gaps: list[str]
+    dropped_citations: list[Any]  # what the model cited, as it gave it (any JSON value)
 
 
 class Answer(NamedTuple):
@@ -60,8 +75,14 @@ class Answer(NamedTuple):
     gaps: list[str]  # what the documents do not cover
     dropped_citations: list[Any]  # what the model cited without reading it, echoed within bounds
 
-    def to_json(self) -> dict[str, Any]:
-        return {**self._asdict(), "citations": [c.to_json() for c in self.citations]}
+    def to_json(self) -> AnswerJson:
+        return {
+            "method": self.method,
+            "answer": self.answer,
+            "citations": [c.to_json() for c in self.citations],
+            "gaps": self.gaps,
+            "dropped_citations": self.dropped_citations,
+        }
 
 
 @dataclass

@@ -11,11 +11,11 @@ import hashlib
 import json
 import re
 import unicodedata
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
 from ..errors import InvalidInput
 from ..vault import validate_user_name
-from .outline import Section
+from .outline import Section, SectionJson
 
 SCOPES = ("system", "personal")
 STATUSES = ("pending", "ready")
@@ -202,6 +202,22 @@ def doc_folders(users: list[str]) -> list[tuple[str, str | None, str, str]]:
     return folders
 
 
+class MetaJson(TypedDict):
+    """A sidecar, as its file holds it."""
+
+    title: str
+    owner: str | None
+    scope: str
+    sha256: str
+    imported_at: str
+    source: str | None
+    outline: list[SectionJson]
+    summary: str | None
+    summary_sha256: str | None
+    reviewed_by: str | None
+    reviewed_at: str | None
+
+
 class Meta(NamedTuple):
     """The sidecar: what aibuddy derived from a body and knows about its review."""
 
@@ -217,10 +233,20 @@ class Meta(NamedTuple):
     reviewed_by: str | None = None
     reviewed_at: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        data = self._asdict()
-        data["outline"] = [section.to_json() for section in self.outline]
-        return data
+    def to_json(self) -> MetaJson:
+        return {
+            "title": self.title,
+            "owner": self.owner,
+            "scope": self.scope,
+            "sha256": self.sha256,
+            "imported_at": self.imported_at,
+            "source": self.source,
+            "outline": [section.to_json() for section in self.outline],
+            "summary": self.summary,
+            "summary_sha256": self.summary_sha256,
+            "reviewed_by": self.reviewed_by,
+            "reviewed_at": self.reviewed_at,
+        }
 
     def encode(self) -> bytes:
         return (json.dumps(self.to_json(), ensure_ascii=False, indent=2) + "\n").encode("utf-8")

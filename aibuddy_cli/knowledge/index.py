@@ -6,7 +6,7 @@ body's and sidecar's stat) and re-indexes only what changed; deleting it loses n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from ..cache_db import MASK, CacheDB, to_signed
 from ..text import index_text
@@ -52,6 +52,16 @@ CREATE VIRTUAL TABLE sections_fts USING fts5(
 """
 
 
+class IndexedDocJson(TypedDict):
+    doc: str
+    title: str
+    scope: str
+    owner: str | None
+    status: str
+    sections: int
+    summary: str | None
+
+
 class IndexedDoc(NamedTuple):
     ref: DocRef
     title: str
@@ -59,7 +69,7 @@ class IndexedDoc(NamedTuple):
     summary: str | None
     section_count: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> IndexedDocJson:
         return {
             "doc": self.ref.qualified,
             "title": self.title,

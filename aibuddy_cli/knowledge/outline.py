@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 PREAMBLE_ANCHOR = "_preamble"
 _EXPLICIT_ANCHOR = re.compile(r"\s*\{\s*#([^\s{}]+)(?:\s+[^{}]*)?\s*\}\s*$")
 _FRONT_MATTER_CLOSE = ("---", "...")
+
+
+class SectionJson(TypedDict):
+    level: int
+    title: str
+    anchor: str
+    start: int
+    end: int
+    size: int
 
 
 class Section(NamedTuple):
@@ -25,8 +34,15 @@ class Section(NamedTuple):
     end: int  # 1-based last line, inclusive
     size: int  # characters, heading included
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> SectionJson:
+        return {
+            "level": self.level,
+            "title": self.title,
+            "anchor": self.anchor,
+            "start": self.start,
+            "end": self.end,
+            "size": self.size,
+        }
 
 
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")

@@ -8,15 +8,21 @@ so the CLI and any other front end give the same document by construction.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Literal, NamedTuple, TypedDict
 
-from .documents import DocRef, Meta
-from .imports import ImportOutcome
-from .index import IndexedDoc
-from .retrieval import MapEntry, SearchHit
-from .summaries import SummaryOutcome
+from .documents import DocRef, Meta, MetaJson
+from .imports import ImportOutcome, ImportOutcomeJson
+from .index import IndexedDoc, IndexedDocJson
+from .outline import SectionJson
+from .retrieval import MapEntry, MapEntryJson, SearchHit, SearchHitJson, UnavailableJson
+from .summaries import NotSummarizedJson, SummarizedJson, SummaryOutcome
 
 IMPORT_STATUSES = ("imported", "duplicate", "skipped", "failed")
+
+
+class DocumentListJson(TypedDict):
+    user: str
+    documents: list[IndexedDocJson]
 
 
 class DocumentList(NamedTuple):
@@ -25,8 +31,13 @@ class DocumentList(NamedTuple):
     user: str
     documents: list[IndexedDoc]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DocumentListJson:
         return {"user": self.user, "documents": [d.to_json() for d in self.documents]}
+
+
+class DocumentInfoJson(MetaJson):
+    doc: str
+    status: str
 
 
 class DocumentInfo(NamedTuple):
@@ -35,8 +46,14 @@ class DocumentInfo(NamedTuple):
     ref: DocRef
     meta: Meta
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DocumentInfoJson:
         return {"doc": self.ref.qualified, "status": self.ref.status, **self.meta.to_json()}
+
+
+class DocumentOutlineJson(TypedDict):
+    doc: str
+    title: str
+    outline: list[SectionJson]
 
 
 class DocumentOutline(NamedTuple):
@@ -45,7 +62,7 @@ class DocumentOutline(NamedTuple):
     ref: DocRef
     meta: Meta
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DocumentOutlineJson:
         return {
             "doc": self.ref.qualified,
             "title": self.meta.title,
@@ -53,19 +70,31 @@ class DocumentOutline(NamedTuple):
         }
 
 
+class TaskMapJson(TypedDict):
+    task: str
+    documents: list[MapEntryJson]
+    unavailable: list[UnavailableJson]
+
+
 class TaskMap(NamedTuple):
     """`kb map`: the task's usable documents, and the attached ones it cannot use (and why)."""
 
     task: str
     documents: list[MapEntry]
-    unavailable: list[dict[str, str]]
+    unavailable: list[UnavailableJson]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TaskMapJson:
         return {
             "task": self.task,
             "documents": [e.to_json() for e in self.documents],
             "unavailable": self.unavailable,
         }
+
+
+class SearchResultsJson(TypedDict):
+    query: str
+    task: str | None
+    hits: list[SearchHitJson]
 
 
 class SearchResults(NamedTuple):
@@ -75,8 +104,16 @@ class SearchResults(NamedTuple):
     task: str | None
     hits: list[SearchHit]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SearchResultsJson:
         return {"query": self.query, "task": self.task, "hits": [h.to_json() for h in self.hits]}
+
+
+class ImportReportJson(TypedDict):
+    files: list[ImportOutcomeJson]
+    imported: int  # the counts of IMPORT_STATUSES, in that order
+    duplicate: int
+    skipped: int
+    failed: int
 
 
 class ImportReport(NamedTuple):
@@ -90,22 +127,45 @@ class ImportReport(NamedTuple):
             counts[outcome.status] += 1
         return counts
 
-    def to_json(self) -> dict[str, Any]:
-        return {"files": [outcome.to_json() for outcome in self.outcomes], **self.counts()}
+    def to_json(self) -> ImportReportJson:
+        counts = self.counts()
+        return {
+            "files": [outcome.to_json() for outcome in self.outcomes],
+            "imported": counts["imported"],
+            "duplicate": counts["duplicate"],
+            "skipped": counts["skipped"],
+            "failed": counts["failed"],
+        }
+
+
+class PublishedJson(TypedDict):
+    published: list[str]
+
+
+class RejectedJson(TypedDict):
+    rejected: list[str]
 
 
 class Reviewed(NamedTuple):
     """`kb publish` / `kb reject`: the documents the review moved."""
 
-    action: str  # "published" or "rejected"
+    action: Literal["published", "rejected"]  # the document's one key
     refs: list[DocRef]
 
     @property
     def names(self) -> list[str]:
         return [ref.qualified for ref in self.refs]
 
-    def to_json(self) -> dict[str, Any]:
-        return {self.action: self.names}
+    def to_json(self) -> PublishedJson | RejectedJson:
+        if self.action == "published":
+            return {"published": self.names}
+        return {"rejected": self.names}
+
+
+class BodyChangeJson(TypedDict):
+    doc: str
+    status: str
+    changed: bool
 
 
 class BodyChange(NamedTuple):
@@ -114,8 +174,12 @@ class BodyChange(NamedTuple):
     ref: DocRef
     changed: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> BodyChangeJson:
         return {"doc": self.ref.qualified, "status": self.ref.status, "changed": self.changed}
+
+
+class SummaryReportJson(TypedDict):
+    results: list[SummarizedJson | NotSummarizedJson]
 
 
 class SummaryReport(NamedTuple):
@@ -123,5 +187,5 @@ class SummaryReport(NamedTuple):
 
     results: list[SummaryOutcome]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SummaryReportJson:
         return {"results": [r.to_json() for r in self.results]}

@@ -4,7 +4,7 @@ search and bounded section pages. What may be used is `Access.usable`'s to say."
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypedDict
 
 from ..cache_db import rebuild_if_corrupt
 from ..errors import Conflict, InvalidInput, NotAllowed, NotFound, Option
@@ -38,12 +38,24 @@ class TaskDocuments(Protocol):
     def attached_in_use(self, task_id: str) -> tuple[list[str], int | None]: ...
 
 
+class SearchHitJson(TypedDict):
+    doc: str
+    title: str
+    anchor: str
+    section: str
+    path: list[str]
+    lines: list[int]  # [first, last]
+    snippet_line: int
+    snippet: str
+    score: float
+
+
 class SearchHit(NamedTuple):
     hit: Hit
     snippet_line: int
     snippet: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SearchHitJson:
         hit = self.hit
         return {
             "doc": hit.ref.qualified,
@@ -58,6 +70,25 @@ class SearchHit(NamedTuple):
         }
 
 
+class ChildJson(TypedDict):
+    anchor: str
+    title: str
+    size: int
+
+
+class SectionPageJson(TypedDict):
+    doc: str
+    title: str
+    anchor: str
+    section: str
+    path: list[str]
+    lines: list[int]  # [first, last] of the section
+    offset: int
+    text: str
+    next_cursor: str | None
+    children: list[ChildJson]
+
+
 class SectionPage(NamedTuple):
     ref: DocRef
     title: str
@@ -68,7 +99,7 @@ class SectionPage(NamedTuple):
     next_cursor: str | None
     children: list[Section]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SectionPageJson:
         return {
             "doc": self.ref.qualified,
             "title": self.title,
@@ -83,13 +114,28 @@ class SectionPage(NamedTuple):
         }
 
 
+class MapEntryJson(TypedDict):
+    doc: str
+    title: str
+    scope: str
+    summary: str | None
+    sections: int
+
+
+class UnavailableJson(TypedDict):
+    """An attached document a task cannot use, and why."""
+
+    doc: str
+    reason: str
+
+
 class MapEntry(NamedTuple):
     ref: DocRef
     title: str
     summary: str | None
     section_count: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MapEntryJson:
         return {
             "doc": self.ref.qualified,
             "title": self.title,
@@ -168,13 +214,13 @@ class Retrieval:
         ref = self._usable_doc(spec, task, status)
         return ref, self.state.meta(ref)
 
-    def map(self, task: str) -> tuple[list[MapEntry], list[dict[str, str]]]:
+    def map(self, task: str) -> tuple[list[MapEntry], list[UnavailableJson]]:
         """The document map of a task, and the attached documents that cannot be used, and why."""
         attached, since = self.tasks.attached_in_use(task)
         usable = self.access.usable("ready", task, attached)
         by_ref = {doc.ref.qualified: doc for doc in self.sync.index().docs() if usable.admits(doc.ref)}
         entries: list[MapEntry] = []
-        unavailable: list[dict[str, str]] = [
+        unavailable: list[UnavailableJson] = [
             {"doc": ref, "reason": f"attached after message {since}; used from the next message on"}
             for ref in self.tasks.get(task).attached
             if ref not in attached

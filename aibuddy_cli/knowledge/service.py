@@ -22,7 +22,7 @@ from .access import Access
 from .documents import DocRef, Meta
 from .imports import ImportOutcome, Imports
 from .index import IndexedDoc, KnowledgeIndex
-from .retrieval import MapEntry, Retrieval, SearchHit, SectionPage, TaskDocuments
+from .retrieval import MapEntry, Retrieval, SearchHit, SectionPage, TaskDocuments, UnavailableJson
 from .review import Review
 from .state import KnowledgeState
 from .summaries import Summaries, SummaryOutcome
@@ -142,7 +142,7 @@ class KnowledgeService:
     def outline(self, spec: str, task: str | None = None, status: str = "ready") -> tuple[DocRef, Meta]:
         return self.retrieval.outline(spec, task, status)
 
-    def map(self, task: str) -> tuple[list[MapEntry], list[dict[str, str]]]:
+    def map(self, task: str) -> tuple[list[MapEntry], list[UnavailableJson]]:
         return self.retrieval.map(task)
 
     def search(

@@ -7,8 +7,8 @@ that logs its outcome, since nobody waits for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from ..clock import utc_now
 from ..errors import InvalidInput, ModelUnavailable, NotFound
@@ -26,6 +26,18 @@ SUMMARY_PROMPT = (
 )
 
 
+class SummarizedJson(TypedDict):
+    doc: str
+    summarized: Literal[True]
+    summary: str | None
+
+
+class NotSummarizedJson(TypedDict):
+    doc: str
+    summarized: Literal[False]
+    reason: str | None  # why there is no summary
+
+
 class SummaryOutcome(NamedTuple):
     """What became of one document's summary: the summary kept, or why there is none."""
 
@@ -34,7 +46,7 @@ class SummaryOutcome(NamedTuple):
     summary: str | None = None
     reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SummarizedJson | NotSummarizedJson:
         if self.summarized:
             return {"doc": self.doc, "summarized": True, "summary": self.summary}
         return {"doc": self.doc, "summarized": False, "reason": self.reason}
@@ -128,7 +140,7 @@ class Summaries:
         import json
 
         try:
-            results = [outcome.to_json() for outcome in self.summarize(specs)]
+            results: list[Mapping[str, Any]] = [outcome.to_json() for outcome in self.summarize(specs)]
         except Exception as exc:  # noqa: BLE001 - nobody sees this process fail but the log
             results = [{"summarized": False, "reason": f"{type(exc).__name__}: {exc}"}]
         entries = [*results, *({"warning": warning} for warning in self.state.warnings)]

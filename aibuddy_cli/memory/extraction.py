@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from ..clock import utc_now
 from ..errors import AibuddyError, InvalidInput, ModelError
@@ -54,14 +54,31 @@ class Message(NamedTuple):
     tool_names: tuple[str, ...] = ()
 
 
+class DecisionJson(TypedDict):
+    step: str
+    outcome: str
+    detail: str
+    name: NotRequired[str]  # left out when the decision names no record
+
+
 class Decision(NamedTuple):
     step: str  # window | cue | model | candidate | write
     outcome: str  # e.g. no-cue, skipped, dropped, no-op, created, updated, protected, failed
     detail: str
     name: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self._asdict().items() if v is not None}
+    def to_json(self) -> DecisionJson:
+        data: DecisionJson = {"step": self.step, "outcome": self.outcome, "detail": self.detail}
+        if self.name is not None:
+            data["name"] = self.name
+        return data
+
+
+class ExtractionJson(TypedDict):
+    cues: list[str]
+    dry_run: bool
+    written: list[str]
+    decisions: list[DecisionJson]
 
 
 class ExtractionResult(NamedTuple):
@@ -70,7 +87,7 @@ class ExtractionResult(NamedTuple):
     written: list[str]  # record names created or updated
     dry_run: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ExtractionJson:
         return {
             "cues": self.cues,
             "dry_run": self.dry_run,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 from ..cache_db import CacheDB, entry_hash, files_digest
 from ..storage import Entry
@@ -94,14 +94,19 @@ class IndexedRecord(NamedTuple):
     recency_ns: int  # see recency_ns(): header dates, else the file's mtime
 
 
+class ProblemJson(TypedDict):
+    name: str
+    message: str
+
+
 class Problem(NamedTuple):
     """A record file that could not be used (malformed, in conflict, unreadable), by name."""
 
     name: str
     message: str
 
-    def to_json(self) -> dict[str, str]:
-        return self._asdict()
+    def to_json(self) -> ProblemJson:
+        return {"name": self.name, "message": self.message}
 
 
 class MemoryIndex(CacheDB):

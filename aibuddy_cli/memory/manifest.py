@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 from ..vault import RecallSettings
 from .index import IndexedRecord, MemoryIndex
 
 DESCRIPTION_CHARS = 200
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+class ManifestLineJson(TypedDict):
+    type: str
+    filename: str
+    modified: str  # the date, YYYY-MM-DD
+    description: str
+    matched: bool
 
 
 class ManifestLine(NamedTuple):
@@ -45,7 +53,7 @@ class ManifestLine(NamedTuple):
             description = description[: DESCRIPTION_CHARS - 1] + "…"
         return f"[{self.type}] {self.filename} ({self.modified}) {description}"
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> ManifestLineJson:
         return {
             "type": self.type,
             "filename": self.filename,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, Literal, NamedTuple, TypedDict, overload
 
 from ..conflict_markers import RESOLVE_CONFLICT, ConflictRegion, conflict_lines, merge_conflicts
 from ..errors import InvalidInput, MalformedRecord
@@ -40,6 +40,23 @@ MAX_DESCRIPTION = 500
 MAX_BODY_BYTES = 1024 * 1024
 
 
+class RecordHeaderJson(TypedDict):
+    """A record without its body (`memory list`)."""
+
+    name: str
+    description: str
+    type: str
+    provenance: str
+    created: str | None
+    updated: str | None
+    recallCount: int  # noqa: N815 - the JSON's key
+    lastRecalledAt: str | None  # noqa: N815 - the JSON's key
+
+
+class RecordJson(RecordHeaderJson):
+    body: str
+
+
 class MemoryRecord(NamedTuple):
     name: str
     description: str
@@ -52,8 +69,14 @@ class MemoryRecord(NamedTuple):
     last_recalled_at: str | None = None
     extra: tuple[tuple[str, Any], ...] = ()  # keys a person added, kept in order
 
-    def to_json(self, *, body: bool = True) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    @overload
+    def to_json(self, *, body: Literal[True] = True) -> RecordJson: ...
+
+    @overload
+    def to_json(self, *, body: Literal[False]) -> RecordHeaderJson: ...
+
+    def to_json(self, *, body: bool = True) -> RecordJson | RecordHeaderJson:
+        data: RecordHeaderJson = {
             "name": self.name,
             "description": self.description,
             "type": self.type,
@@ -64,7 +87,7 @@ class MemoryRecord(NamedTuple):
             "lastRecalledAt": self.last_recalled_at,
         }
         if body:
-            data["body"] = self.body
+            return {**data, "body": self.body}
         return data
 
     def recalled(self, when: str) -> MemoryRecord:

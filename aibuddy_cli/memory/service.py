@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
@@ -11,11 +11,13 @@ from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, Op
 from ..storage import Entry, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .header_edit import mark_recalled_text, updated_text
-from .index import IndexedRecord, Loaded, MemoryIndex, Problem
-from .manifest import ManifestLine, build_manifest
+from .index import IndexedRecord, Loaded, MemoryIndex, Problem, ProblemJson
+from .manifest import ManifestLine, ManifestLineJson, build_manifest
 from .records import (
     MemoryRecord,
     MergeConflict,
+    RecordHeaderJson,
+    RecordJson,
     line_ending,
     parse_record,
     render_record,
@@ -36,8 +38,14 @@ HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 # --- what the operations answer, each with its one JSON shape (tests/test_json_contract.py) ---
 
 
-def _problems_json(problems: list[Problem]) -> list[dict[str, str]]:
+def _problems_json(problems: list[Problem]) -> list[ProblemJson]:
     return [p.to_json() for p in problems]
+
+
+class RecordListJson(TypedDict):
+    user: str
+    records: list[RecordHeaderJson]
+    problems: list[ProblemJson]
 
 
 class RecordList(NamedTuple):
@@ -47,12 +55,20 @@ class RecordList(NamedTuple):
     records: list[IndexedRecord]
     problems: list[Problem]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecordListJson:
         return {
             "user": self.user,
             "records": [item.record.to_json(body=False) for item in self.records],
             "problems": _problems_json(self.problems),
         }
+
+
+class ManifestJson(TypedDict):
+    user: str
+    query: str | None
+    window: int
+    lines: list[ManifestLineJson]
+    problems: list[ProblemJson]
 
 
 class Manifest(NamedTuple):
@@ -64,7 +80,7 @@ class Manifest(NamedTuple):
     lines: list[ManifestLine]
     problems: list[Problem]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ManifestJson:
         return {
             "user": self.user,
             "query": self.query,
@@ -72,6 +88,16 @@ class Manifest(NamedTuple):
             "lines": [line.to_json() for line in self.lines],
             "problems": _problems_json(self.problems),
         }
+
+
+class RecallJson(TypedDict):
+    user: str
+    query: str
+    method: str  # "model" or "lexical"
+    records: list[RecordJson]
+    dropped: list[str]
+    warnings: list[str]
+    problems: list[ProblemJson]
 
 
 class RecallResult(NamedTuple):
@@ -83,7 +109,7 @@ class RecallResult(NamedTuple):
     warnings: list[str]  # this recall's, for its JSON; the service's sink has them too
     dropped: list[str]  # model-named files not in the manifest
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecallJson:
         return {
             "user": self.user,
             "query": self.query,
@@ -100,6 +126,12 @@ class UpdateResult(NamedTuple):
     changed: bool
 
 
+class RecordWriteJson(TypedDict):
+    path: str
+    changed: bool
+    record: RecordJson
+
+
 class RecordWrite(NamedTuple):
     """`memory save` / `memory update`: the record as it is now, and whether anything changed."""
 
@@ -107,15 +139,26 @@ class RecordWrite(NamedTuple):
     record: MemoryRecord
     changed: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecordWriteJson:
         return {"path": self.path, "changed": self.changed, "record": self.record.to_json()}
+
+
+class RecordDeletedJson(TypedDict):
+    path: str
+    deleted: Literal[True]
 
 
 class RecordDeleted(NamedTuple):
     path: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecordDeletedJson:
         return {"path": self.path, "deleted": True}
+
+
+class ClearedJson(TypedDict):
+    user: str
+    removed: list[str]
+    not_removed: list[str]
 
 
 class Cleared(NamedTuple):
@@ -125,8 +168,8 @@ class Cleared(NamedTuple):
     removed: list[str]
     not_removed: list[str]
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> ClearedJson:
+        return {"user": self.user, "removed": self.removed, "not_removed": self.not_removed}
 
 
 class MemoryService:

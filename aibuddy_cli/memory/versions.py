@@ -28,7 +28,7 @@ class VersionsJson(TypedDict):
     path: str
     git: bool  # whether the record's folder is in a git repository
     commits: list[CommitJson]
-    replaced: list[dict[str, Any]]
+    replaced: list[dict[str, Any]]  # the lines of the record's .history file, as they are (any object)
 
 
 class RecordVersions(NamedTuple):

@@ -9,7 +9,7 @@ from .registry import Arg, Confirm, Effect, Opt, operation
 
 if TYPE_CHECKING:
     from ..memory.extraction import ExtractionResult
-    from ..memory.records import MemoryRecord
+    from ..memory.records import MemoryRecord, RecordJson
     from ..memory.service import (
         Cleared,
         Manifest,
@@ -20,6 +20,11 @@ if TYPE_CHECKING:
         RecordWrite,
     )
     from ..memory.versions import RecordVersions
+
+    # Declared here, for checking only, so that start-up imports no record module; schemas.py
+    # reads a module's `if TYPE_CHECKING:` names when it derives a result's schema.
+    class RecordShownJson(RecordJson):
+        history: list[dict[str, Any]]  # the lines of the record's .history file, as they are
 
 TYPE_HELP = "One of: user, feedback, project, reference."
 NAME_HELP = "Record name (file stem): lowercase letters, digits, - and _."
@@ -128,7 +133,7 @@ class RecordShown(NamedTuple):
     record: MemoryRecord
     history: list[dict[str, Any]]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecordShownJson:
         return {**self.record.to_json(), "history": self.history}
 
 

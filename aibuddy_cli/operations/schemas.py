@@ -33,27 +33,55 @@ def type_schema(kind: Any) -> dict[str, Any]:
         return {"anyOf": [schema, {"type": "null"}]} if type(None) in parts else schema
     if origin is typing.Literal:
         return {"enum": list(parts)}
+    if origin is tuple and parts and parts[-1] is not Ellipsis:  # tuple[int, str]: a fixed array
+        fields = [type_schema(part) for part in parts]
+        return {"type": "array", "prefixItems": fields, "minItems": len(fields), "maxItems": len(fields)}
     if origin in (list, tuple, Sequence) or kind in (list, tuple):
         return {"type": "array", "items": type_schema(parts[0])} if parts else {"type": "array"}
     if origin in (dict, Mapping) or kind is dict:
         if len(parts) == 2 and parts[1] is not Any:
             return {"type": "object", "additionalProperties": type_schema(parts[1])}
         return {"type": "object"}
+    if origin in (typing.Required, typing.NotRequired):
+        return type_schema(parts[0])
     if typing.is_typeddict(kind):
-        hints = typing.get_type_hints(kind)
+        hints = typing.get_type_hints(kind, include_extras=True)
         return {
             "type": "object",
             "properties": {name: type_schema(hint) for name, hint in hints.items()},
-            "required": sorted(kind.__required_keys__),
+            "required": sorted(_required_keys(kind, hints)),
         }
     if isinstance(kind, type) and hasattr(kind, "to_json"):
         return result_schema(kind)
+    if isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        # a NamedTuple without to_json is written by json as the array of its fields
+        hints = typing.get_type_hints(kind)
+        fields = [type_schema(hints.get(name, Any)) for name in kind._fields]
+        return {"type": "array", "prefixItems": fields, "minItems": len(fields), "maxItems": len(fields)}
     return {}
 
 
+def _required_keys(kind: Any, hints: Mapping[str, Any]) -> set[str]:
+    """A TypedDict's required keys. Python 3.11 reads `Required[…]` and `NotRequired[…]` only in
+    annotations that are not strings (`from __future__ import annotations` makes them all strings),
+    so `__required_keys__` follows `total` alone: the qualifiers are applied here."""
+    required = set(kind.__required_keys__)
+    for name, hint in hints.items():
+        if typing.get_origin(hint) is typing.NotRequired:
+            required.discard(name)
+        elif typing.get_origin(hint) is typing.Required:
+            required.add(name)
+    return required
+
+
 def result_schema(kind: type) -> dict[str, Any]:
-    """The schema of `kind(...).to_json()`, from that method's return type."""
-    hints = typing.get_type_hints(kind.to_json)  # type: ignore[attr-defined]
+    """The schema of `kind(...).to_json()`, from that method's return type (read with the names
+    its module imports under `if TYPE_CHECKING:`, where an operation's module declares its JSON)."""
+    method = kind.to_json  # type: ignore[attr-defined]
+    try:
+        hints = typing.get_type_hints(method)
+    except NameError:
+        hints = typing.get_type_hints(method, localns=_checking_names(kind.__module__))
     return type_schema(hints.get("return", Any))
 
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..tasks.consolidation import Cancelled, Consolidation, Consolidator, TaskShown
     from ..tasks.context import ContextAssembler, TaskContext
     from ..tasks.ending import TaskEnd
-    from ..tasks.service import Task, TaskList, TaskMessage, TaskService
+    from ..tasks.service import Task, TaskList, TaskMessage, TaskMessageJson, TaskService
 
 TaskId = Annotated[str, Arg()]
 Docs = Annotated[list[str], Arg()]
@@ -68,7 +68,7 @@ class MessageAdded(NamedTuple):
     task: str
     message: TaskMessage
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TaskMessageJson:
         return self.message.to_json()
 
 

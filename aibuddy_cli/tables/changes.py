@@ -9,7 +9,7 @@ other column operations rewrite every row.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Required, TypedDict
 
 from ..errors import Conflict, InvalidInput, ModelUnavailable, NotFound, Option
 from . import csvfile
@@ -23,7 +23,9 @@ from .schema import (
     INT_RANGE,
     MAX_COLUMNS,
     ColumnSpec,
+    ColumnSpecJson,
     TableSchema,
+    TableSchemaJson,
     ValueRefused,
     as_json,
     carry,
@@ -47,6 +49,60 @@ class ValuesNotKept(InvalidInput):
     code = "values_not_kept"
 
 
+class BoundedJson(TypedDict):
+    """A list too long for a journal line (state.bounded): its length and its first items."""
+
+    count: int
+    first: list[Any]
+
+
+class BeforeJson(TypedDict):
+    key: int
+    values: Row  # the values the row had in the columns the update set
+
+
+class NotConvertedValueJson(TypedDict):
+    key: int
+    value: Any  # the value as JSON
+    reason: str
+
+
+class NotConvertedJson(TypedDict):
+    count: int
+    values: list[NotConvertedValueJson]  # the first MAX_REPORTED
+
+
+class ChangedJson(TypedDict, total=False):
+    """What a change did, in its operation's own keys: each operation (`Change.op`) gives some
+    of these (a TypedDict per operation would be exact, but `op` is a plain string and one
+    shape keeps the journal's reader simple); every key is declared, none is extra."""
+
+    schema: TableSchemaJson  # create_table, delete_table
+    csv: str  # delete_table: the rows file it removed (or where it is kept)
+    new: str  # rename_table, rename_column
+    added: int  # add_rows
+    keys: list[int] | BoundedJson  # add_rows: the keys given
+    new_columns: list[ColumnSpecJson]  # add_rows
+    matched: int  # update_rows, copy_column
+    updated: int  # update_rows
+    before: list[BeforeJson] | BoundedJson  # update_rows
+    deleted: int  # delete_rows
+    rows: list[Row] | BoundedJson  # delete_rows
+    column: str  # the column operations
+    type: str
+    expression: str
+    not_converted: NotConvertedJson  # create_derived_column, transform_column
+    lossy: str
+    was: str  # transform_column: the column's type before
+    to_table: str  # copy_column
+    values: int  # vectorize_column: the values embedded
+
+
+class ChangeJson(ChangedJson, total=False):
+    op: Required[str]
+    table: Required[str]
+
+
 class Change(NamedTuple):
     """What one operation did, as its answer and its journal line (which also has `kept`: the
     keys of the rows it changed and the values it removed or replaced, when the answer does not
@@ -54,12 +110,16 @@ class Change(NamedTuple):
 
     op: str
     table: str
-    changed: dict[str, Any]
+    changed: ChangedJson
     kept: dict[str, Any] | None = None
     asked: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ChangeJson:
         return {"op": self.op, "table": self.table, **self.changed}
+
+
+class ChangesJson(TypedDict):
+    changes: list[ChangeJson]
 
 
 class Changes(NamedTuple):
@@ -67,7 +127,7 @@ class Changes(NamedTuple):
 
     changes: list[Change]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ChangesJson:
         return {"changes": [c.to_json() for c in self.changes]}
 
 
@@ -346,7 +406,12 @@ class TableChanges:
             values = {k: _from_expression(v, computed_type) for k, v in found.items()}
             failed, _ = self._fill(table, rows, column, chosen, values, lossy, "derived")
             schema = table.schema.with_columns([*table.schema.columns, ColumnSpec(column, chosen)])
-            detail = {"column": column, "type": chosen, "expression": expression, "not_converted": failed}
+            detail: ChangedJson = {
+                "column": column,
+                "type": chosen,
+                "expression": expression,
+                "not_converted": failed,
+            }
             if lossy:
                 detail["lossy"] = lossy
             return Change("create_derived_column", table.ref.qualified, detail), schema
@@ -366,7 +431,7 @@ class TableChanges:
                 if value is not None:
                     removed.append({"key": row[key], "value": value})
             schema = table.schema.with_columns([c for c in table.schema.columns if c.name != column])
-            detail = {"column": column, "type": spec_.type}
+            detail: ChangedJson = {"column": column, "type": spec_.type}
             kept = {"column_spec": spec_.to_json(), "values": self.state.removed(removed)}
             return Change("delete_column", table.ref.qualified, detail, kept), schema
 
@@ -382,7 +447,7 @@ class TableChanges:
             for row in rows:
                 row[new] = row.pop(old, None)
             columns = [c._replace(name=new) if c.name == old else c for c in table.schema.columns]
-            detail = {"column": old, "new": new}
+            detail: ChangedJson = {"column": old, "new": new}
             return Change("rename_column", table.ref.qualified, detail), table.schema.with_columns(columns)
 
         return self._reshape(spec, rename, {"column": old, "new": new})
@@ -418,7 +483,12 @@ class TableChanges:
                 values = {row[key]: (row.get(column), current.type) for row in rows}
             failed, before = self._fill(table, rows, column, chosen, values, lossy, "transformed")
             columns = [c._replace(type=chosen) if c.name == column else c for c in table.schema.columns]
-            detail = {"column": column, "type": chosen, "was": current.type, "not_converted": failed}
+            detail: ChangedJson = {
+                "column": column,
+                "type": chosen,
+                "was": current.type,
+                "not_converted": failed,
+            }
             if expression is not None:
                 detail["expression"] = expression
             if lossy:
@@ -530,13 +600,13 @@ class TableChanges:
         values: Mapping[int, tuple[Any, str]],
         lossy: str | None,
         what: str,
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[NotConvertedJson, list[dict[str, Any]]]:
         """Set column in rows from values by key ((value, its type)), carried over to type_
         (see schema.carry). Returns what was not carried over exactly (with lossy) and the
         values the column had where they changed. ValuesNotKept, naming the values, when one
         cannot be carried over exactly and lossy is None; nothing is set then."""
         key = table.schema.key
-        failed: list[dict[str, Any]] = []
+        failed: list[NotConvertedValueJson] = []
         refused: list[tuple[Any, Any, str]] = []
         before: list[dict[str, Any]] = []
         carried: dict[int, Any] = {}

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from ..agent import Complete, agent_loop, litellm_complete
 from ..clock import utc_now
 from ..errors import InvalidInput, ModelUnavailable
 from .changes import TableChanges
-from .queries import SearchHit, TableQueries
+from .queries import SearchHit, SearchHitJson, TableQueries
 from .service import TableService
-from .tools import ASK_TOOL, READ_TOOLS, WRITE_TOOLS, TableWork
+from .tools import ASK_TOOL, READ_TOOLS, WRITE_TOOLS, TableWork, ToolCallJson
 from .undo import SnapshotStore
 
 if TYPE_CHECKING:
@@ -54,13 +54,20 @@ When done, reply with a short plain-text summary of what you changed."""
 PROMPTS = {"update": UPDATE_PROMPT, "refactor": REFACTOR_PROMPT}
 
 
+class TableAnswerJson(TypedDict):
+    question: str
+    method: str  # "model" or "lexical"
+    answer: str
+    hits: list[SearchHitJson]
+
+
 class TableAnswer(NamedTuple):
     question: str
     method: str  # "model" or "lexical"
     answer: str
     hits: list[SearchHit]  # the rows of a lexical answer
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TableAnswerJson:
         return {
             "question": self.question,
             "method": self.method,
@@ -69,16 +76,32 @@ class TableAnswer(NamedTuple):
         }
 
 
+class TableRunJson(TypedDict):
+    kind: str  # "update" or "refactor"
+    request: str
+    run: str
+    dry_run: bool
+    summary: str
+    operations: list[ToolCallJson]
+
+
 class TableRun(NamedTuple):
     kind: str  # "update" or "refactor"
     request: str
     run: str  # the journal's run id
     dry_run: bool
     summary: str
-    operations: list[dict[str, Any]]
+    operations: list[ToolCallJson]
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> TableRunJson:
+        return {
+            "kind": self.kind,
+            "request": self.request,
+            "run": self.run,
+            "dry_run": self.dry_run,
+            "summary": self.summary,
+            "operations": self.operations,
+        }
 
 
 class TableAgent:

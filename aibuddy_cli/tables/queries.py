@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import groupby
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ..errors import InvalidInput
 from ..text import query_terms
@@ -33,7 +33,63 @@ _SQL_METRICS = {
 if TYPE_CHECKING:
     from ..models import ModelSettings
 
-Row = dict[str, Any]
+Row = dict[str, Any]  # a row's values by column name: the columns are the table's, so any keys
+
+
+class RowSetJson(TypedDict):
+    table: str
+    columns: list[str]
+    total: int
+    rows: list[Row]
+
+
+class SkippedJson(TypedDict):
+    table: str
+    reason: str
+
+
+class FilterJson(TypedDict):
+    filter: str | None
+    offset: int
+    limit: int
+    tables: list[RowSetJson]
+    skipped: list[SkippedJson]
+
+
+class GroupJson(TypedDict):
+    group: Row  # the grouping columns' values
+    values: Row  # the metric of each column
+
+
+class ReductionJson(TypedDict):
+    table: str
+    metric: str
+    columns: list[str]
+    filter: str | None
+    group_by: list[str]
+    groups: list[GroupJson]
+
+
+class SearchHitJson(TypedDict):
+    table: str
+    match: str  # "lexical" or "embedding"
+    score: float
+    row: Row
+
+
+class SearchResultJson(TypedDict):
+    query: str
+    method: str
+    hits: list[SearchHitJson]
+
+
+class JoinJson(TypedDict):
+    left: str
+    right: str
+    on: str
+    columns: list[str]
+    total: int
+    rows: list[Row]  # keyed "left.<column>" and "right.<column>"
 
 
 class RowSet(NamedTuple):
@@ -42,7 +98,7 @@ class RowSet(NamedTuple):
     rows: list[Row]
     total: int  # rows that match, before offset and limit
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RowSetJson:
         return {"table": self.table, "columns": self.columns, "total": self.total, "rows": self.rows}
 
 
@@ -52,8 +108,8 @@ class Skipped(NamedTuple):
     table: str
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> SkippedJson:
+        return {"table": self.table, "reason": self.reason}
 
 
 class FilterResult(NamedTuple):
@@ -63,7 +119,7 @@ class FilterResult(NamedTuple):
     tables: list[RowSet]
     skipped: Sequence[Skipped] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FilterJson:
         return {
             "filter": self.filter,
             "offset": self.offset,
@@ -81,7 +137,7 @@ class Reduction(NamedTuple):
     group_by: list[str]
     groups: list[tuple[Row, Row]]  # (group values, metric per column)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReductionJson:
         return {
             "table": self.table,
             "metric": self.metric,
@@ -98,7 +154,7 @@ class SearchHit(NamedTuple):
     row: Row
     match: str = "lexical"  # or "embedding"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SearchHitJson:
         return {"table": self.table, "match": self.match, "score": self.score, "row": self.row}
 
 
@@ -107,7 +163,7 @@ class SearchResult(NamedTuple):
     method: str  # "lexical", or "embedding" when vectorized columns ranked the rows
     hits: list[SearchHit]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SearchResultJson:
         return {"query": self.query, "method": self.method, "hits": [h.to_json() for h in self.hits]}
 
 
@@ -119,8 +175,15 @@ class JoinResult(NamedTuple):
     total: int
     rows: list[Row]
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> JoinJson:
+        return {
+            "left": self.left,
+            "right": self.right,
+            "on": self.on,
+            "columns": self.columns,
+            "total": self.total,
+            "rows": self.rows,
+        }
 
 
 class TableQueries:

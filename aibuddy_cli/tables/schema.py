@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from .. import jsonvalues
 from ..errors import InvalidInput
@@ -43,17 +43,33 @@ def names_list(text: str | None) -> list[str] | None:
     return [name.strip() for name in text.split(",") if name.strip()] if text else None
 
 
+class ColumnSpecJson(TypedDict):
+    name: str
+    type: str
+    description: str
+    vectorized: NotRequired[bool]  # true, or left out
+
+
 class ColumnSpec(NamedTuple):
     name: str
     type: str
     description: str = ""
     vectorized: bool = False  # table search ranks its text by embeddings (the `embedding` role)
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"name": self.name, "type": self.type, "description": self.description}
+    def to_json(self) -> ColumnSpecJson:
+        data: ColumnSpecJson = {"name": self.name, "type": self.type, "description": self.description}
         if self.vectorized:
             data["vectorized"] = True
         return data
+
+
+class TableSchemaJson(TypedDict):
+    """A table's schema, as its file holds it."""
+
+    description: str
+    key: str
+    columns: list[ColumnSpecJson]
+    next_key: int
 
 
 class TableSchema(NamedTuple):
@@ -102,7 +118,7 @@ class TableSchema(NamedTuple):
     def with_columns(self, columns: Iterable[ColumnSpec]) -> TableSchema:
         return self._replace(columns=tuple(columns))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TableSchemaJson:
         return {
             "description": self.description,
             "key": self.key,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
@@ -15,7 +15,7 @@ from ..storage import Entry, Store
 from ..vault import Vault
 from .access import SUFFIX_SCHEMA, TableAccess, TableRef
 from .index import IndexedTable, TableIndex
-from .schema import TableSchema
+from .schema import ColumnSpecJson, TableSchema
 
 if TYPE_CHECKING:
     from .csvfile import Span
@@ -28,12 +28,20 @@ MAX_ASKED_ITEMS = 20  # items of a list or an object (rows, values) a line's arg
 MAX_ASKED_TEXT = 200  # characters of a text a line's args show
 
 
+class TableInfoJson(TypedDict):
+    table: str
+    description: str
+    key: str
+    columns: list[ColumnSpecJson]
+    rows: int
+
+
 class TableInfo(NamedTuple):
     ref: TableRef
     schema: TableSchema
     rows: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TableInfoJson:
         return {
             "table": self.ref.qualified,
             "description": self.schema.description,
@@ -212,11 +220,16 @@ def _cut(value: Any, *, texts: bool) -> Any:
     return value
 
 
+class TableListJson(TypedDict):
+    user: str
+    tables: list[TableInfoJson]
+
+
 class TableList(NamedTuple):
     """`table list` and the tables_overview tool: every table the user may see."""
 
     user: str
     tables: list[TableInfo]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TableListJson:
         return {"user": self.user, "tables": [t.to_json() for t in self.tables]}

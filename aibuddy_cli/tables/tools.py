@@ -14,13 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ..agent import Tool
 from ..errors import InvalidInput, NotAllowed
 from ..operations.tools import tools_for
 from .changes import TableChanges
 from .queries import TableQueries
+
+
+class ToolCallJson(TypedDict):
+    """A mutating tool call of a run, as `table update --json` lists it."""
+
+    tool: str
+    arguments: dict[str, Any]  # as the model gave them (checked against the tool's schema)
+    applied: bool
+    result: NotRequired[Any]  # the tool's answer (an operation's JSON), when applied
 
 
 @dataclass
@@ -30,7 +39,7 @@ class TableWork:
     ask: Callable[[str], dict[str, Any]] | None = None  # the read-only loop, for update and refactor
     dry_run: bool = False
     asked: bool = False
-    operations: list[dict[str, Any]] = field(default_factory=list)  # mutating calls, applied or not
+    operations: list[ToolCallJson] = field(default_factory=list)  # mutating calls, applied or not
 
 
 def _queries(work: TableWork) -> TableQueries:

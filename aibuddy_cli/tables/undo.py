@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from ..errors import Conflict, InvalidInput, NotAllowed, NotFound
 from ..storage import Entry, Store, StoreView
@@ -109,12 +109,17 @@ class SnapshotStore(StoreView):
         super().delete(key)
 
 
+class UndoneJson(TypedDict):
+    run: str
+    files: list[str]
+
+
 class Undone(NamedTuple):
     run: str
     files: list[str]
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> UndoneJson:
+        return {"run": self.run, "files": self.files}
 
 
 def undo_last(state: TablesState) -> Undone:

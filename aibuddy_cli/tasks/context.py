@@ -12,14 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
 from ..errors import describe_failure
+from ..knowledge.retrieval import MapEntryJson, UnavailableJson
 from ..knowledge.service import KnowledgeService, MapEntry
-from ..memory.records import MemoryRecord
+from ..memory.records import MemoryRecord, RecordJson
 from ..memory.service import MemoryService
 from ..text import shorten
-from .service import Task, TaskMessage, TaskService
+from .service import Task, TaskMessage, TaskMessageJson, TaskService
 
 COMPACT_PROMPT = (
     "Summarise this conversation history for the assistant that continues the task: decisions, "
@@ -129,6 +130,12 @@ def _looks_failed(content: str) -> bool:
     return isinstance(data, dict) and bool(data.get("error"))
 
 
+class HistorySummaryJson(TypedDict):
+    text: str
+    method: str  # "model" or "digest"
+    covers: list[int]  # [first, last] message numbers
+
+
 class HistorySummary(NamedTuple):
     """The older messages, compacted: a model's summary or a deterministic digest."""
 
@@ -136,8 +143,24 @@ class HistorySummary(NamedTuple):
     method: str  # "model" or "digest"
     covers: list[int]  # [first, last] message numbers
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> HistorySummaryJson:
+        return {"text": self.text, "method": self.method, "covers": self.covers}
+
+
+class DeliveredJson(TypedDict):
+    name: str
+    since_message: int
+
+
+class AlreadyInContextJson(TypedDict):
+    count: int
+    records: list[DeliveredJson]
+
+
+class ContextMemoriesJson(TypedDict):
+    method: str  # "model", "lexical", or "none"
+    records: list[RecordJson]
+    already_in_context: AlreadyInContextJson
 
 
 class ContextMemories(NamedTuple):
@@ -145,13 +168,34 @@ class ContextMemories(NamedTuple):
     records: list[MemoryRecord]  # delivered now, with their bodies
     already_in_context: dict[str, int]  # record name -> the message count it was delivered at
 
-    def to_json(self) -> dict[str, Any]:
-        seen = [{"name": name, "since_message": since} for name, since in self.already_in_context.items()]
+    def to_json(self) -> ContextMemoriesJson:
+        seen: list[DeliveredJson] = [
+            {"name": name, "since_message": since} for name, since in self.already_in_context.items()
+        ]
         return {
             "method": self.method,
             "records": [r.to_json() for r in self.records],
             "already_in_context": {"count": len(seen), "records": seen},
         }
+
+
+class ConsolidatedJson(TypedDict):
+    through: int  # the last message consolidated
+    summary: str | None  # the rolling summary
+
+
+class TaskContextJson(TypedDict):
+    task: str
+    goal: str
+    plan: str | None
+    status: str
+    summary: HistorySummaryJson | None
+    messages: list[TaskMessageJson]
+    memories: ContextMemoriesJson
+    documents: list[MapEntryJson]
+    unavailable_documents: list[UnavailableJson]
+    estimated_tokens: int
+    consolidation: ConsolidatedJson
 
 
 class TaskContext(NamedTuple):
@@ -162,7 +206,7 @@ class TaskContext(NamedTuple):
     messages: list[TaskMessage]  # the recent ones, verbatim
     memories: ContextMemories
     documents: list[MapEntry]
-    unavailable_documents: list[dict[str, str]]
+    unavailable_documents: list[UnavailableJson]
     consolidated: tuple[int, str | None] = (0, None)  # the last message consolidated, the rolling summary
 
     @property
@@ -170,7 +214,7 @@ class TaskContext(NamedTuple):
         recent = sum(estimate_tokens(m.content) for m in self.messages)
         return recent + (estimate_tokens(self.summary.text) if self.summary else 0)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TaskContextJson:
         return {
             "task": self.task.id,
             "goal": self.task.goal,

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from ..clock import utc_now
 from ..errors import Conflict, InvalidInput, NotFound, UsageError
@@ -19,6 +19,18 @@ from ..storage import FileStore, Store
 from ..vault import Vault, validate_record_name, validate_user_name
 
 ROLES = ("user", "assistant", "tool")
+
+
+class TaskJson(TypedDict):
+    id: str
+    goal: str
+    created: str
+    status: str
+    attached: list[str]
+    plan: str | None
+    recalled: dict[str, int]
+    messages: int | None
+    in_use: list[str] | None
 
 
 class Task(NamedTuple):
@@ -32,8 +44,22 @@ class Task(NamedTuple):
     messages: int | None = None  # messages added (None: a task file from before it was counted)
     in_use: list[str] | None = None  # the attachments recorded with the latest message
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> TaskJson:
+        return {
+            "id": self.id,
+            "goal": self.goal,
+            "created": self.created,
+            "status": self.status,
+            "attached": self.attached,
+            "plan": self.plan,
+            "recalled": self.recalled,
+            "messages": self.messages,
+            "in_use": self.in_use,
+        }
+
+
+class TaskListJson(TypedDict):
+    tasks: list[TaskJson]
 
 
 class TaskList(NamedTuple):
@@ -41,8 +67,17 @@ class TaskList(NamedTuple):
 
     tasks: list[Task]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TaskListJson:
         return {"tasks": [t.to_json() for t in self.tasks]}
+
+
+class TaskMessageJson(TypedDict):
+    n: int
+    role: str
+    content: str
+    at: str
+    attached: list[str]
+    tool_calls: NotRequired[list[dict[str, Any]]]  # as the model gave them; left out when none
 
 
 class TaskMessage(NamedTuple):
@@ -53,10 +88,16 @@ class TaskMessage(NamedTuple):
     attached: list[str]  # the task's documents when the message was added
     tool_calls: list[dict[str, Any]] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        data = self._asdict()
-        if self.tool_calls is None:
-            del data["tool_calls"]
+    def to_json(self) -> TaskMessageJson:
+        data: TaskMessageJson = {
+            "n": self.n,
+            "role": self.role,
+            "content": self.content,
+            "at": self.at,
+            "attached": self.attached,
+        }
+        if self.tool_calls is not None:
+            data["tool_calls"] = self.tool_calls
         return data
 
     @property

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
-from ...memory.extraction import Decision
-from ..service import Task
+from ...memory.extraction import Decision, DecisionJson
+from ..service import Task, TaskJson
+
+
+class StatusJson(TypedDict):
+    through: int
+    pending: int
+    running: bool
+    summary: str | None
 
 
 class Status(NamedTuple):
@@ -14,8 +21,19 @@ class Status(NamedTuple):
     running: bool  # a pass holds the task's consolidation lock now
     summary: str | None  # the rolling summary
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> StatusJson:
+        return {
+            "through": self.through,
+            "pending": self.pending,
+            "running": self.running,
+            "summary": self.summary,
+        }
+
+
+class PassJson(TypedDict):
+    chunk: list[int]
+    applied: bool
+    decisions: list[DecisionJson]
 
 
 class Pass(NamedTuple):
@@ -23,12 +41,20 @@ class Pass(NamedTuple):
     decisions: list[Decision]
     applied: bool  # the watermark moved past the chunk
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PassJson:
         return {
             "chunk": self.chunk,
             "applied": self.applied,
             "decisions": [d.to_json() for d in self.decisions],
         }
+
+
+class ConsolidationJson(TypedDict):
+    task: str
+    dry_run: bool
+    reason: str | None
+    passes: list[PassJson]
+    status: StatusJson
 
 
 class Consolidation(NamedTuple):
@@ -38,7 +64,7 @@ class Consolidation(NamedTuple):
     passes: list[Pass]
     status: Status
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ConsolidationJson:
         return {
             "task": self.task,
             "dry_run": self.dry_run,
@@ -48,13 +74,23 @@ class Consolidation(NamedTuple):
         }
 
 
+class CancelledJson(TypedDict):
+    task: str
+    cancelled: bool
+    reason: str | None
+
+
 class Cancelled(NamedTuple):
     task: str
     cancelled: bool  # the task's running pass, proven to be that process, was sent SIGTERM
     reason: str | None = None  # why nothing was signalled
 
-    def to_json(self) -> dict[str, Any]:
-        return self._asdict()
+    def to_json(self) -> CancelledJson:
+        return {"task": self.task, "cancelled": self.cancelled, "reason": self.reason}
+
+
+class TaskShownJson(TaskJson):
+    consolidation: StatusJson
 
 
 class TaskShown(NamedTuple):
@@ -63,5 +99,5 @@ class TaskShown(NamedTuple):
     task: Task
     consolidation: Status
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TaskShownJson:
         return {**self.task.to_json(), "consolidation": self.consolidation.to_json()}
