@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -102,6 +104,50 @@ def run_aibuddy(
     input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([*exe, *args], env=env, cwd=cwd, input=input, capture_output=True, timeout=120)
+
+
+def run_in_process(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """`aibuddy args` run by this process through the console script's own entry point
+    (aibuddy_cli.__main__.main: stream checks, the fast path, then Typer), with env as the whole
+    environment, cwd as the working folder and input (else nothing) on stdin; its exit code and
+    what it wrote, as run_aibuddy returns them. A child costs 100-300 ms of imports: tests of what
+    a command does, not of the process, run it here."""
+    import aibuddy_cli
+    from aibuddy_cli.__main__ import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = (sys.stdin, sys.stdout, sys.stderr)
+    saved_worker = aibuddy_cli.use_worker
+    out, err = io.BytesIO(), io.BytesIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin = io.TextIOWrapper(io.BytesIO(input or b""), encoding="utf-8")
+        sys.stdout, sys.stderr = stdout, stderr
+        try:
+            code = main(list(args))
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+        with contextlib.suppress(ValueError, OSError):
+            stdout.flush()
+            stderr.flush()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        aibuddy_cli.use_worker = saved_worker
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["aibuddy", *args], code, out.getvalue(), err.getvalue())
 
 
 def child_env(vault_root: Path, user: str = "demo", **extra: str) -> dict[str, str]:
