@@ -106,6 +106,24 @@ def run_aibuddy(
     return subprocess.run([*exe, *args], env=env, cwd=cwd, input=input, capture_output=True, timeout=120)
 
 
+@contextlib.contextmanager
+def environment(env: dict[str, str] | None, cwd: Path | None = None) -> Iterator[None]:
+    """os.environ is env (the whole of it) and the working folder cwd until the block ends: what a
+    child started with env and cwd would see, for code run in this process instead."""
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
 def run_in_process(
     *args: str,
     env: dict[str, str] | None = None,
@@ -120,33 +138,25 @@ def run_in_process(
     import aibuddy_cli
     from aibuddy_cli.__main__ import main
 
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
     saved_streams = (sys.stdin, sys.stdout, sys.stderr)
     saved_worker = aibuddy_cli.use_worker
     out, err = io.BytesIO(), io.BytesIO()
     stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
     stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
     try:
-        if env is not None:
-            os.environ.clear()
-            os.environ.update(env)
-        if cwd is not None:
-            os.chdir(cwd)
-        sys.stdin = io.TextIOWrapper(io.BytesIO(input or b""), encoding="utf-8")
-        sys.stdout, sys.stderr = stdout, stderr
-        try:
-            code = main(list(args))
-        except SystemExit as exit:
-            code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
-        with contextlib.suppress(ValueError, OSError):
-            stdout.flush()
-            stderr.flush()
+        with environment(env, cwd):
+            sys.stdin = io.TextIOWrapper(io.BytesIO(input or b""), encoding="utf-8")
+            sys.stdout, sys.stderr = stdout, stderr
+            try:
+                code = main(list(args))
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+            with contextlib.suppress(ValueError, OSError):
+                stdout.flush()
+                stderr.flush()
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved_streams
         aibuddy_cli.use_worker = saved_worker
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
     return subprocess.CompletedProcess(["aibuddy", *args], code, out.getvalue(), err.getvalue())
 
 
