@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import child_env, ok, run_aibuddy
+from conftest import child_env, ok, run_aibuddy, run_in_process
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
@@ -168,13 +168,13 @@ def test_a_user_removed_from_a_team_cannot_undo_into_its_tables(
     after_run = path.read_bytes()
     config.write_text(with_team.replace('["demo", "bob"]', '["bob"]'))
     env = child_env(vault.root)
-    refused = run_aibuddy(aibuddy_exe, "table", "undo", "--yes", "--json", env=env)
+    refused = run_in_process("table", "undo", "--yes", "--json", env=env)
     assert refused.returncode == 5, refused.stderr
     assert json.loads(refused.stdout)["error"]["code"] == "not_allowed"
     assert path.read_bytes() == after_run
-    assert run_aibuddy(aibuddy_exe, "table", "filter", "team/eng/vendors", env=env).returncode == 5
+    assert run_in_process("table", "filter", "team/eng/vendors", env=env).returncode == 5
     config.write_text(with_team)  # a member again: the undo goes through
-    assert run_aibuddy(aibuddy_exe, "table", "undo", "--yes", env=env).returncode == 0
+    assert run_in_process("table", "undo", "--yes", env=env).returncode == 0
     assert b"Acme,4" in path.read_bytes()
 
 
