@@ -456,4 +456,4 @@ def test_kb_watch_follows_the_personal_documents_of_a_team_vault(
         assert not (team_vault.root / "knowledge" / "personal" / "demo").exists()
     finally:
         watcher.send_signal(signal.SIGINT)
-        watcher.communicate(timeout=20)
+        watcher.communicate(timeout=120)

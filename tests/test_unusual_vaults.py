@@ -54,7 +54,7 @@ def cached_indexes(cache_home: Path) -> list[str]:
 
 
 def _run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(command), capture_output=True, text=True, timeout=30)
+    return subprocess.run(list(command), capture_output=True, text=True, timeout=120)
 
 
 def _unmount(target: Path) -> None:
