@@ -89,6 +89,57 @@ def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[
     return {"AIBUDDY_MODEL": "openai/test-model", "AIBUDDY_TIMEOUT": "30"}
 
 
+@pytest.fixture(scope="module")
+def warm_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeOpenAI, dict[str, str]]]:
+    """A fake server and a model worker (`aibuddy worker serve`) warm for it, for a module's real
+    processes whose model calls are not their subject: a child given the environment returned (plus
+    its AIBUDDY_VAULT, AIBUDDY_USER and other AIBUDDY_ settings, which the worker's key leaves out)
+    asks the worker instead of importing litellm itself (seconds of CPU a child). Reset the server
+    per test (FakeOpenAI.reset)."""
+    import shutil
+    import signal
+    import tempfile
+    import time
+
+    from aibuddy_cli import worker
+
+    server = FakeOpenAI().start()
+    top = Path(tempfile.mkdtemp(prefix="ab-"))  # short: a socket path has 108 bytes at most
+    runtime = top / "run"
+    runtime.mkdir(mode=0o700)
+    home = tmp_path_factory.mktemp("worker-home")
+    settings = {
+        **child_env(home / "no-vault", HOME=str(home)),
+        "AIBUDDY_WORKER": "1",
+        "AIBUDDY_WORKER_IDLE": "3600",  # stopped below
+        "XDG_RUNTIME_DIR": str(runtime),
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_API_BASE": server.url,
+    }
+    for name in list(settings):  # as isolated_env leaves the tests' own environment
+        if name.startswith(("LITELLM_", "ANTHROPIC_")) or name == "XDG_DATA_HOME":
+            del settings[name]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
+        env=settings,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300  # litellm's import on a busy machine: an event, not a timing
+        while not worker.status(settings).running:
+            assert child.poll() is None and time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.05)
+        yield server, settings
+    finally:
+        child.send_signal(signal.SIGCONT)
+        child.kill()
+        child.wait()
+        server.stop()
+        shutil.rmtree(top, ignore_errors=True)
+
+
 @pytest.fixture
 def aibuddy_exe() -> list[str]:
     """The installed console script when present (as users run it), else the module."""
