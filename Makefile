@@ -22,9 +22,12 @@ install: $(STAMP)
 run: install
 	@bash scripts/demo.sh "$(VENV)/bin/aibuddy" "$(RUN_DIR)"
 
-# -n auto: one pytest worker per core (pytest-xdist); most of the time goes to real child processes.
+# -n auto: one pytest worker per core (pytest-xdist). --dist worksteal: a few tests wait seconds on
+# real processes (the model worker, signals, litellm's cold import) among many quick ones; an idle
+# worker takes tests from the other's queue instead of waiting for it (load left one worker 37 s
+# behind the other on the heavy files, worksteal 14 s; loadfile would keep each heavy file on one).
 test: install
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 # `ruff format --check` is not part of lint yet: the code is not ruff-format-clean.
 lint: $(STAMP)

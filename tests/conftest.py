@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -88,6 +90,57 @@ def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[
     return {"AIBUDDY_MODEL": "openai/test-model", "AIBUDDY_TIMEOUT": "30"}
 
 
+@pytest.fixture(scope="module")
+def warm_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeOpenAI, dict[str, str]]]:
+    """A fake server and a model worker (`aibuddy worker serve`) warm for it, for a module's real
+    processes whose model calls are not their subject: a child given the environment returned (plus
+    its AIBUDDY_VAULT, AIBUDDY_USER and other AIBUDDY_ settings, which the worker's key leaves out)
+    asks the worker instead of importing litellm itself (seconds of CPU a child). Reset the server
+    per test (FakeOpenAI.reset)."""
+    import shutil
+    import signal
+    import tempfile
+    import time
+
+    from aibuddy_cli import worker
+
+    server = FakeOpenAI().start()
+    top = Path(tempfile.mkdtemp(prefix="ab-"))  # short: a socket path has 108 bytes at most
+    runtime = top / "run"
+    runtime.mkdir(mode=0o700)
+    home = tmp_path_factory.mktemp("worker-home")
+    settings = {
+        **child_env(home / "no-vault", HOME=str(home)),
+        "AIBUDDY_WORKER": "1",
+        "AIBUDDY_WORKER_IDLE": "3600",  # stopped below
+        "XDG_RUNTIME_DIR": str(runtime),
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_API_BASE": server.url,
+    }
+    for name in list(settings):  # as isolated_env leaves the tests' own environment
+        if name.startswith(("LITELLM_", "ANTHROPIC_")) or name == "XDG_DATA_HOME":
+            del settings[name]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
+        env=settings,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300  # litellm's import on a busy machine: an event, not a timing
+        while not worker.status(settings).running:
+            assert child.poll() is None and time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.05)
+        yield server, settings
+    finally:
+        child.send_signal(signal.SIGCONT)
+        child.kill()
+        child.wait()
+        server.stop()
+        shutil.rmtree(top, ignore_errors=True)
+
+
 @pytest.fixture
 def aibuddy_exe() -> list[str]:
     """The installed console script when present (as users run it), else the module."""
@@ -103,6 +156,60 @@ def run_aibuddy(
     input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([*exe, *args], env=env, cwd=cwd, input=input, capture_output=True, timeout=120)
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str] | None, cwd: Path | None = None) -> Iterator[None]:
+    """os.environ is env (the whole of it) and the working folder cwd until the block ends: what a
+    child started with env and cwd would see, for code run in this process instead."""
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def run_in_process(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """`aibuddy args` run by this process through the console script's own entry point
+    (aibuddy_cli.__main__.main: stream checks, the fast path, then Typer), with env as the whole
+    environment, cwd as the working folder and input (else nothing) on stdin; its exit code and
+    what it wrote, as run_aibuddy returns them. A child costs 100-300 ms of imports: tests of what
+    a command does, not of the process, run it here."""
+    import aibuddy_cli
+    from aibuddy_cli.__main__ import main
+
+    saved_streams = (sys.stdin, sys.stdout, sys.stderr)
+    saved_worker = aibuddy_cli.use_worker
+    out, err = io.BytesIO(), io.BytesIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+    try:
+        with environment(env, cwd):
+            sys.stdin = io.TextIOWrapper(io.BytesIO(input or b""), encoding="utf-8")
+            sys.stdout, sys.stderr = stdout, stderr
+            try:
+                code = main(list(args))
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+            with contextlib.suppress(ValueError, OSError):
+                stdout.flush()
+                stderr.flush()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        aibuddy_cli.use_worker = saved_worker
+    return subprocess.CompletedProcess(["aibuddy", *args], code, out.getvalue(), err.getvalue())
 
 
 def child_env(vault_root: Path, user: str = "demo", **extra: str) -> dict[str, str]:

@@ -152,6 +152,15 @@ class FakeOpenAI:
             ]
         )
 
+    def reset(self) -> FakeOpenAI:
+        """As a new server: nothing queued or received, the default reply (one server, many tests)."""
+        with self._lock:
+            self.requests.clear()
+            self._queue.clear()
+            self.embedding_failures.clear()
+            self.default = Behaviour(content='{"selected": []}')
+        return self
+
     def start(self) -> FakeOpenAI:
         self.thread.start()
         return self

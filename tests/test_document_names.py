@@ -234,7 +234,7 @@ def test_an_unknown_anchor_still_suggests_the_closest(cli, guide: str) -> None:
 def run(exe: list[str], vault: Vault, *args: str) -> subprocess.CompletedProcess[bytes]:
     # A short timeout: reading a FIFO nobody writes to would wait forever.
     return subprocess.run(
-        [*exe, *args], env=child_env(vault.root), capture_output=True, timeout=30, stdin=subprocess.DEVNULL
+        [*exe, *args], env=child_env(vault.root), capture_output=True, timeout=120, stdin=subprocess.DEVNULL
     )
 
 

@@ -4,6 +4,7 @@ aibuddy merge driver merges them; a real disagreement stays a git conflict."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,31 +16,52 @@ from aibuddy_cli.cli.app import app
 from aibuddy_cli.vault import init_vault
 
 GIT_USER = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+# The pre-commit secrets check `git setup` installs is test_secrets' subject (and test_team_vault
+# commits through it once): here it would only start two Python processes a commit. The merge
+# driver, what these tests are about, runs as git starts it.
+NO_HOOKS = ["-c", "core.hooksPath=/dev/null"]
 
 
 def git(repo: Path, *args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["git", "-C", str(repo), *GIT_USER, *args], env=env, capture_output=True, text=True, check=check
+        ["git", "-C", str(repo), *GIT_USER, *NO_HOOKS, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=check,
     )
 
 
-@pytest.fixture
-def clones(tmp_path: Path, aibuddy_exe: list[str]) -> tuple[Path, Path, dict[str, str]]:
-    origin = tmp_path / "origin"
+@pytest.fixture(scope="module")
+def clones_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """origin, the bare remote.git and clones a and b, each set up (`aibuddy git setup`): made once,
+    copied by each test (a dozen git processes and two set-ups a test otherwise)."""
+    top = tmp_path_factory.mktemp("clones")
+    origin = top / "origin"
     init_vault(origin, "demo")
-    env = child_env(origin)
+    (top / "home").mkdir()
+    env = child_env(origin, HOME=str(top / "home"))
     git(origin, "init", "-q", "-b", "main", env=env)
     git(origin, "add", "-A", env=env)
     git(origin, "commit", "-qm", "vault", env=env)
-    remote = tmp_path / "remote.git"
+    remote = top / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(origin), str(remote)], check=True, env=env)
-    clones = []
     for name in ("a", "b"):
-        clone = tmp_path / name
+        clone = top / name
         subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True, env=env)
-        aibuddy(aibuddy_exe, clone, env, "git", "setup")
-        clones.append(clone)
-    return clones[0], clones[1], env
+        aibuddy([], clone, env, "git", "setup")
+    return top
+
+
+@pytest.fixture
+def clones(clones_template: Path, tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A copy of the template in this test's folder, the clones' remote pointed at its remote.git."""
+    for name in ("origin", "remote.git", "a", "b"):
+        shutil.copytree(clones_template / name, tmp_path / name, symlinks=True)
+    for name in ("a", "b"):
+        config = tmp_path / name / ".git" / "config"
+        config.write_text(config.read_text().replace(str(clones_template), str(tmp_path)))
+    return tmp_path / "a", tmp_path / "b", child_env(tmp_path / "origin")
 
 
 def share(a: Path, b: Path, message: str, env: dict[str, str]) -> None:

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import run_aibuddy
+from conftest import run_in_process
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import models
@@ -167,7 +167,7 @@ def test_the_timeout_bounds_the_whole_call_including_a_slow_import(monkeypatch: 
     outcome: list[BaseException] = []
     caller = threading.Thread(target=lambda: _call(settings, outcome), daemon=True)
     caller.start()
-    caller.join(10)
+    caller.join(45)  # far below the 60 s a hang would take; generous on a busy machine
     try:
         assert not caller.is_alive(), "the call did not return within its timeout"
         assert isinstance(outcome[0], ModelError) and "timed out after 0.3s" in str(outcome[0])
@@ -211,10 +211,10 @@ def test_a_bad_model_setting_falls_back_with_a_warning(
         **environ,
     }
     for args in (["memory", "recall", "green tea", "--json"], ["--user", "demo", "memory", "recall", "tea"]):
-        result = run_aibuddy(aibuddy_exe, *args, env=env)
+        result = run_in_process(*args, env=env)
         assert result.returncode == 0, result.stderr
         assert named in result.stderr.decode() and "lexical" in result.stderr.decode()
-    document = json.loads(run_aibuddy(aibuddy_exe, "memory", "recall", "green tea", "--json", env=env).stdout)
+    document = json.loads(run_in_process("memory", "recall", "green tea", "--json", env=env).stdout)
     assert document["method"] == "lexical" and [r["name"] for r in document["records"]] == ["tea"]
 
 
@@ -246,7 +246,7 @@ def test_unknown_keys_and_tables_get_a_warning_on_both_routes(
     assert all(message in listed.stderr for message in expected), listed.stderr
     assert str(path) in listed.stderr
     env = {"PATH": "/usr/bin:/bin", "HOME": str(vault.root.parent), "AIBUDDY_VAULT": str(vault.root)}
-    recalled = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=env)  # the fast path
+    recalled = run_in_process("memory", "recall", "tea", "--json", env=env)  # the fast path
     assert recalled.returncode == 0
     assert all(message in recalled.stderr.decode() for message in expected)
 
@@ -255,12 +255,12 @@ def test_an_invalid_default_user_names_the_config_file(vault: Vault, aibuddy_exe
     path = vault.root / "aibuddy.toml"
     path.write_text(path.read_text().replace('default_user = "demo"', 'default_user = "Bob Smith"'))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(vault.root.parent), "AIBUDDY_VAULT": str(vault.root)}
-    without = run_aibuddy(aibuddy_exe, "memory", "list", "--json", env=env)
+    without = run_in_process("memory", "list", "--json", env=env)
     assert without.returncode == 2
     stderr = without.stderr.decode()
     assert f"{path}: default_user 'Bob Smith' is not a valid user name" in stderr
     assert "no current user" in stderr
-    chosen = run_aibuddy(aibuddy_exe, "--user", "alice", "memory", "list", "--json", env=env)
+    chosen = run_in_process("--user", "alice", "memory", "list", "--json", env=env)
     assert chosen.returncode == 0 and json.loads(chosen.stdout)["records"] == []
 
 

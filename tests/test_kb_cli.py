@@ -180,7 +180,7 @@ def test_kb_watch_follows_edits_new_files_and_stops_on_ctrl_c(aibuddy_exe: list[
         assert hits and hits[0].hit.ref.doc_id == "body"
     finally:
         watcher.send_signal(signal.SIGINT)
-        _, err = watcher.communicate(timeout=20)
+        _, err = watcher.communicate(timeout=120)
     assert watcher.returncode == 0, err
     assert "returned to pending" in err
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_DOCS, ok
+from conftest import FIXTURE_DOCS, environment, ok
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.vault import Vault
@@ -24,6 +26,7 @@ def run_client(
     body: Callable[[Any], Awaitable[Any]],
     *server_args: str,
 ) -> Any:
+    """body with the SDK's client of `aibuddy mcp` over stdio: a real server process."""
     from mcp import Client, StdioServerParameters
 
     async def main() -> Any:
@@ -33,6 +36,22 @@ def run_client(
             return await body(client)
 
     return asyncio.run(main())
+
+
+def run_in_memory(env: dict[str, str], body: Callable[[Any], Awaitable[Any]], task: str | None = None) -> Any:
+    """body with the SDK's client of the server `aibuddy mcp --task task` serves, in this process:
+    env is the whole environment meanwhile, as the server process would have it. The stdio server
+    process is test_the_tools_and_their_answers' (through the SDK's client) and RawServer's."""
+    from mcp import Client
+
+    from aibuddy_cli.mcp_server import Server, mcp_app
+
+    async def main() -> Any:
+        async with Client(mcp_app(Server(None, None, task, os.environ, Path.cwd()))) as client:
+            return await body(client)
+
+    with environment(env):
+        return asyncio.run(main())
 
 
 def answer(result: Any) -> Any:
@@ -88,12 +107,12 @@ def test_knowledge_ask_is_offered_only_for_a_task_with_usable_documents(
 ) -> None:
     ok(cli("task", "new", "Read the guide", "--json"))
     with pytest.raises(Exception):  # noqa: B017, PT011 - a task that does not exist: the server does not start
-        run_client(aibuddy_exe, env, lambda client: client.list_tools(), "--task", "t9")
+        run_in_memory(env, lambda client: client.list_tools(), "t9")
 
     async def names(client: Any) -> set[str]:
         return {tool.name for tool in (await client.list_tools()).tools}
 
-    assert "knowledge_ask" not in run_client(aibuddy_exe, env, names, "--task", "t1")
+    assert "knowledge_ask" not in run_in_memory(env, names, "t1")
     guide = FIXTURE_DOCS / "body.md"
     ok(cli("kb", "import", str(guide), "--scope", "system", "--json"))
     ok(cli("kb", "publish", "body", "--json"))
@@ -105,7 +124,7 @@ def test_knowledge_ask_is_offered_only_for_a_task_with_usable_documents(
             await client.call_tool("knowledge_ask", {"question": "How do I declare a request body?"})
         )
 
-    result = run_client(aibuddy_exe, env, ask, "--task", "t1")
+    result = run_in_memory(env, ask, "t1")
     assert result["method"] == "extractive" and result["citations"]
 
 
@@ -139,7 +158,7 @@ def test_the_server_survives_failures_and_concurrent_calls(
         chosen = answer(await client.call_tool("memory_recall", {"query": "note"}))
         assert chosen["method"] == "model" and [r["name"] for r in chosen["records"]] == ["note-3"]
 
-    run_client(aibuddy_exe, model_env, body)
+    run_in_memory(model_env, body)
     assert sorted(p.name for p in (vault.root / "memory/demo").glob("note-*.md")) == [
         f"note-{i}.md" for i in range(6)
     ]
@@ -154,7 +173,7 @@ def test_tables_through_the_server(aibuddy_exe: list[str], vault: Vault, env: di
         assert found["method"] == "lexical" and found["hits"][0]["row"]["name"] == "Acme"
         assert "model" in error(await client.call_tool("table_update", {"request": "Acme moved to Paris"}))
 
-    run_client(aibuddy_exe, env, body)
+    run_in_memory(env, body)
 
 
 # --- every request gets an answer a client and a model can act on -----------------------------
@@ -301,7 +320,7 @@ def test_tool_errors_speak_in_the_tools_terms(
             error(await client.call_tool("memory_recall", {"query": "tea", "limit": 0})),
         ]
 
-    exists, nothing, limit = [json.loads(text)["error"] for text in run_client(aibuddy_exe, env, body)]
+    exists, nothing, limit = [json.loads(text)["error"] for text in run_in_memory(env, body)]
     assert exists == {
         "code": "conflict",
         "message": "memory record 'tea' already exists; use the memory_update tool",

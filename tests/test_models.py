@@ -7,8 +7,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
-import subprocess
 import sys
 import threading
 import time
@@ -114,12 +112,12 @@ def test_litellm_prints_are_dropped_and_other_threads_keep_their_output(
         def completion(**kwargs: Any) -> Any:
             print("Give Feedback / Get Help: https://github.com/BerriAI/litellm")
             printing.set()  # the call is running: another thread prints meanwhile
-            printed.wait(5)
+            printed.wait(60)  # generous bounds: events, not timings
             print("LiteLLM: another banner", flush=True)
             return reply("hello")
 
     def other_thread() -> None:
-        printing.wait(5)
+        printing.wait(60)
         for number in range(50):
             print(f"line {number}")
         printed.set()
@@ -129,7 +127,7 @@ def test_litellm_prints_are_dropped_and_other_threads_keep_their_output(
     writer = threading.Thread(target=other_thread)
     writer.start()
     assert models.complete_text(settings, HELLO) == "hello"
-    writer.join(5)
+    writer.join(60)
     print("after the call")
     out = captured.getvalue()
     assert "Give Feedback" not in out and "banner" not in out
@@ -203,28 +201,24 @@ def test_litellm_is_imported_and_configured_once(monkeypatch: pytest.MonkeyPatch
 # --- litellm's import is not the model's time -----------------------------------------------------
 
 
-def test_a_cold_start_on_a_busy_machine_still_reaches_the_model(
+def test_a_cold_start_with_a_timeout_below_the_import_still_reaches_the_model(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI
 ) -> None:
-    """Every core busy and a model timeout far below litellm's cold import there: the import has
-    its own bound, the timeout starts after it, and the model's answer is used."""
+    """A real process's cold start, with a model timeout below litellm's cold import (seconds,
+    more on a busy machine): the import has its own bound, the timeout starts after it, and the
+    model's answer is used. (Processes burning every core made the import slower still; they cost
+    the suite two cores for the whole import, and the in-process test below holds an import past
+    the timeout for certain.)"""
     Session(vault, "demo", environ={}).memory.save("tea", type="user", description="Drinks tea", body="b")
     fake_openai.default.content = '{"selected": ["tea"]}'
     cold = {
         **env,
         "AIBUDDY_MODEL_RECALL": "openai/recall-test",
-        "AIBUDDY_TIMEOUT": "3",
+        "AIBUDDY_TIMEOUT": "2",
         "OPENAI_API_KEY": "sk-test",
         "OPENAI_API_BASE": fake_openai.url,
     }
-    burn = [sys.executable, "-c", "while True: pass"]
-    burners = [subprocess.Popen(burn) for _ in range(max(os.cpu_count() or 2, 2))]
-    try:
-        result = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=cold)
-    finally:
-        for burner in burners:
-            burner.kill()
-            burner.wait()
+    result = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=cold)
     assert result.returncode == 0 and result.stderr == b"", result.stderr
     recalled = json.loads(result.stdout)
     assert recalled["method"] == "model" and [r["name"] for r in recalled["records"]] == ["tea"]
@@ -252,3 +246,26 @@ def test_the_import_bound_is_its_own_setting(monkeypatch: pytest.MonkeyPatch) ->
     bad = models.model_settings("recall", CONFIGURED, {"AIBUDDY_IMPORT_TIMEOUT": "soon"})
     assert bad.problem == "AIBUDDY_IMPORT_TIMEOUT must be a number of seconds from 0 to 3600, not 'soon'"
     assert models.model_settings("recall", {}, {"AIBUDDY_IMPORT_TIMEOUT": "soon"}).problem is None
+
+
+def test_an_import_slower_than_the_model_timeout_does_not_count_against_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The in-process form of the cold start above, for certain: the import outlasts the call's
+    timeout several times over, and the call, timed from the import's end, is answered."""
+    imported = threading.Event()
+
+    def slow_import() -> Any:  # the first time only, as an import is: then the module is there
+        if not imported.is_set():
+            imported.wait(1.0)  # the whole second, five times the call's timeout
+            imported.set()
+        return SimpleNamespace(completion=lambda **kw: reply("ok"))
+
+    monkeypatch.setattr(models, "_litellm_module", None)  # as in a process that never imported it
+    monkeypatch.setattr(models, "_import", None)
+    monkeypatch.setattr(models, "_litellm", slow_import)
+    settings = models.model_settings(
+        "recall", CONFIGURED, {"AIBUDDY_TIMEOUT": "0.2", "AIBUDDY_IMPORT_TIMEOUT": "600"}
+    )
+    assert (settings.timeout, settings.import_timeout) == (0.2, 600)
+    assert models.complete_text(settings, HELLO) == "ok"

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import child_env, ok, run_aibuddy
+from conftest import child_env, ok, run_aibuddy, run_in_process
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
@@ -293,7 +293,7 @@ def test_an_explicit_save_keeps_the_key_warns_and_scan_finds_it(
         aibuddy_exe, "table", "add", "logins", "--row", json.dumps({"pw": "password: hunter22"}), env=env
     )
     assert added.returncode == 3 and b"warning" not in added.stderr  # no such table: nothing kept
-    clean = run_aibuddy(aibuddy_exe, "scan", "--json", env=child_env(vault.root), cwd=vault.root)
+    clean = run_in_process("scan", "--json", env=child_env(vault.root), cwd=vault.root)
     found = json.loads(clean.stdout)
     assert clean.returncode == 4, clean.stderr
     assert found == {
@@ -301,21 +301,21 @@ def test_an_explicit_save_keeps_the_key_warns_and_scan_finds_it(
         "scanned": found["scanned"],
     }
     assert found["scanned"] >= 2 and KEY not in clean.stdout.decode()
-    text = run_aibuddy(aibuddy_exe, "scan", str(vault.root), env=env)
+    text = run_in_process("scan", str(vault.root), env=env)
     assert text.returncode == 4
     assert text.stdout.decode().splitlines()[0] == "memory/demo/deploy-key.md:12: api key (sk-…)"
-    run_aibuddy(aibuddy_exe, "memory", "update", "deploy-key", "--body", "key: in the team vault", env=env)
-    after = run_aibuddy(aibuddy_exe, "scan", "--json", env=env)
+    run_in_process("memory", "update", "deploy-key", "--body", "key: in the team vault", env=env)
+    after = run_in_process("scan", "--json", env=env)
     assert after.returncode == 0 and json.loads(after.stdout)["findings"] == []
 
 
 def test_an_explicit_table_add_keeps_the_value_with_a_warning(
     vault: Vault, env: dict[str, str], aibuddy_exe
 ) -> None:
-    made = run_aibuddy(aibuddy_exe, "table", "create", "logins", "-c", "site:str", "-c", "note:str", env=env)
+    made = run_in_process("table", "create", "logins", "-c", "site:str", "-c", "note:str", env=env)
     assert made.returncode == 0, made.stderr
     row = json.dumps({"site": "wiki", "note": "password: hunter22"})
-    added = run_aibuddy(aibuddy_exe, "table", "add", "logins", "--row", row, "--json", env=env)
+    added = run_in_process("table", "add", "logins", "--row", row, "--json", env=env)
     assert added.returncode == 0, added.stderr
     assert added.stderr.decode().startswith(
         "warning: table add logins: a row holds what looks like 1 password; kept because you wrote it"
@@ -331,7 +331,7 @@ def test_git_setup_installs_a_hook_that_refuses_a_record_with_a_key(
     init_vault(repo / "vault", "demo")
     env = child_env(repo / "vault")
     git(repo, "init", "-q", env=env)
-    setup = run_aibuddy(aibuddy_exe, "git", "setup", "--json", env=env)
+    setup = run_in_process("git", "setup", "--json", env=env)
     assert setup.returncode == 0, setup.stderr
     hook = json.loads(setup.stdout)["pre_commit"]
     assert hook == {"path": str(repo / ".git/hooks/pre-commit"), "installed": True, "reason": None}
@@ -355,7 +355,7 @@ def test_git_setup_installs_a_hook_that_refuses_a_record_with_a_key(
     assert git(repo, "commit", "-qm", "key", env=env, check=False).returncode != 0
     bypass = git(repo, "commit", "-qm", "key", "--no-verify", env=env, check=False)
     assert bypass.returncode == 0, bypass.stderr
-    again = run_aibuddy(aibuddy_exe, "git", "setup", "--json", env=env)
+    again = run_in_process("git", "setup", "--json", env=env)
     assert json.loads(again.stdout)["pre_commit"]["installed"] is True  # its own hook: rewritten
 
 
@@ -373,12 +373,12 @@ def test_git_setup_leaves_a_foreign_hook_alone_and_respects_core_hooks_path(
 ) -> None:
     repo, env = vault_repository(tmp_path)
     git(repo, "config", "core.hooksPath", "githooks", env=env)
-    setup = run_aibuddy(aibuddy_exe, "git", "setup", "--json", env=env)
+    setup = run_in_process("git", "setup", "--json", env=env)
     assert json.loads(setup.stdout)["pre_commit"]["path"] == str(repo / "githooks/pre-commit")
     assert (repo / "githooks/pre-commit").read_text().startswith("#!/bin/sh\n# aibuddy pre-commit hook")
     foreign = repo / "githooks/pre-commit"
     foreign.write_text("#!/bin/sh\nexit 0\n")
-    again = run_aibuddy(aibuddy_exe, "git", "setup", "--json", env=env)
+    again = run_in_process("git", "setup", "--json", env=env)
     assert again.returncode == 0
     hook = json.loads(again.stdout)["pre_commit"]
     assert hook["installed"] is False and "not aibuddy's" in hook["reason"]
@@ -392,7 +392,7 @@ def test_the_hook_falls_back_to_aibuddy_on_path_and_refuses_when_there_is_none(
     import sys
 
     repo, env = vault_repository(tmp_path)
-    assert run_aibuddy(aibuddy_exe, "git", "setup", env=env).returncode == 0
+    assert run_in_process("git", "setup", env=env).returncode == 0
     hook = repo / ".git/hooks/pre-commit"
     assert sys.executable in hook.read_text()  # found at set-up: the running interpreter
     hook.write_text(hook.read_text().replace(sys.executable, str(tmp_path / "gone/python")))

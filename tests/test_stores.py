@@ -81,12 +81,12 @@ def test_a_held_lock_is_busy_for_others(store: Store) -> None:
     def holder() -> None:
         with store.lock("memory-demo"):
             held.set()
-            release.wait(10)
+            release.wait(60)
 
     thread = threading.Thread(target=holder)
     thread.start()
     try:
-        assert held.wait(10)
+        assert held.wait(60)
         with pytest.raises(Busy):
             with store.lock("memory-demo", timeout=0.1):
                 pass

@@ -210,14 +210,16 @@ def test_updates_from_many_processes_all_land(
             argv = ["add", "items", "--row", json.dumps({"name": f"added {n}"})]
         return run_aibuddy(aibuddy_exe, "table", *argv, "--json", env=env).returncode
 
+    # Sixteen processes, eight at a time: each a third of a second of start-up, so more would only
+    # repeat the same contention at the suite's cost.
     with ThreadPoolExecutor(max_workers=8) as pool:
-        assert list(pool.map(change, range(1, 25))) == [0] * 24
+        assert list(pool.map(change, range(1, 17))) == [0] * 16
     rows = {r["row_id"]: r["name"] for r in all_rows(cli)}
-    assert all(rows[n] == f"n{n}" for n in range(1, 25, 2))
+    assert all(rows[n] == f"n{n}" for n in range(1, 17, 2))
     assert sorted(v for v in rows.values() if v.startswith("added")) == sorted(
-        f"added {n}" for n in range(2, 25, 2)
+        f"added {n}" for n in range(2, 17, 2)
     )
-    assert len(rows) == 52
+    assert len(rows) == 48
     shutil.rmtree(vault.root / ".aibuddy")
     assert {r["row_id"]: r["name"] for r in all_rows(cli)} == rows
 

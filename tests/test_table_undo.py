@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import child_env, ok, run_aibuddy
+from conftest import child_env, ok, run_in_process
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
+from aibuddy_cli import worker
 from aibuddy_cli.session import Session
 from aibuddy_cli.storage import FileStore
 from aibuddy_cli.tables.loops import TableAgent
@@ -61,8 +62,16 @@ def wait_for(condition, what: str, bound: float = 300.0) -> None:
 
 @pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_block_earlier_runs(
-    aibuddy_exe: list[str], stocked: Vault, fake_openai: FakeOpenAI, ending: signal.Signals
+    aibuddy_exe: list[str],
+    stocked: Vault,
+    warm_worker: tuple[FakeOpenAI, dict[str, str]],
+    ending: signal.Signals,
 ) -> None:
+    """The run is a real `table update` process, ended by a real signal; its model calls go to the
+    module's warm worker (the same answers; a litellm import in each child would cost seconds)."""
+    fake_openai, worker_env = warm_worker
+    fake_openai.reset()
+    calls_before = worker.status(worker_env).calls
     path = stocked.root / VENDORS
     original = path.read_bytes()
     rate_acme(stocked, 1)  # an earlier run, finished
@@ -74,7 +83,7 @@ def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_b
     release = threading.Event()
     fake_openai.enqueue(content="Dropped Globex.", hold=release)  # the turn after the change waits
     slow = {**ENV, "AIBUDDY_TIMEOUT": "300"}  # a loaded machine's first call is no failure
-    env = child_env(stocked.root, **slow, OPENAI_API_KEY="sk-test", OPENAI_API_BASE=fake_openai.url)
+    env = {**worker_env, **slow, "AIBUDDY_VAULT": str(stocked.root), "AIBUDDY_USER": "demo"}
     command = [*aibuddy_exe, "table", "update", "Globex is no longer a vendor", "--json"]
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -82,6 +91,7 @@ def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_b
         wait_for(lambda: len(fake_openai.requests) >= 4 or child.poll() is not None, "the change")
         assert child.poll() is None, child.communicate()
         assert b"Globex" not in path.read_bytes()
+        assert worker.status(worker_env).calls - calls_before >= 3  # through the worker
         child.send_signal(ending)
         child.communicate(timeout=60)
         assert child.returncode == -ending
@@ -90,13 +100,13 @@ def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_b
         if child.poll() is None:
             child.kill()
             child.communicate()
-    undone = run_aibuddy(aibuddy_exe, "table", "undo", "--yes", "--json", env=env)
+    undone = run_in_process("table", "undo", "--yes", "--json", env=env)
     assert undone.returncode == 0, undone.stderr
     assert path.read_bytes() == after_first
-    earlier = run_aibuddy(aibuddy_exe, "table", "undo", "--yes", "--json", env=env)
+    earlier = run_in_process("table", "undo", "--yes", "--json", env=env)
     assert earlier.returncode == 0, earlier.stderr
     assert path.read_bytes() == original
-    found = run_aibuddy(aibuddy_exe, "table", "filter", "vendors", "--json", env=env)
+    found = run_in_process("table", "filter", "vendors", "--json", env=env)
     assert [r["name"] for r in json.loads(found.stdout)["tables"][0]["rows"]] == ["Acme", "Globex"]
 
 
@@ -168,13 +178,13 @@ def test_a_user_removed_from_a_team_cannot_undo_into_its_tables(
     after_run = path.read_bytes()
     config.write_text(with_team.replace('["demo", "bob"]', '["bob"]'))
     env = child_env(vault.root)
-    refused = run_aibuddy(aibuddy_exe, "table", "undo", "--yes", "--json", env=env)
+    refused = run_in_process("table", "undo", "--yes", "--json", env=env)
     assert refused.returncode == 5, refused.stderr
     assert json.loads(refused.stdout)["error"]["code"] == "not_allowed"
     assert path.read_bytes() == after_run
-    assert run_aibuddy(aibuddy_exe, "table", "filter", "team/eng/vendors", env=env).returncode == 5
+    assert run_in_process("table", "filter", "team/eng/vendors", env=env).returncode == 5
     config.write_text(with_team)  # a member again: the undo goes through
-    assert run_aibuddy(aibuddy_exe, "table", "undo", "--yes", env=env).returncode == 0
+    assert run_in_process("table", "undo", "--yes", env=env).returncode == 0
     assert b"Acme,4" in path.read_bytes()
 
 

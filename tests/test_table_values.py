@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ok, run_aibuddy, strict_json
+from conftest import ok, run_aibuddy, run_in_process, strict_json
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.session import Session
@@ -338,7 +338,7 @@ def test_a_hand_edited_cell_with_nan_is_reported_and_never_printed(
     edited = gear.read_text(encoding="utf-8") + f"2,Cable,1.5,{cell},{{}}\n"
     gear.write_text(edited, encoding="utf-8")
     for argv in (["filter", "gear"], ["search", "cable"], ["reduce", "gear", "-m", "count", "-c", "name"]):
-        found = run_aibuddy(aibuddy_exe, "table", *argv, "--json", env=env)  # the fast path too
+        found = run_in_process("table", *argv, "--json", env=env)  # the fast path too
         assert found.returncode == 6, (argv, found.stderr)
         assert b"gear.csv line 3, column tags" in found.stderr
         assert strict_json(found.stdout.decode())["error"]["code"] == "malformed_table"
@@ -370,7 +370,7 @@ def test_a_metric_beyond_the_range_of_a_float_is_an_error_not_infinity(
     rows = ["--row", '{"price": 1.7e308}', "--row", '{"price": 1.7e308}']
     ok(cli("table", "add", "gear", *rows, "--json"))
     reduce = ["table", "reduce", "gear", "-m", metric, "-c", "price", "--json"]
-    found = run_aibuddy(aibuddy_exe, *reduce, env=env)
+    found = run_in_process(*reduce, env=env)
     assert found.returncode == 6, found.stderr
     assert f"{metric}(price) is beyond the range of a floating-point number" in found.stderr.decode()
     assert strict_json(found.stdout.decode())["error"]["code"] == "invalid_input"

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ok, run_aibuddy, strict_json
+from conftest import ok, run_aibuddy, run_in_process, strict_json
 
 from aibuddy_cli.__main__ import main
 from aibuddy_cli.vault import Vault
@@ -225,7 +225,7 @@ def test_the_index_is_rebuilt_after_aibuddy_dir_is_deleted(
     import shutil
 
     shutil.rmtree(vault.root / ".aibuddy")
-    result = run_aibuddy(aibuddy_exe, "table", "filter", "people", "--where", "age < 30", "--json", env=env)
+    result = run_in_process("table", "filter", "people", "--where", "age < 30", "--json", env=env)
     assert result.returncode == 0, result.stderr
     assert [r["name"] for r in json.loads(result.stdout)["tables"][0]["rows"]] == ["李雷"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BODY, child_env, run_aibuddy
+from conftest import BODY, child_env, run_in_process
 from typer.testing import CliRunner
 
 from aibuddy_cli import errors
@@ -53,7 +53,7 @@ def cached_indexes(cache_home: Path) -> list[str]:
 
 
 def _run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(command), capture_output=True, text=True, timeout=30)
+    return subprocess.run(list(command), capture_output=True, text=True, timeout=120)
 
 
 def _unmount(target: Path) -> None:
@@ -134,9 +134,19 @@ def stock(vault: Vault) -> Vault:
     return vault
 
 
+@pytest.fixture(scope="module")
+def stocked_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One stocked vault for the module (an import, a publish, three saves); each test copies it."""
+    from aibuddy_cli.vault import init_vault
+
+    return stock(init_vault(tmp_path_factory.mktemp("stocked") / "vault", "demo")).root
+
+
 @pytest.fixture
-def stocked(vault: Vault) -> Vault:
-    return stock(vault)
+def stocked(vault: Vault, stocked_template: Path) -> Vault:
+    shutil.rmtree(vault.root)
+    shutil.copytree(stocked_template, vault.root, symlinks=True)
+    return Vault.open(vault.root)
 
 
 @pytest.fixture
@@ -161,11 +171,11 @@ def read_only_vault(request: pytest.FixtureRequest, stocked: Vault, tmp_path: Pa
 
 
 def test_recall_in_a_read_only_vault_answers_and_warns_once(
-    aibuddy_exe: list[str], read_only_vault: Path, stocked: Vault, cache_home: Path
+    read_only_vault: Path, stocked: Vault, cache_home: Path
 ) -> None:
     before = files_of(stocked.root)
     env = process_env(read_only_vault, cache_home)
-    result = run_aibuddy(aibuddy_exe, "memory", "recall", "weekly report", "--json", env=env)
+    result = run_in_process("memory", "recall", "weekly report", "--json", env=env)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert sorted(r["name"] for r in document["records"]) == ["report-day", "report-style", "report-tone"]
@@ -175,16 +185,16 @@ def test_recall_in_a_read_only_vault_answers_and_warns_once(
     assert result.stderr.decode().count("\n") == 1
     assert files_of(stocked.root) == before
     assert cached_indexes(cache_home) == ["memory-demo.sqlite"]
-    again = run_aibuddy(aibuddy_exe, "memory", "recall", "weekly report", "--json", env=env)
+    again = run_in_process("memory", "recall", "weekly report", "--json", env=env)
     assert again.returncode == 0 and json.loads(again.stdout)["records"] == document["records"]
 
 
 def test_kb_search_in_a_read_only_vault_answers(
-    aibuddy_exe: list[str], read_only_vault: Path, stocked: Vault, cache_home: Path
+    read_only_vault: Path, stocked: Vault, cache_home: Path
 ) -> None:
     before = files_of(stocked.root)
     env = process_env(read_only_vault, cache_home)
-    result = run_aibuddy(aibuddy_exe, "kb", "search", "request body", "--task", "t1", "--json", env=env)
+    result = run_in_process("kb", "search", "request body", "--task", "t1", "--json", env=env)
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)["hits"]
     assert hits and {hit["doc"] for hit in hits} == {"system/body"}
@@ -194,11 +204,11 @@ def test_kb_search_in_a_read_only_vault_answers(
 
 
 def test_task_context_in_a_read_only_vault_assembles(
-    aibuddy_exe: list[str], read_only_vault: Path, stocked: Vault, cache_home: Path
+    read_only_vault: Path, stocked: Vault, cache_home: Path
 ) -> None:
     before = files_of(stocked.root)
     env = process_env(read_only_vault, cache_home)
-    result = run_aibuddy(aibuddy_exe, "task", "context", "t1", "weekly report", "--json", env=env)
+    result = run_in_process("task", "context", "t1", "weekly report", "--json", env=env)
     assert result.returncode == 0, result.stderr
     context = json.loads(result.stdout)
     assert context["goal"] == "Write the weekly report"
@@ -248,10 +258,10 @@ def test_every_read_command_works_in_a_read_only_vault(
     ids=lambda args: " ".join(args[:2]),
 )
 def test_a_write_to_a_read_only_vault_is_refused_naming_the_path(
-    aibuddy_exe: list[str], args: list[str], read_only_vault: Path, stocked: Vault, cache_home: Path
+    args: list[str], read_only_vault: Path, stocked: Vault, cache_home: Path
 ) -> None:
     before = files_of(stocked.root)
-    result = run_aibuddy(aibuddy_exe, *args, "--json", env=process_env(read_only_vault, cache_home))
+    result = run_in_process(*args, "--json", env=process_env(read_only_vault, cache_home))
     assert result.returncode == 5, result.stderr  # not allowed here; never "busy, try again" (4)
     error = json.loads(result.stdout)["error"]
     assert error["code"] == "read_only"
@@ -262,7 +272,7 @@ def test_a_write_to_a_read_only_vault_is_refused_naming_the_path(
 
 
 def test_with_no_writable_cache_folder_either_the_index_is_kept_in_memory(
-    aibuddy_exe: list[str], stocked: Vault, tmp_path: Path
+    stocked: Vault, tmp_path: Path
 ) -> None:
     """A read-only vault and a read-only home: reads still answer (the locks cannot be made
     either, so nothing may be written)."""
@@ -274,8 +284,8 @@ def test_with_no_writable_cache_folder_either_the_index_is_kept_in_memory(
         read_only_view(home, tmp_path / "rohome") as ro,
     ):
         env = process_env(view, ro / "cache")
-        recall = run_aibuddy(aibuddy_exe, "memory", "recall", "weekly report", "--json", env=env)
-        search = run_aibuddy(aibuddy_exe, "kb", "search", "request body", "--json", env=env)
+        recall = run_in_process("memory", "recall", "weekly report", "--json", env=env)
+        search = run_in_process("kb", "search", "request body", "--json", env=env)
     assert recall.returncode == 0, recall.stderr
     assert len(json.loads(recall.stdout)["records"]) == 3
     assert len(warnings_in(recall.stderr)) == 1
@@ -299,12 +309,10 @@ def full_vault(tmp_path: Path) -> Iterator[Path]:
         yield disk / "vault"
 
 
-def test_a_save_on_a_full_disk_says_so_and_names_the_path(
-    aibuddy_exe: list[str], full_vault: Path, cache_home: Path
-) -> None:
+def test_a_save_on_a_full_disk_says_so_and_names_the_path(full_vault: Path, cache_home: Path) -> None:
     before = files_of(full_vault)
     args = ["memory", "save", "new-one", "--type", "user", "--description", "d", "--body", "b", "--json"]
-    result = run_aibuddy(aibuddy_exe, *args, env=process_env(full_vault, cache_home))
+    result = run_in_process(*args, env=process_env(full_vault, cache_home))
     error = json.loads(result.stdout)["error"]
     assert (result.returncode, error["code"]) == (1, "disk_full")
     assert "disk is full" in error["message"]
@@ -313,12 +321,10 @@ def test_a_save_on_a_full_disk_says_so_and_names_the_path(
     assert files_of(full_vault) == before
 
 
-def test_a_recall_on_a_full_disk_answers_with_one_warning(
-    aibuddy_exe: list[str], full_vault: Path, cache_home: Path
-) -> None:
+def test_a_recall_on_a_full_disk_answers_with_one_warning(full_vault: Path, cache_home: Path) -> None:
     before = files_of(full_vault)
     env = process_env(full_vault, cache_home)
-    result = run_aibuddy(aibuddy_exe, "memory", "recall", "weekly report", "--json", env=env)
+    result = run_in_process("memory", "recall", "weekly report", "--json", env=env)
     assert result.returncode == 0, result.stderr
     assert len(json.loads(result.stdout)["records"]) == 3
     (warning,) = warnings_in(result.stderr)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_aibuddy
+from conftest import run_aibuddy, run_in_process
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import models, worker, worker_client
@@ -162,10 +162,19 @@ def test_a_stale_socket_never_fails_or_hangs_a_command(
     assert memory.recall("tea").method == "model"
 
 
-def test_lexical_commands_never_start_a_worker(aibuddy_exe: list[str], worker_env: dict[str, str]) -> None:
+def test_lexical_commands_never_start_a_worker(
+    worker_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process, through the command's entry point (the worker on, as the installed command has
+    it): a worker is started by worker.start() or not at all, so no wait for one that might come."""
     del worker_env["AIBUDDY_MODEL_RECALL"]
-    assert recall(aibuddy_exe, worker_env)["method"] == "lexical"
-    time.sleep(0.3)
+    started: list[object] = []
+    monkeypatch.setattr(worker, "start", lambda environ: started.append(environ))
+    monkeypatch.setattr(worker, "complete", lambda *args, **kwargs: started.append(args))
+    result = run_in_process("memory", "recall", "tea", "--json", env=worker_env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["method"] == "lexical"
+    assert started == []
     assert not list(Path(worker_env["XDG_RUNTIME_DIR"]).glob("aibuddy/*.sock"))
 
 
@@ -353,7 +362,9 @@ def test_two_model_calls_at_once_start_one_worker(
     def watch() -> None:  # every worker process that ever runs for these settings, however briefly
         while not done.is_set():
             seen.update(worker_pids(runtime))
-            time.sleep(0.01)
+            # A scan reads every process's command line (a few ms of CPU); a worker, even one that
+            # gives up at once, lives for its interpreter's start-up, far longer than this.
+            time.sleep(0.025)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -385,7 +396,7 @@ def test_two_model_calls_at_once_start_one_worker(
 
 
 def test_worker_commands_refuse_a_socket_folder_that_is_not_private(
-    aibuddy_exe: list[str], worker_env: dict[str, str]
+    worker_env: dict[str, str]
 ) -> None:
     folder = Path(worker_env["XDG_RUNTIME_DIR"]) / "aibuddy"
     folder.mkdir(mode=0o700)
@@ -398,11 +409,11 @@ def test_worker_commands_refuse_a_socket_folder_that_is_not_private(
             folder.chmod(0o700)
             os.chown(folder, owner, owner)
         for command in ("status", "stop"):
-            result = run_aibuddy(aibuddy_exe, "worker", command, env=worker_env)
+            result = run_in_process("worker", command, env=worker_env)
             assert result.returncode == 5, result.stderr
             assert result.stderr.decode().startswith("error: ") and result.stderr.count(b"\n") == 1
             assert reason in result.stderr.decode() and b"Traceback" not in result.stderr
-            shown = run_aibuddy(aibuddy_exe, "worker", command, "--json", env=worker_env)
+            shown = run_in_process("worker", command, "--json", env=worker_env)
             assert shown.returncode == 5 and json.loads(shown.stdout)["error"]["code"] == "not_allowed"
 
 
@@ -415,6 +426,7 @@ def test_a_relative_runtime_folder_is_ignored(
     temporary = runtime_dir.parent / "tmp"
     temporary.mkdir(mode=0o700)
     env = {**worker_env, "XDG_RUNTIME_DIR": "relative/dir", "TMPDIR": str(temporary)}
+    # A real process: the temporary folder is read from TMPDIR once per process (tempfile caches it).
     found = run_aibuddy(aibuddy_exe, "worker", "status", "--json", env=env, cwd=vault.root)
     assert found.returncode == 0, found.stderr
     socket_at = Path(json.loads(found.stdout)["socket"])
