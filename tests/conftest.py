@@ -187,11 +187,9 @@ def run_in_process(
     environment, cwd as the working folder and input (else nothing) on stdin; its exit code and
     what it wrote, as run_aibuddy returns them. A child costs 100-300 ms of imports: tests of what
     a command does, not of the process, run it here."""
-    import aibuddy_cli
     from aibuddy_cli.__main__ import main
 
     saved_streams = (sys.stdin, sys.stdout, sys.stderr)
-    saved_worker = aibuddy_cli.use_worker
     out, err = io.BytesIO(), io.BytesIO()
     stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
     stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
@@ -208,7 +206,6 @@ def run_in_process(
                 stderr.flush()
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved_streams
-        aibuddy_cli.use_worker = saved_worker
     return subprocess.CompletedProcess(["aibuddy", *args], code, out.getvalue(), err.getvalue())
 
 

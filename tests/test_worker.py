@@ -169,8 +169,8 @@ def test_lexical_commands_never_start_a_worker(
     it): a worker is started by worker.start() or not at all, so no wait for one that might come."""
     del worker_env["AIBUDDY_MODEL_RECALL"]
     started: list[object] = []
-    monkeypatch.setattr(worker, "start", lambda environ: started.append(environ))
-    monkeypatch.setattr(worker, "complete", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setattr(worker_client, "start", lambda environ: started.append(environ))
+    monkeypatch.setattr(worker_client, "complete", lambda *args, **kwargs: started.append(args))
     result = run_in_process("memory", "recall", "tea", "--json", env=worker_env)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["method"] == "lexical"
