@@ -76,6 +76,13 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
             "table_update",
         }  # no task: no knowledge_ask; and never a tool that clears memory
         assert all("user" not in tool.input_schema.get("properties", {}) for tool in tools.values())
+        # What a client shows and decides by, from the registry: a title, and what each tool does.
+        hints = {name: tool.annotations for name, tool in tools.items()}
+        assert hints["memory_delete"].destructive_hint is True
+        assert hints["memory_save"].destructive_hint is False and hints["memory_save"].read_only_hint is False
+        assert hints["memory_recall"].read_only_hint is True and hints["table_ask"].read_only_hint is True
+        assert all(hint.open_world_hint is False and hint.title for hint in hints.values())
+        assert tools["memory_recall"].input_schema["properties"]["limit"]["minimum"] == 1
         saved = answer(
             await client.call_tool(
                 "memory_save",
