@@ -90,13 +90,14 @@ def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[
     return {"AIBUDDY_MODEL": "openai/test-model", "AIBUDDY_TIMEOUT": "30"}
 
 
-@pytest.fixture(scope="module")
-def warm_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeOpenAI, dict[str, str]]]:
-    """A fake server and a model worker (`aibuddy worker serve`) warm for it, for a module's real
-    processes whose model calls are not their subject: a child given the environment returned (plus
-    its AIBUDDY_VAULT, AIBUDDY_USER and other AIBUDDY_ settings, which the worker's key leaves out)
-    asks the worker instead of importing litellm itself (seconds of CPU a child). Reset the server
-    per test (FakeOpenAI.reset)."""
+@pytest.fixture(scope="session")
+def warm_worker_process(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[FakeOpenAI, dict[str, str]]]:
+    """One fake server and one model worker (`aibuddy worker serve`) warm for it, for the whole
+    pytest process (one per xdist worker): litellm's import (seconds of CPU) is paid once here
+    instead of once a module or a child. Tests take it through warm_worker, which resets the
+    server."""
     import shutil
     import signal
     import tempfile
@@ -139,6 +140,20 @@ def warm_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fake
         child.wait()
         server.stop()
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture
+def warm_worker(
+    warm_worker_process: tuple[FakeOpenAI, dict[str, str]],
+) -> tuple[FakeOpenAI, dict[str, str]]:
+    """The process's fake server (reset: nothing queued or received) and the environment of its
+    warm model worker, for real processes whose model calls are not their subject: a child given
+    that environment (plus its AIBUDDY_VAULT, AIBUDDY_USER and other AIBUDDY_ settings, which the
+    worker's key leaves out) asks the worker instead of importing litellm itself. Read the
+    worker's call count as a difference: it serves the whole process."""
+    server, settings = warm_worker_process
+    server.reset()
+    return server, dict(settings)
 
 
 @pytest.fixture
