@@ -22,6 +22,13 @@ from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault, init_vault
 
+# Bytecode is cached, as Python does by default, even where PYTHONDONTWRITEBYTECODE is set: these
+# tests start hundreds of `aibuddy` processes, and without a cached .pyc each compiles every module
+# it imports again (a tenth of a second of CPU a process); pytest rewrites every test module again
+# in each of its processes too (seconds). The caches go to __pycache__ folders, which git ignores.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the child processes, which copy os.environ
+
 REPO = Path(__file__).resolve().parent.parent
 # The code these tests import (this checkout, or a copy under test); child processes run it too.
 CODE = Path(aibuddy_cli.__file__).resolve().parent.parent
