@@ -142,6 +142,7 @@ def test_a_stale_socket_never_fails_or_hangs_a_command(
     path.unlink()
     path.write_text("not a socket")
     assert memory.recall("tea").method == "model"
+    path.unlink()  # else the fixture's `worker stop` waits its 2 s for the "socket" to go
 
 
 def test_lexical_commands_never_start_a_worker(
