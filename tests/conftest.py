@@ -22,6 +22,13 @@ from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault, init_vault
 
+# Bytecode is cached, as Python does by default, even where PYTHONDONTWRITEBYTECODE is set: these
+# tests start hundreds of `aibuddy` processes, and without a cached .pyc each compiles every module
+# it imports again (a tenth of a second of CPU a process); pytest rewrites every test module again
+# in each of its processes too (seconds). The caches go to __pycache__ folders, which git ignores.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the child processes, which copy os.environ
+
 REPO = Path(__file__).resolve().parent.parent
 # The code these tests import (this checkout, or a copy under test); child processes run it too.
 CODE = Path(aibuddy_cli.__file__).resolve().parent.parent
@@ -90,13 +97,14 @@ def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[
     return {"AIBUDDY_MODEL": "openai/test-model", "AIBUDDY_TIMEOUT": "30"}
 
 
-@pytest.fixture(scope="module")
-def warm_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeOpenAI, dict[str, str]]]:
-    """A fake server and a model worker (`aibuddy worker serve`) warm for it, for a module's real
-    processes whose model calls are not their subject: a child given the environment returned (plus
-    its AIBUDDY_VAULT, AIBUDDY_USER and other AIBUDDY_ settings, which the worker's key leaves out)
-    asks the worker instead of importing litellm itself (seconds of CPU a child). Reset the server
-    per test (FakeOpenAI.reset)."""
+@pytest.fixture(scope="session")
+def warm_worker_process(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[FakeOpenAI, dict[str, str]]]:
+    """One fake server and one model worker (`aibuddy worker serve`) warm for it, for the whole
+    pytest process (one per xdist worker): litellm's import (seconds of CPU) is paid once here
+    instead of once a module or a child. Tests take it through warm_worker, which resets the
+    server."""
     import shutil
     import signal
     import tempfile
@@ -139,6 +147,20 @@ def warm_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fake
         child.wait()
         server.stop()
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture
+def warm_worker(
+    warm_worker_process: tuple[FakeOpenAI, dict[str, str]],
+) -> tuple[FakeOpenAI, dict[str, str]]:
+    """The process's fake server (reset: nothing queued or received) and the environment of its
+    warm model worker, for real processes whose model calls are not their subject: a child given
+    that environment (plus its AIBUDDY_VAULT, AIBUDDY_USER and other AIBUDDY_ settings, which the
+    worker's key leaves out) asks the worker instead of importing litellm itself. Read the
+    worker's call count as a difference: it serves the whole process."""
+    server, settings = warm_worker_process
+    server.reset()
+    return server, dict(settings)
 
 
 @pytest.fixture

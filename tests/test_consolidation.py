@@ -2,18 +2,14 @@
 category flags, dry runs, the watermark across failures, a chunk that arrives while a pass runs:
 in process, the model scripted through the Consolidator's `complete` seam. The background start
 that add-message never waits for, a killed pass and cancel: in real processes, through one model
-worker and one fake OpenAI server for the module (litellm is imported once, in the worker)."""
+worker and one fake OpenAI server for the pytest process (litellm is imported once, in the worker)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CODE, ok, run_aibuddy
+from conftest import ok, run_aibuddy
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import worker
@@ -598,55 +594,18 @@ def test_a_pid_names_a_process_only_with_its_start_time(bystander: subprocess.Po
 # --- in real processes, through one worker and one server ----------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAI]:
-    started = FakeOpenAI().start()
-    yield started
-    started.stop()
-
-
-@pytest.fixture(scope="module")
-def worker_env(server: FakeOpenAI) -> Iterator[dict[str, str]]:
-    """The environment of this module's `aibuddy` processes (but the vault and the user), and
-    the model worker that serves them all: litellm is imported once, by the worker, and never by
-    a pass. Its own home and its own short socket folder (a socket path has at most 108 bytes)."""
-    top = Path(tempfile.mkdtemp(prefix="ab-"))
-    (top / "run").mkdir(mode=0o700)
-    (top / "home").mkdir()
-    # Only what a process needs: every variable is part of the worker's key (worker.fingerprint).
-    inherited = {name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "TMPDIR") if os.getenv(name)}
-    environ = {
-        **inherited,
-        **MODEL,
-        "HOME": str(top / "home"),
-        "XDG_RUNTIME_DIR": str(top / "run"),
-        "PYTHONPATH": str(CODE),
-        "AIBUDDY_WORKER": "1",
-        "AIBUDDY_WORKER_IDLE": "600",  # it is stopped below
-        "OPENAI_API_KEY": "sk-test",
-        "OPENAI_API_BASE": server.url,
-    }
-    serving = subprocess.Popen(  # waited for below: its CPU time counts with the tests'
-        [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
-        env=environ,
-        cwd=top,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert wait_for(lambda: worker.status(environ).running), "the model worker never answered"
-        yield environ
-    finally:
-        worker.stop(environ)
-        serving.terminate()
-        serving.wait(timeout=60)
-        shutil.rmtree(top, ignore_errors=True)
+@pytest.fixture
+def server(warm_worker: tuple[FakeOpenAI, dict[str, str]]) -> FakeOpenAI:
+    """The pytest process's fake server, reset for this test."""
+    return warm_worker[0]
 
 
 @pytest.fixture
-def process_env(worker_env: dict[str, str], vault: Vault) -> dict[str, str]:
-    return {**worker_env, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo"}
+def process_env(warm_worker: tuple[FakeOpenAI, dict[str, str]], vault: Vault) -> dict[str, str]:
+    """The environment of this test's `aibuddy` processes: the process's warm model worker serves
+    them all (litellm is imported by the worker, never by a pass); the vault, the user and the
+    model are AIBUDDY_ settings, which the worker's key leaves out."""
+    return {**warm_worker[1], **MODEL, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo"}
 
 
 def cwd(env: dict[str, str]) -> Path:

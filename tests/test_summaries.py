@@ -4,7 +4,6 @@ a summary lands on the version it describes, and only there."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 from conftest import run_aibuddy
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli import worker
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.knowledge.summaries import SummaryOutcome
 from aibuddy_cli.session import Session
@@ -107,19 +107,24 @@ def test_a_failed_or_stale_summary_leaves_the_document_as_it_was_and_says_why(
 
 
 def test_the_import_does_not_wait_for_the_summary_which_lands_later(
-    vault: Vault, tmp_path: Path, fake_openai: FakeOpenAI, aibuddy_exe: list[str]
+    vault: Vault,
+    tmp_path: Path,
+    warm_worker: tuple[FakeOpenAI, dict[str, str]],
+    aibuddy_exe: list[str],
 ) -> None:
+    """A real `kb import`, whose background child asks the pytest process's warm model worker (a
+    litellm import in the child would cost seconds of CPU; the worker is not the subject here)."""
+    fake_openai, worker_env = warm_worker
     source = tmp_path / "guide.md"
     source.write_text(GUIDE)
     release = threading.Event()
     fake_openai.enqueue(content="How to roll back a deploy.", hold=release)
+    calls = worker.status(worker_env).calls
     env = {
-        **os.environ,
+        **worker_env,
         "AIBUDDY_VAULT": str(vault.root),
         "AIBUDDY_MODEL_SUMMARY": "openai/summary-test",
         "AIBUDDY_TIMEOUT": "60",
-        "OPENAI_API_KEY": "sk-test",
-        "OPENAI_API_BASE": fake_openai.url,
     }
     try:
         imported = run_aibuddy(
@@ -142,3 +147,4 @@ def test_the_import_does_not_wait_for_the_summary_which_lands_later(
         time.sleep(0.1)
     entry = json.loads(log.read_text().splitlines()[-1])
     assert entry["doc"] == "system/guide" and entry["summarized"] is True
+    assert worker.status(worker_env).calls == calls + 1  # the summary came through the worker

@@ -68,7 +68,7 @@ def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_b
     ending: signal.Signals,
 ) -> None:
     """The run is a real `table update` process, ended by a real signal; its model calls go to the
-    module's warm worker (the same answers; a litellm import in each child would cost seconds)."""
+    pytest process.s warm worker (the same answers; a litellm import in each child would cost seconds)."""
     fake_openai, worker_env = warm_worker
     fake_openai.reset()
     calls_before = worker.status(worker_env).calls

@@ -13,6 +13,7 @@ import pytest
 from conftest import ok, run_aibuddy
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli import worker
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.session import Session
@@ -134,18 +135,21 @@ def _wait_for(check, seconds: float = 120.0) -> bool:  # noqa: ANN001 - generous
 
 
 def test_task_end_closes_at_once_and_extracts_in_the_background(
-    aibuddy_exe: list[str], env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI
+    aibuddy_exe: list[str], vault: Vault, warm_worker: tuple[FakeOpenAI, dict[str, str]]
 ) -> None:
     """An extraction model that does not answer until the test lets it: `task end` has answered,
     with the task closed, before the model has; the background extraction then writes the record
-    and logs it."""
+    and logs it. Its model call goes to the pytest process's warm model worker (a litellm import
+    in the background child would cost seconds of CPU; the worker is not the subject here)."""
+    fake_openai, worker_env = warm_worker
     process_env = {
-        **env,
+        **worker_env,
+        "AIBUDDY_VAULT": str(vault.root),
+        "AIBUDDY_USER": "demo",
         "AIBUDDY_MODEL_EXTRACT": "openai/extract-test",
         "AIBUDDY_TIMEOUT": "120",
-        "OPENAI_API_KEY": "sk-test",
-        "OPENAI_API_BASE": fake_openai.url,
     }
+    calls = worker.status(worker_env).calls
     tasks = TaskService(vault, "demo")
     tasks.new("Chat")
     tasks.add_message("t1", "user", "From now on, I prefer green tea.")
@@ -168,6 +172,7 @@ def test_task_end_closes_at_once_and_extracts_in_the_background(
     assert entry["source"] == "task t1" and entry["written"] == ["tea"]
     record = Session(Vault.open(vault.root), "demo", environ={}).memory.show("tea")
     assert record.body.strip() == "Green tea, no sugar."
+    assert worker.status(worker_env).calls == calls + 1  # the extraction came through the worker
     # What `task end` starts is only for a closed task.
     tasks.new("Another")
     refused = run_aibuddy(aibuddy_exe, "task", "end", "t2", "--background", "--json", env=process_env)

@@ -9,7 +9,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -80,23 +79,6 @@ def status(aibuddy_exe: list[str], env: dict[str, str]) -> dict:
     return json.loads(run_aibuddy(aibuddy_exe, "worker", "status", "--json", env=env).stdout)
 
 
-def test_the_first_model_call_starts_a_worker_that_serves_the_next(
-    aibuddy_exe: list[str], worker_env: dict[str, str], fake_openai: FakeOpenAI
-) -> None:
-    fake_openai.default.content = '{"selected": ["tea"]}'
-    try:
-        assert recall(aibuddy_exe, worker_env)["method"] == "model"  # in-process; a worker starts
-        wait_for_worker(worker_env)
-        for _ in range(3):
-            assert recall(aibuddy_exe, worker_env)["method"] == "model"
-        found = status(aibuddy_exe, worker_env)
-        assert found["running"] and found["calls"] == 3
-        assert (Path(found["socket"]).stat().st_mode & 0o777) == 0o600
-    finally:
-        stopped = json.loads(run_aibuddy(aibuddy_exe, "worker", "stop", "--json", env=worker_env).stdout)
-    assert stopped["running"] is False and not Path(stopped["socket"]).exists()
-
-
 def test_a_call_in_flight_outlives_the_idle_bound(
     runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,6 +142,7 @@ def test_a_stale_socket_never_fails_or_hangs_a_command(
     path.unlink()
     path.write_text("not a socket")
     assert memory.recall("tea").method == "model"
+    path.unlink()  # else the fixture's `worker stop` waits its 2 s for the "socket" to go
 
 
 def test_lexical_commands_never_start_a_worker(
@@ -214,37 +197,20 @@ def test_every_variable_but_a_few_per_shell_ones_makes_another_worker(tmp_path: 
     assert worker_client.fingerprint(relative) != in_one and worker_client.fingerprint(base) == plain_in_one
 
 
-@pytest.fixture
-def serving(worker_env: dict[str, str]) -> Iterator[tuple[dict[str, str], subprocess.Popen[bytes]]]:
-    """A real worker for worker_env, serving (warm) on its socket; stopped, even if stopped with
-    SIGSTOP, at the end."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
-        env=worker_env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        path = worker_client.socket_path(worker_env)
-        deadline = time.monotonic() + 120  # litellm's import on a busy machine
-        while not worker.status(worker_env).running:
-            assert child.poll() is None and time.monotonic() < deadline, "the worker did not start"
-            time.sleep(0.05)
-        assert path.exists()
-        yield worker_env, child
-    finally:
-        child.send_signal(signal.SIGCONT)
-        child.kill()
-        child.wait()
-
-
 def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
-    serving: tuple[dict[str, str], subprocess.Popen[bytes]],
-    fake_openai: FakeOpenAI,
-    monkeypatch: pytest.MonkeyPatch,
+    warm_worker: tuple[FakeOpenAI, dict[str, str]], vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env, _ = serving
+    """Against the pytest process's warm worker (its start is not the subject: a start of its own
+    would cost litellm's import again); its call count is read as a difference."""
+    fake_openai, worker_settings = warm_worker
+    env = {
+        **worker_settings,
+        "AIBUDDY_VAULT": str(vault.root),
+        "AIBUDDY_USER": "demo",
+        "AIBUDDY_MODEL_RECALL": "openai/recall-test",
+        "AIBUDDY_TIMEOUT": "30",
+    }
+    calls = worker.status(env).calls
     other = {**env, "HOSTED_VLLM_API_BASE": "http://127.0.0.1:9/v1"}
     assert worker_client.socket_path(other) != worker_client.socket_path(env)
     assert worker.status(other).running is False  # environment B is not served by A's worker
@@ -275,10 +241,10 @@ def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
         worker_client.complete(settings, hello, {}, os.environ)
     assert models.complete_text(settings, hello) == "in-process"
     monkeypatch.setattr(worker_client, "peer_uid", lambda connection: os.getuid())
-    assert len(fake_openai.requests) == 2 and worker.status(env).calls == 0
+    assert len(fake_openai.requests) == 2 and worker.status(env).calls == calls
     fake_openai.default.content = "through the worker"
     assert models.complete_text(settings, hello) == "through the worker"
-    assert worker.status(env).calls == 1
+    assert worker.status(env).calls == calls + 1
 
 
 def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
@@ -313,20 +279,40 @@ def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
 
 
 def test_a_stopped_worker_costs_the_call_its_timeout_not_more(
-    aibuddy_exe: list[str],
-    serving: tuple[dict[str, str], subprocess.Popen[bytes]],
-    fake_openai: FakeOpenAI,
+    aibuddy_exe: list[str], warm_worker: tuple[FakeOpenAI, dict[str, str]], vault: Vault
 ) -> None:
-    env, child = serving
+    """The pytest process's warm worker, stopped with SIGSTOP for the call and let go after it
+    (a worker of its own would cost litellm's import again)."""
+    fake_openai, worker_settings = warm_worker
+    Session(vault, "demo", environ={}).memory.save(
+        "tea", type="user", description="Drinks green tea", body="tea"
+    )
+    env = {
+        **worker_settings,
+        "AIBUDDY_VAULT": str(vault.root),
+        "AIBUDDY_USER": "demo",
+        "AIBUDDY_MODEL_RECALL": "openai/recall-test",
+    }
+    found = worker.status(env)
+    assert found.running and found.pid is not None
     fake_openai.default.content = '{"selected": ["tea"]}'
-    child.send_signal(signal.SIGSTOP)  # it still accepts connections (the kernel does), never answers
-    quick = {**env, "AIBUDDY_TIMEOUT": "3"}  # AIBUDDY_* is not part of the worker's key
-    result = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=quick)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["method"] == "lexical"  # the call's own fallback
-    assert b"timed out after 3s" in result.stderr
-    # The wait through the worker was the whole timeout: no second, in-process attempt after it.
-    assert fake_openai.requests == []
+    os.kill(found.pid, signal.SIGSTOP)  # it still accepts connections (the kernel does), never answers
+    try:
+        quick = {**env, "AIBUDDY_TIMEOUT": "3"}  # AIBUDDY_* is not part of the worker's key
+        result = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=quick)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["method"] == "lexical"  # the call's own fallback
+        assert b"timed out after 3s" in result.stderr
+        # The wait through the worker was the whole timeout: no second, in-process attempt after it.
+        assert fake_openai.requests == []
+    finally:
+        os.kill(found.pid, signal.SIGCONT)
+    # Running again, the worker takes the request its caller gave up on: waited for here, so that
+    # it reaches the server within this test, not in a later one of this process.
+    deadline = time.monotonic() + 120  # generous: an event, not a timing
+    while len(fake_openai.requests) < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(fake_openai.requests) == 1 and worker.status(env).calls == found.calls + 1
 
 
 # --- one worker for calls started at once; the socket folder's rules -----------------------------
@@ -349,9 +335,13 @@ def worker_pids(runtime: str) -> set[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads processes from /proc")
-def test_two_model_calls_at_once_start_one_worker(
+def test_the_first_model_calls_start_one_worker_however_many_at_once_that_serves_the_next(
     aibuddy_exe: list[str], worker_env: dict[str, str], fake_openai: FakeOpenAI
 ) -> None:
+    """Two model calls at once with no worker yet: each is answered (in its own process) and one
+    worker, exactly one, is started for them; it serves the calls after them, on a socket only its
+    user may open, and `worker stop` ends it. (One test: each start costs litellm's import in
+    every calling process and in the worker, seconds of CPU each.)"""
     fake_openai.default.content = '{"selected": ["tea"]}'
     # Idle for longer than two slow in-process calls on a loaded machine take: stopped at the end.
     worker_env = {**worker_env, "AIBUDDY_WORKER_IDLE": "600"}
@@ -385,6 +375,14 @@ def test_two_model_calls_at_once_start_one_worker(
         watcher.join(10)
         assert worker_pids(runtime) == {serving}  # exactly one remains for these settings
         assert seen == {serving}  # and no other was ever started
+        served = worker.status(worker_env).calls  # the calls that started it ran in their processes
+        for _ in range(3):
+            assert recall(aibuddy_exe, worker_env)["method"] == "model"
+        found = status(aibuddy_exe, worker_env)
+        assert found["running"] and found["pid"] == serving and found["calls"] == served + 3
+        assert (Path(found["socket"]).stat().st_mode & 0o777) == 0o600
+        stopped = json.loads(run_aibuddy(aibuddy_exe, "worker", "stop", "--json", env=worker_env).stdout)
+        assert stopped["running"] is False and not Path(stopped["socket"]).exists()
     finally:
         done.set()
         run_aibuddy(aibuddy_exe, "worker", "stop", "--json", env=worker_env)
