@@ -226,3 +226,19 @@ def test_slugify_follows_github() -> None:
 def test_html_tags_and_images_in_headings_become_plain_titles() -> None:
     sections = parse_outline("# Hello <span>x</span>\n\n## ![Logo](logo.png) Setup\n", "x")
     assert [(s.title, s.anchor) for s in sections] == [("Hello x", "hello-x"), ("Logo Setup", "logo-setup")]
+
+
+def test_the_heading_paths_of_a_whole_outline_are_each_sections_own() -> None:
+    """heading_paths (one pass, for indexing) gives every section the path heading_path gives it,
+    for any order of levels, skipped levels and level-0 sections included."""
+    import random
+
+    from aibuddy_cli.knowledge.outline import Section, heading_path, heading_paths
+
+    rng = random.Random(19)
+    for _ in range(200):
+        sections = [
+            Section(rng.choice([0, 1, 2, 3, 4, 6]), f"s{n}", f"s{n}", n + 1, n + 1, 1)
+            for n in range(rng.randint(1, 30))
+        ]
+        assert heading_paths(sections) == [heading_path(sections, i) for i in range(len(sections))]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypedDict
 from ..cache_db import MASK, CacheDB, to_signed
 from ..text import index_text
 from .documents import DocRef, Meta
-from .outline import heading_path, split_lines
+from .outline import heading_paths, split_lines
 
 if TYPE_CHECKING:
     from .usable import Usable
@@ -133,9 +133,10 @@ class KnowledgeIndex(CacheDB):
         )
         doc = cursor.lastrowid
         lines = split_lines(text)
+        paths = heading_paths(meta.outline)
         for order, section in enumerate(meta.outline):
             body = "".join(lines[section.start - 1 : section.end])
-            path = " > ".join(heading_path(meta.outline, order))
+            path = " > ".join(paths[order])
             row = self.db.execute(
                 "INSERT INTO sections (doc, ord, level, title, anchor, path, first_line, last_line, text)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

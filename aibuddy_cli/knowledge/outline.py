@@ -181,8 +181,25 @@ def heading_path(sections: list[Section], index: int) -> list[str]:
     """Titles from the top-level ancestor down to sections[index]."""
     path: list[str] = []
     level = sections[index].level + 1 if sections[index].level else 1
-    for section in reversed(sections[: index + 1]):
+    for at in range(index, -1, -1):
+        section = sections[at]
         if 0 < section.level < level:
             path.append(section.title)
             level = section.level
+            if level == 1:  # nothing is above a top-level heading: the walk ends here
+                break
     return list(reversed(path))
+
+
+def heading_paths(sections: list[Section]) -> list[list[str]]:
+    """heading_path of every section, in one pass (the open headings kept as a stack), so that
+    indexing a document with thousands of sections is not quadratic."""
+    paths: list[list[str]] = []
+    open_headings: list[Section] = []
+    for section in sections:
+        if section.level:
+            while open_headings and open_headings[-1].level >= section.level:
+                open_headings.pop()
+            open_headings.append(section)
+        paths.append([heading.title for heading in open_headings] if section.level else [])
+    return paths
