@@ -372,11 +372,11 @@ def test_contacts_are_a_table_merged_by_name(
     model.reply_json(
         {"contacts": [{"name": "Maria Lopez", "response_policy": "Email only", "evidence": [6]}]}
     )
-    consolidate(environ=flags)
+    second = consolidate(environ=flags)
     rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
     assert rows == [
         {"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": "Email only"}
-    ]
+    ], second  # a failure shows the pass's reason and decisions
 
 
 def test_a_pass_journals_its_changes_without_changing_the_table_services_state(
@@ -415,7 +415,9 @@ def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model: ScriptedMode
         }
     )
     flags = {"AIBUDDY_CONSOLIDATE_KNOWLEDGE": "1", "AIBUDDY_CONSOLIDATE_TASKS": "1"}
-    decisions = consolidate(environ=flags)["passes"][0]["decisions"]
+    done = consolidate(environ=flags)
+    assert done["passes"], done  # a failure says why no pass ran (its reason)
+    decisions = done["passes"][0]["decisions"]
     assert [d["outcome"] for d in decisions if d["step"] == "knowledge"] == ["handled", "added"]
     assert "(facts for these tables: venues)" in model.requests[0][0]["content"]
     names = [r["name"] for r in ok(cli("table", "filter", "venues", "--json"))["tables"][0]["rows"]]
