@@ -6,7 +6,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,17 @@ def environment(env: dict[str, str] | None, cwd: Path | None = None) -> Iterator
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+
+
+def wait_for(check: Callable[[], Any], seconds: float = 120.0) -> bool:
+    """Whether check() came true within seconds, polled: a generous bound for an event (a slow
+    machine is not a failure), never a timing."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def run_in_process(

@@ -11,13 +11,12 @@ import re
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ok, run_aibuddy
+from conftest import ok, run_aibuddy, wait_for
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import worker
@@ -59,16 +58,6 @@ def log(vault: Vault) -> list[dict]:
 def running(vault: Vault, task: str = "t1") -> bool:
     """Whether a pass of the task holds its lock now (asked from here, not by a process)."""
     return PassControl(TaskService(vault, "demo")).running(task)
-
-
-def wait_for(check: Callable[[], Any], seconds: float = 120.0) -> bool:
-    """Whether check() came true within seconds: a generous bound for an event, never a timing."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # --- in process: the model through the seam ------------------------------------------------------

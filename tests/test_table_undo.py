@@ -8,11 +8,10 @@ import json
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from conftest import child_env, ok, run_in_process
+from conftest import child_env, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
@@ -51,15 +50,6 @@ def rate_acme(vault: Vault, rating: int, table: str = "vendors", user: str = "de
     agent(vault, model, user).change("update", f"Acme is rated {rating}")
 
 
-def wait_for(condition, what: str, bound: float = 300.0) -> None:
-    """Poll until condition() holds (a generous bound: a slow machine is not a failure)."""
-    deadline = time.monotonic() + bound
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 @pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_block_earlier_runs(
     aibuddy_exe: list[str],
@@ -88,7 +78,8 @@ def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_b
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         # the fourth model request comes only after delete_rows was applied and its result sent
-        wait_for(lambda: len(fake_openai.requests) >= 4 or child.poll() is not None, "the change")
+        changed = wait_for(lambda: len(fake_openai.requests) >= 4 or child.poll() is not None, 300)
+        assert changed, "timed out waiting for the change"
         assert child.poll() is None, child.communicate()
         assert b"Globex" not in path.read_bytes()
         assert worker.status(worker_env).calls - calls_before >= 3  # through the worker

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ok, run_aibuddy
+from conftest import ok, run_aibuddy, wait_for
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import worker
@@ -125,15 +124,6 @@ TEA = {
 }
 
 
-def _wait_for(check, seconds: float = 120.0) -> bool:  # noqa: ANN001 - generous: a cold import
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_task_end_closes_at_once_and_extracts_in_the_background(
     aibuddy_exe: list[str], vault: Vault, warm_worker: tuple[FakeOpenAI, dict[str, str]]
 ) -> None:
@@ -163,11 +153,11 @@ def test_task_end_closes_at_once_and_extracts_in_the_background(
         assert ended["task"]["status"] == "closed" and ended["extraction_mode"] == "background"
         assert [d["outcome"] for d in ended["extraction"]["decisions"]] == ["found", "background"]
         assert TaskService(vault, "demo").get("t1").status == "closed"
-        assert _wait_for(lambda: fake_openai.requests)  # the background process asks the model
+        assert wait_for(lambda: fake_openai.requests)  # the background process asks the model
     finally:
         hold.set()
     log = vault.cache_dir / "logs" / "extraction.jsonl"
-    assert _wait_for(lambda: log.exists() and "task t1" in log.read_text())
+    assert wait_for(lambda: log.exists() and "task t1" in log.read_text())
     entry = json.loads(log.read_text().splitlines()[-1])
     assert entry["source"] == "task t1" and entry["written"] == ["tea"]
     record = Session(Vault.open(vault.root), "demo", environ={}).memory.show("tea")
