@@ -227,7 +227,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     try:
         session = Session.locate(options.get("vault"), options.get("user"), warnings=warnings)
         service = op.service(session)
-        result = op.function(service, **_values(op, args))
+        result = op.function(service, **op.from_command_line(args))
         if render.notes is not None:
             render.notes(result, service, stderr)
     except EXPECTED as error:  # as the Typer app's RootGroup
@@ -245,12 +245,3 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     except AibuddyError as error:  # an answer JSON cannot hold (NaN): said, never half printed
         return output.report_error(error, json_mode, stdout, stderr)
     return 0
-
-
-def _values(op: Operation, args: dict[str, Any]) -> dict[str, Any]:
-    """The function's arguments from the parsed ones (converted as the Typer app converts them)."""
-    for argument in op.arguments:
-        parse = argument.param.parse
-        if parse is not None and args.get(argument.name) is not None:
-            args[argument.name] = parse(args[argument.name])
-    return args

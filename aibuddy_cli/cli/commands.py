@@ -66,32 +66,6 @@ def _file_parameter(argument: Argument) -> tuple[str, Any, Any]:
     return f"{argument.name}_file", str | None, option
 
 
-def _values(op: Operation, given: dict[str, Any]) -> dict[str, Any]:
-    """The function's arguments from the command line's values."""
-    values: dict[str, Any] = {}
-    for argument in op.arguments:
-        param = argument.param
-        value = given.pop(argument.name)
-        if value == []:  # a repeatable option not given
-            value = None if param.file else value
-        if param.file:
-            from_file = given.pop(f"{argument.name}_file")
-            if value is not None and from_file is not None:
-                raise UsageError(f"give either {param.flags[0]} or {param.file[0]}, not both")
-            if from_file is not None:
-                assert param.file_parse is not None
-                values[argument.name] = param.file_parse(from_file)
-                continue
-            if value is None and argument.required:
-                raise UsageError(f"give {param.flags[0]} or {param.file[0]}")
-            if value is None:
-                continue
-        if param.parse is not None and value is not None:
-            value = param.parse(value)
-        values[argument.name] = value
-    return values
-
-
 def confirm_first(op: Operation, service: Any, values: Mapping[str, Any], yes: bool) -> None:
     """Ask on a terminal (on stderr: stdout may be JSON); without one, --yes is required."""
     if op.confirm is None or yes:
@@ -125,7 +99,7 @@ def run(
 ) -> None:
     """Run op with the command line's values: from here on an error is a JSON document with --json."""
     state = state_of(ctx, json)
-    values = _values(op, given)
+    values = op.from_command_line(given)
     service = op.service(state.session())
     confirm_first(op, service, values, yes)
     try:
