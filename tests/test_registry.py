@@ -29,8 +29,6 @@ def typer_command(words: tuple[str, ...]) -> Any:
 
 def test_every_operation_is_a_command_with_its_declared_spelling() -> None:
     for op in operations():
-        if not op.cli:
-            continue
         command = typer_command(op.words)
         spelled = {name for p in command.params for name in (*p.opts, *p.secondary_opts)}
         for argument in op.arguments:
@@ -48,8 +46,7 @@ def test_every_operation_has_a_renderer_and_a_help_line() -> None:
     renders = {**memory_output.RENDERS, **kb_output.RENDERS, **table_output.RENDERS, **task_output.RENDERS}
     for op in operations():
         assert op.summary, op.name
-        if op.cli:
-            assert op.name in renders, op.name
+        assert op.name in renders, op.name
 
 
 def test_the_fast_path_runs_exactly_the_operations_declared_fast() -> None:

@@ -153,9 +153,9 @@ def add_commands(
     renders: Mapping[str, Render],
     settings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
-    """A command on app for each operation under words (("table", "column")) that is a command;
-    settings: further Typer settings of a command, by operation name."""
+    """A command on app for each operation under words (("table", "column")); settings: further
+    Typer settings of a command, by operation name."""
     for op in operations(words[0]):
-        if op.cli and op.words[:-1] == words:
+        if op.words[:-1] == words:
             extra = (settings or {}).get(op.name, {})
             app.command(op.words[-1], **extra)(command(op, renders[op.name]))

@@ -123,7 +123,6 @@ class Operation(NamedTuple):
     tools: Mapping[str, str] = {}  # where it is a tool -> its name there (never mutated)
     tool_help: str | None = None  # what a model reads, when not the command's help
     confirm: Confirm | None = None
-    cli: bool = True  # whether it is a command (False: offered to models only)
 
     @property
     def name(self) -> str:
@@ -256,13 +255,12 @@ def operation(
     tools: Mapping[str, str] | None = None,
     tool_help: str | None = None,
     confirm: Confirm | None = None,
-    cli: bool = True,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the decorated function as the operation `words` (see the module's docstring)."""
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         op = Operation(
-            words, function, uses, effect, idempotent, model, fast, dict(tools or {}), tool_help, confirm, cli
+            words, function, uses, effect, idempotent, model, fast, dict(tools or {}), tool_help, confirm
         )
         if op.name in REGISTRY:
             raise ValueError(f"operation {op.name!r} declared twice")
