@@ -37,19 +37,6 @@ LOSSY_HELP = (
     "Convert values that do not convert exactly anyway: round (to the nearest value) or drop "
     "(empty them). Without it such a change is refused and nothing is written."
 )
-# Spellings that several operations share.
-COLUMN_NAMES: dict[str, Any] = {  # `--columns a,b` on the command line, a name or a list for a model
-    "checked": True,
-    "cli_type": str | None,
-    "parse": lambda text: comma_names(text),
-    "tool_schema": NAMES,
-    "from_tool": lambda value: names(value),
-}
-ROW_PAGE: dict[str, Any] = {  # how many rows: models read at most 1000, 50 unless they ask
-    "minimum": 1,
-    "tool_schema": {"type": "integer", "minimum": 1, "maximum": 1000},
-    "tool_default": 50,
-}
 WHERE_HELP = 'A filter: a Python boolean expression, e.g. age > 30 and city == "Berlin".'
 ROWS_WHERE_HELP = 'Which rows ("True" for all).'
 
@@ -172,6 +159,19 @@ def lossy_words(lossy: str) -> str:
     return "emptying values that do not convert exactly"
 
 
+# Spellings that several operations share.
+COLUMN_NAMES: dict[str, Any] = {  # `--columns a,b` on the command line, a name or a list for a model
+    "checked": True,
+    "cli_type": str | None,
+    "parse": comma_names,
+    "tool_schema": NAMES,
+    "from_tool": names,
+}
+ROW_PAGE: dict[str, Any] = {  # how many rows: models read at most 1000, 50 unless they ask
+    "minimum": 1,
+    "tool_schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+    "tool_default": 50,
+}
 Table = Annotated[str, Arg("NAME or team/<team>/NAME.", tool_schema=REF)]
 Column = Annotated[str, Arg()]
 Where = Annotated[
