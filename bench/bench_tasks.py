@@ -99,7 +99,7 @@ def task_dir(vault: Path, task_id: str) -> Path:
 
 def build_vault(name: str, sizes: list[int], every: int | None) -> Path:
     """A fresh vault with one task per size (t1, t2…), each holding that many messages."""
-    from aibuddy_cli.tasks.service import TaskService
+    from aibuddy_cli.session import Session
     from aibuddy_cli.vault import Vault
 
     vault = OUT / name
@@ -114,7 +114,7 @@ def build_vault(name: str, sizes: list[int], every: int | None) -> Path:
             sys.exit(f"{toml}: no `every = 50` line to change")
         toml.write_text(text.replace("\nevery = 50\n", f"\nevery = {every}\n"), encoding="utf-8")
     rng = random.Random(SEED)
-    service = TaskService(Vault.open(vault), USER)
+    service = Session(Vault.open(vault), USER).tasks
     for i, size in enumerate(sizes, 1):
         check_run([str(AIBUDDY), "task", "new", f"Bench task {i}: ship the weekly release"], env)
         for n in range(size):

@@ -20,7 +20,6 @@ from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.session import Session
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault, init_vault
 
 # Bytecode is cached, as Python does by default, even where PYTHONDONTWRITEBYTECODE is set: these
@@ -311,6 +310,6 @@ def published(service: KnowledgeService, *paths: Path, scope: str = "system") ->
 def kb_vault(vault: Vault) -> Vault:
     """The test vault with system/ch08-02-strings published and task t1 using it."""
     published(Session(vault, "demo", environ={}).knowledge, STRINGS)
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     tasks.set_attached(tasks.new("strings").id, {"system/ch08-02-strings": True})
     return vault

@@ -13,7 +13,6 @@ from scripted_model import ScriptedModel
 
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.session import Session
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
 
@@ -27,7 +26,7 @@ def task(vault: Vault, tmp_path: Path) -> str:
     )
     docs = [o.doc for o in service.import_paths([str(STRINGS), str(BODY), str(injected)], scope="system")]
     service.publish(*docs)
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     task = tasks.new("Answer questions about request bodies", plan="read the docs")
     tasks.set_attached(task.id, dict.fromkeys(docs, True))
     tasks.add_message(task.id, "user", "SECRET-TASK-MESSAGE about my private plans")

@@ -11,7 +11,6 @@ from fake_openai import FakeOpenAI
 
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.session import Session
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
 DEPLOY = "# Deploy guide\n\n## Rollback\n\nTo roll back, run `deployctl rollback --to previous`.\n"
@@ -42,7 +41,7 @@ def test_nothing_to_consult_means_no_model_call(
 ) -> None:
     for name, value in model_env.items():
         monkeypatch.setenv(name, value)
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     tasks.new("Ops")
     if attach != "nothing":
         tasks.set_attached("t1", {deploy: True})  # still pending: not usable
@@ -62,7 +61,7 @@ def test_nothing_to_consult_means_no_model_call(
 def ops_task(vault: Vault, deploy: str) -> str:
     """Task t1 with the published deploy guide attached."""
     Session(vault, "demo", environ={}).knowledge.publish(deploy)
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     tasks.new("Ops")
     tasks.set_attached("t1", {deploy: True})
     return "t1"

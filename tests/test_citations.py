@@ -15,7 +15,6 @@ from aibuddy_cli import fastpath
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.documents import split_citation
 from aibuddy_cli.session import Session
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
 GUIDE = """# Guide
@@ -50,7 +49,7 @@ def kb(vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Vault:
     service.publish("guide", "notes")
     anchors = [section.anchor for section in service.outline("guide")[1].outline]
     assert anchors == ["guide", "-operator", "更新字符串", "install-steps"]
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     tasks.set_attached(tasks.new("cite").id, {"system/guide": True, "personal/demo/notes": True})
     assert tasks.get("t1").attached
     monkeypatch.setenv("AIBUDDY_VAULT", str(vault.root))

@@ -34,7 +34,6 @@ from aibuddy_cli.tasks.consolidation.reply import (
     SummaryItem,
     TaskItem,
 )
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
 MODEL = {"AIBUDDY_MODEL_CONSOLIDATE": "openai/consolidate-test", "AIBUDDY_TIMEOUT": "30"}
@@ -57,7 +56,7 @@ def log(vault: Vault) -> list[dict]:
 
 def running(vault: Vault, task: str = "t1") -> bool:
     """Whether a pass of the task holds its lock now (asked from here, not by a process)."""
-    return PassControl(TaskService(vault, "demo")).running(task)
+    return PassControl(Session(vault, "demo").tasks).running(task)
 
 
 # --- in process: the model through the seam ------------------------------------------------------
@@ -553,7 +552,7 @@ def test_cancel_never_signals_a_process_a_leftover_pid_file_names(
     assert bystander.poll() is None and not pid_file(vault).exists()
     # A pass runs (this process holds its lock) but the pid file names another process, with its
     # true start time, or in the old plain form: the one named holds no lock, so it is left alone.
-    with PassControl(TaskService(vault, "demo")).lock("t1"):
+    with PassControl(Session(vault, "demo").tasks).lock("t1"):
         for recorded, why in (
             (json.dumps(identity(bystander.pid)), f"process {bystander.pid} does not hold the pass's lock"),
             (str(bystander.pid), "the pid file names no process"),  # a pid file of an older version

@@ -16,7 +16,6 @@ from fake_openai import FakeOpenAI
 from aibuddy_cli.errors import NotFound
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.session import Session
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
 NOTES = "# Notes\n\nBob's private salary negotiation notes.\n"
@@ -34,7 +33,7 @@ def bob_notes(cli, tmp_path: Path) -> str:
 
 @pytest.fixture
 def alice_task(vault: Vault) -> str:
-    return TaskService(vault, "alice").new("write the quarterly plan").id
+    return Session(vault, "alice").tasks.new("write the quarterly plan").id
 
 
 def assert_missing(result: Any, doc: str) -> None:
@@ -190,7 +189,7 @@ def test_pending_system_proposals_are_listed_to_admins_and_their_proposer_only(
 def test_a_proposal_one_may_not_see_is_as_missing_as_one_that_does_not_exist(
     cli, vault: Vault, proposal: str, command: tuple[str, ...]
 ) -> None:
-    task = TaskService(vault, "bob").new("t").id
+    task = Session(vault, "bob").tasks.new("t").id
     for doc in (proposal, "system/nothing-here"):
         args = [part.format(doc=doc, task=task) for part in command]
         assert_missing(cli("--user", "bob", *args, "--json"), doc)

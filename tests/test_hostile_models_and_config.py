@@ -16,7 +16,6 @@ from aibuddy_cli.errors import ModelError
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.session import Session
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
 CUE = [Message("user", "From now on, always answer in French."), Message("assistant", "D'accord.")]
@@ -108,7 +107,7 @@ def test_a_huge_compaction_summary_is_cut_to_its_budget(
     config = vault.root / "aibuddy.toml"
     config.write_text(config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 400"))
     vault = Vault.open(vault.root)
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     tasks.new("Long task")
     for i in range(12):
         tasks.add_message("t1", "user", f"message {i} " + "words " * 30)
@@ -130,7 +129,7 @@ def test_kb_ask_echoes_a_bounded_answer_gaps_and_dropped_citations(
     knowledge = Session(vault, "demo", environ={}).knowledge
     (doc,) = [o.doc for o in knowledge.import_paths([str(guide)], scope="system")]
     knowledge.publish(doc)
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     tasks.new("Ops")
     tasks.set_attached("t1", {doc: True})
     fake_openai.call_tools(("read_section", {"doc": doc, "anchor": "rollback"}))

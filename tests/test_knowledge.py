@@ -12,7 +12,7 @@ from conftest import BODY, SPEC, STRINGS, kb, published, write_file
 
 from aibuddy_cli.errors import Conflict, InvalidInput, NotAllowed, NotFound
 from aibuddy_cli.knowledge.service import KnowledgeService
-from aibuddy_cli.tasks.service import TaskService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
@@ -144,16 +144,16 @@ def test_visibility_needs_ready_allowed_and_attached(kvault: Vault) -> None:
     (system_pending,) = imported(alice, SPEC)
     (alice_personal,) = imported(alice, BODY, scope="personal")
     alice.publish(alice_personal)
-    bob_task = TaskService(kvault.root and Vault.open(kvault.root), "bob").new("learn")
-    alice_task = TaskService(Vault.open(kvault.root), "alice").new("learn")
-    TaskService(Vault.open(kvault.root), "alice").set_attached(
+    bob_task = Session(kvault.root and Vault.open(kvault.root), "bob").tasks.new("learn")
+    alice_task = Session(Vault.open(kvault.root), "alice").tasks.new("learn")
+    Session(Vault.open(kvault.root), "alice").tasks.set_attached(
         alice_task.id, {system_ready: True, system_pending: True, alice_personal: True}
     )
     assert {d.ref.qualified for d in alice.allowed(alice_task.id)} == {system_ready, alice_personal}
     # bob's task has nothing attached: nothing is visible through it
     assert bob.allowed(bob_task.id) == []
     assert bob.search("字符串", task=bob_task.id) == []
-    TaskService(Vault.open(kvault.root), "bob").set_attached(
+    Session(Vault.open(kvault.root), "bob").tasks.set_attached(
         bob_task.id, {system_ready: True, alice_personal: True}
     )
     # attaching alice's personal document by name does not make it visible to bob
@@ -172,7 +172,7 @@ def test_visibility_needs_ready_allowed_and_attached(kvault: Vault) -> None:
     assert alice.read(system_pending, "introduction", status="pending").section.title == "Introduction"
     with pytest.raises(NotAllowed, match="not attached"):
         alice.read(
-            system_ready, "更新字符串", task=TaskService(Vault.open(kvault.root), "alice").new("other").id
+            system_ready, "更新字符串", task=Session(Vault.open(kvault.root), "alice").tasks.new("other").id
         )
     entries, unavailable = alice.map(alice_task.id)
     assert {e.ref.qualified for e in entries} == {system_ready, alice_personal}
@@ -348,7 +348,7 @@ def test_odd_documents_import_search_and_read_without_a_crash(kvault: Vault, tmp
 def test_a_published_body_made_unreadable_is_withdrawn(kvault: Vault, tmp_path: Path) -> None:
     alice = kb(kvault, "alice")
     (ref,) = published(alice, write_file(tmp_path, "zebra.md", "# Zebra\n\nzebrafish is safe\n"))
-    tasks = TaskService(Vault.open(kvault.root), "alice")
+    tasks = Session(Vault.open(kvault.root), "alice").tasks
     task = tasks.new("t")
     tasks.set_attached(task.id, {ref: True})
     assert alice.search("zebrafish", task=task.id)

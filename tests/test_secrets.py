@@ -18,7 +18,6 @@ from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.session import Session
 from aibuddy_cli.tables.loops import TableAgent
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault, init_vault
 
 KEY = "sk-proj-" + "Q7w8E9r0T1y2" * 3  # made up, shaped like an OpenAI key
@@ -261,7 +260,7 @@ def test_summaries_and_compaction_are_redacted(
     ]
     config = vault.root / "aibuddy.toml"
     config.write_text(config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 100"))
-    tasks = TaskService(Vault.open(vault.root), "demo")
+    tasks = Session(Vault.open(vault.root), "demo").tasks
     task = tasks.new("Long task")
     for i in range(10):
         tasks.add_message(task.id, "user" if i % 2 == 0 else "assistant", f"message {i} " + "words " * 30)

@@ -125,7 +125,7 @@ def test_documents_tasks_and_messages(store: Store, vault: Vault, tmp_path: Path
     assert store.exists("knowledge/system/pending/guide.md")
     knowledge.publish(doc)
     assert store.read("knowledge/system/ready/guide.md")[0] == source.read_bytes()
-    tasks = TaskService(vault, "demo", store=store)
+    tasks = TaskService(vault, "demo", store=store, warnings=[])
     task = tasks.new("Roll back")
     tasks.set_attached(task.id, {doc: True})
     tasks.add_message(task.id, "user", "How do I roll back?")

@@ -9,7 +9,6 @@ from conftest import BODY, STRINGS, ok
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.session import Session
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
 
@@ -97,7 +96,7 @@ def test_compaction_digests_older_messages_and_never_truncates_the_log(cli, stoc
         config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 2400")
         + "recent_messages = 2\n"
     )
-    tasks = TaskService(Vault.open(stocked.root), "demo")
+    tasks = Session(Vault.open(stocked.root), "demo").tasks
     task = tasks.new("Investigate the outage")
     for i in range(24):
         tasks.add_message(task.id, "user", f"Question {i}: " + "details " * 40)
@@ -121,7 +120,7 @@ def test_compaction_through_the_compact_model_is_cached(
     config = vault.root / "aibuddy.toml"
     config.write_text(config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 100"))
     vault = Vault.open(vault.root)
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     task = tasks.new("Long task")
     for i in range(10):
         tasks.add_message(task.id, "user" if i % 2 == 0 else "assistant", f"message {i} " + "words " * 30)
@@ -155,7 +154,7 @@ def test_task_end_closes_and_extracts(cli, stocked: Vault) -> None:
 
 
 def test_a_long_history_digest_stays_within_the_budget(stocked: Vault) -> None:
-    tasks = TaskService(stocked, "demo")
+    tasks = Session(stocked, "demo").tasks
     task = tasks.new("Very long task")
     for i in range(400):
         tasks.add_message(task.id, "user", f"message number {i} " + "text " * 30)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from aibuddy_cli.tasks.service import TaskService
+from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 
 def test_messages_are_appended_and_counted_without_rereading_the_log(vault: Vault) -> None:
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     task = tasks.new("Chat")
     for i in range(3):
         tasks.add_message(task.id, "user", f"m{i}")
@@ -24,7 +24,7 @@ def test_messages_are_appended_and_counted_without_rereading_the_log(vault: Vaul
 
 
 def test_a_task_from_before_the_count_is_counted_once(vault: Vault) -> None:
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     task = tasks.new("Old task")
     tasks.add_message(task.id, "user", "first")
     path = vault.root / "tasks/demo/t1/task.json"
@@ -37,7 +37,7 @@ def test_a_task_from_before_the_count_is_counted_once(vault: Vault) -> None:
 
 
 def test_attachments_in_use_come_from_the_latest_message(vault: Vault) -> None:
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     task = tasks.new("Docs")
     tasks.set_attached(task.id, {"system/a": True})
     tasks.add_message(task.id, "user", "q")

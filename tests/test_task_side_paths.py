@@ -140,7 +140,7 @@ def test_task_end_closes_at_once_and_extracts_in_the_background(
         "AIBUDDY_TIMEOUT": "120",
     }
     calls = worker.status(worker_env).calls
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     tasks.new("Chat")
     tasks.add_message("t1", "user", "From now on, I prefer green tea.")
     tasks.add_message("t1", "assistant", "Noted.")
@@ -152,7 +152,7 @@ def test_task_end_closes_at_once_and_extracts_in_the_background(
         ended = json.loads(result.stdout)
         assert ended["task"]["status"] == "closed" and ended["extraction_mode"] == "background"
         assert [d["outcome"] for d in ended["extraction"]["decisions"]] == ["found", "background"]
-        assert TaskService(vault, "demo").get("t1").status == "closed"
+        assert Session(vault, "demo").tasks.get("t1").status == "closed"
         assert wait_for(lambda: fake_openai.requests)  # the background process asks the model
     finally:
         hold.set()
@@ -181,7 +181,7 @@ def test_task_end_decides_at_once_what_needs_no_model(cli, vault: Vault) -> None
 
 
 def _context_without_recall(vault: Vault) -> tuple[dict, list[str]]:
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     if not tasks.list_tasks():
         tasks.new("Roll back the deploy")
         tasks.add_message("t1", "user", "How do I roll back?")
@@ -265,13 +265,13 @@ def test_attachments_apply_from_the_next_message(cli, vault: Vault, docs: list[s
     assert [h["doc"] for h in hits] == [hiring]
     assert ok(cli("kb", "search", "roll back", "--task", "t1", "--json"))["hits"] == []
     # History is unchanged: message 1 keeps the attachments of its moment.
-    messages = TaskService(vault, "demo").messages("t1")
+    messages = Session(vault, "demo").tasks.messages("t1")
     assert [m.attached for m in messages] == [[deploy], [hiring]]
 
 
 def test_kb_ask_uses_the_documents_of_the_latest_message(vault: Vault, docs: list[str]) -> None:
     deploy, hiring = docs
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     tasks.new("Ops work")
     tasks.set_attached("t1", {deploy: True})
     tasks.add_message("t1", "user", "How do I roll back?")
@@ -305,7 +305,7 @@ def _long_task_with_tool_results(vault: Vault) -> TaskService:
         config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 1200")
         + "recent_messages = 2\n"
     )
-    tasks = TaskService(Vault.open(vault.root), "demo")
+    tasks = Session(Vault.open(vault.root), "demo").tasks
     tasks.new("Roll back the deploy")
     call = [{"function": {"name": "read_section", "arguments": "{}"}}]
     tasks.add_message("t1", "assistant", "", call)

@@ -29,7 +29,6 @@ from aibuddy_cli.cli.app import app
 from aibuddy_cli.memory.index import MemoryIndex
 from aibuddy_cli.session import Session
 from aibuddy_cli.storage import TEMP_PREFIX, FileStore
-from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import CACHE_DIR, Vault
 
 # --- helpers ------------------------------------------------------------------------------
@@ -120,7 +119,7 @@ def stock(vault: Vault) -> Vault:
     memory.save("report-tone", type="feedback", description="Keep the weekly report short", body="Brief.")
     knowledge = Session(vault, "demo", environ={}).knowledge
     knowledge.publish(*[o.doc for o in knowledge.import_paths([str(BODY)], scope="system")])
-    tasks = TaskService(vault, "demo")
+    tasks = Session(vault, "demo").tasks
     task = tasks.new("Write the weekly report").id
     tasks.set_attached(task, {"system/body": True})
     runner = CliRunner()

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from ..clock import utc_now
 from ..errors import Conflict, InvalidInput, NotFound, UsageError
-from ..storage import FileStore, Store
+from ..storage import Store
 from ..vault import Vault, validate_record_name, validate_user_name
 
 ROLES = ("user", "assistant", "tool")
@@ -146,15 +146,14 @@ def validate_task_id(task_id: str) -> str:
 
 
 class TaskService:
-    def __init__(
-        self, vault: Vault, user: str, *, store: Store | None = None, warnings: list[str] | None = None
-    ) -> None:
-        """warnings: where damaged task files and message lines are reported (a session's sink)."""
+    def __init__(self, vault: Vault, user: str, *, store: Store, warnings: list[str]) -> None:
+        """store, warnings: the session's (warnings: where damaged task files and message lines
+        are reported), as the other services take them."""
         self.vault = vault
         self.user = validate_user_name(user)
-        self.store: Store = store or FileStore(vault.root, vault.locks_dir())
+        self.store = store
         self.prefix = f"tasks/{self.user}"
-        self.warnings: list[str] = [] if warnings is None else warnings
+        self.warnings = warnings
 
     def _key(self, task_id: str, name: str = "task.json") -> str:
         return f"{self.prefix}/{validate_task_id(task_id)}/{name}"
