@@ -106,7 +106,7 @@ def _names_a_command(root: Any, args: Sequence[str]) -> bool:
         if word in ("--vault", "--user"):
             next(words, None)
         elif not word.startswith("-"):
-            current = current.commands.get(word)
+            current = current.get_command(None, word)
             if current is None:
                 return False
     return current is not None and not hasattr(current, "commands")

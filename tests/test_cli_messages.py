@@ -94,8 +94,8 @@ def test_kb_read_help_shows_the_config_key(cli) -> None:
 
 def _commands(command: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
     found = [(path, command)]
-    for name, sub in getattr(command, "commands", {}).items():
-        found += _commands(sub, (*path, name))
+    for name in command.list_commands(None) if hasattr(command, "commands") else ():
+        found += _commands(command.get_command(None, name), (*path, name))
     return found
 
 

@@ -42,7 +42,7 @@ SERVICE_CALLS: dict[tuple[str, ...], tuple[type, str]] = {
 def typer_command(*path: str) -> Any:
     command: Any = typer.main.get_command(app)
     for name in path:
-        command = command.commands[name]
+        command = command.get_command(None, name)
     return command
 
 

@@ -23,7 +23,7 @@ from aibuddy_cli.tool_arguments import check_arguments
 def typer_command(words: tuple[str, ...]) -> Any:
     command: Any = typer.main.get_command(app)
     for word in words:
-        command = command.commands[word]
+        command = command.get_command(None, word)
     return command
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 import sys
 from pathlib import Path
@@ -13,16 +15,36 @@ from typer.core import TyperGroup
 from .. import __version__
 from ..errors import EXPECTED, as_aibuddy_error
 from ..vault import default_user_name, init_vault
-from . import doctor, kb, memory, output, scan, table, task
+from . import doctor, output, scan
 from .context import AppState, state_of
+
+# The groups of the registry's operations, each in its module `aibuddy_cli.cli.<name>` (an `app`),
+# with its help. They are imported and built when a command names them, once a process:
+# `aibuddy memory save` builds the memory group only (the kb group alone costs a twentieth of a
+# second of start-up), and a process that runs many commands (the tests) does not rebuild them.
+GROUPS = {
+    "memory": "A user's long-term memory records.",
+    "kb": "Reviewed knowledge documents, read section by section.",
+    "task": "Tasks: a goal and the knowledge documents attached to it.",
+    "table": "Knowledge tables: typed rows in git-friendly CSV files.",
+}
 
 
 class RootGroup(TyperGroup):
-    """Maps every AibuddyError raised by any command to its message and exit code."""
+    """Maps every AibuddyError raised by any command to its message and exit code; builds the
+    command groups on first use."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _escape_help_markup(self)
+
+    def list_commands(self, ctx: Any) -> list[str]:  # commands, then groups, as Typer orders them
+        names = super().list_commands(ctx)
+        plain = [name for name in names if not hasattr(self.commands[name], "commands")]
+        return [*plain, *GROUPS, *(name for name in names if name not in plain)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        return _group(cmd_name) if cmd_name in GROUPS else super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -70,12 +92,25 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(memory.app, name="memory")
-app.add_typer(kb.app, name="kb")
-app.add_typer(task.app, name="task")
-app.add_typer(table.app, name="table")
 app.command("scan")(scan.scan)
 app.command("doctor")(doctor.doctor)
+
+
+@functools.cache
+def _group(name: str) -> Any:
+    """The Click group of GROUPS[name], built as `app.add_typer(module.app, name=name)` would."""
+    from typer.main import get_group_from_info
+    from typer.models import TyperInfo
+
+    module = importlib.import_module(f"{__package__}.{name}")
+    group = get_group_from_info(
+        TyperInfo(module.app, name=name, help=GROUPS[name], no_args_is_help=True),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+        suggest_commands=app.suggest_commands,
+    )
+    _escape_help_markup(group)
+    return group
 
 
 def _version(value: bool) -> None:
