@@ -5,7 +5,6 @@ off stdout without swapping sys.stdout under other threads; litellm configured o
 from __future__ import annotations
 
 import io
-import json
 import logging
 import sys
 import threading
@@ -14,14 +13,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import run_aibuddy
-from fake_openai import FakeOpenAI
 
 from aibuddy_cli import model_workers, models
 from aibuddy_cli.errors import ModelError
 from aibuddy_cli.models import ModelCall, ModelSettings, call_role
-from aibuddy_cli.session import Session
-from aibuddy_cli.vault import Vault
 
 CONFIGURED = {"default": "openai/test-model"}
 HELLO = [{"role": "user", "content": "hi"}]
@@ -201,28 +196,8 @@ def test_litellm_is_imported_and_configured_once(monkeypatch: pytest.MonkeyPatch
 # --- litellm's import is not the model's time -----------------------------------------------------
 
 
-def test_a_cold_start_with_a_timeout_below_the_import_still_reaches_the_model(
-    aibuddy_exe: list[str], env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI
-) -> None:
-    """A real process's cold start, with a model timeout below litellm's cold import (seconds,
-    more on a busy machine): the import has its own bound, the timeout starts after it, and the
-    model's answer is used. (Processes burning every core made the import slower still; they cost
-    the suite two cores for the whole import, and the in-process test below holds an import past
-    the timeout for certain.)"""
-    Session(vault, "demo", environ={}).memory.save("tea", type="user", description="Drinks tea", body="b")
-    fake_openai.default.content = '{"selected": ["tea"]}'
-    cold = {
-        **env,
-        "AIBUDDY_MODEL_RECALL": "openai/recall-test",
-        "AIBUDDY_TIMEOUT": "2",
-        "OPENAI_API_KEY": "sk-test",
-        "OPENAI_API_BASE": fake_openai.url,
-    }
-    result = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=cold)
-    assert result.returncode == 0 and result.stderr == b"", result.stderr
-    recalled = json.loads(result.stdout)
-    assert recalled["method"] == "model" and [r["name"] for r in recalled["records"]] == ["tea"]
-    assert len(fake_openai.requests) == 1
+# A real process's cold start with a timeout below the import: the first calls of
+# test_worker.py::test_the_first_model_calls_start_one_worker_however_many_at_once_that_serves_the_next.
 
 
 def test_the_import_bound_is_its_own_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -340,8 +340,10 @@ def test_the_first_model_calls_start_one_worker_however_many_at_once_that_serves
 ) -> None:
     """Two model calls at once with no worker yet: each is answered (in its own process) and one
     worker, exactly one, is started for them; it serves the calls after them, on a socket only its
-    user may open, and `worker stop` ends it. (One test: each start costs litellm's import in
-    every calling process and in the worker, seconds of CPU each.)"""
+    user may open, and `worker stop` ends it. The first two are cold starts with a model timeout
+    below litellm's cold import (seconds, more on a busy machine): the import has its own bound,
+    the timeout starts after it, and the model's answer is used. (One test: each start costs
+    litellm's import in every calling process and in the worker, seconds of CPU each.)"""
     fake_openai.default.content = '{"selected": ["tea"]}'
     # Idle for longer than two slow in-process calls on a loaded machine take: stopped at the end.
     worker_env = {**worker_env, "AIBUDDY_WORKER_IDLE": "600"}
@@ -360,12 +362,15 @@ def test_the_first_model_calls_start_one_worker_however_many_at_once_that_serves
     watcher.start()
     command = [*aibuddy_exe, "memory", "recall", "tea", "--json"]
     pipe = subprocess.PIPE
-    calls = [subprocess.Popen(command, env=worker_env, stdout=pipe, stderr=pipe) for _ in range(2)]
+    cold = {**worker_env, "AIBUDDY_TIMEOUT": "2"}
+    calls = [subprocess.Popen(command, env=cold, stdout=pipe, stderr=pipe) for _ in range(2)]
     try:
         for call in calls:
             out, err = call.communicate(timeout=120)
-            assert call.returncode == 0, err
-            assert json.loads(out)["method"] == "model"
+            assert call.returncode == 0 and err == b"", err
+            recalled = json.loads(out)
+            assert recalled["method"] == "model" and [r["name"] for r in recalled["records"]] == ["tea"]
+        assert len(fake_openai.requests) == 2  # each cold call reached the model itself
         wait_for_worker(worker_env)
         serving = worker.status(worker_env).pid
         deadline = time.monotonic() + 60  # a second worker, if any, gives up within a second or two
