@@ -97,51 +97,66 @@ def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[
     return {"AIBUDDY_MODEL": "openai/test-model", "AIBUDDY_TIMEOUT": "30"}
 
 
-@pytest.fixture(scope="session")
-def warm_worker_process(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[FakeOpenAI, dict[str, str]]]:
+class WarmWorker:
     """One fake server and one model worker (`aibuddy worker serve`) warm for it, for the whole
     pytest process (one per xdist worker): litellm's import (seconds of CPU) is paid once here
-    instead of once a module or a child. Tests take it through warm_worker, which resets the
-    server."""
-    import shutil
-    import signal
-    import tempfile
-    import time
+    instead of once a module or a child. It is started as soon as the collected tests show that
+    one of them needs it, so the import overlaps the tests that run first; tests take it through
+    warm_worker, which waits for it to answer and resets the server."""
 
-    from aibuddy_cli import worker
+    def __init__(self) -> None:
+        self.started: tuple[FakeOpenAI, dict[str, str], subprocess.Popen[bytes], Path] | None = None
 
-    server = FakeOpenAI().start()
-    top = Path(tempfile.mkdtemp(prefix="ab-"))  # short: a socket path has 108 bytes at most
-    runtime = top / "run"
-    runtime.mkdir(mode=0o700)
-    home = tmp_path_factory.mktemp("worker-home")
-    settings = {
-        **child_env(home / "no-vault", HOME=str(home)),
-        "AIBUDDY_WORKER": "1",
-        "AIBUDDY_WORKER_IDLE": "3600",  # stopped below
-        "XDG_RUNTIME_DIR": str(runtime),
-        "OPENAI_API_KEY": "sk-test",
-        "OPENAI_API_BASE": server.url,
-    }
-    for name in list(settings):  # as isolated_env leaves the tests' own environment
-        if name.startswith(("LITELLM_", "ANTHROPIC_")) or name == "XDG_DATA_HOME":
-            del settings[name]
-    child = subprocess.Popen(
-        [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
-        env=settings,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    def start(self) -> None:
+        import tempfile
+
+        if self.started is not None:
+            return
+        server = FakeOpenAI().start()
+        top = Path(tempfile.mkdtemp(prefix="ab-"))  # short: a socket path has 108 bytes at most
+        runtime, home = top / "run", top / "home"
+        runtime.mkdir(mode=0o700)
+        home.mkdir()
+        settings = {
+            **child_env(home / "no-vault", HOME=str(home)),
+            "AIBUDDY_WORKER": "1",
+            "AIBUDDY_WORKER_IDLE": "3600",  # stopped below
+            "XDG_RUNTIME_DIR": str(runtime),
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_API_BASE": server.url,
+        }
+        for name in list(settings):  # as isolated_env leaves the tests' own environment
+            if name.startswith(("LITELLM_", "ANTHROPIC_")) or name == "XDG_DATA_HOME":
+                del settings[name]
+        child = subprocess.Popen(
+            [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
+            env=settings,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.started = server, settings, child, top
+
+    def ready(self) -> tuple[FakeOpenAI, dict[str, str]]:
+        from aibuddy_cli import worker
+
+        self.start()
+        assert self.started is not None
+        server, settings, child, _ = self.started
         deadline = time.monotonic() + 300  # litellm's import on a busy machine: an event, not a timing
         while not worker.status(settings).running:
             assert child.poll() is None and time.monotonic() < deadline, "the worker did not start"
             time.sleep(0.05)
-        yield server, settings
-    finally:
+        return server, settings
+
+    def stop(self) -> None:
+        import shutil
+        import signal
+
+        if self.started is None:
+            return
+        server, _, child, top = self.started
+        self.started = None
         child.send_signal(signal.SIGCONT)
         child.kill()
         child.wait()
@@ -149,16 +164,26 @@ def warm_worker_process(
         shutil.rmtree(top, ignore_errors=True)
 
 
+WARM_WORKER = WarmWorker()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if any("warm_worker" in getattr(item, "fixturenames", ()) for item in items):
+        WARM_WORKER.start()
+
+
+def pytest_sessionfinish() -> None:
+    WARM_WORKER.stop()
+
+
 @pytest.fixture
-def warm_worker(
-    warm_worker_process: tuple[FakeOpenAI, dict[str, str]],
-) -> tuple[FakeOpenAI, dict[str, str]]:
+def warm_worker() -> tuple[FakeOpenAI, dict[str, str]]:
     """The process's fake server (reset: nothing queued or received) and the environment of its
     warm model worker, for real processes whose model calls are not their subject: a child given
     that environment (plus its AIBUDDY_VAULT, AIBUDDY_USER and other AIBUDDY_ settings, which the
     worker's key leaves out) asks the worker instead of importing litellm itself. Read the
     worker's call count as a difference: it serves the whole process."""
-    server, settings = warm_worker_process
+    server, settings = WARM_WORKER.ready()
     server.reset()
     return server, dict(settings)
 

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from ..session import Session
 
 
+app = typer.Typer()
+
+
 def session_reporting_itself(state: AppState) -> Session:
     """The run's session, for a command that reports (or fixes) an unfinished team vault itself:
     the notices every other command gives about it are left out."""
@@ -28,6 +31,7 @@ def session_reporting_itself(state: AppState) -> Session:
     return state._session
 
 
+@app.command()
 def doctor(
     ctx: typer.Context,
     move: bool = typer.Option(

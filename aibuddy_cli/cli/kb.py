@@ -21,7 +21,7 @@ from .commands import add_commands
 from .context import state_of, stdin_is_terminal
 from .output import render
 
-app = typer.Typer()  # its help: GROUPS in cli/app.py
+app = typer.Typer(help="Reviewed knowledge documents, read section by section.", no_args_is_help=True)
 
 
 class _ReadCommand(TyperCommand):

@@ -7,5 +7,5 @@ import typer
 from . import memory_output
 from .commands import add_commands
 
-app = typer.Typer()  # its help: GROUPS in cli/app.py
+app = typer.Typer(help="A user's long-term memory records.", no_args_is_help=True)
 add_commands(app, ("memory",), memory_output.RENDERS)

@@ -10,9 +10,13 @@ from ..errors import ExitCode
 from . import output
 from .context import state_of
 
+app = typer.Typer()
+
+
 FOUND_EXIT = int(ExitCode.CONFLICT)  # something was found: the vault's files conflict with "no secrets"
 
 
+@app.command()
 def scan(
     ctx: typer.Context,
     path: Path | None = typer.Argument(

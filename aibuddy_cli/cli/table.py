@@ -7,7 +7,7 @@ import typer
 from . import table_output
 from .commands import add_commands
 
-app = typer.Typer()  # its help: GROUPS in cli/app.py
+app = typer.Typer(help="Knowledge tables: typed rows in git-friendly CSV files.", no_args_is_help=True)
 columns_app = typer.Typer(
     help="Add, derive, delete, rename, copy, move, transform columns.", no_args_is_help=True
 )
