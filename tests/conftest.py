@@ -99,24 +99,31 @@ def model_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> dict[
 
 class WarmWorker:
     """One fake server and one model worker (`aibuddy worker serve`) warm for it, for the whole
-    pytest process (one per xdist worker): litellm's import (seconds of CPU) is paid once here
-    instead of once a module or a child. It is started as soon as the collected tests show that
-    one of them needs it, so the import overlaps the tests that run first; tests take it through
-    warm_worker, which waits for it to answer and resets the server."""
+    pytest process (one per xdist worker), started as soon as the collected tests show that one of
+    them needs it.
+
+    litellm's import costs seconds of CPU in each process that makes it. This pytest process makes
+    it once, here (its in-process model tests need it anyway), and the worker is forked from it:
+    the worker's own code (`worker.serve`) with its own environment, on this process's litellm.
+    Tests take it through warm_worker, which waits for it to answer and resets the server."""
 
     def __init__(self) -> None:
-        self.started: tuple[FakeOpenAI, dict[str, str], subprocess.Popen[bytes], Path] | None = None
+        self.started: tuple[FakeOpenAI, dict[str, str], int, Path] | None = None
 
     def start(self) -> None:
+        import signal
         import tempfile
+
+        from aibuddy_cli import models, worker
 
         if self.started is not None:
             return
-        server = FakeOpenAI().start()
         top = Path(tempfile.mkdtemp(prefix="ab-"))  # short: a socket path has 108 bytes at most
         runtime, home = top / "run", top / "home"
         runtime.mkdir(mode=0o700)
         home.mkdir()
+        models._litellm()  # before the server's thread starts: the fork copies only this thread
+        server = FakeOpenAI()
         settings = {
             **child_env(home / "no-vault", HOME=str(home)),
             "AIBUDDY_WORKER": "1",
@@ -128,24 +135,36 @@ class WarmWorker:
         for name in list(settings):  # as isolated_env leaves the tests' own environment
             if name.startswith(("LITELLM_", "ANTHROPIC_")) or name == "XDG_DATA_HOME":
                 del settings[name]
-        child = subprocess.Popen(
-            [sys.executable, "-m", "aibuddy_cli", "worker", "serve"],
-            env=settings,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        self.started = server, settings, child, top
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the worker, which never returns into pytest
+            try:
+                os.setsid()
+                server.httpd.socket.close()  # the server is the parent's
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                for number in (signal.SIGINT, signal.SIGTERM):
+                    signal.signal(number, signal.SIG_DFL)
+                os.environ.clear()
+                os.environ.update(settings)
+                worker.serve(settings)
+            finally:
+                os._exit(0)
+        server.start()
+        self.started = server, settings, pid, top
 
     def ready(self) -> tuple[FakeOpenAI, dict[str, str]]:
         from aibuddy_cli import worker
 
         self.start()
         assert self.started is not None
-        server, settings, child, _ = self.started
-        deadline = time.monotonic() + 300  # litellm's import on a busy machine: an event, not a timing
+        server, settings, pid, _ = self.started
+        deadline = time.monotonic() + 300  # a busy machine: an event, not a timing
         while not worker.status(settings).running:
-            assert child.poll() is None and time.monotonic() < deadline, "the worker did not start"
+            assert os.waitpid(pid, os.WNOHANG) == (0, 0), "the worker ended"
+            assert time.monotonic() < deadline, "the worker did not start"
             time.sleep(0.05)
         return server, settings
 
@@ -155,11 +174,12 @@ class WarmWorker:
 
         if self.started is None:
             return
-        server, _, child, top = self.started
+        server, _, pid, top = self.started
         self.started = None
-        child.send_signal(signal.SIGCONT)
-        child.kill()
-        child.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
         server.stop()
         shutil.rmtree(top, ignore_errors=True)
 
