@@ -141,10 +141,12 @@ class WarmWorker:
         if pid == 0:  # the worker, which never returns into pytest
             try:
                 os.setsid()
-                server.httpd.socket.close()  # the server is the parent's
                 null = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
                     os.dup2(null, fd)
+                # Nothing of pytest's stays open here: not the server's socket, and not the pipes to
+                # xdist's controller, which waits for their end when this process's parent dies.
+                os.closerange(3, os.sysconf("SC_OPEN_MAX"))
                 for number in (signal.SIGINT, signal.SIGTERM):
                     signal.signal(number, signal.SIG_DFL)
                 os.environ.clear()
