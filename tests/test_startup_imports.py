@@ -68,33 +68,33 @@ def test_the_merge_driver_imports_no_command_line_framework(tmp_path, env: dict[
     assert "green tea" in (tmp_path / "ours.md").read_text()
 
 
-def test_help_does_not_import_litellm(env: dict[str, str]) -> None:
+def modules_after_main(args: list[str], env: dict[str, str]) -> set[str]:
+    """The modules a fresh interpreter holds after `aibuddy ARGS` (run through main) answered."""
     probe = (
         "import sys\n"
         "from aibuddy_cli.__main__ import main\n"
-        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "print('litellm' in sys.modules, 'watchdog' in sys.modules)\n"
+        f"try:\n    code = main({args!r})\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "print('\\n' + ' '.join(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
     )
-    assert result.stdout.strip().endswith("False False"), result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+    return set(result.stdout.splitlines()[-1].split())
+
+
+def test_help_does_not_import_litellm(env: dict[str, str]) -> None:
+    loaded = modules_after_main(["--help"], env)
+    assert "litellm" not in loaded and "watchdog" not in loaded
 
 
 def test_a_command_imports_only_its_own_group(vault: Vault, env: dict[str, str]) -> None:
     """`aibuddy memory save` imports the memory group's modules and none of the other commands'
     (the kb group alone is a twentieth of a second of every command's start-up)."""
-    probe = (
-        "import sys\n"
-        "from aibuddy_cli.__main__ import main\n"
-        "assert main(['memory', 'save', 'tea', '-t', 'user', '-d', 'Drinks tea', '--body', 'b']) == 0\n"
-        "print(' '.join(sorted(m for m in sys.modules if m.startswith('aibuddy_cli.cli.'))))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    loaded = {name.removeprefix("aibuddy_cli.cli.") for name in result.stdout.splitlines()[-1].split()}
-    assert "memory" in loaded
+    save = ["memory", "save", "tea", "-t", "user", "-d", "Drinks tea", "--body", "b"]
+    prefix = "aibuddy_cli.cli."
+    commands = {m.removeprefix(prefix) for m in modules_after_main(save, env) if m.startswith(prefix)}
+    assert "memory" in commands
     others = {"kb", "kb_output", "table", "task", "init", "mcp", "worker", "git", "scan", "doctor"}
-    assert not loaded & others, loaded
+    assert not commands & others, commands
