@@ -1,13 +1,15 @@
 """`aibuddy mcp`: the Model Context Protocol server on stdio (the official `mcp` SDK).
 
-Tools: the registry's `mcp` operations (operations/*.py), under the agent-facing names of
-DESIGN.md: `memory_save`, `memory_update`, `memory_delete`, `memory_recall` (no tool clears
-memory), `knowledge_ask` (only when the server's task has attached, usable documents: the main
-agent never gets the low-level document tools), and `table_ask` / `table_update`. Their
-arguments, descriptions and annotations come from the registry; each returns the `to_json()` of
-the same result type the CLI prints with `--json`. The vault, the user and the task are fixed
-when the server starts (its options or environment): no tool argument can name another user or
-task.
+Tools: the registry's `mcp` operations (operations/*.py), every one a model may use: memory
+(`memory_save`, `memory_recall`, …; no tool clears memory), tables with and without a second
+model (`table_filter`, `table_add_rows`, …, `table_ask`, `table_update`, `table_refactor`), tasks
+(`task_new`, `task_add_message`, `task_end`, …: an agent's own conversation reaches consolidation
+and extraction), and `knowledge_ask` (only when the server's task has attached, usable
+documents: the main agent never gets the low-level document tools). Their arguments,
+descriptions, annotations and output schemas come from the registry; each answers with the
+`to_json()` of the same result type the CLI prints with `--json`, as text and as structured
+content. The vault and the user are fixed when the server starts, and so is knowledge_ask's task:
+no tool argument can name another user.
 
 Each call opens its own Session (services and SQLite handles are per thread), so concurrent calls
 share nothing mutable but the vault's locks. Whatever a call raises is a tool error (`isError`),
@@ -39,8 +41,10 @@ if TYPE_CHECKING:
 INSTRUCTIONS = """aibuddy keeps the user's long-term memory and knowledge. Call memory_recall before
 work that may depend on the user's preferences or past decisions; save what the user asks you to
 remember with memory_save (one fact per record). knowledge_ask answers from the task's reviewed
-documents with citations. table_ask answers from the user's knowledge tables; table_update changes
-them to a described end state."""
+documents with citations. The table_* tools read and change the user's knowledge tables directly
+(table_filter, table_add_rows, ...); table_ask and table_update do it from a described question
+or end state. To let aibuddy learn from a conversation by itself, open it with task_new, add each
+turn with task_add_message and close it with task_end."""
 
 
 class Server:
@@ -70,43 +74,44 @@ class Server:
                 print(f"warning: {warning}", file=sys.stderr, flush=True)
 
     def call(self, tool: str, operation: Callable[[Session], Any]) -> Any:
-        """A CallToolResult: operation's result as the CLI's JSON, or whatever it raised as a tool
-        error (see the module's docstring); nothing escapes."""
+        """A CallToolResult: operation's result as the CLI's JSON, both as text and as structured
+        content (the tool's outputSchema describes it), or whatever it raised as a tool error (see
+        the module's docstring); nothing escapes."""
         from mcp_types import CallToolResult, TextContent
 
         try:
             with self.session() as session:
-                text, failed = _json_text(operation(session).to_json(), indent=2), False
+                document = _wire_json(operation(session).to_json())
         except EXPECTED as error:
-            text, failed = _json_text(as_aibuddy_error(error).document(tool_words(self.tool_names))), True
+            text = _json_text(as_aibuddy_error(error).document(tool_words(self.tool_names)))
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         except Exception as error:  # noqa: BLE001 - a bug: the caller still gets an answer it can read
             failure = AibuddyError(f"{tool} failed unexpectedly: {describe_failure(error)}")
             print(f"error: {' '.join(failure.message.split())}", file=sys.stderr, flush=True)
-            text, failed = _json_text(failure.document()), True
-        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=failed)
+            text = _json_text(failure.document())
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        text = _json_text(document, indent=2)
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=document)
 
     # --- the tools: the registry's `mcp` operations ----------------------------------------
 
-    def fixed(self) -> dict[str, Any]:
-        """The arguments the server sets and no tool call can: the task."""
-        return {"task": self.task}
+    def fixed(self, op: Operation) -> dict[str, Any]:
+        """The arguments of op the server sets and no tool call can: the server's task, for an
+        operation that takes a task a model is never offered (`knowledge_ask`). The task tools
+        take their task as an argument: a task is the user's own, and the user is the server's."""
+        return {a.name: self.task for a in op.arguments if a.name == "task" and not a.param.model}
 
     def operations(self) -> list[Operation]:
         """The operations offered as tools: every `mcp` one, and one that needs the server's task
         (`knowledge_ask`) only when that task has attached, usable documents."""
         from .operations.registry import offered
 
-        return [
-            op
-            for op in offered("mcp")
-            if self.knowledge or not any(a.name in self.fixed() and a.required for a in op.arguments)
-        ]
+        return [op for op in offered("mcp") if self.knowledge or not self.fixed(op)]
 
     def tool(self, op: Operation) -> Callable[..., Any]:
         """op as a function the SDK reads: its signature is the tool's arguments."""
         name = op.tools["mcp"]
-        declared = {argument.name for argument in op.arguments}
-        fixed = {key: value for key, value in self.fixed().items() if key in declared}
+        fixed = self.fixed(op)
 
         def run(**arguments: Any) -> Any:
             values = {**op.from_tool(arguments), **fixed}
@@ -161,6 +166,29 @@ def tool_annotations(op: Operation) -> Any:
     )
 
 
+def _wire_json(document: Any) -> Any:
+    """document as the JSON value a client receives as structured content (what `to_json` returns
+    may hold tuples or paths, which JSON writes as lists and strings). A string UTF-8 cannot hold
+    (a lone surrogate, from a file name's undecodable bytes) has it as "?" here; the text content
+    keeps its exact \\u escape (_json_text)."""
+    value = json.loads(json.dumps(document, default=str))
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return _utf8(value)
+    return value
+
+
+def _utf8(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_utf8(item) for item in value]
+    if isinstance(value, dict):
+        return {_utf8(key): _utf8(item) for key, item in value.items()}
+    return value
+
+
 def _json_text(document: Any, indent: int | None = None) -> str:
     """document as JSON text for the wire, which is UTF-8: a string that UTF-8 cannot hold (a lone
     surrogate, as a file name's undecodable bytes become) is sent as its \\u escape."""
@@ -196,12 +224,28 @@ def mcp_app(server: Server) -> Any:
     from mcp.server.mcpserver import MCPServer
 
     from . import __version__
+    from .operations.schemas import output_schema
 
     app = MCPServer("aibuddy", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for op in server.operations():
         tool = server.tool(op)
         app.add_tool(tool, name=tool.__name__, annotations=tool_annotations(op), structured_output=False)
+        # The schema derived from the result type, published as is (the SDK reads it live; the
+        # result's document is checked against it by the JSON contract tests, not on every call).
+        published = app._tool_manager.get_tool(tool.__name__)  # noqa: SLF001
+        assert published is not None
+        published.fn_metadata.output_schema = _object_schema(output_schema(op))
     return app
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """schema with the root type the protocol requires of an outputSchema, "object": a result
+    that is one of several documents (`task consolidate`: a pass or a cancellation) is an object
+    either way."""
+    if schema.get("type") == "object":
+        return schema
+    assert all(branch.get("type") == "object" for branch in schema["anyOf"]), schema
+    return {"type": "object", **schema}
 
 
 def serve(

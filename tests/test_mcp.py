@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_DOCS, environment, ok
+from conftest import FIXTURE_DOCS, environment, ok, wait_for
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.operations.registry import operations
+from aibuddy_cli.operations.schemas import output_schema
 from aibuddy_cli.vault import Vault
 
 mcp = pytest.importorskip("mcp")
@@ -67,21 +70,28 @@ def error(result: Any) -> str:
 def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: dict[str, str], cli) -> None:
     async def body(client: Any) -> None:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {
-            "memory_save",
-            "memory_update",
-            "memory_delete",
-            "memory_recall",
-            "table_ask",
-            "table_update",
-        }  # no task: no knowledge_ask; and never a tool that clears memory
+        offered = {op.tools["mcp"]: op for op in operations() if op.model and "mcp" in op.tools}
+        # Every operation a model may use, but no task: no knowledge_ask. Never a tool that clears
+        # memory, undoes a table run or reads documents outside knowledge_ask.
+        assert set(tools) == set(offered) - {"knowledge_ask"}
+        wanted = {"table_filter", "table_add_rows", "table_refactor", "task_add_message", "task_end"}
+        assert wanted <= set(tools)
+        assert not {"memory_clear", "table_undo", "kb_search", "kb_read", "read_section"} & set(tools)
         assert all("user" not in tool.input_schema.get("properties", {}) for tool in tools.values())
-        # What a client shows and decides by, from the registry: a title, and what each tool does.
-        hints = {name: tool.annotations for name, tool in tools.items()}
-        assert hints["memory_delete"].destructive_hint is True
-        assert hints["memory_save"].destructive_hint is False and hints["memory_save"].read_only_hint is False
-        assert hints["memory_recall"].read_only_hint is True and hints["table_ask"].read_only_hint is True
-        assert all(hint.open_world_hint is False and hint.title for hint in hints.values())
+        # What a client shows and decides by, from the registry: a title, what each tool does to the
+        # vault, and the shape of its answer.
+        for name, tool in tools.items():
+            op, hint = offered[name], tool.annotations
+            assert hint.title == op.summary and hint.open_world_hint is False, name
+            assert (hint.read_only_hint, hint.destructive_hint) == (op.read_only, op.destructive), name
+            assert hint.idempotent_hint == op.idempotent, name
+            published = dict(tool.output_schema)
+            assert published.pop("type") == "object", name  # as the protocol requires, even of a union
+            assert published == {k: v for k, v in output_schema(op).items() if k != "type"}, name
+        assert tools["memory_delete"].annotations.destructive_hint is True
+        assert tools["memory_save"].annotations.destructive_hint is False
+        assert tools["memory_recall"].input_schema["properties"]["limit"]["minimum"] == 1
+        assert "task" in tools["task_add_message"].input_schema["required"]
         assert tools["memory_recall"].input_schema["properties"]["limit"]["minimum"] == 1
         saved = answer(
             await client.call_tool(
@@ -98,8 +108,10 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
             await client.call_tool("memory_update", {"name": "tea", "description": "Green tea lover"})
         )
         assert updated["changed"] is True
-        recalled = answer(await client.call_tool("memory_recall", {"query": "green tea"}))
+        result = await client.call_tool("memory_recall", {"query": "green tea"})
+        recalled = answer(result)
         assert [r["name"] for r in recalled["records"]] == ["tea"]
+        assert result.structured_content == recalled  # the same document, for a client that validates it
         missing = error(await client.call_tool("memory_delete", {"name": "coffee"}))
         assert "coffee" in missing
 
@@ -340,3 +352,48 @@ def test_tool_errors_speak_in_the_tools_terms(
     assert shown == "nothing to update: give --type, --description or a body"
     saved = cli("memory", "save", "tea", "--type", "user", "--description", "Tea")
     assert "use 'aibuddy memory update tea'" in saved.stderr
+
+
+def test_an_agents_own_conversation_reaches_consolidation_and_the_cue_gate(
+    vault: Vault, warm_worker: tuple[FakeOpenAI, dict[str, str]]
+) -> None:
+    """An agent connected over MCP adds its conversation through the task tools: the message that
+    completes a chunk starts the background consolidation pass, as `task add-message` does from a
+    shell, and `task_end` opens the cue gate over its latest turns and extracts in the background.
+    The processes they start ask this pytest process's warm model worker."""
+    server, settings = warm_worker
+    config = vault.root / "aibuddy.toml"
+    config.write_text(re.sub(r"(?m)^every = \d+$", "every = 2", config.read_text()))
+    env = {
+        **settings,
+        "AIBUDDY_MODEL": "openai/test-model",
+        "AIBUDDY_TIMEOUT": "30",
+        "AIBUDDY_VAULT": str(vault.root),
+        "AIBUDDY_USER": "demo",
+    }
+    server.reply_json({"summary": {"text": "Planning an offsite for a vegetarian.", "evidence": [1]}})
+    turns = [("user", "Remember that I'm vegetarian, for every event."), ("assistant", "Noted.")]
+
+    async def talk(client: Any) -> str:
+        task = answer(await client.call_tool("task_new", {"goal": "Plan the offsite"}))["id"]
+        for role, text in turns:
+            added = await client.call_tool("task_add_message", {"task": task, "role": role, "text": text})
+            assert added.structured_content["content"] == text
+        return str(task)
+
+    task = run_in_memory(env, talk)
+    mark = vault.root / "tasks" / "demo" / task / "consolidation.json"
+    assert wait_for(lambda: mark.exists() and json.loads(mark.read_text())["last"] == 2)
+    assert json.loads(mark.read_text())["summary"] == "Planning an offsite for a vegetarian."
+
+    async def end(client: Any) -> Any:
+        return answer(await client.call_tool("task_end", {"task": task}))
+
+    ended = run_in_memory(env, end)
+    assert ended["task"]["status"] == "closed" and ended["extraction_mode"] == "background"
+    cue = [d for d in ended["extraction"]["decisions"] if d["step"] == "cue"]
+    assert cue and cue[0]["outcome"] == "found"
+    # The background extraction's decisions (its model's reply is no candidate list) are logged:
+    # waited for here, so its model call is never a later test's.
+    log = vault.root / ".aibuddy/logs/extraction.jsonl"
+    assert wait_for(lambda: log.exists() and f"task {task}" in log.read_text())

@@ -137,7 +137,7 @@ class RecordShown(NamedTuple):
         return {**self.record.to_json(), "history": self.history}
 
 
-@operation("memory", "show", uses="memory", effect=Effect.READ, idempotent=True)
+@operation("memory", "show", uses="memory", effect=Effect.READ, idempotent=True, tools={"mcp": "memory_show"})
 def show(memory: MemoryService, name: Annotated[str, Arg("The record to show.")]) -> RecordShown:
     """Show one record with its body and telemetry (does not count as a recall); --json adds
     `history`, what automatic memory replaced, newest first.
@@ -148,7 +148,14 @@ def show(memory: MemoryService, name: Annotated[str, Arg("The record to show.")]
     return RecordShown(record, memory.history(name))
 
 
-@operation("memory", "history", uses="memory", effect=Effect.READ, idempotent=True)
+@operation(
+    "memory",
+    "history",
+    uses="memory",
+    effect=Effect.READ,
+    idempotent=True,
+    tools={"mcp": "memory_history"},
+)
 def history(memory: MemoryService, name: Annotated[str, Arg("The record.")]) -> RecordVersions:
     """A record's versions, newest first: its commits when the vault is a git repository, and
     what automatic memory replaced."""
@@ -157,13 +164,20 @@ def history(memory: MemoryService, name: Annotated[str, Arg("The record.")]) -> 
     return record_versions(memory, name)
 
 
-@operation("memory", "list", uses="memory", effect=Effect.READ, idempotent=True)
+@operation("memory", "list", uses="memory", effect=Effect.READ, idempotent=True, tools={"mcp": "memory_list"})
 def list_(memory: MemoryService) -> RecordList:
     """List the current user's records (malformed ones are reported on stderr and skipped)."""
     return memory.list_records()
 
 
-@operation("memory", "manifest", uses="memory", effect=Effect.READ, idempotent=True)
+@operation(
+    "memory",
+    "manifest",
+    uses="memory",
+    effect=Effect.READ,
+    idempotent=True,
+    tools={"mcp": "memory_manifest"},
+)
 def manifest(
     memory: MemoryService,
     query: Annotated[

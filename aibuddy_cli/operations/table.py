@@ -206,7 +206,7 @@ Lossy = Annotated[str | None, Opt("--lossy", help=LOSSY_HELP, checked=True, tool
     uses="tables.queries",
     effect=Effect.READ,
     idempotent=True,
-    tools={"table_read": "tables_overview"},
+    tools={"mcp": "table_list", "table_read": "tables_overview"},
     tool_help="Every table you may use: reference, description, key, columns with types, row count.",
 )
 def list_(queries: TableQueries) -> TableList:
@@ -216,7 +216,14 @@ def list_(queries: TableQueries) -> TableList:
     return TableList(queries.state.user, queries.list_tables())
 
 
-@operation("table", "show", uses="tables.queries", effect=Effect.READ, idempotent=True)
+@operation(
+    "table",
+    "show",
+    uses="tables.queries",
+    effect=Effect.READ,
+    idempotent=True,
+    tools={"mcp": "table_show"},
+)
 def show(queries: TableQueries, table: Table) -> TableInfo:
     """A table's description, key, columns and row count."""
     return queries.show(table)
@@ -227,7 +234,7 @@ def show(queries: TableQueries, table: Table) -> TableInfo:
     "create",
     uses="tables.changes",
     effect=Effect.WRITE,
-    tools={"table_write": "create_table"},
+    tools={"mcp": "table_create", "table_write": "create_table"},
     tool_help="Create a table: snake_case name, description, columns {name: type}, key column name.",
 )
 def create(
@@ -260,7 +267,7 @@ def create(
     "add",
     uses="tables.changes",
     effect=Effect.WRITE,
-    tools={"table_write": "add_rows"},
+    tools={"mcp": "table_add_rows", "table_write": "add_rows"},
     tool_help="Add rows (objects of column: value); new columns get inferred types.",
 )
 def add(
@@ -292,7 +299,7 @@ def add(
     uses="tables.changes",
     effect=Effect.WRITE,
     idempotent=True,
-    tools={"table_write": "update_rows"},
+    tools={"mcp": "table_update_rows", "table_write": "update_rows"},
     tool_help="Set values in the rows where the filter holds.",
 )
 def update_rows(
@@ -320,7 +327,7 @@ def update_rows(
     uses="tables.changes",
     effect=Effect.DESTRUCTIVE,
     idempotent=True,
-    tools={"table_write": "delete_rows"},
+    tools={"mcp": "table_delete_rows", "table_write": "delete_rows"},
     tool_help="Delete the rows where the filter holds.",
     confirm=Confirm(lambda _, a: f"Delete the rows of {a['table']} where {a['where']}?"),
 )
@@ -336,7 +343,7 @@ def delete_rows(
     "rename",
     uses="tables.changes",
     effect=Effect.WRITE,
-    tools={"table_write": "rename_table"},
+    tools={"mcp": "table_rename", "table_write": "rename_table"},
     tool_help="Rename a table within its folder.",
 )
 def rename(
@@ -351,7 +358,7 @@ def rename(
     "delete",
     uses="tables.changes",
     effect=Effect.DESTRUCTIVE,
-    tools={"table_write": "delete_tables"},
+    tools={"mcp": "table_delete", "table_write": "delete_tables"},
     tool_help="Delete tables.",
     confirm=Confirm(lambda _, a: f"Delete {', '.join(a['tables'])}?"),
 )
@@ -374,7 +381,7 @@ def delete(
     effect=Effect.READ,
     idempotent=True,
     fast=True,
-    tools={"table_read": "filter"},
+    tools={"mcp": "table_filter", "table_read": "filter"},
     tool_help="Rows where a filter holds (all rows without one), by key; columns to pick; at most 1000.",
 )
 def filter_(
@@ -407,7 +414,7 @@ def filter_(
     effect=Effect.READ,
     idempotent=True,
     fast=True,
-    tools={"table_read": "reduce"},
+    tools={"mcp": "table_reduce", "table_read": "reduce"},
     tool_help="A metric (count, sum, mean, median, min, max, var, std, mode) of columns, by group.",
 )
 def reduce(
@@ -459,7 +466,7 @@ def reduce(
     effect=Effect.READ,
     idempotent=True,
     fast=True,
-    tools={"table_read": "search"},
+    tools={"mcp": "table_search", "table_read": "search"},
     tool_help="Rows ranked by how well they match the query (words, CJK, quoted phrases; by meaning in "
     "tables with a vectorized column: several reference texts as a list rank by their summed similarity).",
 )
@@ -498,7 +505,7 @@ JoinOn = Annotated[
     uses="tables.queries",
     effect=Effect.READ,
     idempotent=True,
-    tools={"table_read": "filter_join"},
+    tools={"mcp": "table_join", "table_read": "filter_join"},
     tool_help="Rows of two tables paired where `on` holds (left.col == right.col), with a filter.",
 )
 def join(
@@ -526,7 +533,7 @@ def join(
     uses="tables.queries",
     effect=Effect.READ,
     idempotent=True,
-    tools={"table_read": "search_join"},
+    tools={"mcp": "table_search_join", "table_read": "search_join"},
     tool_help="The left table's rows that best match the query, paired with the right table's rows.",
 )
 def search_join(
@@ -553,7 +560,7 @@ def search_join(
     "add",
     uses="tables.changes",
     effect=Effect.WRITE,
-    tools={"table_write": "create_empty_column"},
+    tools={"mcp": "table_column_add", "table_write": "create_empty_column"},
     tool_help="Add an empty column of a type (str int float bool date datetime time list dict).",
 )
 def column_add(
@@ -592,7 +599,7 @@ def _lossy_question(action: str) -> Any:
     "derive",
     uses="tables.changes",
     effect=Effect.WRITE,
-    tools={"table_write": "create_derived_column"},
+    tools={"mcp": "table_column_derive", "table_write": "create_derived_column"},
     tool_help="Add a column computed by an expression over the others (price * quantity, lower(name)); "
     "type optional. Refused when a value does not fit the type exactly, unless lossy is given.",
     confirm=Confirm(_lossy_question("Derive {column} in {table}"), LOSSY_VERB, "changed"),
@@ -617,7 +624,7 @@ def column_derive(
     "delete",
     uses="tables.changes",
     effect=Effect.DESTRUCTIVE,
-    tools={"table_write": "delete_column"},
+    tools={"mcp": "table_column_delete", "table_write": "delete_column"},
     tool_help="Delete a column.",
     confirm=Confirm(lambda _, a: f"Delete column {a['column']} of {a['table']} and its values?"),
 )
@@ -634,7 +641,7 @@ def column_delete(
     "rename",
     uses="tables.changes",
     effect=Effect.WRITE,
-    tools={"table_write": "rename_column"},
+    tools={"mcp": "table_column_rename", "table_write": "rename_column"},
     tool_help="Rename a column.",
 )
 def column_rename(
@@ -650,7 +657,7 @@ def column_rename(
     "copy",
     uses="tables.changes",
     effect=Effect.WRITE,
-    tools={"table_write": "copy_column"},
+    tools={"mcp": "table_column_copy", "table_write": "copy_column"},
     tool_help="Copy a column to another table, matching rows by key.",
 )
 def column_copy(
@@ -677,7 +684,7 @@ def _move_question(_: Any, a: Any) -> str | None:
     "move",
     uses="tables.changes",
     effect=Effect.WRITE,
-    tools={"table_write": "move_column"},
+    tools={"mcp": "table_column_move", "table_write": "move_column"},
     tool_help="Move a column to another table, matching rows by key; refused when a value has no row "
     'there, unless lossy is "drop".',
     confirm=Confirm(_move_question, "drop values", "moved"),
@@ -710,7 +717,7 @@ def column_move(
     "transform",
     uses="tables.changes",
     effect=Effect.WRITE,
-    tools={"table_write": "transform_column"},
+    tools={"mcp": "table_column_transform", "table_write": "transform_column"},
     tool_help="Convert a column to another type and/or recompute it by an expression. Refused as a whole "
     "when a value would not convert exactly (79.5 to int), unless lossy is given (round or drop).",
     confirm=Confirm(_lossy_question("Transform {column} of {table}"), LOSSY_VERB, "changed"),
@@ -737,7 +744,7 @@ def column_transform(
     uses="tables.changes",
     effect=Effect.WRITE,
     idempotent=True,
-    tools={"table_write": "vectorize_column"},
+    tools={"mcp": "table_column_vectorize", "table_write": "vectorize_column"},
     tool_help="Make a text or list column searchable by meaning (embeddings through the embedding model).",
 )
 def column_vectorize(
@@ -795,7 +802,7 @@ def update(
     )
 
 
-@operation("table", "refactor", uses="tables", effect=Effect.WRITE)
+@operation("table", "refactor", uses="tables", effect=Effect.WRITE, tools={"mcp": "table_refactor"})
 def refactor(
     tables: TableService,
     request: Annotated[str, Arg("How the tables should be structured.")],

@@ -20,7 +20,7 @@ TaskId = Annotated[str, Arg()]
 Docs = Annotated[list[str], Arg()]
 
 
-@operation("task", "new", uses="tasks", effect=Effect.WRITE)
+@operation("task", "new", uses="tasks", effect=Effect.WRITE, tools={"mcp": "task_new"})
 def new(
     tasks: TaskService,
     goal: Annotated[str, Arg("What the task is for.")],
@@ -30,7 +30,7 @@ def new(
     return tasks.new(goal, plan)
 
 
-@operation("task", "list", uses="tasks", effect=Effect.READ, idempotent=True)
+@operation("task", "list", uses="tasks", effect=Effect.READ, idempotent=True, tools={"mcp": "task_list"})
 def list_(tasks: TaskService) -> TaskList:
     """Your tasks."""
     from ..tasks.service import TaskList
@@ -38,7 +38,7 @@ def list_(tasks: TaskService) -> TaskList:
     return TaskList(tasks.list_tasks())
 
 
-@operation("task", "show", uses="", effect=Effect.READ, idempotent=True)
+@operation("task", "show", uses="", effect=Effect.READ, idempotent=True, tools={"mcp": "task_show"})
 def show(session: Session, task: TaskId) -> TaskShown:
     """One task, and how far its consolidation has come."""
     from ..tasks.consolidation import TaskShown
@@ -46,7 +46,7 @@ def show(session: Session, task: TaskId) -> TaskShown:
     return TaskShown(session.tasks.get(task), session.consolidation.status(task))
 
 
-@operation("task", "attach", uses="", effect=Effect.WRITE, idempotent=True)
+@operation("task", "attach", uses="", effect=Effect.WRITE, idempotent=True, tools={"mcp": "task_attach"})
 def attach(session: Session, task: TaskId, docs: Docs) -> Task:
     """Attach documents to a task (they are used once they are ready)."""
     from ..tasks.attachments import attach_documents
@@ -54,7 +54,7 @@ def attach(session: Session, task: TaskId, docs: Docs) -> Task:
     return attach_documents(session.tasks, session.knowledge, task, docs)
 
 
-@operation("task", "detach", uses="", effect=Effect.WRITE, idempotent=True)
+@operation("task", "detach", uses="", effect=Effect.WRITE, idempotent=True, tools={"mcp": "task_detach"})
 def detach(session: Session, task: TaskId, docs: Docs) -> Task:
     """Detach documents from a task."""
     from ..tasks.attachments import detach_documents
@@ -83,7 +83,7 @@ def _tool_calls(text: str) -> list[dict[str, Any]]:
     return parse_tool_calls(text, "--tool-calls")
 
 
-@operation("task", "add-message", uses="", effect=Effect.WRITE)
+@operation("task", "add-message", uses="", effect=Effect.WRITE, tools={"mcp": "task_add_message"})
 def add_message(
     session: Session,
     task: TaskId,
@@ -105,7 +105,7 @@ def add_message(
     return MessageAdded(task, message)
 
 
-@operation("task", "context", uses="context", effect=Effect.READ)
+@operation("task", "context", uses="context", effect=Effect.READ, tools={"mcp": "task_context"})
 def context(
     assembler: ContextAssembler,
     task: TaskId,
@@ -117,7 +117,13 @@ def context(
     return assembler.assemble(task, query)
 
 
-@operation("task", "consolidate", uses="consolidation", effect=Effect.WRITE)
+@operation(
+    "task",
+    "consolidate",
+    uses="consolidation",
+    effect=Effect.WRITE,
+    tools={"mcp": "task_consolidate"},
+)
 def consolidate(
     consolidator: Consolidator,
     task: TaskId,
@@ -132,7 +138,7 @@ def consolidate(
     return consolidator.run(task, dry_run=dry_run, background=background)
 
 
-@operation("task", "end", uses="", effect=Effect.WRITE)
+@operation("task", "end", uses="", effect=Effect.WRITE, tools={"mcp": "task_end"})
 def end(
     session: Session,
     task: TaskId,
