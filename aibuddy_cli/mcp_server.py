@@ -220,10 +220,11 @@ def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
 
 
 def mcp_app(server: Server) -> Any:
-    """The SDK's MCPServer offering server's tools."""
+    """The SDK's MCPServer offering server's tools, resources and prompts."""
     from mcp.server.mcpserver import MCPServer
 
     from . import __version__
+    from .mcp_resources import add_prompts, add_resources
     from .operations.schemas import output_schema
 
     app = MCPServer("aibuddy", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
@@ -235,6 +236,8 @@ def mcp_app(server: Server) -> Any:
         published = app._tool_manager.get_tool(tool.__name__)  # noqa: SLF001
         assert published is not None
         published.fn_metadata.output_schema = _object_schema(output_schema(op))
+    add_resources(app, server.session)
+    add_prompts(app, server.session)
     return app
 
 

@@ -397,3 +397,62 @@ def test_an_agents_own_conversation_reaches_consolidation_and_the_cue_gate(
     # waited for here, so its model call is never a later test's.
     log = vault.root / ".aibuddy/logs/extraction.jsonl"
     assert wait_for(lambda: log.exists() and f"task {task}" in log.read_text())
+
+
+def test_resources_and_prompts_show_only_the_servers_user(
+    vault: Vault, env: dict[str, str], cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest, a record, a task's document map and a table's schema as resources (the last
+    three as templates); another user's record is not found. The prompts assemble what they say."""
+    ok(cli("memory", "save", "tea", "-t", "user", "-d", "Drinks green tea", "--body", "No sugar.", "--json"))
+    monkeypatch.setenv("AIBUDDY_USER", "bob")
+    ok(cli("memory", "save", "bobs-secret", "-t", "user", "-d", "Bob's own", "--body", "private", "--json"))
+    monkeypatch.delenv("AIBUDDY_USER")
+    ok(cli("task", "new", "Plan the offsite", "--json"))
+    ok(cli("table", "create", "venues", "-c", "name:str", "-c", "city:str", "--json"))
+
+    async def body(client: Any) -> dict[str, Any]:
+        from mcp_types import TextResourceContents
+
+        listed = {r.uri: r for r in (await client.list_resources()).resources}
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+
+        async def read(uri: str) -> Any:
+            (content,) = (await client.read_resource(uri)).contents
+            assert isinstance(content, TextResourceContents) and content.mime_type == "application/json"
+            return json.loads(content.text)
+
+        found: dict[str, Any] = {
+            "listed": set(listed),
+            "templates": templates,
+            "manifest": await read("aibuddy://memory/manifest"),
+            "record": await read("aibuddy://memory/tea"),
+            "map": await read("aibuddy://tasks/t1/map"),
+            "schema": await read("aibuddy://tables/venues/schema"),
+        }
+        with pytest.raises(Exception) as refused:
+            await read("aibuddy://memory/bobs-secret")
+        found["refused"] = str(refused.value)
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        found["prompts"] = set(prompts)
+        resumed = await client.get_prompt("resume_task", {"task": "t1"})
+        found["resumed"] = resumed.messages[0].content.text
+        recalled = await client.get_prompt("what_do_you_remember", {"topic": "green tea"})
+        found["recalled"] = recalled.messages[0].content.text
+        return found
+
+    found = run_in_memory(env, body)
+    assert found["listed"] == {"aibuddy://memory/manifest"}
+    assert found["templates"] == {
+        "aibuddy://memory/{name}",
+        "aibuddy://tasks/{task}/map",
+        "aibuddy://tables/{table}/schema",
+    }
+    assert "tea.md" in json.dumps(found["manifest"]) and "bobs-secret" not in json.dumps(found["manifest"])
+    assert found["record"]["name"] == "tea" and found["record"]["body"] == "No sugar."
+    assert found["map"]["task"] == "t1"
+    assert [c["name"] for c in found["schema"]["columns"]][-2:] == ["name", "city"]
+    assert "no memory record 'bobs-secret' for user demo" in found["refused"]
+    assert found["prompts"] == {"resume_task", "remember_this", "what_do_you_remember"}
+    assert "Plan the offsite" in found["resumed"] and "task_add_message" in found["resumed"]
+    assert '"tea"' in found["recalled"]
