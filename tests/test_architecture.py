@@ -35,7 +35,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                      "tool_arguments")),  # fmt: skip
     ("foundations", ("vault", "config", "storage", "composed", "cache_db", "background", "scan",
                      "redaction", "merging", "conflict_markers", "gitfiles", "inputs", "names",
-                     "errors", "text", "jsonvalues", "clock", "xdg", "")),  # fmt: skip  ("": __init__)
+                     "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg",
+                     "")),  # fmt: skip  ("": __init__)
 )
 
 # Imports up a floor that are known and on their way out, (importer, imported): the test passes

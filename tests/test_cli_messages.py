@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 import typer
+from conftest import run_in_process
 
+import aibuddy_cli
 from aibuddy_cli.__main__ import main
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.session import Session
@@ -241,3 +243,18 @@ def test_terminal_document_list_shows_titles_as_written(
     out = screen.getvalue()
     assert not RAW_CONTROL.search(out)
     assert "\\x1b[31mtitle [bold]x[/bold]" in out
+
+
+def test_help_lists_every_environment_variable_the_package_reads() -> None:
+    from aibuddy_cli.cli.app import ENVIRONMENT
+    from aibuddy_cli.config import ROLES
+
+    package = Path(aibuddy_cli.__file__).parent
+    sources = (path.read_text(encoding="utf-8") for path in package.rglob("*.py"))
+    read = {name for source in sources for name in re.findall(r"AIBUDDY_[A-Z_]+", source)}
+    roles = {f"AIBUDDY_MODEL_{role.upper()}" for role in ROLES}
+    for name in sorted(read - roles):
+        assert name in ENVIRONMENT, name  # a prefix (AIBUDDY_MODEL_) as the start of its pattern
+    assert all(role.upper() in ENVIRONMENT for role in ROLES)
+    shown = run_in_process("-h")
+    assert shown.returncode == 0 and b"AIBUDDY_WORKER_IDLE" in shown.stdout and b"--help" in shown.stdout

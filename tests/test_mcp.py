@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_DOCS, environment, ok, wait_for
+from conftest import FIXTURE_DOCS, environment, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.operations.registry import operations
@@ -456,3 +456,43 @@ def test_resources_and_prompts_show_only_the_servers_user(
     assert found["prompts"] == {"resume_task", "remember_this", "what_do_you_remember"}
     assert "Plan the offsite" in found["resumed"] and "task_add_message" in found["resumed"]
     assert '"tea"' in found["recalled"]
+
+
+def test_mcp_config_gives_each_client_an_absolute_command_and_merges_its_file(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The entry a client needs, with the command by its absolute path (a bare `aibuddy` fails
+    with spawn ENOENT in a desktop client whose PATH lacks it), this vault and user; --write
+    merges it into the client's file, keeping the rest, and asks first (--yes without a terminal)."""
+    home = tmp_path / "client-home"
+    env = {**env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    shown = run_in_process("mcp", "--task", "t1", "config", "claude-desktop", "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    document = json.loads(shown.stdout)
+    entry = document["config"]["mcpServers"]["aibuddy"]
+    assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists()
+    assert entry["args"][-7:] == ["--vault", str(vault.root), "--user", "demo", "mcp", "--task", "t1"]
+    target = home / ".config" / "Claude" / "claude_desktop_config.json"
+    assert document["path"] == str(target) and not target.exists()  # printing writes nothing
+    line = run_in_process("mcp", "config", "claude-code", env=env, cwd=tmp_path)
+    assert line.stdout.decode().startswith("claude mcp add aibuddy -- /")
+
+    target.parent.mkdir(parents=True)
+    target.write_text('{"mcpServers": {"other": {"command": "/bin/other"}}, "theme": "dark"}\n')
+    refused = run_in_process("mcp", "config", "claude-desktop", "--write", env=env)
+    assert refused.returncode == 2 and b"without --yes" in refused.stderr
+    written = run_in_process("mcp", "config", "claude-desktop", "--write", "--yes", "--json", env=env)
+    assert written.returncode == 0 and json.loads(written.stdout)["written"] is True
+    merged = json.loads(target.read_text())
+    assert merged["theme"] == "dark" and merged["mcpServers"]["other"] == {"command": "/bin/other"}
+    assert merged["mcpServers"]["aibuddy"]["args"][-5:] == [*entry["args"][-7:-2]]
+    again = run_in_process("mcp", "config", "claude-desktop", "--write", "--json", env=env)
+    assert again.returncode == 0 and json.loads(again.stdout)["written"] is False  # nothing to ask
+
+    vscode = tmp_path / "project" / ".vscode" / "mcp.json"
+    vscode.parent.mkdir(parents=True)
+    vscode.write_text("{not json")
+    broken = run_in_process("mcp", "config", "vscode", "--write", "--yes", env=env, cwd=tmp_path / "project")
+    assert broken.returncode != 0 and b"is not JSON" in broken.stderr and vscode.read_text() == "{not json"
+    unknown = run_in_process("mcp", "config", "emacs", env=env)
+    assert unknown.returncode == 2 and b"unknown client 'emacs'" in unknown.stderr

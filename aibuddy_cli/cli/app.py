@@ -77,13 +77,33 @@ def _escape_help_markup(command: Any) -> None:
         _escape_help_markup(sub)
 
 
+# The environment variables aibuddy reads, shown under the root's help (a test checks that every
+# AIBUDDY_ name the package reads is here, and every model role).
+ENVIRONMENT = "\n".join(
+    (
+        "Environment:",
+        "AIBUDDY_VAULT, AIBUDDY_USER: the vault and user without --vault, --user",
+        "AIBUDDY_PERSONAL_VAULT: a team vault's personal folder",
+        "AIBUDDY_MODEL: every role's model; AIBUDDY_MODEL_<ROLE>: one role's",
+        "  (RECALL, EXTRACT, SUMMARY, KNOWLEDGE, COMPACT, TABLES, EMBEDDING,",
+        "  CONSOLIDATE)",
+        "AIBUDDY_TIMEOUT: seconds for a model's answer",
+        "AIBUDDY_IMPORT_TIMEOUT: seconds for litellm's import",
+        "AIBUDDY_WORKER=0: no model worker; AIBUDDY_WORKER_IDLE: seconds it stays up",
+        "AIBUDDY_CONSOLIDATE_<CATEGORY>=0|1: a consolidation category off or on",
+        "and litellm's provider variables: OPENAI_API_KEY, OPENAI_API_BASE, ...",
+    )
+)
+
 app = typer.Typer(
     cls=RootGroup,
     name="aibuddy",
     help="Long-term memory and reviewed knowledge for AI assistants, in a plain git-versionable folder.",
+    epilog=ENVIRONMENT,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command's contexts inherit it
 )
 
 
@@ -96,7 +116,7 @@ def _command(name: str) -> Any:
 
     declared = importlib.import_module(f"{__package__}.{name}").app
     built: Any
-    if declared.registered_groups or len(declared.registered_commands) > 1:
+    if declared.registered_callback or declared.registered_groups or len(declared.registered_commands) > 1:
         built = get_group_from_info(
             TyperInfo(declared, name=name),
             pretty_exceptions_short=app.pretty_exceptions_short,
