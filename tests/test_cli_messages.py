@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -258,3 +259,24 @@ def test_help_lists_every_environment_variable_the_package_reads() -> None:
     assert all(role.upper() in ENVIRONMENT for role in ROLES)
     shown = run_in_process("-h")
     assert shown.returncode == 0 and b"AIBUDDY_WORKER_IDLE" in shown.stdout and b"--help" in shown.stdout
+
+
+def test_shell_completion_completes_groups_and_commands() -> None:
+    """`--show-completion SHELL` prints the script; the shell asks through _AIBUDDY_COMPLETE and
+    gets the commands of the group it is in (groups are built when named, completion too)."""
+    # Typer's own switch for tests: the shell named, not detected from this process's parents.
+    named = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    script = run_in_process("--show-completion", "bash", env=named)
+    assert script.returncode == 0 and b"_aibuddy_completion" in script.stdout
+
+    def complete(line: str) -> list[str]:
+        words = line.split(" ")
+        asked = {**os.environ, "_AIBUDDY_COMPLETE": "complete_bash", "COMP_WORDS": line}
+        asked["COMP_CWORD"] = str(len(words) - 1)
+        result = run_in_process(env=asked)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.decode().split()
+
+    assert complete("aibuddy mem") == ["memory"]
+    assert complete("aibuddy memory re") == ["recall"]
+    assert "add-rows" not in complete("aibuddy table ") and "update-rows" in complete("aibuddy table ")

@@ -101,7 +101,7 @@ app = typer.Typer(
     help="Long-term memory and reviewed knowledge for AI assistants, in a plain git-versionable folder.",
     epilog=ENVIRONMENT,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},  # every command's contexts inherit it
 )
