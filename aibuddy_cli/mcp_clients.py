@@ -37,7 +37,8 @@ class ClientConfig(NamedTuple):
         return ["claude", "mcp", "add", NAME, "--", self.entry["command"], *self.entry["args"]]
 
     def merged(self, current: str | None) -> str:
-        """The file's text with the entry set under key (created when there is none)."""
+        """The file's text with the entry set under key (created when there is none); current
+        itself, byte for byte, when it holds the entry already."""
         document: Any = {}
         if current is not None and current.strip():
             try:
@@ -49,6 +50,8 @@ class ClientConfig(NamedTuple):
         servers = document.get(self.key)
         if servers is not None and not isinstance(servers, dict):
             raise InvalidInput(f"{self.path}: {self.key!r} is not an object; nothing was written")
+        if (servers or {}).get(NAME) == self.entry:
+            return current or ""
         document[self.key] = {**(servers or {}), NAME: self.entry}
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 

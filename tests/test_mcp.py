@@ -486,8 +486,10 @@ def test_mcp_config_gives_each_client_an_absolute_command_and_merges_its_file(
     merged = json.loads(target.read_text())
     assert merged["theme"] == "dark" and merged["mcpServers"]["other"] == {"command": "/bin/other"}
     assert merged["mcpServers"]["aibuddy"]["args"][-5:] == [*entry["args"][-7:-2]]
+    target.write_text(json.dumps(merged))  # the same entry, written on one line by someone else
     again = run_in_process("mcp", "config", "claude-desktop", "--write", "--json", env=env)
     assert again.returncode == 0 and json.loads(again.stdout)["written"] is False  # nothing to ask
+    assert target.read_text() == json.dumps(merged)
 
     vscode = tmp_path / "project" / ".vscode" / "mcp.json"
     vscode.parent.mkdir(parents=True)
