@@ -198,6 +198,12 @@ def pytest_sessionfinish() -> None:
     WARM_WORKER.stop()
 
 
+def in_vault(settings: dict[str, str], vault_root: Path, user: str = "demo", **extra: str) -> dict[str, str]:
+    """The warm worker's settings (warm_worker) for a child working in vault_root as user, with
+    extra AIBUDDY_ settings (a model, a timeout), which the worker's key leaves out."""
+    return {**settings, "AIBUDDY_VAULT": str(vault_root), "AIBUDDY_USER": user, **extra}
+
+
 @pytest.fixture
 def warm_worker() -> tuple[FakeOpenAI, dict[str, str]]:
     """The process's fake server (reset: nothing queued or received) and the environment of its

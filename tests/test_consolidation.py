@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ok, run_aibuddy, wait_for
+from conftest import in_vault, ok, run_aibuddy, wait_for
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import worker
@@ -595,7 +595,7 @@ def process_env(warm_worker: tuple[FakeOpenAI, dict[str, str]], vault: Vault) ->
     """The environment of this test's `aibuddy` processes: the process's warm model worker serves
     them all (litellm is imported by the worker, never by a pass); the vault, the user and the
     model are AIBUDDY_ settings, which the worker's key leaves out."""
-    return {**warm_worker[1], **MODEL, "AIBUDDY_VAULT": str(vault.root), "AIBUDDY_USER": "demo"}
+    return in_vault(warm_worker[1], vault.root, **MODEL)
 
 
 def cwd(env: dict[str, str]) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_DOCS, environment, ok, run_in_process, wait_for
+from conftest import FIXTURE_DOCS, environment, in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.operations.registry import operations
@@ -364,13 +364,7 @@ def test_an_agents_own_conversation_reaches_consolidation_and_the_cue_gate(
     server, settings = warm_worker
     config = vault.root / "aibuddy.toml"
     config.write_text(re.sub(r"(?m)^every = \d+$", "every = 2", config.read_text()))
-    env = {
-        **settings,
-        "AIBUDDY_MODEL": "openai/test-model",
-        "AIBUDDY_TIMEOUT": "30",
-        "AIBUDDY_VAULT": str(vault.root),
-        "AIBUDDY_USER": "demo",
-    }
+    env = in_vault(settings, vault.root, AIBUDDY_MODEL="openai/test-model", AIBUDDY_TIMEOUT="30")
     server.reply_json({"summary": {"text": "Planning an offsite for a vegetarian.", "evidence": [1]}})
     turns = [("user", "Remember that I'm vegetarian, for every event."), ("assistant", "Noted.")]
 

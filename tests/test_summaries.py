@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import run_aibuddy
+from conftest import in_vault, run_aibuddy
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import worker
@@ -120,12 +120,7 @@ def test_the_import_does_not_wait_for_the_summary_which_lands_later(
     release = threading.Event()
     fake_openai.enqueue(content="How to roll back a deploy.", hold=release)
     calls = worker.status(worker_env).calls
-    env = {
-        **worker_env,
-        "AIBUDDY_VAULT": str(vault.root),
-        "AIBUDDY_MODEL_SUMMARY": "openai/summary-test",
-        "AIBUDDY_TIMEOUT": "60",
-    }
+    env = in_vault(worker_env, vault.root, AIBUDDY_MODEL_SUMMARY="openai/summary-test", AIBUDDY_TIMEOUT="60")
     try:
         imported = run_aibuddy(
             aibuddy_exe, "kb", "import", str(source), "--scope", "system", "--json", env=env

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import child_env, ok, run_in_process, wait_for
+from conftest import child_env, in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
@@ -73,7 +73,7 @@ def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_b
     release = threading.Event()
     fake_openai.enqueue(content="Dropped Globex.", hold=release)  # the turn after the change waits
     slow = {**ENV, "AIBUDDY_TIMEOUT": "300"}  # a loaded machine's first call is no failure
-    env = {**worker_env, **slow, "AIBUDDY_VAULT": str(stocked.root), "AIBUDDY_USER": "demo"}
+    env = in_vault(worker_env, stocked.root, **slow)
     command = [*aibuddy_exe, "table", "update", "Globex is no longer a vendor", "--json"]
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import ok, run_aibuddy, wait_for
+from conftest import in_vault, ok, run_aibuddy, wait_for
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import worker
@@ -132,13 +132,9 @@ def test_task_end_closes_at_once_and_extracts_in_the_background(
     and logs it. Its model call goes to the pytest process's warm model worker (a litellm import
     in the background child would cost seconds of CPU; the worker is not the subject here)."""
     fake_openai, worker_env = warm_worker
-    process_env = {
-        **worker_env,
-        "AIBUDDY_VAULT": str(vault.root),
-        "AIBUDDY_USER": "demo",
-        "AIBUDDY_MODEL_EXTRACT": "openai/extract-test",
-        "AIBUDDY_TIMEOUT": "120",
-    }
+    process_env = in_vault(
+        worker_env, vault.root, AIBUDDY_MODEL_EXTRACT="openai/extract-test", AIBUDDY_TIMEOUT="120"
+    )
     calls = worker.status(worker_env).calls
     tasks = Session(vault, "demo").tasks
     tasks.new("Chat")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_aibuddy, run_in_process
+from conftest import in_vault, run_aibuddy, run_in_process
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import models, worker, worker_client
@@ -203,13 +203,9 @@ def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
     """Against the pytest process's warm worker (its start is not the subject: a start of its own
     would cost litellm's import again); its call count is read as a difference."""
     fake_openai, worker_settings = warm_worker
-    env = {
-        **worker_settings,
-        "AIBUDDY_VAULT": str(vault.root),
-        "AIBUDDY_USER": "demo",
-        "AIBUDDY_MODEL_RECALL": "openai/recall-test",
-        "AIBUDDY_TIMEOUT": "30",
-    }
+    env = in_vault(
+        worker_settings, vault.root, AIBUDDY_MODEL_RECALL="openai/recall-test", AIBUDDY_TIMEOUT="30"
+    )
     calls = worker.status(env).calls
     other = {**env, "HOSTED_VLLM_API_BASE": "http://127.0.0.1:9/v1"}
     assert worker_client.socket_path(other) != worker_client.socket_path(env)
@@ -287,12 +283,7 @@ def test_a_stopped_worker_costs_the_call_its_timeout_not_more(
     Session(vault, "demo", environ={}).memory.save(
         "tea", type="user", description="Drinks green tea", body="tea"
     )
-    env = {
-        **worker_settings,
-        "AIBUDDY_VAULT": str(vault.root),
-        "AIBUDDY_USER": "demo",
-        "AIBUDDY_MODEL_RECALL": "openai/recall-test",
-    }
+    env = in_vault(worker_settings, vault.root, AIBUDDY_MODEL_RECALL="openai/recall-test")
     found = worker.status(env)
     assert found.running and found.pid is not None
     fake_openai.default.content = '{"selected": ["tea"]}'
