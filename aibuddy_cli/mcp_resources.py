@@ -19,12 +19,12 @@ keep this, and what do you know about it.
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import EXPECTED, NotFound, as_aibuddy_error
+from .mcp_stdio import json_text
 
 if TYPE_CHECKING:
     from .session import Session
@@ -81,24 +81,28 @@ def add_resources(app: Any, sessions: Sessions) -> None:
         )(_reader(sessions, resource))
 
 
-def _reader(sessions: Sessions, resource: Resource) -> Any:
-    """A function of the URI's parameters that reads the resource's document as JSON text."""
+def _document(sessions: Sessions, operation: str, values: dict[str, Any]) -> str:
+    """The JSON text of the operation's result for values (its arguments), run in one of the
+    server's sessions."""
     from .operations.registry import find
 
-    op = find(resource.operation)
+    with sessions() as session:
+        return json_text(find(operation)(session, **values).to_json(), indent=2)
+
+
+def _reader(sessions: Sessions, resource: Resource) -> Any:
+    """A function of the URI's parameters that reads the resource's document as JSON text."""
     names = [part.split("}")[0] for part in resource.uri.split("{")[1:]]
 
     def read(**values: str) -> str:
         from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
         try:
-            with sessions() as session:
-                document = op(session, **values).to_json()
+            return _document(sessions, resource.operation, values)
         except NotFound as error:
             raise ResourceNotFoundError(error.message) from None
         except EXPECTED as error:
             raise ResourceError(as_aibuddy_error(error).message) from None
-        return json.dumps(document, ensure_ascii=False, indent=2, default=str)
 
     parameters = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=str) for n in names]
     read.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
@@ -108,13 +112,6 @@ def _reader(sessions: Sessions, resource: Resource) -> Any:
 
 
 def add_prompts(app: Any, sessions: Sessions) -> None:
-    from .operations.registry import find
-
-    def document(name: str, **values: Any) -> str:
-        with sessions() as session:
-            found = find(name)(session, **values).to_json()
-        return json.dumps(found, ensure_ascii=False, indent=2, default=str)
-
     @app.prompt(
         name="resume_task",
         title="Resume a task",
@@ -125,7 +122,7 @@ def add_prompts(app: Any, sessions: Sessions) -> None:
         return (
             f"Let's go on with task {task}. Here is its working set from aibuddy (goal, plan, recent "
             "history, relevant memories, attached documents):\n\n"
-            f"{document('task context', task=task)}\n\n"
+            f"{_document(sessions, 'task context', {'task': task})}\n\n"
             f"Continue from where it stands. Add each turn of our conversation with task_add_message "
             f"(task {task}) and close it with task_end when we are done."
         )
@@ -151,7 +148,7 @@ def add_prompts(app: Any, sessions: Sessions) -> None:
     def what_do_you_remember(topic: str) -> str:
         return (
             f"Here is what aibuddy recalls about {topic!r}:\n\n"
-            f"{document('memory recall', query=topic)}\n\n"
+            f"{_document(sessions, 'memory recall', {'query': topic})}\n\n"
             "Tell me what you know about it from these, and say so when they do not cover it."
         )
 

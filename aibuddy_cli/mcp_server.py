@@ -24,7 +24,6 @@ calls cost the model's own time.
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from .errors import EXPECTED, AibuddyError, as_aibuddy_error, describe_failure, tool_words
+from .mcp_stdio import json_text, wire_json
 from .session import Session
 
 if TYPE_CHECKING:
@@ -81,16 +81,16 @@ class Server:
 
         try:
             with self.session() as session:
-                document = _wire_json(operation(session).to_json())
+                document = wire_json(operation(session).to_json())
         except EXPECTED as error:
-            text = _json_text(as_aibuddy_error(error).document(tool_words(self.tool_names)))
+            text = json_text(as_aibuddy_error(error).document(tool_words(self.tool_names)))
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         except Exception as error:  # noqa: BLE001 - a bug: the caller still gets an answer it can read
             failure = AibuddyError(f"{tool} failed unexpectedly: {describe_failure(error)}")
             print(f"error: {' '.join(failure.message.split())}", file=sys.stderr, flush=True)
-            text = _json_text(failure.document())
+            text = json_text(failure.document())
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        text = _json_text(document, indent=2)
+        text = json_text(document, indent=2)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=document)
 
     # --- the tools: the registry's `mcp` operations ----------------------------------------
@@ -164,40 +164,6 @@ def tool_annotations(op: Operation) -> Any:
         idempotent_hint=op.idempotent,
         open_world_hint=False,
     )
-
-
-def _wire_json(document: Any) -> Any:
-    """document as the JSON value a client receives as structured content (what `to_json` returns
-    may hold tuples or paths, which JSON writes as lists and strings). A string UTF-8 cannot hold
-    (a lone surrogate, from a file name's undecodable bytes) has it as "?" here; the text content
-    keeps its exact \\u escape (_json_text)."""
-    value = json.loads(json.dumps(document, default=str))
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return _utf8(value)
-    return value
-
-
-def _utf8(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, list):
-        return [_utf8(item) for item in value]
-    if isinstance(value, dict):
-        return {_utf8(key): _utf8(item) for key, item in value.items()}
-    return value
-
-
-def _json_text(document: Any, indent: int | None = None) -> str:
-    """document as JSON text for the wire, which is UTF-8: a string that UTF-8 cannot hold (a lone
-    surrogate, as a file name's undecodable bytes become) is sent as its \\u escape."""
-    text = json.dumps(document, ensure_ascii=False, indent=indent, default=str)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(document, indent=indent, default=str)
-    return text
 
 
 def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:

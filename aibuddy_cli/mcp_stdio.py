@@ -177,3 +177,37 @@ async def serve_stdio(app: Any) -> None:
         return
     async with stdio_server() as (reads, writes):
         await server.run(AnsweredReads(reads, writes), writes, server.create_initialization_options())
+
+
+def wire_json(document: Any) -> Any:
+    """document as the JSON value a client receives as structured content (what `to_json` returns
+    may hold tuples or paths, which JSON writes as lists and strings). A string UTF-8 cannot hold
+    (a lone surrogate, from a file name's undecodable bytes) has it as "?" here; the text content
+    keeps its exact \\u escape (json_text)."""
+    value = json.loads(json.dumps(document, default=str))
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return _utf8(value)
+    return value
+
+
+def _utf8(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_utf8(item) for item in value]
+    if isinstance(value, dict):
+        return {_utf8(key): _utf8(item) for key, item in value.items()}
+    return value
+
+
+def json_text(document: Any, indent: int | None = None) -> str:
+    """document as JSON text for the wire, which is UTF-8: a string that UTF-8 cannot hold (a lone
+    surrogate, as a file name's undecodable bytes become) is sent as its \\u escape."""
+    text = json.dumps(document, ensure_ascii=False, indent=indent, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(document, indent=indent, default=str)
+    return text
