@@ -19,7 +19,8 @@ from aibuddy_cli.knowledge.outline import (
 from aibuddy_cli.knowledge.reader import page
 
 FIXTURE_DOC_FILES = sorted(p for p in FIXTURE_DOCS.iterdir() if p.suffix in (".md", ".txt"))
-CORPUS_DOCS = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".md", ".txt"))
+# Read only where ../shared/corpus exists (beside the development checkout); else no documents.
+CORPUS_DOCS = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".md", ".txt")) if CORPUS.is_dir() else []
 
 
 def read_exactly(path: Path) -> str:
