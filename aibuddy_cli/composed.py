@@ -32,10 +32,11 @@ What the composition means for the protocol's calls:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .folder_watch import Changes
 from .storage import Entry, FileStore, Store, check_key
 
 # The folders of a vault that hold one person's files, each followed by the user's name.
@@ -67,6 +68,9 @@ class RoutedStore:
 
     def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]:
         return self.side(prefix).scan(prefix, suffix)
+
+    def changes(self, prefix: str, since: Collection[str]) -> Changes:
+        return self.side(prefix).changes(prefix, since)
 
     def folders(self, prefix: str) -> list[str]:
         store = self.side(prefix)

@@ -24,6 +24,7 @@ calls cost the model's own time.
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -36,6 +37,7 @@ from .mcp_stdio import json_text, wire_json
 from .session import Session
 
 if TYPE_CHECKING:
+    from .folder_watch import FolderWatch
     from .operations.registry import Operation
 
 INSTRUCTIONS = """aibuddy keeps the user's long-term memory and knowledge. Call memory_recall before
@@ -48,12 +50,35 @@ turn with task_add_message and close it with task_end."""
 
 
 class Server:
-    """One user in one vault (and perhaps one task), as MCP tools."""
+    """One vault as MCP tools, for one user (stdio: the server's) or, over HTTP, for the user each
+    request's token fixes (and perhaps one task, on stdio)."""
 
     def __init__(
-        self, vault: str | None, user: str | None, task: str | None, environ: Mapping[str, str], cwd: Path
+        self,
+        vault: str | None,
+        user: str | None,
+        task: str | None,
+        environ: Mapping[str, str],
+        cwd: Path,
+        *,
+        http: bool = False,
+        watch: FolderWatch | None = None,
     ) -> None:
+        """http: every call's user is its bearer token's (mcp_http.py), never the server's;
+        watch: see FolderWatch (a recall then reads no folder listing)."""
         self.vault, self.user, self.task, self.environ, self.cwd = vault, user, task, environ, cwd
+        self.http, self.watch = http, watch
+        self._threads = threading.local()  # each worker thread's sessions, by user
+        self.knowledge = False
+        if http:
+            from .errors import UsageError
+            from .vault import locate_vault
+
+            if task is not None:
+                raise UsageError("--task serves one user's task over stdio; over HTTP each token fixes its user")
+            self.root = locate_vault(vault, environ, cwd).root
+            self.vault = str(self.root)
+            return
         with self.session() as session:  # fail at start, not at the first call, on a bad vault/user
             self.user = session.user
             self.root = session.vault.root
@@ -62,16 +87,61 @@ class Server:
                 session.tasks.get(task)
             self.knowledge = task is not None and bool(session.knowledge.map(task)[0])
 
+    def caller(self) -> str | None:
+        """The user this call acts as: the server's, or over HTTP its bearer token's."""
+        if not self.http:
+            return self.user
+        from mcp.server.auth.middleware.auth_context import get_access_token
+
+        from .errors import NotAllowed
+
+        token = get_access_token()
+        if token is None or not token.subject:  # the transport lets no such request through
+            raise NotAllowed("this request carries no valid bearer token")
+        return token.subject
+
     @contextmanager
     def session(self) -> Iterator[Session]:
-        warnings: list[str] = []
-        session = Session.locate(self.vault, self.user, environ=self.environ, cwd=self.cwd, warnings=warnings)
+        """The caller's session on this thread: kept from call to call (its SQLite handles stay
+        open, so a call pays no connect, and closing never checkpoints the index), and made again
+        when aibuddy.toml changes. Warnings go to the server's log (stdout is the protocol's)."""
+        user = self.caller()
+        sessions: dict[str | None, tuple[Any, Session]] = self._threads.__dict__.setdefault("sessions", {})
+        config = self._config_signature()
+        kept = sessions.get(user)
+        if kept is None or kept[0] != config or config is None:
+            if kept is not None:
+                sessions.pop(user)
+                kept[1].close()
+            warnings: list[str] = []
+            session = Session.locate(
+                self.vault, user, environ=self.environ, cwd=self.cwd, warnings=warnings, watch=self.watch
+            )
+            kept = (config, session)
+            sessions[user] = kept
+        session = kept[1]
         try:
             yield session
+        except BaseException as error:
+            if not isinstance(error, AibuddyError):  # a bug's or the disk's: keep none of its state
+                sessions.pop(user, None)
+                session.close()
+            raise
         finally:
-            session.close()
-            for warning in warnings:  # stdout is the protocol's: warnings go to the server's log
+            for warning in session.take_warnings():
                 print(f"warning: {warning}", file=sys.stderr, flush=True)
+
+    def _config_signature(self) -> tuple[int, int, int, int] | None:
+        """What tells that aibuddy.toml changed (None: no vault yet, or it is gone)."""
+        from .config import CONFIG_FILE
+
+        if self.vault is None:
+            return None
+        try:
+            st = os.stat(Path(self.vault) / CONFIG_FILE)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
     def call(self, tool: str, operation: Callable[[Session], Any]) -> Any:
         """A CallToolResult: operation's result as the CLI's JSON, both as text and as structured
@@ -141,7 +211,10 @@ def _sdk_parameters(op: Operation) -> list[inspect.Parameter]:
     for argument in op.arguments:
         if not argument.param.model:
             continue
-        kind = argument.type if argument.required else argument.type | None
+        # A value a model shapes differently from the function (`from_tool`: table_create's
+        # columns as an object) is checked by its schema here and converted by from_tool.
+        declared = Any if argument.param.from_tool is not None else argument.type
+        kind = declared if argument.required else declared | None
         schema = WithJsonSchema(argument_schema(argument))
         annotation = Annotated[kind, Field(description=argument.param.help or None), schema]  # type: ignore[valid-type]
         default = inspect.Parameter.empty if argument.required else None
@@ -185,15 +258,30 @@ def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
     threading.Thread(target=warm, name="aibuddy-warm-litellm", daemon=True).start()
 
 
-def mcp_app(server: Server) -> Any:
-    """The SDK's MCPServer offering server's tools, resources and prompts."""
+def mcp_app(server: Server, tokens: Any = None, url: str | None = None) -> Any:
+    """The SDK's MCPServer offering server's tools, resources and prompts; tokens (an SDK
+    TokenVerifier) and url (where it is served) for HTTP, where every request needs a token."""
     from mcp.server.mcpserver import MCPServer
 
     from . import __version__
     from .mcp_resources import add_prompts, add_resources
     from .operations.schemas import output_schema
 
-    app = MCPServer("aibuddy", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    auth: Any = None
+    if tokens is not None:
+        from mcp.server.auth.settings import AuthSettings
+
+        # No authorization server: tokens come from `aibuddy token create`, so no OAuth routes
+        # or protected-resource metadata are published (resource_server_url None).
+        auth = AuthSettings(issuer_url=url, resource_server_url=None)
+    app = MCPServer(
+        "aibuddy",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        token_verifier=tokens,
+        auth=auth,
+    )
     for op in server.operations():
         tool = server.tool(op)
         app.add_tool(tool, name=tool.__name__, annotations=tool_annotations(op), structured_output=False)
@@ -221,7 +309,9 @@ def serve(
     vault: str | None, user: str | None, task: str | None, environ: Mapping[str, str], cwd: Path
 ) -> None:
     """Run the server on stdin/stdout until the client closes it."""
-    server = Server(vault, user, task, environ, cwd)
+    from .folder_watch import FolderWatch
+
+    server = Server(vault, user, task, environ, cwd, watch=FolderWatch())
     import anyio
 
     from .mcp_stdio import serve_stdio

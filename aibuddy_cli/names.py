@@ -16,6 +16,10 @@ _RECORD_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _USER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
+def is_record_name(name: str) -> bool:
+    return _RECORD_NAME.fullmatch(name) is not None
+
+
 def validate_record_name(name: str) -> str:
     """A record name is its file stem: lowercase letters, digits, '-' and '_', at most 64."""
     if not _RECORD_NAME.fullmatch(name):

@@ -29,12 +29,14 @@ from .storage import FileStore, Store
 from .vault import Vault, locate_vault, resolve_user, validate_user_name
 
 if TYPE_CHECKING:
+    from .folder_watch import FolderWatch
     from .knowledge.service import KnowledgeService
     from .memory.service import MemoryService
     from .tables.service import TableService
     from .tasks.consolidation import Consolidator
     from .tasks.context import ContextAssembler
     from .tasks.service import TaskService
+    from .tokens import TokenService
 
 
 class Session:
@@ -46,8 +48,10 @@ class Session:
         environ: Mapping[str, str] | None = None,
         store: Store | None = None,
         warnings: list[str] | None = None,
+        watch: FolderWatch | None = None,
     ) -> None:
-        """warnings: the sink to use as it is (else a new one holding the config file's warnings)."""
+        """warnings: the sink to use as it is (else a new one holding the config file's warnings);
+        watch: a long-lived process's, so the vault's folders need no scan to tell what changed."""
         self.vault = vault
         self.user = validate_user_name(user)
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
@@ -56,8 +60,8 @@ class Session:
         if store is None and vault.config.team_vault:
             from .team import compose
 
-            store = compose(vault, self.user, self.environ, self.warnings)
-        self.store: Store = store or FileStore(vault.root, vault.locks_dir())
+            store = compose(vault, self.user, self.environ, self.warnings, watch)
+        self.store: Store = store or FileStore(vault.root, vault.locks_dir(), watch)
 
     @classmethod
     def locate(
@@ -68,6 +72,7 @@ class Session:
         environ: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         warnings: list[str] | None = None,
+        watch: FolderWatch | None = None,
     ) -> Session:
         """The vault and user a command names: --vault, then AIBUDDY_VAULT, then the nearest
         aibuddy.toml above cwd; --user, then AIBUDDY_USER, then the vault's default_user.
@@ -84,7 +89,8 @@ class Session:
         hint = setup_hint(found.root)
         if hint is not None:
             sink.append(hint)
-        return cls(found, resolve_user(user, environ, found.config), environ=environ, warnings=sink)
+        user = resolve_user(user, environ, found.config)
+        return cls(found, user, environ=environ, warnings=sink, watch=watch)
 
     def take_warnings(self) -> list[str]:
         """The warnings so far, once: the sink is emptied."""
@@ -128,6 +134,12 @@ class Session:
         return TableService(
             self.vault, self.user, store=self.store, warnings=self.warnings, environ=self.environ
         )
+
+    @cached_property
+    def tokens(self) -> TokenService:
+        from .tokens import TokenService
+
+        return TokenService(self.vault, self.user, self.store)
 
     @cached_property
     def consolidation(self) -> Consolidator:

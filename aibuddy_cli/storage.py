@@ -10,13 +10,14 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import NamedTuple, NoReturn, Protocol
 
 from .errors import Busy, Conflict, InvalidInput, NotFound
+from .folder_watch import UNKNOWN, Changes, FolderWatch
 
 TEMP_PREFIX = ".aibuddy-tmp-"
 # A temp file older than this was left by a killed write: no write takes a minute, and age also
@@ -71,6 +72,9 @@ class Store(Protocol):
     - `delete(key)`: NotFound if absent. `exists(key)`: whether anything is there.
     - `lock(name, timeout)`: an exclusive lock shared by every process using the vault, not
       reentrant; Busy when it is not free within timeout.
+    - `changes(prefix, since)`: the names of the files in prefix changed since its cursor among `since`
+      that an earlier answer gave, and the cursor to pass next time (folder_watch.Changes); a
+      store that cannot tell answers `UNKNOWN`, and the caller scans.
     Failures the storage itself meets (read-only, full) are OSError with the errno and the path.
     """
 
@@ -95,6 +99,8 @@ class Store(Protocol):
     def exists(self, key: str) -> bool: ...
 
     def lock(self, name: str, timeout: float = 30.0) -> AbstractContextManager[None]: ...
+
+    def changes(self, prefix: str, since: Collection[str]) -> Changes: ...
 
 
 def check_key(key: str) -> str:
@@ -243,11 +249,13 @@ def sweep_stale_temps(folder: Path, names: Iterable[str] | None = None) -> list[
 
 
 class FileStore:
-    """Store over a folder on disk."""
+    """Store over a folder on disk; with a watch (a long-lived process), it can tell what changed
+    in a folder without scanning it."""
 
-    def __init__(self, root: Path, locks_dir: Path) -> None:
+    def __init__(self, root: Path, locks_dir: Path, watch: FolderWatch | None = None) -> None:
         self.root = root.resolve()
         self.locks_dir = locks_dir
+        self.watch = watch
         self._temps_seen: dict[str, list[str]] = {}  # folder -> temp files its last scan saw
         self._swept: dict[str, float] = {}  # folder -> when a write last swept it (monotonic)
         self._lock_refusals: list[OSError] = []  # why the locks held now could not be taken
@@ -295,6 +303,9 @@ class FileStore:
                     append(Entry(base + name, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
         self._temps_seen[str(folder)] = temps
         return entries
+
+    def changes(self, prefix: str, since: Collection[str]) -> Changes:
+        return UNKNOWN if self.watch is None else self.watch.changes(self.path(prefix), since)
 
     def folders(self, prefix: str) -> list[str]:
         """Names of the sub-folders directly in prefix (hidden ones and symlinks skipped)."""
@@ -526,6 +537,9 @@ class StoreView:
 
     def lock(self, name: str, timeout: float = 30.0) -> AbstractContextManager[None]:
         return self._store.lock(name, timeout)
+
+    def changes(self, prefix: str, since: Collection[str]) -> Changes:
+        return self._store.changes(prefix, since)
 
 
 class ReadOnlyStore(StoreView):

@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 from .composed import PERSONAL_FOLDERS, RoutedStore
 from .config import CONFIG_FILE
 from .errors import AibuddyError, Conflict, InvalidInput, NotFound, UsageError
+from .folder_watch import FolderWatch
 from .storage import TEMP_PREFIX, FileStore, atomic_write
 from .vault import CACHE_DIR, GITIGNORE_LINES, Vault, add_lines, is_user_name
 
@@ -144,17 +145,20 @@ def _private_folder(folder: Path) -> None:
             pass  # the first write says what it cannot write
 
 
-def compose(vault: Vault, user: str, environ: Mapping[str, str], warnings: list[str]) -> RoutedStore:
+def compose(
+    vault: Vault, user: str, environ: Mapping[str, str], warnings: list[str], watch: FolderWatch | None = None
+) -> RoutedStore:
     """The store of user in a team vault (the session asks only for one): its folder composed
-    with the user's personal vault. What needs the user's attention goes to warnings."""
+    with the user's personal vault. What needs the user's attention goes to warnings; watch: see
+    FileStore."""
     chosen = personal_vault(vault, environ)
     if chosen.source == "clone path":  # made by the first write, if any before `git setup` moves it
         _private_folder(chosen.root.parent)
     else:
         prepare_personal_vault(chosen.root)
     warnings.extend(_notices(vault, user, chosen))
-    shared = FileStore(vault.root, vault.locks_dir())
-    return RoutedStore(shared, FileStore(chosen.root, chosen.root / CACHE_DIR / "locks"), user)
+    shared = FileStore(vault.root, vault.locks_dir(), watch)
+    return RoutedStore(shared, FileStore(chosen.root, chosen.root / CACHE_DIR / "locks", watch), user)
 
 
 def _notices(vault: Vault, user: str, chosen: PersonalVault) -> list[str]:

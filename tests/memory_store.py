@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound
+from aibuddy_cli.folder_watch import UNKNOWN, Changes
 from aibuddy_cli.storage import Entry, check_key
 
 
@@ -44,6 +45,9 @@ class MemoryStore:
             and not key[len(base) :].startswith(".")
             and key.endswith(suffix)
         ]
+
+    def changes(self, prefix: str, since: Collection[str]) -> Changes:
+        return UNKNOWN  # like a FileStore without a watch: every look scans
 
     def folders(self, prefix: str) -> list[str]:
         check_key(prefix)

@@ -23,19 +23,19 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aibuddy_cli"
 
 # Top first. A name is a module or a package (all of its modules).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("front ends", ("__main__", "cli", "fastpath", "mcp_server", "mcp_resources", "mcp_stdio")),
+    ("front ends", ("__main__", "cli", "fastpath", "mcp_server", "mcp_resources", "mcp_stdio", "mcp_http")),
     # The registry of operations, from which the front ends are derived, and the model loops
     # whose tools are operations (each loop offers operations of the registry as its tools).
     ("operations", ("operations", "tables.loops", "tables.tools", "knowledge.ask")),
     # What builds the services for one vault and user, and what spans several of them.
     ("composition", ("session", "team", "gitmerge")),
     ("task services", ("tasks",)),  # a task's context and consolidation use the other services
-    ("services", ("memory", "knowledge", "tables")),
+    ("services", ("memory", "knowledge", "tables", "tokens")),
     ("model calls", ("agent", "models", "model_roles", "model_workers", "worker", "worker_client",
                      "tool_arguments")),  # fmt: skip
     ("foundations", ("vault", "config", "storage", "composed", "cache_db", "background", "scan",
                      "redaction", "merging", "conflict_markers", "gitfiles", "inputs", "names",
-                     "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg",
+                     "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch",
                      "")),  # fmt: skip  ("": __init__)
 )
 

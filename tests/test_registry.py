@@ -41,9 +41,15 @@ def test_every_operation_is_a_command_with_its_declared_spelling() -> None:
 
 
 def test_every_operation_has_a_renderer_and_a_help_line() -> None:
-    from aibuddy_cli.cli import kb_output, memory_output, table_output, task_output
+    from aibuddy_cli.cli import kb_output, memory_output, table_output, task_output, token_output
 
-    renders = {**memory_output.RENDERS, **kb_output.RENDERS, **table_output.RENDERS, **task_output.RENDERS}
+    renders = {
+        **memory_output.RENDERS,
+        **kb_output.RENDERS,
+        **table_output.RENDERS,
+        **task_output.RENDERS,
+        **token_output.RENDERS,
+    }
     for op in operations():
         assert op.summary, op.name
         assert op.name in renders, op.name

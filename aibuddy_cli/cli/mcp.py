@@ -25,16 +25,39 @@ app = typer.Typer(
 def mcp(
     ctx: typer.Context,
     task: str | None = typer.Option(None, "--task", help="Offer knowledge_ask over this task's documents."),
+    http: str | None = typer.Option(
+        None,
+        "--http",
+        metavar="[HOST:]PORT",
+        help="Serve streamable HTTP instead of stdio, on 127.0.0.1 unless HOST says otherwise; every "
+        "request needs a bearer token (aibuddy token create), which fixes its user.",
+    ),
+    allow_host: list[str] = typer.Option(
+        [], "--allow-host", metavar="NAME[:PORT]", help="With --http: a Host clients may use besides loopback."
+    ),
+    allow_origin: list[str] = typer.Option(
+        [], "--allow-origin", metavar="URL", help="With --http: a browser Origin to accept (none by default)."
+    ),
 ) -> None:
-    """Serve the Model Context Protocol on stdio (for Claude Code, Claude Desktop, Cursor, …);
-    `aibuddy mcp config CLIENT` prints how a client starts it."""
+    """Serve the Model Context Protocol on stdio (for Claude Code, Claude Desktop, Cursor, …) or,
+    with --http, to many clients behind bearer tokens; `aibuddy mcp config CLIENT` prints how a
+    client starts it."""
     if ctx.invoked_subcommand is not None:
         ctx.meta["mcp_task"] = task
         return
-    from ..mcp_server import serve
-
     state = state_of(ctx)
-    serve(state.vault_option, state.user_option, task, state.environ, Path.cwd())
+    if http is None:
+        if allow_host or allow_origin:
+            raise UsageError("--allow-host and --allow-origin go with --http")
+        from ..mcp_server import serve
+
+        serve(state.vault_option, state.user_option, task, state.environ, Path.cwd())
+        return
+    if state.user_option is not None or task is not None:
+        raise UsageError("over --http each request's token fixes its user: drop --user and --task")
+    from ..mcp_http import parse_address, serve_http
+
+    serve_http(state.vault_option, state.environ, Path.cwd(), parse_address(http), allow_host, allow_origin)
 
 
 @app.command("config")

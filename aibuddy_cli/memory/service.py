@@ -234,8 +234,21 @@ class MemoryService:
         """The derived index, brought up to date with the folder (rebuilt if it is corrupt)."""
         if self._index is None:
             self._index = MemoryIndex(self.vault.memory_index_path(self.user))
-        self._index.refresh(self.store.scan(self.prefix, ".md"), self._load)
-        return self._index
+        index = self._index
+        changes = self.store.changes(self.prefix, index.cursors())
+        if changes.names is None or changes.cursor is None:
+            index.refresh(self.store.scan(self.prefix, ".md"), self._load, changes.cursor)
+        else:  # a long-lived process's watch knows what changed: no scan of the whole folder
+            names = sorted(name[: -len(".md")] for name in changes.names if name.endswith(".md"))
+            index.refresh_changed([self._stat(name) for name in names], names, self._load, changes.cursor)
+        return index
+
+    def _stat(self, name: str) -> Entry | None:
+        """A file of the folder as a scan lists it (whatever its name), None when it is gone."""
+        try:
+            return self.store.stat(f"{self.prefix}/{name}.md")
+        except (NotFound, InvalidInput):
+            return None
 
     def _read_text(self, name: str, *, fast: bool = True) -> tuple[str, MemoryRecord]:
         """The record's text and record. fast=False (show, update: off the hot path) reads the

@@ -276,6 +276,7 @@ GROUPS = {
     "kb": "aibuddy_cli.operations.kb",
     "table": "aibuddy_cli.operations.table",
     "task": "aibuddy_cli.operations.task",
+    "token": "aibuddy_cli.operations.token",
 }
 
 

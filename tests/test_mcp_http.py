@@ -1,0 +1,247 @@
+"""`aibuddy mcp --http`: a real server process on loopback, reached with the SDK's own client in
+both protocol eras (the 2026-07-28 per-request form and the older initialize handshake), behind
+bearer tokens that fix each request's user, with the Host/Origin allow-list; and many clients at
+once losing no write."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from conftest import run_in_process, wait_for
+
+from aibuddy_cli.operations.registry import operations
+from aibuddy_cli.vault import Vault
+
+pytest.importorskip("mcp")
+
+
+class HttpServer:
+    """`aibuddy mcp --http 127.0.0.1:0 …` as a child process; its URL is the one it prints."""
+
+    def __init__(self, aibuddy_exe: list[str], env: dict[str, str], *args: str) -> None:
+        self.process = subprocess.Popen(
+            [*aibuddy_exe, "mcp", "--http", "127.0.0.1:0", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stderr is not None
+        self.first_line = self.process.stderr.readline()
+        assert "serving MCP at http://" in self.first_line, self.first_line
+        self.url = self.first_line.split("serving MCP at ", 1)[1].split(" ", 1)[0]
+
+    def stop(self) -> str:
+        self.process.terminate()
+        try:
+            _, rest = self.process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, rest = self.process.communicate()
+        return self.first_line + rest
+
+
+@pytest.fixture
+def users(vault: Vault, env: dict[str, str]) -> dict[str, str]:
+    """A token each for alice and bob (the vault's admin, demo, makes them)."""
+    tokens = {}
+    for user in ("alice", "bob"):
+        done = run_in_process("token", "create", "--user", user, env=env)
+        assert done.returncode == 0, done.stderr
+        tokens[user] = done.stdout.decode().strip()
+    return tokens
+
+
+@pytest.fixture
+def server(aibuddy_exe: list[str], env: dict[str, str], users: dict[str, str]) -> Iterator[HttpServer]:
+    served = HttpServer(aibuddy_exe, env)
+    yield served
+    served.stop()
+
+
+def with_client(url: str, token: str, body: Callable[[Any], Awaitable[Any]], mode: str = "auto") -> Any:
+    """body with the SDK's client of url, the token in every request's Authorization header."""
+
+    async def main() -> Any:
+        return await client_session(url, token, body, mode)
+
+    return asyncio.run(main())
+
+
+async def client_session(url: str, token: str, body: Callable[[Any], Awaitable[Any]], mode: str = "auto") -> Any:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            return await body(client)
+
+
+def post(url: str, body: dict[str, Any], **headers: str) -> tuple[int, str]:
+    """One raw JSON-RPC POST: its status and text (what a client that is not the SDK sees)."""
+    import httpx2
+
+    sent = {"content-type": "application/json", "accept": "application/json, text/event-stream", **headers}
+    response = httpx2.post(url, json=body, headers=sent, timeout=60)
+    return response.status_code, response.text
+
+
+SAVE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "memory_save", "arguments": {"name": "intruder", "type": "user", "description": "x"}},
+}
+
+
+def answer(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_both_protocol_eras_reach_every_tool_as_the_tokens_user(
+    server: HttpServer, users: dict[str, str], vault: Vault, mode: str
+) -> None:
+    async def body(client: Any) -> dict[str, Any]:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        saved = answer(await client.call_tool("memory_save", {
+            "name": f"tea-{mode}", "type": "user", "description": "Prefers green tea", "body": "Sencha.",
+        }))  # fmt: skip
+        recalled = answer(await client.call_tool("memory_recall", {"query": "green tea"}))
+        return {"tools": tools, "saved": saved, "recalled": recalled}
+
+    found = with_client(server.url, users["alice"], body, mode)
+    offered = {op.tools["mcp"] for op in operations() if op.model and "mcp" in op.tools} - {"knowledge_ask"}
+    assert found["tools"] == offered
+    assert found["saved"]["path"] == f"memory/alice/tea-{mode}.md"
+    assert [r["name"] for r in found["recalled"]["records"]] == [f"tea-{mode}"]
+    assert (vault.root / f"memory/alice/tea-{mode}.md").is_file()
+
+
+def test_a_token_for_bob_never_reads_alices_memory(server: HttpServer, users: dict[str, str]) -> None:
+    async def alice(client: Any) -> None:
+        answer(await client.call_tool("memory_save", {
+            "name": "salary", "type": "user", "description": "Alice's salary", "body": "Secret figure",
+        }))  # fmt: skip
+
+    async def bob(client: Any) -> dict[str, Any]:
+        listed = answer(await client.call_tool("memory_list", {}))
+        recalled = answer(await client.call_tool("memory_recall", {"query": "salary secret figure"}))
+        shown = await client.call_tool("memory_show", {"name": "salary"})
+        manifest = await client.read_resource("aibuddy://memory/manifest")
+        return {"listed": listed, "recalled": recalled, "shown": shown, "manifest": manifest}
+
+    with_client(server.url, users["alice"], alice)
+    seen = with_client(server.url, users["bob"], bob)
+    assert seen["listed"]["user"] == "bob" and seen["listed"]["records"] == []
+    assert seen["recalled"]["records"] == []
+    assert seen["shown"].is_error and "no memory record 'salary' for user bob" in seen["shown"].content[0].text
+    assert "salary" not in seen["manifest"].contents[0].text
+
+
+def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
+    server: HttpServer, users: dict[str, str], vault: Vault, env: dict[str, str]
+) -> None:
+    assert post(server.url, SAVE)[0] == 401
+    assert post(server.url, SAVE, authorization="Bearer aibuddy_not-a-token")[0] == 401
+    assert post(server.url, SAVE, authorization=users["alice"])[0] == 401  # not a Bearer header
+    assert run_in_process("token", "revoke", "alice-1", env=env).returncode == 0
+    status, text = post(server.url, SAVE, authorization=f"Bearer {users['alice']}")
+    assert status == 401 and "invalid_token" in text
+    assert not list(vault.root.glob("memory/*/intruder.md"))
+    # The other token still works: a revocation is of one token.
+    status, text = post(server.url, SAVE, authorization=f"Bearer {users['bob']}", **{"mcp-protocol-version": "2025-06-18"})
+    assert status == 200 and '"isError":true' not in text.replace(" ", "")
+    assert (vault.root / "memory/bob/intruder.md").is_file()
+
+
+def test_host_and_origin_are_checked_against_the_allow_list(
+    aibuddy_exe: list[str], env: dict[str, str], users: dict[str, str]
+) -> None:
+    served = HttpServer(aibuddy_exe, env, "--allow-host", "buddy.internal", "--allow-origin", "https://app.example")
+    try:
+        bearer = {"authorization": f"Bearer {users['alice']}", "mcp-protocol-version": "2025-06-18"}
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        port = served.url.rsplit(":", 1)[1].split("/")[0]
+        assert post(served.url, listing, **bearer)[0] == 200
+        assert post(served.url, listing, origin="http://evil.example", **bearer)[0] == 403
+        assert post(served.url, listing, host=f"evil.example:{port}", **bearer)[0] == 421
+        assert post(served.url, listing, host=f"buddy.internal:{port}", **bearer)[0] == 200
+        assert post(served.url, listing, origin="https://app.example", **bearer)[0] == 200
+        assert post(served.url, listing, origin=f"http://localhost:{port}", **bearer)[0] == 200
+    finally:
+        served.stop()
+
+
+def test_many_clients_at_once_lose_no_write(server: HttpServer, users: dict[str, str], vault: Vault) -> None:
+    """20 clients x 10 calls mixing recall, save, table add and filter (`make bench` runs 50 x 20
+    and times them): no error, every save and row there afterwards, no row key given twice."""
+    clients, calls = 20, 10
+
+    async def one(index: int) -> list[Any]:
+        async def body(client: Any) -> list[Any]:
+            results = []
+            for call in range(calls):
+                kind = call % 4
+                if kind == 0:
+                    arguments = {"name": f"n-{index}-{call}", "type": "project", "description": f"note {index}"}
+                    results.append(await client.call_tool("memory_save", arguments))
+                elif kind == 1:
+                    results.append(await client.call_tool("memory_recall", {"query": f"note {index}"}))
+                elif kind == 2:
+                    row = {"client": index, "call": call}
+                    results.append(await client.call_tool("table_add_rows", {"table": "load", "rows": [row]}))
+                else:
+                    results.append(await client.call_tool("table_filter", {"tables": ["load"], "limit": 5}))
+            return results
+
+        return await client_session(server.url, users["alice"], body)
+
+    async def main() -> list[list[Any]]:
+        async def create(client: Any) -> Any:
+            return await client.call_tool("table_create", {"name": "load", "columns": {"client": "int", "call": "int"}})
+
+        answer(await client_session(server.url, users["alice"], create))
+        return await asyncio.gather(*(one(index) for index in range(clients)))
+
+    everything = asyncio.run(main())
+    errors = [result.content[0].text for results in everything for result in results if result.is_error]
+    assert errors == []
+    saved = {path.stem for path in (vault.root / "memory/alice").glob("n-*.md")}
+    assert saved == {f"n-{i}-{c}" for i in range(clients) for c in range(calls) if c % 4 == 0}
+    lines = (vault.root / "tables/personal/alice/load.csv").read_text().splitlines()
+    keys = [line.split(",")[0] for line in lines[1:]]
+    assert len(keys) == len(set(keys)) == clients * len([c for c in range(calls) if c % 4 == 2])
+
+
+def test_the_command_line_refuses_what_http_cannot_mean(env: dict[str, str]) -> None:
+    for args, words in [
+        (["mcp", "--http", "not-a-port"], "--http takes [HOST:]PORT"),
+        (["--user", "bob", "mcp", "--http", "8765"], "each request's token fixes its user"),
+        (["mcp", "--allow-host", "x"], "go with --http"),
+    ]:
+        done = run_in_process(*args, env=env)
+        assert done.returncode == 2, (args, done.stderr)
+        assert words in done.stderr.decode(), done.stderr
+
+
+def test_a_stopped_server_exits_cleanly(server: HttpServer) -> None:
+    log = server.stop()
+    assert wait_for(lambda: server.process.poll() is not None)
+    assert "Traceback" not in log, log
+
+
+def test_tokens_are_kept_only_as_hashes_outside_git(vault: Vault, env: dict[str, str], users: dict[str, str]) -> None:
+    stored = (vault.root / ".aibuddy/tokens.json").read_text()
+    assert users["alice"] not in stored and users["bob"] not in stored
+    subprocess.run(["git", "init", "-q"], cwd=vault.root, check=True)
+    ignored = subprocess.run(["git", "check-ignore", "-q", ".aibuddy/tokens.json"], cwd=vault.root, check=False)
+    assert ignored.returncode == 0  # git ignores it: no clone or push carries it
