@@ -47,6 +47,7 @@ bench: install
 	$(PY) bench/bench_tasks.py
 	$(PY) bench/bench_models.py
 	$(PY) bench/bench_git.py
+	$(PY) bench/bench_mcp.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

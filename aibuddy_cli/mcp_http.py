@@ -96,11 +96,16 @@ class VaultTokens:
 
 
 def listen(address: Address) -> socket.socket:
+    """The listening socket. Its connections send without Nagle's delay (Linux passes TCP_NODELAY
+    on to them): an answer's last small segment would otherwise wait for the client's delayed
+    acknowledgement, 40 ms of every call on a kept-alive connection."""
     family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
     try:
-        return socket.create_server((address.host, address.port), family=family)
+        listening = socket.create_server((address.host, address.port), family=family)
     except OSError as error:
         raise UsageError(f"cannot listen on {address.name}:{address.port}: {error.strerror or error}") from None
+    listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return listening
 
 
 def serve_http(

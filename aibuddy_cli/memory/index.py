@@ -191,6 +191,30 @@ class MemoryIndex(CacheDB):
         with self.write():
             self._add_to_digest(sum(self._upsert(entry, record, None) for entry, record in written))
 
+    def recalls_written(self, written: Iterable[tuple[Entry, MemoryRecord, Entry]]) -> None:
+        """records_written for recalls: (entry as written, record, entry as read). Where the index
+        row describes the very bytes the recall read, only telemetry changed: the row's file
+        fields, recency and counts are updated and its searchable text is kept (nothing to
+        tokenize again); otherwise (a hand edit the index has not seen yet) the whole row."""
+        with self.write():
+            delta = 0
+            for entry, record, read in written:
+                name = entry.name[: -len(".md")]
+                row = self.db.execute(
+                    "SELECT key, mtime_ns, ctime_ns, size FROM records WHERE name = ? AND error IS NULL", (name,)
+                ).fetchone()
+                if row is None or tuple(row) != _stored(read):
+                    delta += self._upsert(entry, record, None)
+                    continue
+                stored = _stored(entry)
+                self.db.execute(
+                    "UPDATE records SET key = ?, mtime_ns = ?, ctime_ns = ?, size = ?, recency_ns = ?,"
+                    " recall_count = ?, last_recalled_at = ? WHERE name = ?",
+                    (*stored, recency_ns(record, stored[1]), record.recall_count, record.last_recalled_at, name),
+                )
+                delta += entry_hash(*entry) - entry_hash(*row)
+            self._add_to_digest(delta)
+
     def record_deleted(self, name: str) -> None:
         with self.write():
             self._add_to_digest(self._delete(name))

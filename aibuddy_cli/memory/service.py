@@ -253,9 +253,14 @@ class MemoryService:
     def _read_text(self, name: str, *, fast: bool = True) -> tuple[str, MemoryRecord]:
         """The record's text and record. fast=False (show, update: off the hot path) reads the
         header through python-frontmatter; recall keeps the YAML-free parser for start-up."""
+        text, record, _ = self._read_entry(name, fast=fast)
+        return text, record
+
+    def _read_entry(self, name: str, *, fast: bool = True) -> tuple[str, MemoryRecord, Entry]:
+        """_read_text, and the file's Entry as it was read."""
         key = self._key(name)
         try:
-            data, _ = self.store.read(key)
+            data, entry = self.store.read(key)
         except NotFound:
             raise NotFound(f"no memory record {name!r} for user {self.user}") from None
         except IsADirectoryError:
@@ -269,7 +274,7 @@ class MemoryService:
         except UnicodeDecodeError:
             raise MalformedRecord(name, "not UTF-8 text") from None
         try:
-            return text, parse_record(name, text, fast=fast)
+            return text, parse_record(name, text, fast=fast), entry
         except MergeConflict as exc:
             raise exc.located(key) from None
 
@@ -587,14 +592,14 @@ class MemoryService:
         from ..errors import as_aibuddy_error
 
         records: list[MemoryRecord] = []
-        written: list[tuple[Entry, MemoryRecord]] = []
+        written: list[tuple[Entry, MemoryRecord, Entry]] = []  # (as written, the record, as read)
         now = utc_now()
         refused = False
         try:
             with self._lock():
                 for name in names:
                     try:
-                        text, record = self._read_text(name)
+                        text, record, read = self._read_entry(name)
                     except (NotFound, MalformedRecord) as exc:
                         warnings.append(f"skipped {name}: {exc.message}")
                         continue
@@ -607,7 +612,7 @@ class MemoryService:
                                 records.append(record)
                                 continue
                             entry = self.store.write(self._key(name), edited.encode("utf-8"))
-                            written.append((entry, recalled))
+                            written.append((entry, recalled, read))
                             record = recalled
                         except OSError as exc:
                             refused = True
@@ -616,7 +621,7 @@ class MemoryService:
                     records.append(record)
                 if written and self._index is not None:
                     try:
-                        self._index.records_written(written)
+                        self._index.recalls_written(written)
                     except sqlite3.Error:
                         pass  # only a shortcut: the next refresh sees these files changed
         except Busy as exc:
