@@ -10,17 +10,18 @@ unnoticed.
 
 An answer (`Changes`) is a cursor to pass next time and the names of the files changed since the
 cursor passed this time. A cursor reads `<source>.<position>`: whoever keeps cursors (a derived
-index) keeps one per source, and passes them all; each watch takes its own. Names are None, "unknown: scan", when the folder was not watched before
-(first look, a folder deleted and made again), the kernel's queue overflowed, the cursor is
-another watch's or too old, or inotify cannot watch it (not Linux, no such folder, out of watches).
+index) keeps one per source and passes them all; each watch takes its own. Names are None,
+"unknown: scan", when the folder was not watched before (first look, a folder deleted and made
+again), the kernel's queue overflowed, the cursor is another watch's or too old, or inotify
+cannot watch it (not Linux, no such folder, out of watches).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any, NamedTuple
 
 # A folder's log of changed names is cut after this many events: cursors older than the cut get
@@ -61,7 +62,7 @@ class FolderWatch:
         self._inotify: Any = None
         self._flags: Any = None
         try:
-            from inotify_simple import INotify, flags
+            from inotify_simple import INotify, flags  # type: ignore[import-untyped]
         except (ImportError, OSError):  # not Linux: every question is answered "scan"
             return
         try:
@@ -133,8 +134,8 @@ class FolderWatch:
         gone = flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF
         for event in self._inotify.read(timeout=0):
             if event.mask & flags.Q_OVERFLOW:  # events were lost: every folder is unknown again
-                for path in list(self._logs):
-                    self._drop_watch(path)
+                for watched in list(self._logs):
+                    self._drop_watch(watched)
                 continue
             path = self._by_descriptor.get(event.wd)
             if path is None:

@@ -230,21 +230,26 @@ def install_secrets_check(root: Path) -> dict[str, Any]:
 HINT = "git does not know the aibuddy merge driver in this clone: run `aibuddy git setup` once"
 
 
+def driver_registered(root: Path) -> bool | None:
+    """Whether the git config of the clone holding root has the driver its .gitattributes names;
+    None when there is nothing to register (no such attribute, not a git clone, unreadable)."""
+    try:
+        if "merge=aibuddy" not in (root / ".gitattributes").read_text(encoding="utf-8"):
+            return None
+        git = next((p / ".git" for p in (root, *root.parents) if (p / ".git").exists()), None)
+        if git is None or not git.is_dir():
+            return None
+        return '[merge "aibuddy"]' in (git / "config").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def setup_hint(root: Path) -> str | None:
     """A one-line hint, the first time a command runs in a clone whose git config lacks the
     driver the vault's .gitattributes names (git does not copy config into a clone)."""
     try:
-        if "merge=aibuddy" not in (root / ".gitattributes").read_text(encoding="utf-8"):
-            return None
         marker = root / ".aibuddy" / "git-setup-hint"
-        if marker.exists():
-            return None
-        git = next((p / ".git" for p in (root, *root.parents) if (p / ".git").exists()), None)
-        if (
-            git is None
-            or not git.is_dir()
-            or '[merge "aibuddy"]' in (git / "config").read_text(encoding="utf-8")
-        ):
+        if marker.exists() or driver_registered(root) is not False:
             return None
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text("shown\n", encoding="utf-8")

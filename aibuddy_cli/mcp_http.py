@@ -103,7 +103,9 @@ def listen(address: Address) -> socket.socket:
     try:
         listening = socket.create_server((address.host, address.port), family=family)
     except OSError as error:
-        raise UsageError(f"cannot listen on {address.name}:{address.port}: {error.strerror or error}") from None
+        raise UsageError(
+            f"cannot listen on {address.name}:{address.port}: {error.strerror or error}"
+        ) from None
     listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return listening
 

@@ -75,7 +75,9 @@ class Server:
             from .vault import locate_vault
 
             if task is not None:
-                raise UsageError("--task serves one user's task over stdio; over HTTP each token fixes its user")
+                raise UsageError(
+                    "--task serves one user's task over stdio; over HTTP each token fixes its user"
+                )
             self.root = locate_vault(vault, environ, cwd).root
             self.vault = str(self.root)
             return
@@ -258,7 +260,7 @@ def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
     threading.Thread(target=warm, name="aibuddy-warm-litellm", daemon=True).start()
 
 
-def mcp_app(server: Server, tokens: Any = None, url: str | None = None) -> Any:
+def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -> Any:
     """The SDK's MCPServer offering server's tools, resources and prompts; tokens (an SDK
     TokenVerifier) and url (where it is served) for HTTP, where every request needs a token."""
     from mcp.server.mcpserver import MCPServer
@@ -270,10 +272,11 @@ def mcp_app(server: Server, tokens: Any = None, url: str | None = None) -> Any:
     auth: Any = None
     if tokens is not None:
         from mcp.server.auth.settings import AuthSettings
+        from pydantic import AnyHttpUrl
 
         # No authorization server: tokens come from `aibuddy token create`, so no OAuth routes
         # or protected-resource metadata are published (resource_server_url None).
-        auth = AuthSettings(issuer_url=url, resource_server_url=None)
+        auth = AuthSettings(issuer_url=AnyHttpUrl(url), resource_server_url=None)
     app = MCPServer(
         "aibuddy",
         version=__version__,

@@ -179,4 +179,3 @@ class TokenService:
                 raise NotFound(f"no token named {name!r}" + ("" if self.admin else f" of user {self.user}"))
             self._write([token for token in tokens if token.name != name])
         return Revoked(found)
-

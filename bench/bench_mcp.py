@@ -111,7 +111,10 @@ def load(url: str, secret: str, clients: int, calls: int) -> tuple[list[float], 
                 elif kind == 1:
                     name, arguments = "memory_recall", {"query": f"note {index}"}
                 elif kind == 2:
-                    name, arguments = "table_add_rows", {"table": "load", "rows": [{"client": index, "call": call}]}
+                    name, arguments = (
+                        "table_add_rows",
+                        {"table": "load", "rows": [{"client": index, "call": call}]},
+                    )
                 else:
                     name, arguments = "table_filter", {"tables": ["load"], "filter": f"client == {index}"}
                 started = time.perf_counter()
@@ -125,7 +128,9 @@ def load(url: str, secret: str, clients: int, calls: int) -> tuple[list[float], 
 
     async def main() -> list[tuple[list[float], list[str]]]:
         async def create(client: Any) -> Any:
-            return await client.call_tool("table_create", {"name": "load", "columns": {"client": "int", "call": "int"}})
+            return await client.call_tool(
+                "table_create", {"name": "load", "columns": {"client": "int", "call": "int"}}
+            )
 
         await with_http(url, secret, create)
         return await asyncio.gather(*(one(index) for index in range(clients)))
@@ -151,13 +156,17 @@ def main() -> None:
     stdio = asyncio.run(with_stdio(env, recall_timings(args.calls)))
     server = HttpServer(env)
     try:
-        http = asyncio.run(with_http(server.url, token(env, f"bench-{os.getpid()}"), recall_timings(args.calls)))
+        http = asyncio.run(
+            with_http(server.url, token(env, f"bench-{os.getpid()}"), recall_timings(args.calls))
+        )
     finally:
         server.stop()
 
     scratch = Path(tempfile.mkdtemp(prefix="aibuddy-bench-mcp-"))
     try:
-        subprocess.run([str(AIBUDDY), "--user", "bench", "init", str(scratch)], check=True, capture_output=True)
+        subprocess.run(
+            [str(AIBUDDY), "--user", "bench", "init", str(scratch)], check=True, capture_output=True
+        )
         load_env = {**base, "AIBUDDY_VAULT": str(scratch), "AIBUDDY_USER": "bench", "AIBUDDY_WORKER": "0"}
         server = HttpServer(load_env)
         started = time.perf_counter()
@@ -180,12 +189,26 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for query in (EN_QUERY, ZH_QUERY):
         a, b = stdio[query], http[query]
-        cells = [ms(statistics.median(a)), ms(percentile(a, 0.99)), ms(statistics.median(b)), ms(percentile(b, 0.99))]
+        cells = [
+            ms(statistics.median(a)),
+            ms(percentile(a, 0.99)),
+            ms(statistics.median(b)),
+            ms(percentile(b, 0.99)),
+        ]
         print(f"| {query} | " + " | ".join(cells) + " |")
     worst = max(statistics.median(values) for values in [*stdio.values(), *http.values()])
-    print(f"\n- median under 10 ms on both transports: worst median {ms(worst)} — {'PASS' if worst < 0.010 else 'FAIL'}")
-    print(f"\nHTTP load: {args.clients} clients x {args.client_calls} calls (recall, save, table add, filter):\n")
-    print(f"- calls: {len(times)} in {wall:.1f} s; median {ms(statistics.median(times))}, p99 {ms(percentile(times, 0.99))}")
+    print(
+        f"\n- median under 10 ms on both transports: worst median {ms(worst)} — "
+        + ("PASS" if worst < 0.010 else "FAIL")
+    )
+    print(
+        f"\nHTTP load: {args.clients} clients x {args.client_calls} calls"
+        " (recall, save, table add, filter):\n"
+    )
+    print(
+        f"- calls: {len(times)} in {wall:.1f} s; median {ms(statistics.median(times))},"
+        f" p99 {ms(percentile(times, 0.99))}"
+    )
     print(f"- errors: {len(errors)}" + (f" (first: {errors[0]})" if errors else ""))
     print(f"- saves kept: {len(saves & wanted)} of {len(wanted)}; rows added: {len(keys)} of {added}, "
           f"{len(keys) - len(set(keys))} key(s) given twice")  # fmt: skip

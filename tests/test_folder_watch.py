@@ -34,7 +34,9 @@ def watch() -> Any:
 
 def record_text(name: str, description: str, body: str = "") -> str:
     stamp = "2026-01-01T00:00:00Z"
-    record = MemoryRecord(name=name, description=description, type="user", body=body, created=stamp, updated=stamp)
+    record = MemoryRecord(
+        name=name, description=description, type="user", body=body, created=stamp, updated=stamp
+    )
     return render_record(record)
 
 

@@ -607,6 +607,8 @@ PINNED: dict[str, Any] = {
         "moved": [],
         "skipped": [],
         "dry_run": "*",
+        "checks": [{"name": "*", "ok": "*", "detail": "*"}],
+        "ok": "*",
     },
     "memory clear": {"user": "*", "removed": ["*"], "not_removed": []},
     "table create": {

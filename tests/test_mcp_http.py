@@ -74,7 +74,9 @@ def with_client(url: str, token: str, body: Callable[[Any], Awaitable[Any]], mod
     return asyncio.run(main())
 
 
-async def client_session(url: str, token: str, body: Callable[[Any], Awaitable[Any]], mode: str = "auto") -> Any:
+async def client_session(
+    url: str, token: str, body: Callable[[Any], Awaitable[Any]], mode: str = "auto"
+) -> Any:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -143,7 +145,9 @@ def test_a_token_for_bob_never_reads_alices_memory(server: HttpServer, users: di
     seen = with_client(server.url, users["bob"], bob)
     assert seen["listed"]["user"] == "bob" and seen["listed"]["records"] == []
     assert seen["recalled"]["records"] == []
-    assert seen["shown"].is_error and "no memory record 'salary' for user bob" in seen["shown"].content[0].text
+    assert (
+        seen["shown"].is_error and "no memory record 'salary' for user bob" in seen["shown"].content[0].text
+    )
     assert "salary" not in seen["manifest"].contents[0].text
 
 
@@ -158,7 +162,9 @@ def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
     assert status == 401 and "invalid_token" in text
     assert not list(vault.root.glob("memory/*/intruder.md"))
     # The other token still works: a revocation is of one token.
-    status, text = post(server.url, SAVE, authorization=f"Bearer {users['bob']}", **{"mcp-protocol-version": "2025-06-18"})
+    status, text = post(
+        server.url, SAVE, authorization=f"Bearer {users['bob']}", **{"mcp-protocol-version": "2025-06-18"}
+    )
     assert status == 200 and '"isError":true' not in text.replace(" ", "")
     assert (vault.root / "memory/bob/intruder.md").is_file()
 
@@ -166,7 +172,9 @@ def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
 def test_host_and_origin_are_checked_against_the_allow_list(
     aibuddy_exe: list[str], env: dict[str, str], users: dict[str, str]
 ) -> None:
-    served = HttpServer(aibuddy_exe, env, "--allow-host", "buddy.internal", "--allow-origin", "https://app.example")
+    served = HttpServer(
+        aibuddy_exe, env, "--allow-host", "buddy.internal", "--allow-origin", "https://app.example"
+    )
     try:
         bearer = {"authorization": f"Bearer {users['alice']}", "mcp-protocol-version": "2025-06-18"}
         listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -192,7 +200,11 @@ def test_many_clients_at_once_lose_no_write(server: HttpServer, users: dict[str,
             for call in range(calls):
                 kind = call % 4
                 if kind == 0:
-                    arguments = {"name": f"n-{index}-{call}", "type": "project", "description": f"note {index}"}
+                    arguments = {
+                        "name": f"n-{index}-{call}",
+                        "type": "project",
+                        "description": f"note {index}",
+                    }
                     results.append(await client.call_tool("memory_save", arguments))
                 elif kind == 1:
                     results.append(await client.call_tool("memory_recall", {"query": f"note {index}"}))
@@ -207,7 +219,9 @@ def test_many_clients_at_once_lose_no_write(server: HttpServer, users: dict[str,
 
     async def main() -> list[list[Any]]:
         async def create(client: Any) -> Any:
-            return await client.call_tool("table_create", {"name": "load", "columns": {"client": "int", "call": "int"}})
+            return await client.call_tool(
+                "table_create", {"name": "load", "columns": {"client": "int", "call": "int"}}
+            )
 
         answer(await client_session(server.url, users["alice"], create))
         return await asyncio.gather(*(one(index) for index in range(clients)))
@@ -239,9 +253,13 @@ def test_a_stopped_server_exits_cleanly(server: HttpServer) -> None:
     assert "Traceback" not in log, log
 
 
-def test_tokens_are_kept_only_as_hashes_outside_git(vault: Vault, env: dict[str, str], users: dict[str, str]) -> None:
+def test_tokens_are_kept_only_as_hashes_outside_git(
+    vault: Vault, env: dict[str, str], users: dict[str, str]
+) -> None:
     stored = (vault.root / ".aibuddy/tokens.json").read_text()
     assert users["alice"] not in stored and users["bob"] not in stored
     subprocess.run(["git", "init", "-q"], cwd=vault.root, check=True)
-    ignored = subprocess.run(["git", "check-ignore", "-q", ".aibuddy/tokens.json"], cwd=vault.root, check=False)
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", ".aibuddy/tokens.json"], cwd=vault.root, check=False
+    )
     assert ignored.returncode == 0  # git ignores it: no clone or push carries it

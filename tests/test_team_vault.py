@@ -45,10 +45,15 @@ def commit_all(repo: Path, message: str, env: dict[str, str], *, hooks: bool = F
 
 def run(exe: list[str], clone: Path, env: dict[str, str], *args: str) -> dict:
     """A command in clone, in this process (the entry point a child runs; a child each cost this
-    file half a minute): git and what git starts stay real processes."""
+    file half a minute): git and what git starts stay real processes. `doctor`'s checks may find
+    only that the clone's git lacks the merge driver (these clones skip `git setup`) and that a
+    record written by hand here is not a whole one."""
     result = run_in_process("--vault", str(clone), *args, "--json", env=env)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    document = json.loads(result.stdout) if result.stdout else {}
+    failed = [check["name"] for check in document.get("checks", []) if not check["ok"]]
+    assert result.returncode == (4 if failed else 0), result.stderr
+    assert set(failed) <= {"merge driver", "memory records"}, failed
+    return document
 
 
 def personal_keys(tree: list[str]) -> list[str]:

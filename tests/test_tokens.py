@@ -27,7 +27,12 @@ def test_a_token_is_printed_once_alone_and_kept_as_its_hash(vault: Vault, env: d
     assert "demo-1" in err and "shown this once" in err
     stored = json.loads((vault.root / ".aibuddy/tokens.json").read_text())
     assert stored["tokens"] == [
-        {"name": "demo-1", "user": "demo", "created": stored["tokens"][0]["created"], "sha256": digest(secret)}
+        {
+            "name": "demo-1",
+            "user": "demo",
+            "created": stored["tokens"][0]["created"],
+            "sha256": digest(secret),
+        }
     ]
     code, out, _ = token(env, "list", "--json")
     assert code == 0 and json.loads(out)["tokens"][0]["name"] == "demo-1" and secret not in out

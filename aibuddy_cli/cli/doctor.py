@@ -1,13 +1,16 @@
-"""`aibuddy doctor`: where a team vault keeps each person's files, and moving them out of the
-shared folder; and what `aibuddy git setup` adds in a team vault."""
+"""`aibuddy doctor`: whether the vault is ready to work (health.py), where a team vault keeps each
+person's files and moving them out of the shared folder; and what `aibuddy git setup` adds in a
+team vault."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..errors import Aborted, UsageError
+from ..config import CONFIG_FILE
+from ..errors import Aborted, ExitCode, UsageError
 from . import output
 from .context import AppState, state_of, stdin_is_terminal
 
@@ -41,8 +44,10 @@ def doctor(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
     json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
-    """In a team vault: where your personal files live, and which are still in the shared folder."""
-    from .. import team
+    """Whether this vault is ready to work: the vault and user found, the configuration, git's merge
+    driver, each model role, the worker, the indexes and the records, one line each (exit 4 when
+    one fails); in a team vault, where your personal files live."""
+    from .. import health, team
 
     state = state_of(ctx, json)
     session = session_reporting_itself(state)
@@ -59,8 +64,29 @@ def doctor(
             if not typer.confirm(question, default=False, err=True):  # stdout may be JSON
                 raise Aborted("nothing moved")
     report = team.doctor(session.vault, session.user, session.environ, move=move, dry_run=dry_run)
-    text = "\n".join(report.lines())
-    output.render(state.json, report.to_json, lambda: text, lambda: output.emit_text(text))
+    found = health.checks(session, _vault_from(state), _user_from(state, session))
+    healthy = all(check.ok for check in found)
+    text = "\n".join([*(check.line() for check in found), *report.lines()])
+    document = {**report.to_json(), "checks": [check.to_json() for check in found], "ok": healthy}
+    output.render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
+    if not healthy:
+        raise typer.Exit(ExitCode.CONFLICT)
+
+
+def _vault_from(state: AppState) -> str:
+    if state.vault_option is not None:
+        return "from --vault"
+    if state.environ.get("AIBUDDY_VAULT"):
+        return "from AIBUDDY_VAULT"
+    return f"the nearest {CONFIG_FILE} above {Path.cwd()}"
+
+
+def _user_from(state: AppState, session: Session) -> str:
+    if state.user_option is not None:
+        return "from --user"
+    if state.environ.get("AIBUDDY_USER"):
+        return "from AIBUDDY_USER"
+    return f"default_user in {CONFIG_FILE}"
 
 
 def team_setup(state: AppState) -> tuple[dict[str, Any], list[str]]:

@@ -33,7 +33,10 @@ def mcp(
         "request needs a bearer token (aibuddy token create), which fixes its user.",
     ),
     allow_host: list[str] = typer.Option(
-        [], "--allow-host", metavar="NAME[:PORT]", help="With --http: a Host clients may use besides loopback."
+        [],
+        "--allow-host",
+        metavar="NAME[:PORT]",
+        help="With --http: a Host clients may use besides loopback.",
     ),
     allow_origin: list[str] = typer.Option(
         [], "--allow-origin", metavar="URL", help="With --http: a browser Origin to accept (none by default)."

@@ -127,11 +127,13 @@ class MemoryIndex(CacheDB):
     def _keep_cursor(self, cursor: str | None) -> None:
         if cursor is not None:
             self.db.execute(
-                "INSERT OR REPLACE INTO cursors (watch, cursor) VALUES (?, ?)", (cursor_source(cursor), cursor)
+                "INSERT OR REPLACE INTO cursors (watch, cursor) VALUES (?, ?)",
+                (cursor_source(cursor), cursor),
             )
             # Servers that ended left theirs: keep the latest few.
             self.db.execute(
-                "DELETE FROM cursors WHERE rowid NOT IN (SELECT rowid FROM cursors ORDER BY rowid DESC LIMIT 16)"
+                "DELETE FROM cursors WHERE rowid NOT IN"
+                " (SELECT rowid FROM cursors ORDER BY rowid DESC LIMIT 16)"
             )
 
     def refresh_changed(
@@ -141,14 +143,18 @@ class MemoryIndex(CacheDB):
         is gone), the only files changed since the index last saw the folder; then keep cursor."""
         wanted = dict(zip(names, entries, strict=True))
         stored = {
-            name: self.db.execute("SELECT mtime_ns, ctime_ns, size FROM records WHERE name = ?", (name,)).fetchone()
+            name: self.db.execute(
+                "SELECT mtime_ns, ctime_ns, size FROM records WHERE name = ?", (name,)
+            ).fetchone()
             for name in wanted
         }
         changed = [entry for name, entry in wanted.items() if entry and stored[name] != _stored(entry)[1:]]
         removed = [name for name, entry in wanted.items() if entry is None and stored[name] is not None]
         self._apply(changed, removed, [load(entry) for entry in changed], cursor)
 
-    def refresh(self, entries: list[Entry], load: Callable[[Entry], Loaded], cursor: str | None = None) -> None:
+    def refresh(
+        self, entries: list[Entry], load: Callable[[Entry], Loaded], cursor: str | None = None
+    ) -> None:
         """Bring the index in line with the folder listing `entries`; then keep cursor (the
         watch's, when the listing was made after it was given).
 
@@ -171,7 +177,9 @@ class MemoryIndex(CacheDB):
         removed = [name for name in seen if name not in current]
         self._apply(changed, removed, [load(entry) for entry in changed], cursor)
 
-    def _apply(self, changed: list[Entry], removed: list[str], loaded: list[Loaded], cursor: str | None) -> None:
+    def _apply(
+        self, changed: list[Entry], removed: list[str], loaded: list[Loaded], cursor: str | None
+    ) -> None:
         with self.write():
             delta = sum(self._delete(name) for name in removed)
             for entry, outcome in zip(changed, loaded, strict=True):
@@ -201,7 +209,8 @@ class MemoryIndex(CacheDB):
             for entry, record, read in written:
                 name = entry.name[: -len(".md")]
                 row = self.db.execute(
-                    "SELECT key, mtime_ns, ctime_ns, size FROM records WHERE name = ? AND error IS NULL", (name,)
+                    "SELECT key, mtime_ns, ctime_ns, size FROM records WHERE name = ? AND error IS NULL",
+                    (name,),
                 ).fetchone()
                 if row is None or tuple(row) != _stored(read):
                     delta += self._upsert(entry, record, None)
@@ -210,7 +219,13 @@ class MemoryIndex(CacheDB):
                 self.db.execute(
                     "UPDATE records SET key = ?, mtime_ns = ?, ctime_ns = ?, size = ?, recency_ns = ?,"
                     " recall_count = ?, last_recalled_at = ? WHERE name = ?",
-                    (*stored, recency_ns(record, stored[1]), record.recall_count, record.last_recalled_at, name),
+                    (
+                        *stored,
+                        recency_ns(record, stored[1]),
+                        record.recall_count,
+                        record.last_recalled_at,
+                        name,
+                    ),
                 )
                 delta += entry_hash(*entry) - entry_hash(*row)
             self._add_to_digest(delta)
@@ -284,7 +299,6 @@ class MemoryIndex(CacheDB):
         counted = "SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH ? LIMIT ?)"
         rare = [term for term in terms if self.db.execute(counted, (term, half + 1)).fetchone()[0] <= half]
         return rare or terms
-
 
     _COLUMNS = (
         "name, description, type, provenance, created, updated, recall_count, last_recalled_at, recency_ns"
