@@ -82,7 +82,8 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
         # vault, and the shape of its answer.
         for name, tool in tools.items():
             op, hint = offered[name], tool.annotations
-            assert hint.title == op.summary and hint.open_world_hint is False, name
+            assert tool.title == hint.title == op.title and hint.open_world_hint is False, name
+            assert "--" not in tool.title + tool.description, name  # the tools' terms, not flags
             assert (hint.read_only_hint, hint.destructive_hint) == (op.read_only, op.destructive), name
             assert hint.idempotent_hint == op.idempotent, name
             published = dict(tool.output_schema)

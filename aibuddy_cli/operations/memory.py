@@ -137,7 +137,16 @@ class RecordShown(NamedTuple):
         return {**self.record.to_json(), "history": self.history}
 
 
-@operation("memory", "show", uses="memory", effect=Effect.READ, idempotent=True, tools={"mcp": "memory_show"})
+@operation(
+    "memory",
+    "show",
+    uses="memory",
+    effect=Effect.READ,
+    idempotent=True,
+    tools={"mcp": "memory_show"},
+    tool_help="One record with its body and telemetry; `history`: what automatic memory replaced in "
+    "it, newest first (reading a record does not count as a recall).",
+)
 def show(memory: MemoryService, name: Annotated[str, Arg("The record to show.")]) -> RecordShown:
     """Show one record with its body and telemetry (does not count as a recall); --json adds
     `history`, what automatic memory replaced, newest first.

@@ -146,6 +146,14 @@ class Operation(NamedTuple):
         return self.tool_help or self.summary
 
     @property
+    def title(self) -> str:
+        """What a client shows as its name: the description's first clause."""
+        first = self.description.split(". ", 1)[0].split("; ", 1)[0].removesuffix(".")
+        if first.count("(") > first.count(")"):  # cut inside a parenthesis: leave it out
+            first = first.rsplit(" (", 1)[0]
+        return first
+
+    @property
     def read_only(self) -> bool:
         return self.effect is Effect.READ
 
