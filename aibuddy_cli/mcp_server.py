@@ -287,8 +287,8 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
     )
     for op in server.operations():
         tool = server.tool(op)
-        annotations = tool_annotations(op)
-        app.add_tool(tool, name=tool.__name__, title=op.title, annotations=annotations, structured_output=False)
+        hints = tool_annotations(op)
+        app.add_tool(tool, name=tool.__name__, title=op.title, annotations=hints, structured_output=False)
         # The schema derived from the result type, published as is (the SDK reads it live; the
         # result's document is checked against it by the JSON contract tests, not on every call).
         published = app._tool_manager.get_tool(tool.__name__)  # noqa: SLF001
