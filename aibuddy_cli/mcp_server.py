@@ -1,4 +1,5 @@
-"""`aibuddy mcp`: the Model Context Protocol server on stdio (the official `mcp` SDK).
+"""`aibuddy mcp`: the Model Context Protocol server (the official `mcp` SDK), on stdio here and on
+streamable HTTP through mcp_http.py.
 
 Tools: the registry's `mcp` operations (operations/*.py), every one a model may use: memory
 (`memory_save`, `memory_recall`, …; no tool clears memory), tables with and without a second
@@ -8,11 +9,12 @@ and extraction), and `knowledge_ask` (only when the server's task has attached, 
 documents: the main agent never gets the low-level document tools). Their arguments,
 descriptions, annotations and output schemas come from the registry; each answers with the
 `to_json()` of the same result type the CLI prints with `--json`, as text and as structured
-content. The vault and the user are fixed when the server starts, and so is knowledge_ask's task:
-no tool argument can name another user.
+content. The vault and the user are fixed when the server starts (over HTTP the user is each
+request's token's), and so is knowledge_ask's task: no tool argument can name another user.
 
-Each call opens its own Session (services and SQLite handles are per thread), so concurrent calls
-share nothing mutable but the vault's locks. Whatever a call raises is a tool error (`isError`),
+Each worker thread keeps its own Session per user (services and SQLite handles are per thread),
+so concurrent calls share nothing mutable but the vault's locks, and a call pays no connect; the
+FolderWatch tells the memory index what changed since the last call instead of a folder scan. Whatever a call raises is a tool error (`isError`),
 never an exception the SDK would answer with "Error executing tool" and a traceback: its text is
 the CLI's error document (`{"error": {"code", "message"}}`), the message in the tools' terms
 (`errors.tool_words`: "use the memory_update tool", not a command line); the next call works.

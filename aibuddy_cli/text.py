@@ -84,12 +84,6 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
-def fts_query(query: str) -> str | None:
-    """An FTS5 MATCH expression ORing the query's terms; None if nothing is searchable."""
-    terms = query_terms(query)
-    return " OR ".join(terms) if terms else None
-
-
 def shorten(text: str, limit: int) -> str:
     """text cut to at most limit characters, an ellipsis marking the cut (model echoes, digests)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

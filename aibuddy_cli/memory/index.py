@@ -55,7 +55,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
 
 
 _LARGEST = (1 << 63) - 1
-
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
