@@ -206,6 +206,14 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     if split is None:
         return None
     options, rest = split
+    if rest == ["hook", "claude-code"]:  # a coding agent waits on every event: no Typer, no Rich
+        import os
+        import sys
+
+        from .hooks import run_claude_code
+
+        vault, user = options.get("vault"), options.get("user")
+        return run_claude_code(vault, user, sys.stdin.buffer, stdout, stderr, os.environ)
     op = _fast_operation(rest)
     route = None if op is None else route_of(op)
     if op is None or route is None:

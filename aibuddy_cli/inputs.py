@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from .errors import InvalidInput, NotFound
 
@@ -31,3 +31,27 @@ def read_bounded(source: str, limit: int, stdin: BinaryIO, *, name: str, too_lar
     if len(data) > limit:
         raise InvalidInput(too_large)
     return data
+
+
+TRANSCRIPT_LIMIT = 8 * 1024 * 1024
+
+
+class Transcript(NamedTuple):
+    source: str  # the file, or "-" for standard input
+    lines: list[str]
+
+
+def read_transcript_file(transcript: str) -> Transcript:
+    """A transcript's lines (`--transcript FILE|-`), read in a bounded way: at most
+    TRANSCRIPT_LIMIT + 1 bytes, so a huge file, /dev/zero or an endless pipe is refused instead
+    of filling memory."""
+    import sys
+
+    source = "standard input" if transcript == "-" else f"transcript {transcript}"
+    too_large = f"{source} is larger than 8 MiB: pass only the latest turns"
+    data = read_bounded(transcript, TRANSCRIPT_LIMIT, sys.stdin.buffer, name=source, too_large=too_large)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{source} is not UTF-8 text") from None
+    return Transcript(transcript, text.split("\n"))

@@ -14,8 +14,9 @@ request's token's), and so is knowledge_ask's task: no tool argument can name an
 
 Each worker thread keeps its own Session per user (services and SQLite handles are per thread),
 so concurrent calls share nothing mutable but the vault's locks, and a call pays no connect; the
-FolderWatch tells the memory index what changed since the last call instead of a folder scan. Whatever a call raises is a tool error (`isError`),
-never an exception the SDK would answer with "Error executing tool" and a traceback: its text is
+FolderWatch tells the memory index what changed since the last call instead of a folder scan.
+Whatever a call raises is a tool error (`isError`), never an exception the SDK would answer with
+"Error executing tool" and a traceback: its text is
 the CLI's error document (`{"error": {"code", "message"}}`), the message in the tools' terms
 (`errors.tool_words`: "use the memory_update tool", not a command line); the next call works.
 A line that is no readable message is answered too (mcp_stdio). The process stays up, so litellm

@@ -23,7 +23,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aibuddy_cli"
 
 # Top first. A name is a module or a package (all of its modules).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("front ends", ("__main__", "cli", "fastpath", "mcp_server", "mcp_resources", "mcp_stdio", "mcp_http")),
+    ("front ends", ("__main__", "cli", "fastpath", "mcp_server", "mcp_resources", "mcp_stdio", "mcp_http",
+                    "hooks")),
     # The registry of operations, from which the front ends are derived, and the model loops
     # whose tools are operations (each loop offers operations of the registry as its tools).
     ("operations", ("operations", "tables.loops", "tables.tools", "knowledge.ask")),
@@ -36,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundations", ("vault", "config", "storage", "composed", "cache_db", "background", "scan",
                      "redaction", "merging", "conflict_markers", "gitfiles", "inputs", "names",
                      "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch",
-                     "")),  # fmt: skip  ("": __init__)
+                     "transcripts", "hook_settings", "")),  # fmt: skip  ("": __init__)
 )
 
 # Imports up a floor that are known and on their way out, (importer, imported): the test passes

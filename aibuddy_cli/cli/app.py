@@ -22,7 +22,9 @@ from .context import AppState
 # and built when a command line names it, once a process: `aibuddy memory save` builds the memory
 # group only (importing and building them all costs a tenth of a second of start-up), and a process
 # that runs many commands (the tests) does not rebuild sixty of them each time.
-COMMANDS = ("scan", "doctor", "init", "mcp", "token", "memory", "kb", "task", "table", "worker", "git")
+COMMANDS = (
+    "scan", "doctor", "init", "mcp", "token", "hook", "memory", "kb", "task", "table", "worker", "git",
+)  # fmt: skip
 
 
 class RootGroup(TyperGroup):

@@ -3,7 +3,6 @@ client starts it (mcp_clients.py)."""
 
 from __future__ import annotations
 
-import difflib
 import shlex
 import sys
 from json import dumps
@@ -11,9 +10,10 @@ from pathlib import Path
 
 import typer
 
-from ..errors import Aborted, UsageError
+from ..errors import UsageError
 from . import output
-from .context import state_of, stdin_is_terminal
+from .context import state_of
+from .files import write_after_asking
 
 app = typer.Typer(
     help="Serve the Model Context Protocol on stdio (for Claude Code, Claude Desktop, Cursor, …).",
@@ -92,24 +92,8 @@ def config(
     current = found.path.read_text(encoding="utf-8") if found.path.exists() else None
     merged = found.merged(current)
     if merged != current:
-        _write(found.path, current, merged, yes)
+        write_after_asking(found.path, current, merged, yes)
     if json:
         output.emit_json({**found.to_json(), "written": merged != current})
     else:
         output.emit_text(f"wrote {found.path}" if merged != current else f"{found.path} has it already")
-
-
-def _write(path: Path, current: str | None, merged: str, yes: bool) -> None:
-    """Write another program's file: the change shown and asked first on a terminal (on stderr:
-    stdout may be JSON); without one, --yes is required."""
-    from ..storage import atomic_write
-
-    before, after = (current or "").splitlines(keepends=True), merged.splitlines(keepends=True)
-    change = "".join(difflib.unified_diff(before, after, str(path), str(path)))
-    if not yes:
-        if not stdin_is_terminal():
-            raise UsageError(f"refusing to write {path} without --yes when stdin is not a terminal")
-        typer.echo(change, err=True)
-        if not typer.confirm(f"Write {path}?", default=False, err=True):
-            raise Aborted(f"{path} was not written")
-    atomic_write(path, merged.encode("utf-8"))

@@ -77,6 +77,14 @@ def end_text(ended: Any) -> str:
     return f"closed {ended.task.id}{later}\n" + memory_output.decisions_text(ended.extraction.decisions)
 
 
+def imported_text(imported: Any) -> str:
+    document = imported.to_json()
+    return (
+        f"{imported.task}: {document['added']} message(s) added, {document['already']} already there "
+        f"({imported.reading.summary})"
+    )
+
+
 # --- one Render per task operation (cli/commands.py uses them) ----------------------------------
 
 _TASK = Render(task_text)
@@ -88,6 +96,7 @@ RENDERS = {
     "task attach": _TASK,
     "task detach": _TASK,
     "task add-message": Render(lambda r: f"{r.task} message {r.message.n} ({r.message.role})"),
+    "task import": Render(imported_text),
     "task context": Render(context_text),
     "task consolidate": Render(consolidation_text),
     "task end": Render(end_text),

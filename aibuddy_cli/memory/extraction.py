@@ -24,6 +24,7 @@ from ..clock import utc_now
 from ..errors import AibuddyError, InvalidInput, ModelError
 from ..names import validate_record_name
 from ..text import shorten
+from ..transcripts import aibuddy_tool, read_transcript
 from .cues import find_cues as cue_kinds
 from .facts import Comparison, compare
 from .records import TYPES, MemoryRecord, validate_body, validate_description
@@ -191,26 +192,16 @@ def redacting(reconcile: Reconcile) -> Reconcile:
 
 
 def parse_transcript(lines: Iterable[str]) -> tuple[list[Message], list[str]]:
-    """Messages from JSONL in the OpenAI shape; unreadable lines are reported, not guessed."""
-    messages: list[Message] = []
-    problems: list[str] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-            role = raw["role"]
-            content = raw.get("content") or ""
-            if not isinstance(role, str) or not isinstance(content, str):
-                raise TypeError("role and content must be strings")
-            calls = raw.get("tool_calls") or []
-            names = tuple(
-                str(call.get("function", {}).get("name", "")) for call in calls if isinstance(call, dict)
-            )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            problems.append(f"transcript line {number} skipped: {exc}")
-            continue
-        messages.append(Message(role, content, names))
+    """Messages from a JSONL transcript of any shape transcripts.py reads (Claude Code, Codex,
+    OpenAI chat); what no shape fits is counted and reported, never guessed."""
+    reading = read_transcript(lines)
+    messages = [
+        Message(turn.role, turn.content, tuple(call["function"]["name"] for call in turn.tool_calls or []))
+        for turn in reading.turns
+    ]
+    problems = list(reading.problems)
+    if reading.skipped > len(problems):
+        problems.append(f"{reading.skipped} transcript line(s) skipped in all")
     return messages, problems
 
 
@@ -245,7 +236,8 @@ def latest_exchange_wrote_memory(messages: list[Message]) -> bool:
     while start > 0 and messages[start - 1].role not in ("user", "system"):
         start -= 1
     return any(
-        m.role == "assistant" and MEMORY_WRITE_TOOLS.intersection(m.tool_names) for m in messages[start:end]
+        m.role == "assistant" and MEMORY_WRITE_TOOLS.intersection(map(aibuddy_tool, m.tool_names))
+        for m in messages[start:end]
     )
 
 

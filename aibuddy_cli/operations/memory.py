@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
+from ..inputs import Transcript, read_transcript_file
 from .registry import Arg, Confirm, Effect, Opt, operation
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ TYPE_HELP = "One of: user, feedback, project, reference."
 NAME_HELP = "Record name (file stem): lowercase letters, digits, - and _."
 BODY_FILE_HELP = "Read the body from a file ('-' for stdin)."
 # The largest transcript `memory extract` reads (the window needs only its last turns).
-TRANSCRIPT_LIMIT = 8 * 1024 * 1024
 
 
 def read_body(path: str) -> str:
@@ -235,27 +235,6 @@ def clear(memory: MemoryService) -> Cleared:
     return cleared
 
 
-class Transcript(NamedTuple):
-    source: str  # the file, or "-" for standard input
-    lines: list[str]
-
-
-def read_transcript(transcript: str) -> Transcript:
-    """The transcript's lines, read in a bounded way: at most TRANSCRIPT_LIMIT + 1 bytes, so a
-    huge file, /dev/zero or an endless pipe is refused instead of filling memory."""
-    from ..errors import InvalidInput
-    from ..inputs import read_bounded
-
-    source = "standard input" if transcript == "-" else f"transcript {transcript}"
-    too_large = f"{source} is larger than 8 MiB: pass only the latest turns"
-    data = read_bounded(transcript, TRANSCRIPT_LIMIT, sys.stdin.buffer, name=source, too_large=too_large)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{source} is not UTF-8 text") from None
-    return Transcript(transcript, text.split("\n"))
-
-
 @operation("memory", "extract", uses="memory", effect=Effect.WRITE, model=False)
 def extract(
     memory: MemoryService,
@@ -263,9 +242,9 @@ def extract(
         Transcript,
         Opt(
             "--transcript",
-            help="JSONL of {role, content, tool_calls?} messages, at most 8 MiB ('-' reads stdin).",
+            help="A JSONL transcript (Claude Code, Codex or OpenAI chat), at most 8 MiB ('-' reads stdin).",
             cli_type=str,
-            parse=read_transcript,
+            parse=read_transcript_file,
         ),
     ],
     dry_run: Annotated[bool, Opt("--dry-run", help="Print the decisions; write nothing.")] = False,

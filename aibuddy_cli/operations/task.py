@@ -5,8 +5,9 @@ checks the documents."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypedDict
 
+from ..inputs import Transcript, read_transcript_file
 from .registry import Arg, Effect, Opt, operation
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from ..tasks.context import ContextAssembler, TaskContext
     from ..tasks.ending import TaskEnd
     from ..tasks.service import Task, TaskList, TaskMessage, TaskMessageJson, TaskService
+    from ..transcripts import Reading
 
 TaskId = Annotated[str, Arg()]
 Docs = Annotated[list[str], Arg()]
@@ -103,6 +105,74 @@ def add_message(
     message = session.tasks.add_message(task, role, text, tool_calls)
     session.consolidation.after_message(task, message)  # a background pass when a chunk is complete
     return MessageAdded(task, message)
+
+
+class ImportedJson(TypedDict):
+    task: str
+    added: int
+    already: int
+    turns: int
+    shapes: dict[str, int]
+    ignored: int
+    skipped: int
+    problems: list[str]
+
+
+class Imported(NamedTuple):
+    """`task import`: what the transcript held and what of it was new to the task."""
+
+    task: str
+    added: list[TaskMessage]
+    reading: Reading
+
+    def to_json(self) -> ImportedJson:
+        reading = self.reading
+        return {
+            "task": self.task,
+            "added": len(self.added),
+            "already": len(reading.turns) - len(self.added),
+            "turns": len(reading.turns),
+            "shapes": reading.shapes,
+            "ignored": reading.ignored,
+            "skipped": reading.skipped,
+            "problems": reading.problems,
+        }
+
+
+def import_turns(session: Session, task: str, reading: Reading) -> Imported:
+    """reading's turns as the task's messages (those it has already skipped), then consolidation
+    when they complete a chunk: what `task import` and the coding-agent hooks share."""
+    from ..tasks.service import NewMessage
+
+    new = [NewMessage(t.role, t.content, t.tool_calls, t.source_id) for t in reading.turns]
+    added = session.tasks.add_messages(task, new)
+    if added:
+        session.consolidation.after_message(task, added[-1])  # a background pass per complete chunk
+    return Imported(task, added, reading)
+
+
+@operation("task", "import", uses="", effect=Effect.WRITE, model=False)
+def import_(
+    session: Session,
+    task: TaskId,
+    transcript: Annotated[
+        Transcript,
+        Opt(
+            "--transcript",
+            help="A JSONL transcript (Claude Code, Codex or OpenAI chat), at most 8 MiB ('-' reads stdin).",
+            cli_type=str,
+            parse=read_transcript_file,
+        ),
+    ],
+) -> Imported:
+    """Add an agent's transcript to a task as its messages. Turns the task has already (by the
+    transcript's own ids) are skipped, so importing a growing transcript again adds only what is
+    new; lines no known shape fits are counted and skipped."""
+    from ..transcripts import read_transcript as read_turns
+
+    reading = read_turns(transcript.lines)
+    session.tasks.warnings.extend(reading.problems)
+    return import_turns(session, task, reading)
 
 
 @operation("task", "context", uses="context", effect=Effect.READ, tools={"mcp": "task_context"})

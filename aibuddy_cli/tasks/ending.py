@@ -71,27 +71,45 @@ def end_task(
     if tasks.get(task_id).status == "closed":
         raise Conflict(f"task {task_id} is already closed")
     task = tasks.end(task_id)
+    spawn = start or _spawn(tasks, memory, ["task", "end", task_id, "--background"])
+    extraction, mode = extract_latest(tasks, memory, task_id, wait=wait, start=spawn)
+    return TaskEnd(task, extraction, mode)
+
+
+def extract_latest(
+    tasks: TaskService,
+    memory: MemoryService,
+    task_id: str,
+    *,
+    wait: bool = False,
+    start: Callable[[str], None],
+    source: str | None = None,
+) -> tuple[ExtractionResult, str]:
+    """Extraction over the task's latest turns, and whether it ran here (FOREGROUND) or runs on
+    in `start(task_id)` (BACKGROUND, when it needs the model and not `wait`). Never raises for
+    extraction itself: a failure is a warning in `tasks.warnings` and a `failed` decision."""
     warnings = tasks.warnings
+    source = source or f"task {task_id}"
     try:
         messages = _messages(tasks, task_id)
         extractor = Extractor(memory, warnings=warnings)
         if wait or not _needs_model(memory, messages):
-            return TaskEnd(task, extractor.run(messages, source=f"task {task_id}"))
+            return extractor.run(messages, source=source), FOREGROUND
         cues = find_cues(latest_window(messages))
-    except Exception as exc:  # noqa: BLE001 - extraction never stops the task from closing
-        return TaskEnd(task, _failed(warnings, exc))
+    except Exception as exc:  # noqa: BLE001 - extraction never stops the caller
+        return _failed(warnings, exc), FOREGROUND
     try:
-        (start or _spawn(tasks, memory))(task_id)
+        start(task_id)
     except Exception as exc:  # noqa: BLE001 - no background process: extract here instead
         detail = describe_failure(exc)
         warnings.append(f"extraction could not start in the background ({detail}); it ran here")
         try:
-            return TaskEnd(task, extractor.run(messages, source=f"task {task_id}"))
+            return extractor.run(messages, source=source), FOREGROUND
         except Exception as again:  # noqa: BLE001
-            return TaskEnd(task, _failed(warnings, again))
+            return _failed(warnings, again), FOREGROUND
     started = Decision("model", BACKGROUND, f"runs in the background; its decisions go to {EXTRACTION_LOG}")
     decisions = [Decision("cue", "found", ", ".join(cues)), started]
-    return TaskEnd(task, ExtractionResult(cues, decisions, [], False), BACKGROUND)
+    return ExtractionResult(cues, decisions, [], False), BACKGROUND
 
 
 def extract_ended(tasks: TaskService, memory: MemoryService, task_id: str) -> ExtractionResult:
@@ -99,9 +117,16 @@ def extract_ended(tasks: TaskService, memory: MemoryService, task_id: str) -> Ex
     background. Never raises for extraction itself (see end_task)."""
     if tasks.get(task_id).status != "closed":
         raise Conflict(f"task {task_id} is not closed: ", Operation("task end", task_id), " ends it")
+    return extract_now(tasks, memory, task_id)
+
+
+def extract_now(
+    tasks: TaskService, memory: MemoryService, task_id: str, source: str | None = None
+) -> ExtractionResult:
+    """Extraction over the task's latest turns, here and now (the model too, when one is needed)."""
     try:
         messages = _messages(tasks, task_id)
-        return Extractor(memory, warnings=tasks.warnings).run(messages, source=f"task {task_id}")
+        return Extractor(memory, warnings=tasks.warnings).run(messages, source=source or f"task {task_id}")
     except Exception as exc:  # noqa: BLE001 - the log records the failure
         return _failed(tasks.warnings, exc)
 
@@ -121,11 +146,11 @@ def _needs_model(memory: MemoryService, messages: list[Message]) -> bool:
     return ModelCall("extract", memory.vault.config.models, memory.environ).configured
 
 
-def _spawn(tasks: TaskService, memory: MemoryService) -> Callable[[str], None]:
+def _spawn(tasks: TaskService, memory: MemoryService, args: list[str]) -> Callable[[str], None]:
     def start(task_id: str) -> None:
         from ..background import spawn_aibuddy
 
-        spawn_aibuddy(tasks.vault.root, tasks.user, ["task", "end", task_id, "--background"], memory.environ)
+        spawn_aibuddy(tasks.vault.root, tasks.user, args, memory.environ)
 
     return start
 

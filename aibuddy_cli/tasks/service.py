@@ -8,7 +8,7 @@ compaction only changes what the assembled context shows).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NamedTuple, NotRequired, TypedDict
@@ -78,6 +78,16 @@ class TaskMessageJson(TypedDict):
     at: str
     attached: list[str]
     tool_calls: NotRequired[list[dict[str, Any]]]  # as the model gave them; left out when none
+    source: NotRequired[str]  # the id a transcript gave it (an import); left out when none
+
+
+class NewMessage(NamedTuple):
+    """A message to add: what `task add-message` or a transcript turn gives."""
+
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]] | None = None
+    source: str | None = None
 
 
 class TaskMessage(NamedTuple):
@@ -87,6 +97,7 @@ class TaskMessage(NamedTuple):
     at: str
     attached: list[str]  # the task's documents when the message was added
     tool_calls: list[dict[str, Any]] | None = None
+    source: str | None = None  # the id of the transcript's turn it was imported from
 
     def to_json(self) -> TaskMessageJson:
         data: TaskMessageJson = {
@@ -98,6 +109,8 @@ class TaskMessage(NamedTuple):
         }
         if self.tool_calls is not None:
             data["tool_calls"] = self.tool_calls
+        if self.source is not None:
+            data["source"] = self.source
         return data
 
     @property
@@ -228,6 +241,16 @@ class TaskService:
     def _ids(self) -> list[str]:
         return self.store.folders(self.prefix)
 
+    def ids(self) -> list[str]:
+        """The user's task ids, oldest first."""
+        return self._ids()
+
+    def set_goal(self, task_id: str, goal: str) -> Task:
+        with self.lock():
+            task = self.get(task_id)._replace(goal=goal)
+            self.save(task)
+        return task
+
     def list_tasks(self) -> list[Task]:
         tasks = []
         for task_id in self._ids():
@@ -293,21 +316,44 @@ class TaskService:
     def add_message(
         self, task_id: str, role: str, content: str, tool_calls: list[dict[str, Any]] | None = None
     ) -> TaskMessage:
-        if role not in ROLES:
-            raise InvalidInput(f"invalid role {role!r}: use {', '.join(ROLES)}")
+        return self.add_messages(task_id, [NewMessage(role, content, tool_calls)])[0]
+
+    def add_messages(self, task_id: str, new: Sequence[NewMessage]) -> list[TaskMessage]:
+        """Append messages to the task's log in one write; one whose `source` (a transcript turn's
+        id) the log holds already is not added again, so importing a transcript twice, or a
+        replayed hook event, adds nothing. Returns the messages added."""
+        for message in new:
+            if message.role not in ROLES:
+                raise InvalidInput(f"invalid role {message.role!r}: use {', '.join(ROLES)}")
         with self.lock():
             task = self.get(task_id)
             if task.status != "open":
                 raise Conflict(f"task {task_id} is closed")
             key = self._key(task_id, "messages.jsonl")
             count = task.messages if task.messages is not None else self._count_lines(key)
-            message = TaskMessage(count + 1, role, content, utc_now(), list(task.attached), tool_calls)
-            line = json.dumps(message.to_json(), ensure_ascii=False) + "\n"
+            importing = any(m.source for m in new)
+            sources = {m.source for m in self.messages(task_id) if m.source} if importing else set()
+            added: list[TaskMessage] = []
+            for message in new:
+                if message.source is not None and message.source in sources:
+                    continue
+                if message.source is not None:
+                    sources.add(message.source)
+                n = count + len(added) + 1
+                added.append(
+                    TaskMessage(
+                        n, message.role, message.content, utc_now(), list(task.attached), message.tool_calls,
+                        message.source,
+                    )
+                )  # fmt: skip
+            if not added:
+                return []
+            lines = "".join(json.dumps(m.to_json(), ensure_ascii=False) + "\n" for m in added)
             # The count first: a crash between the two writes leaves a gap in the numbers, never
             # two messages with one number. The log is appended to, never rewritten.
-            self.save(task._replace(messages=message.n, in_use=message.attached))
-            self.store.append(key, line.encode("utf-8"))
-        return message
+            self.save(task._replace(messages=added[-1].n, in_use=added[-1].attached))
+            self.store.append(key, lines.encode("utf-8"))
+        return added
 
     def messages_from_end(self, task_id: str) -> Iterator[TaskMessage]:
         """The log's readable messages, the last first; damaged lines are skipped without a

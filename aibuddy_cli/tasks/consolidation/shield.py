@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ...transcripts import aibuddy_tool
 from ..service import TaskMessage
 
 CONTACTS = "contacts"  # the personal table of the people the conversations mention
@@ -27,6 +28,7 @@ class Shield:
                 if not isinstance(function, dict):
                     continue
                 name, args = function.get("name"), _arguments(function.get("arguments"))
+                name = aibuddy_tool(name) if isinstance(name, str) else name  # mcp__aibuddy__memory_save
                 target = args.get("name")
                 if name in MEMORY_TOOLS and isinstance(target, str):
                     self.memory_written.add(target)

@@ -1,0 +1,303 @@
+"""Claude Code's hooks: an assistant's own sessions feed aibuddy, with nothing to remember to do.
+
+`aibuddy hook claude-code` reads one hook event (JSON on stdin: `hook_event_name`, `session_id`,
+`transcript_path`, `cwd`, …) and:
+
+- **SessionStart**: prints the context to inject (`hookSpecificOutput.additionalContext`): the
+  memories a lexical recall finds for the project (its folder's name and the goal of its latest
+  session), at most five, and the map of the documents attached to the session's task, within
+  CONTEXT_BUDGET characters; nothing at all when nothing matches.
+- **UserPromptSubmit, Stop, SubagentStop, PreCompact, SessionEnd**: imports the transcript lines
+  added since the last event into the task bound to the session (one task per session id, made
+  at its first import, its goal the session's first request). Turns are added by their own ids,
+  so a replayed or duplicated event adds nothing; the task's consolidation runs every
+  `[consolidation] every` messages, in the background.
+- **PreCompact and SessionEnd** also run automatic extraction over the latest three pairs (in a
+  detached process when it needs the model): what the person stated for good becomes memory.
+
+It never breaks or slows the host. No model is called while Claude Code waits (recall is lexical
+here; consolidation and extraction run detached), every failure exits 0 with its reason in
+`.aibuddy/logs/hooks.jsonl`, and it writes nothing outside the vault (the transcript is only
+read). Where the task of a session keeps its place in the transcript: `hook.json` in the task's
+folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+from .errors import InvalidInput, describe_failure
+
+AGENT = "claude-code"
+EVENT_LIMIT = 1024 * 1024  # an event is a few hundred bytes; anything past a megabyte is not one
+CONTEXT_BUDGET = 6000  # characters of additionalContext at SessionStart
+RECALLED = 5
+IMPORTING = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd"})
+EXTRACTING = frozenset({"PreCompact", "SessionEnd"})
+BINDING = "hook.json"  # in the task's folder: the session it records and its place in the transcript
+READ_LIMIT = 8 * 1024 * 1024  # one event reads at most this much new transcript
+
+
+class Event(NamedTuple):
+    name: str
+    session_id: str
+    transcript: Path | None
+    cwd: Path | None
+    raw: Mapping[str, Any]
+
+
+def parse_event(data: bytes) -> Event:
+    """The hook event; InvalidInput when it is not one."""
+    if len(data) > EVENT_LIMIT:
+        raise InvalidInput("the hook event is larger than 1 MiB")
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise InvalidInput("the hook event on stdin is not JSON") from None
+    if not isinstance(raw, dict):
+        raise InvalidInput("the hook event is not a JSON object")
+    name, session = raw.get("hook_event_name"), raw.get("session_id")
+    if not isinstance(name, str) or not name or not isinstance(session, str) or not session.strip():
+        raise InvalidInput("the hook event has no hook_event_name or session_id")
+
+    def path(key: str) -> Path | None:
+        value = raw.get(key)
+        return Path(value) if isinstance(value, str) and os.path.isabs(value) else None
+
+    return Event(name, session, path("transcript_path"), path("cwd"), raw)
+
+
+class Outcome(NamedTuple):
+    task: str | None = None
+    added: int = 0
+    context_chars: int = 0
+    extraction: str | None = None  # foreground | background, at PreCompact and SessionEnd
+    skipped_lines: int = 0
+    output: dict[str, Any] | None = None  # what the host reads on stdout
+
+
+def handle(session: Any, event: Event, spawn: Any) -> Outcome:
+    """What the event asks of aibuddy (see the module's docstring). spawn(args): start a detached
+    aibuddy for the work that may need the model."""
+    if event.name == "SessionStart":
+        return session_start(session, event)
+    if event.name not in IMPORTING:
+        return Outcome()
+    with session.store.lock(f"hook-{AGENT}-{session.user}"):  # one event of a session at a time
+        task, binding = bound_task(session, event)
+        outcome = import_new(session, event, task, binding)
+    if event.name in EXTRACTING:
+        from .tasks.ending import extract_latest
+
+        source = f"task {task} ({AGENT} {event.name})"
+        args = ["hook", AGENT, "--extract", task]
+        _, mode = extract_latest(
+            session.tasks, session.memory, task, start=lambda _: spawn(args), source=source
+        )
+        outcome = outcome._replace(extraction=mode)
+    return outcome
+
+
+# --- the session's task -------------------------------------------------------------------------
+
+
+def find_bound(session: Any, session_id: str) -> tuple[str, dict[str, Any]] | None:
+    """The task bound to the session and its binding, the newest tasks looked at first."""
+    tasks = session.tasks
+    for task_id in reversed(tasks.ids()):
+        binding = tasks.document(task_id, BINDING)
+        if binding is not None and binding.get("agent") == AGENT and binding.get("session_id") == session_id:
+            return task_id, binding
+    return None
+
+
+def bound_task(session: Any, event: Event) -> tuple[str, dict[str, Any]]:
+    found = find_bound(session, event.session_id)
+    if found is not None:
+        return found
+    project = event.cwd.name if event.cwd else "a project"
+    prompt = event.raw.get("prompt")
+    goal = prompt if isinstance(prompt, str) and prompt.strip() else f"{AGENT} session in {project}"
+    task = session.tasks.new(" ".join(goal.split())[:200])
+    binding = {
+        "agent": AGENT,
+        "session_id": event.session_id,
+        "cwd": str(event.cwd) if event.cwd else None,
+        "transcript": None,
+        "offset": 0,
+        "line": 1,
+    }
+    session.tasks.keep_document(task.id, BINDING, binding)
+    return task.id, binding
+
+
+def import_new(session: Any, event: Event, task: str, binding: dict[str, Any]) -> Outcome:
+    """The transcript's lines added since the binding's offset, as the task's messages."""
+    from .operations.task import import_turns
+    from .transcripts import read_transcript
+
+    path = event.transcript
+    if path is None:
+        return Outcome(task)
+    same = binding.get("transcript") == str(path)
+    offset = binding.get("offset", 0) if same else 0
+    line = binding.get("line", 1) if same else 1
+    lines, end, next_line = new_lines(path, offset, line, final=event.name == "SessionEnd")
+    reading = read_transcript(lines, first_line=line)
+    task_record = session.tasks.get(task)
+    added = 0
+    if reading.turns and task_record.status == "open":
+        added = len(import_turns(session, task, reading).added)
+    if task_record.goal.startswith(f"{AGENT} session in"):  # made before its first request was seen
+        first = next((t.content for t in reading.turns if t.role == "user" and t.content.strip()), None)
+        if first:
+            session.tasks.set_goal(task, " ".join(first.split())[:200])
+    session.tasks.keep_document(
+        task, BINDING, {**binding, "transcript": str(path), "offset": end, "line": next_line}
+    )
+    return Outcome(task, added, skipped_lines=reading.skipped)
+
+
+def new_lines(path: Path, offset: int, line: int, *, final: bool) -> tuple[list[str], int, int]:
+    """The whole lines of path after byte offset (all of them when final: a line cut short for
+    good is then read, and skipped as no JSON), the offset after them and the next line's number.
+    A file shorter than offset was written anew: read from its start."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size < offset:
+            offset, line = 0, 1
+        handle.seek(offset)
+        data = handle.read(min(size - offset, READ_LIMIT))
+    complete = data if final or len(data) == READ_LIMIT else data[: data.rfind(b"\n") + 1]
+    text = complete.decode("utf-8", "replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines, offset + len(complete), line + len(lines)
+
+
+# --- SessionStart ---------------------------------------------------------------------------------
+
+
+def session_start(session: Any, event: Event) -> Outcome:
+    found = find_bound(session, event.session_id)
+    task = found[0] if found else None
+    project = event.cwd.name if event.cwd else ""
+    goal = recent_goal(session, event) if task is None else session.tasks.get(task).goal
+    query = " ".join(part for part in (project, goal) if part)
+    parts: list[str] = []
+    if query.strip():
+        recalled = session.memory.recall(query, RECALLED)
+        parts += [_record_text(record) for record in recalled.records]
+    documents = session.knowledge.map(task)[0] if task is not None else []
+    text = _context(parts, documents, task)
+    if not text:
+        return Outcome(task)
+    output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    return Outcome(task, context_chars=len(text), output=output)
+
+
+def recent_goal(session: Any, event: Event) -> str:
+    """The goal of the project's latest session (a task bound to a session in the same folder)."""
+    tasks = session.tasks
+    for task_id in reversed(tasks.ids()):
+        binding = tasks.document(task_id, BINDING)
+        if binding is not None and event.cwd is not None and binding.get("cwd") == str(event.cwd):
+            return str(tasks.get(task_id).goal)
+    return ""
+
+
+def _record_text(record: Any) -> str:
+    body = record.body.strip()
+    return f"- [{record.type}] {record.name}: {record.description}" + (f"\n  {body}" if body else "")
+
+
+def _context(parts: list[str], documents: list[Any], task: str | None) -> str:
+    """The memories and the document map, cut to CONTEXT_BUDGET (a memory's body first)."""
+    sections = []
+    if parts:
+        sections.append(
+            "What aibuddy remembers for this project (recalled from the user's memory):\n" + "\n".join(parts)
+        )
+    if documents:
+        listed = "\n".join(
+            f"- {d.ref.qualified}: {d.title} ({d.section_count} sections)"
+            + (f" — {d.summary}" if d.summary else "")
+            for d in documents
+        )
+        sections.append(f"Reviewed documents attached to this session's task {task}:\n{listed}")
+    text = "\n\n".join(sections)
+    if len(text) > CONTEXT_BUDGET:
+        text = text[: CONTEXT_BUDGET - 40].rstrip() + "\n… (cut to aibuddy's context budget)"
+    return text
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def run_claude_code(
+    vault: str | None,
+    user: str | None,
+    stdin: IO[bytes],
+    stdout: IO[str],
+    stderr: IO[str],
+    environ: Mapping[str, str],
+) -> int:
+    """`aibuddy hook claude-code`: always 0 (see the module's docstring)."""
+    from .session import Session
+
+    began = time.monotonic()
+    try:
+        event = parse_event(stdin.read(EVENT_LIMIT + 1))
+    except (InvalidInput, OSError) as error:
+        stderr.write(f"aibuddy hook: {getattr(error, 'message', error)}\n")  # no vault known yet
+        return 0
+    # Recall here is lexical: the host waits on this process, and a model may take seconds.
+    quiet = {**environ, "AIBUDDY_MODEL_RECALL": "none"}
+    try:
+        session = Session.locate(vault, user, environ=quiet, cwd=event.cwd or Path.cwd())
+    except Exception as error:  # noqa: BLE001 - no vault, no user: nothing to do, nowhere to log
+        stderr.write(f"aibuddy hook: {describe_failure(error)}\n")
+        return 0
+    record: dict[str, Any] = {"agent": AGENT, "event": event.name, "session_id": event.session_id}
+    try:
+
+        def spawn(args: list[str]) -> None:
+            from .background import spawn_aibuddy
+
+            spawn_aibuddy(session.vault.root, session.user, args, environ)
+
+        outcome = handle(session, event, spawn)
+        if outcome.output is not None:
+            stdout.write(json.dumps(outcome.output, ensure_ascii=False) + "\n")
+        record.update({k: v for k, v in outcome._asdict().items() if k != "output" and v not in (None, 0)})
+        record["outcome"] = "ok"
+    except Exception as error:  # noqa: BLE001 - the host is never broken; the log says why
+        record.update({"outcome": "failed", "error": describe_failure(error)})
+    finally:
+        record["ms"] = round((time.monotonic() - began) * 1000)
+        _log(session, record)
+        session.close()
+    return 0
+
+
+def run_extraction(session: Any, task: str) -> Any:
+    """`aibuddy hook claude-code --extract T`: the detached extraction a PreCompact or SessionEnd
+    started, the model included."""
+    from .tasks.ending import extract_now
+
+    return extract_now(session.tasks, session.memory, task, source=f"task {task} ({AGENT})")
+
+
+def _log(session: Any, record: dict[str, Any]) -> None:
+    from .clock import utc_now
+
+    try:
+        session.tasks.append_log("hooks", json.dumps({"at": utc_now(), **record}, ensure_ascii=False) + "\n")
+    except Exception:  # noqa: BLE001, S110 - a log that cannot be written never breaks the host
+        pass

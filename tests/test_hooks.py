@@ -1,0 +1,309 @@
+"""`aibuddy hook claude-code`: Claude Code's own sessions feed aibuddy. Events and transcripts in
+the real shapes (entries with uuids and parents, thinking blocks, tool calls and results, a
+sidechain, metadata lines, a line cut short), a whole session scripted end to end, and the
+settings `hook install` merges and `hook uninstall` takes back out."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import in_vault, run_in_process, wait_for
+from fake_openai import FakeOpenAI
+
+from aibuddy_cli.hook_settings import installed, uninstalled
+from aibuddy_cli.vault import Vault
+
+CWD = "/home/alice/src/billing-service"
+
+
+class ClaudeCodeSession:
+    """A Claude Code transcript as Claude Code writes it: one JSON entry per line, appended."""
+
+    def __init__(self, path: Path, session_id: str | None = None) -> None:
+        self.path, self.session_id = path, session_id or str(uuid.uuid4())
+        self.parent: str | None = None
+        self.path.write_text("")
+
+    def _entry(self, kind: str, message: dict[str, Any], **extra: Any) -> str:
+        entry_id = str(uuid.uuid4())
+        entry = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": CWD,
+            "sessionId": self.session_id,
+            "version": "2.0.74",
+            "gitBranch": "main",
+            "type": kind,
+            "message": message,
+            "uuid": entry_id,
+            "timestamp": "2026-11-30T09:00:00.000Z",
+            **extra,
+        }
+        if not extra.get("isSidechain"):
+            self.parent = entry_id
+        return json.dumps(entry, ensure_ascii=False)
+
+    def append(self, *lines: str) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(line + "\n" for line in lines))
+
+    def user(self, text: str) -> str:
+        return self._entry("user", {"role": "user", "content": text})
+
+    def assistant(
+        self, text: str, *, thinking: bool = False, tool: tuple[str, dict] | None = None
+    ) -> list[str]:
+        message_id = f"msg_{uuid.uuid4().hex[:12]}"
+        lines = []
+        if thinking:
+            block = {"type": "thinking", "thinking": "Let me check.", "signature": "EqQBCkYIBxgC"}
+            lines.append(
+                self._entry("assistant", {"id": message_id, "role": "assistant", "content": [block]})
+            )
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        if tool is not None:
+            content.append(
+                {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:8]}", "name": tool[0], "input": tool[1]}
+            )
+        lines.append(self._entry("assistant", {"id": message_id, "role": "assistant", "content": content}))
+        if tool is not None:
+            result = {"type": "tool_result", "tool_use_id": content[-1]["id"], "content": "ok"}
+            lines.append(self._entry("user", {"role": "user", "content": [result]}))
+        return lines
+
+    def sidechain(self) -> str:
+        return self._entry(
+            "user", {"role": "user", "content": "grep the repo"}, isSidechain=True, agentId="ab12cd34"
+        )
+
+    def event(self, name: str, **extra: Any) -> bytes:
+        event = {
+            "session_id": self.session_id,
+            "transcript_path": str(self.path),
+            "cwd": CWD,
+            "permission_mode": "default",
+            "hook_event_name": name,
+            **extra,
+        }
+        return json.dumps(event).encode()
+
+
+def hook(env: dict[str, str], event: bytes) -> dict[str, Any] | None:
+    done = run_in_process("hook", "claude-code", env=env, input=event)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    return json.loads(done.stdout) if done.stdout.strip() else None
+
+
+def log_lines(vault: Vault) -> list[dict[str, Any]]:
+    log = vault.root / ".aibuddy/logs/hooks.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def messages(vault: Vault, task: str) -> list[dict[str, Any]]:
+    path = vault.root / f"tasks/demo/{task}/messages.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_session_end_to_end(
+    vault: Vault, cli, tmp_path: Path, warm_worker: tuple[FakeOpenAI, dict[str, str]]
+) -> None:
+    """SessionStart injects a record saved earlier; 60 messages arrive through Stop events; one
+    consolidation pass ran for the first 50; SessionEnd extracted the preference stated at the
+    end (fake model); replaying every event changes nothing."""
+    server, settings = warm_worker
+    env = in_vault(settings, vault.root, AIBUDDY_MODEL="openai/test-model", AIBUDDY_TIMEOUT="30")
+    description = "Billing service retries need idempotency keys"
+    assert (
+        cli("memory", "save", "billing-retries", "--type", "project", "--description", description).exit_code
+        == 0
+    )
+    session = ClaudeCodeSession(tmp_path / "session.jsonl")
+    events = [session.event("SessionStart", source="startup")]
+    started = hook(env, events[0])
+    assert started is not None
+    context = started["hookSpecificOutput"]
+    assert context["hookEventName"] == "SessionStart" and description in context["additionalContext"]
+
+    mark = vault.root / "tasks/demo/t1/consolidation.json"
+    server.reply_json(
+        {"summary": {"text": "Fixing double charges in the billing retry job.", "evidence": [1]}}
+    )
+    for turn in range(30):  # 60 user and assistant messages, with what Claude Code writes between
+        last = turn == 29
+        text = (
+            "From now on always use tabs, never spaces, in this repo's Python files."
+            if last
+            else f"Step {turn}: look at billing/retry.py again"
+        )
+        lines = [session.user(text)]
+        if turn % 7 == 3:
+            lines.append(session.sidechain())
+        lines += session.assistant(f"Done with step {turn}.", thinking=turn % 5 == 0)
+        session.append(*lines)
+        events.append(session.event("Stop", stop_hook_active=False))
+        hook(env, events[-1])
+        if turn == 24:  # message 50: the chunk is complete and the pass runs in the background
+            assert wait_for(lambda: mark.exists() and json.loads(mark.read_text())["last"] == 50)
+    assert len(messages(vault, "t1")) == 60
+    assert json.loads(mark.read_text())["last"] == 50  # the last 10 wait for the next chunk
+
+    server.reply_json({"candidates": [{
+        "type": "feedback", "name": "tabs-not-spaces",
+        "description": "Use tabs, never spaces, in the billing repo's Python files",
+        "body": "Stated by the user.", "salience": 0.9, "durable": True, "recoverable": False,
+    }]})  # fmt: skip
+    events.append(session.event("SessionEnd", reason="prompt_input_exit"))
+    hook(env, events[-1])
+    record = vault.root / "memory/demo/tabs-not-spaces.md"
+    assert wait_for(record.exists)
+    assert "provenance: auto" in record.read_text()
+
+    before = {
+        "messages": (vault.root / "tasks/demo/t1/messages.jsonl").read_bytes(),
+        "records": sorted(p.name for p in (vault.root / "memory/demo").glob("*.md")),
+        "consolidated": mark.read_bytes(),
+    }
+    calls = len(server.requests)
+    for event in events[1:]:  # a replay of every event, as a resumed or buggy host may send
+        hook(env, event)
+    assert (vault.root / "tasks/demo/t1/messages.jsonl").read_bytes() == before["messages"]
+    assert sorted(p.name for p in (vault.root / "memory/demo").glob("*.md")) == before["records"]
+    assert mark.read_bytes() == before["consolidated"] and len(server.requests) == calls
+    assert all(line["outcome"] == "ok" for line in log_lines(vault))
+
+
+def test_the_task_takes_only_new_turns_and_skips_what_is_not_conversation(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    fixture = Path(__file__).parent / "fixtures/transcripts/claude-code.jsonl"
+    transcript = tmp_path / "t.jsonl"
+    whole = fixture.read_bytes()
+    transcript.write_bytes(whole[: whole.index(b"\n", 9000) + 1])  # Claude Code mid-session
+    event = json.dumps({
+        "session_id": "7f3c2a10", "transcript_path": str(transcript), "cwd": CWD, "hook_event_name": "Stop",
+    }).encode()  # fmt: skip
+    hook(env, event)
+    first = messages(vault, "t1")
+    transcript.write_bytes(whole)  # the rest arrives, its last line cut short
+    hook(env, event)
+    hook(env, event)
+    found = messages(vault, "t1")
+    assert found[: len(first)] == first
+    assert [m["role"] for m in found] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert found[0]["content"].startswith("The retry job") and "idempotency" not in json.dumps(
+        [m for m in found if "Search the repo" in m["content"]]
+    )
+    assert not any("thinking" in json.dumps(m) or "/clear" in m["content"] for m in found)
+    assert found[5]["tool_calls"][0]["function"]["name"] == "mcp__aibuddy__memory_save"
+    assert len(found[2]["content"]) < 4200  # the file the agent read is cut, not kept whole
+    task = json.loads((vault.root / "tasks/demo/t1/task.json").read_text())
+    assert task["goal"].startswith("The retry job for failed invoices")
+    binding = json.loads((vault.root / "tasks/demo/t1/hook.json").read_text())
+    assert binding["offset"] < len(whole)  # the line cut short is left for a later event
+
+
+def test_extraction_skips_a_turn_the_agent_saved_through_aibuddys_mcp_tools(env: dict[str, str]) -> None:
+    """The agent called mcp__aibuddy__memory_save in its latest exchange: that is an explicit
+    memory write, and automatic extraction leaves the turn alone."""
+    fixture = Path(__file__).parent / "fixtures/transcripts/claude-code.jsonl"
+    done = run_in_process("memory", "extract", "--transcript", str(fixture), "--dry-run", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    decisions = json.loads(done.stdout)["decisions"]
+    assert decisions == [
+        {"step": "window", "outcome": "skipped", "detail": "the assistant already wrote memory explicitly"}
+    ]
+    assert b"line 17 skipped" in done.stderr
+
+
+def test_every_failure_exits_0_and_is_logged(vault: Vault, env: dict[str, str], tmp_path: Path) -> None:
+    assert hook_raw(env, b"not json") == (0, b"", b"aibuddy hook: the hook event on stdin is not JSON\n")
+    event = {
+        "session_id": "s",
+        "transcript_path": str(tmp_path / "missing.jsonl"),
+        "cwd": CWD,
+        "hook_event_name": "Stop",
+    }
+    code, out, err = hook_raw(env, json.dumps(event).encode())
+    assert (code, out, err) == (0, b"", b"")
+    (failed,) = [line for line in log_lines(vault) if line["outcome"] == "failed"]
+    assert "missing.jsonl" in failed["error"] and failed["event"] == "Stop"
+    code, out, _ = hook_raw(env, json.dumps({**event, "hook_event_name": "Notification"}).encode())
+    assert (code, out) == (0, b"")  # an event aibuddy has nothing to do with
+
+
+def hook_raw(env: dict[str, str], event: bytes) -> tuple[int, bytes, bytes]:
+    done = run_in_process("hook", "claude-code", env=env, input=event)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_session_start_says_nothing_when_nothing_matches(env: dict[str, str], tmp_path: Path) -> None:
+    event = {
+        "session_id": "s",
+        "transcript_path": str(tmp_path / "t.jsonl"),
+        "cwd": "/srv/zzz",
+        "hook_event_name": "SessionStart",
+    }
+    assert hook_raw(env, json.dumps(event).encode()) == (0, b"", b"")
+
+
+# --- installing the hooks -----------------------------------------------------------------------
+
+OTHERS = {
+    "permissions": {"allow": ["Bash(git status)"]},
+    "hooks": {
+        "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "prettier --write"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+
+
+def test_install_merges_the_hooks_and_uninstall_takes_out_exactly_them(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    current = json.dumps(OTHERS, indent=4)
+    command = "/opt/aibuddy/bin/aibuddy --vault /v --user alice hook claude-code"
+    merged = installed(path, current, command)
+    document = json.loads(merged)
+    assert document["permissions"] == OTHERS["permissions"]
+    assert document["hooks"]["PostToolUse"] == OTHERS["hooks"]["PostToolUse"]
+    assert {"hooks": [{"type": "command", "command": "notify-send done"}]} in document["hooks"]["Stop"]
+    for event in ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"):
+        assert sum(h["command"] == command for g in document["hooks"][event] for h in g["hooks"]) == 1
+    assert installed(path, merged, command) == merged  # twice is once
+    moved = installed(path, merged, command.replace("/v", "/w"))
+    assert "/w --user" in moved and "--vault /v " not in moved  # replaced, not added beside
+    assert json.loads(uninstalled(path, moved) or "") == OTHERS
+    assert uninstalled(path, current) == current and uninstalled(path, None) is None
+    with pytest.raises(Exception, match="not JSON"):
+        installed(path, "{oops", command)
+
+
+def test_install_writes_the_settings_file_and_asks_without_a_terminal(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    home = tmp_path / "claude"
+    env = {**env, "CLAUDE_CONFIG_DIR": str(home)}
+    refused = run_in_process("hook", "install", "claude-code", env=env)
+    assert refused.returncode == 2 and b"--yes" in refused.stderr
+    done = run_in_process("hook", "install", "claude-code", "--yes", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    written = json.loads((home / "settings.json").read_text())
+    command = written["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert re.search(rf"--vault {re.escape(str(vault.root))} --user demo hook claude-code$", command)
+    assert command.split()[0].startswith("/")  # an absolute path: the hook runs with Claude Code's PATH
+    done = run_in_process("hook", "uninstall", "claude-code", "--yes", env=env)
+    assert done.returncode == 0 and json.loads((home / "settings.json").read_text()) == {}
