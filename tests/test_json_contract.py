@@ -64,6 +64,11 @@ CASES: list[tuple[str, list[str], int]] = [
     ("memory manifest", ["memory", "manifest"], 0),
     ("memory recall", ["memory", "recall", "green tea"], 0),
     ("memory extract", ["memory", "extract", "--transcript", "TRANSCRIPT", "--dry-run"], 0),
+    ("memory export", ["memory", "export", "--output", "EXPORT"], 0),
+    ("memory export to stdout", ["memory", "export"], 0),
+    ("import jsonl", ["import", "jsonl", "EXPORT"], 0),
+    ("import claude-code-memory", ["import", "claude-code-memory", "AUTO_MEMORY", "--dry-run"], 0),
+    ("import mem0", ["import", "mem0", "MEM0", "--dry-run"], 0),
     ("memory delete", ["memory", "delete", "style"], 0),
     ("kb import", ["kb", "import", "NOTES", "--scope", "personal"], 0),
     ("kb list", ["kb", "list", "--status", "all"], 0),
@@ -142,6 +147,9 @@ def test_every_json_answer_keeps_its_keys(
         "NOTES": tmp_path / "notes.md",
         "NOTES2": tmp_path / "notes-v2.md",
         "DRAFT": tmp_path / "draft.md",
+        "AUTO_MEMORY": Path(__file__).parent / "fixtures" / "claude-code-memory",
+        "MEM0": Path(__file__).parent / "fixtures" / "mem0-export.json",
+        "EXPORT": tmp_path / "export.jsonl",
     }
     files["TRANSCRIPT"].write_text("".join(json.dumps(m) + "\n" for m in TRANSCRIPT))
     files["NOTES"].write_text("# Notes\n\n## On call\n\nPage the lead.\n")
@@ -592,6 +600,48 @@ PINNED: dict[str, Any] = {
         "status": {"through": "*", "pending": "*", "running": "*", "summary": "*"},
     },
     "kb reject": {"rejected": ["*"]},
+    "memory export": {"user": "*", "format": "*", "output": "*", "records": "*"},
+    "memory export to stdout": {
+        "user": "*",
+        "format": "*",
+        "output": "*",
+        "records": "*",
+        "exported": [
+            {
+                "name": "*",
+                "type": "*",
+                "description": "*",
+                "body": "*",
+                "provenance": "*",
+                "created": "*",
+                "updated": "*",
+                "recallCount": "*",
+                "lastRecalledAt": "*",
+                "text": "*",
+            }
+        ],
+    },
+    "import jsonl": {
+        "source": "*",
+        "format": "*",
+        "dry_run": "*",
+        "decisions": [{"step": "*", "outcome": "*", "detail": "*", "name": "*"}],
+        "written": [],
+    },
+    "import claude-code-memory": {
+        "source": "*",
+        "format": "*",
+        "dry_run": "*",
+        "decisions": [{"step": "*", "outcome": "*", "detail": "*", "name": "*"}],
+        "written": [],
+    },
+    "import mem0": {
+        "source": "*",
+        "format": "*",
+        "dry_run": "*",
+        "decisions": [{"step": "*", "outcome": "*", "detail": "*", "name": "*"}],
+        "written": [],
+    },
     "task import": {
         "task": "*",
         "added": "*",

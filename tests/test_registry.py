@@ -41,7 +41,14 @@ def test_every_operation_is_a_command_with_its_declared_spelling() -> None:
 
 
 def test_every_operation_has_a_renderer_and_a_help_line() -> None:
-    from aibuddy_cli.cli import kb_output, memory_output, table_output, task_output, token_output
+    from aibuddy_cli.cli import (
+        import_output,
+        kb_output,
+        memory_output,
+        table_output,
+        task_output,
+        token_output,
+    )
 
     renders = {
         **memory_output.RENDERS,
@@ -49,6 +56,7 @@ def test_every_operation_has_a_renderer_and_a_help_line() -> None:
         **table_output.RENDERS,
         **task_output.RENDERS,
         **token_output.RENDERS,
+        **import_output.RENDERS,
     }
     for op in operations():
         assert op.summary, op.name

@@ -23,8 +23,10 @@ from .context import AppState
 # group only (importing and building them all costs a tenth of a second of start-up), and a process
 # that runs many commands (the tests) does not rebuild sixty of them each time.
 COMMANDS = (
-    "scan", "doctor", "init", "mcp", "token", "hook", "memory", "kb", "task", "table", "worker", "git",
+    "scan", "doctor", "init", "mcp", "token", "hook", "import", "memory", "kb", "task", "table", "worker",
+    "git",
 )  # fmt: skip
+MODULES = {"import": "imports"}  # a command whose name is a Python keyword
 
 
 class RootGroup(TyperGroup):
@@ -116,7 +118,7 @@ def _command(name: str) -> Any:
     from typer.main import get_command_from_info, get_group_from_info
     from typer.models import TyperInfo
 
-    declared = importlib.import_module(f"{__package__}.{name}").app
+    declared = importlib.import_module(f"{__package__}.{MODULES.get(name, name)}").app
     built: Any
     if declared.registered_callback or declared.registered_groups or len(declared.registered_commands) > 1:
         built = get_group_from_info(

@@ -89,6 +89,13 @@ def decisions_text(decisions: Iterable[Any]) -> str:
     return "\n".join("\t".join(one_line(field) for field in row) for row in rows)
 
 
+def exported_text(exported: Any) -> str:
+    """`memory export`: the export itself on stdout, or where it went."""
+    if exported.output == "-":
+        return str(exported.text)
+    return f"exported {len(exported.lines)} record(s) of {exported.user} to {exported.output}"
+
+
 def history_text(versions: Any) -> str:
     """`memory history`: one line a commit (date, commit, description), then what automatic
     memory replaced."""
@@ -139,6 +146,7 @@ RENDERS = {
     "memory list": Render(list_text, rich=_rich("show_list"), notes=_problems),
     "memory manifest": Render(manifest_text, rich=_rich("show_manifest"), notes=_problems),
     "memory recall": Render(recall_text, rich=_rich("show_recall"), notes=_problems),
+    "memory export": Render(exported_text),
     "memory clear": Render(lambda r: f"removed {len(r.removed)} record(s) of user {r.user}"),
     "memory extract": Render(
         lambda r: decisions_text(r.decisions) + ("\n(dry run: nothing written)" if r.dry_run else "")

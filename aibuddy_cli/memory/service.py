@@ -475,6 +475,35 @@ class MemoryService:
             if self._index is not None:
                 self._index.record_deleted(name)
 
+    def texts(self) -> list[tuple[str, str]]:
+        """Every well-formed record's file text, by name (what `memory export` writes)."""
+        found = []
+        for item in self.list_records().records:
+            try:
+                text, _ = self._read_text(item.record.name)
+            except (NotFound, MalformedRecord):
+                continue  # gone or damaged since the index saw it: list says so
+            found.append((item.record.name, text))
+        return found
+
+    def restore(self, name: str, text: str, *, dry_run: bool = False) -> str:
+        """Put back a record's file text as an export holds it: "restored" (written byte for byte,
+        telemetry and provenance included), "no-op" (the vault has these very bytes) or "kept" (a
+        different record of that name is there: never overwritten). MalformedRecord when the
+        text is no record named name."""
+        parse_record(name, text)  # refuses a text that is no record, or another record's
+        key = self._key(name)
+        with self._lock():
+            try:
+                current, _ = self.store.read(key)
+            except NotFound:
+                if not dry_run:
+                    entry = self.store.write(key, text.encode("utf-8"), create=True)
+                    if self._index is not None:
+                        self._index.records_written([(entry, parse_record(name, text))])
+                return "restored"
+        return "no-op" if current == text.encode("utf-8") else "kept"
+
     def show(self, name: str) -> MemoryRecord:
         validate_record_name(name)
         return self._read(name)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         RecordList,
         RecordWrite,
     )
+    from ..memory.transfer import Exported
     from ..memory.versions import RecordVersions
 
     # Declared here, for checking only, so that start-up imports no record module; schemas.py
@@ -233,6 +234,22 @@ def clear(memory: MemoryService) -> Cleared:
     cleared = memory.clear()
     memory.warnings.extend(f"not removed: {problem}" for problem in cleared.not_removed)
     return cleared
+
+
+@operation("memory", "export", uses="memory", effect=Effect.READ, idempotent=True, model=False)
+def export(
+    memory: MemoryService,
+    format: Annotated[str, Opt("--format", help="jsonl (the default) or claude-code (a folder).")] = "jsonl",
+    output: Annotated[
+        str, Opt("--output", "-o", help="A file or folder to write; '-' (the default) prints it.")
+    ] = "-",
+) -> Exported:
+    """Every record of yours: jsonl (each record's fields and its file, so `import jsonl` into an
+    empty vault gives the same files byte for byte) or claude-code (Claude Code's auto-memory
+    folder: a topic file per record and MEMORY.md)."""
+    from ..memory.transfer import export as export_records
+
+    return export_records(memory, format, output)
 
 
 @operation("memory", "extract", uses="memory", effect=Effect.WRITE, model=False)

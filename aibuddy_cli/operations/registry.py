@@ -285,6 +285,7 @@ GROUPS = {
     "table": "aibuddy_cli.operations.table",
     "task": "aibuddy_cli.operations.task",
     "token": "aibuddy_cli.operations.token",
+    "import": "aibuddy_cli.operations.imports",
 }
 
 
