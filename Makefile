@@ -48,6 +48,7 @@ bench: install
 	$(PY) bench/bench_models.py
 	$(PY) bench/bench_git.py
 	$(PY) bench/bench_mcp.py
+	$(PY) bench/bench_hooks.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

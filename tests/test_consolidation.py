@@ -694,3 +694,22 @@ def test_a_running_pass_in_the_background_or_the_foreground_can_be_cancelled(
     model.reply_json({"summary": {"text": "Said hello.", "evidence": [1]}})
     assert consolidate()["passes"][0]["applied"] is True  # the chunk is tried again
     assert not pid_file(vault).exists()  # removed by the pass that ended (the cancelled one's overwritten)
+
+
+def test_the_shield_knows_aibuddys_tools_by_the_names_claude_code_gives_them() -> None:
+    """A transcript from Claude Code names the MCP server's tools `mcp__aibuddy__memory_save`: what
+    they did is handled; another server's tool of the same short name is not aibuddy's."""
+    from aibuddy_cli.tasks.consolidation.shield import Shield
+    from aibuddy_cli.tasks.service import TaskMessage
+
+    def call(name: str, record: str) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": name, "arguments": json.dumps({"name": record})}}
+
+    calls = [
+        call("mcp__aibuddy__memory_save", "tabs"),
+        call("mcp__aibuddy__memory_delete", "old"),
+        call("mcp__notes__memory_save", "theirs"),
+    ]
+    shield = Shield([TaskMessage(1, "assistant", "", "2026-11-30T09:00:00Z", [], calls)])
+    assert shield.handles("memory", {"name": "tabs"}) and shield.handles("memory", {"name": "old"})
+    assert not shield.handles("memory", {"name": "theirs"})
