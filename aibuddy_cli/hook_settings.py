@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInput
+from .mcp_clients import json_object
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 TIMEOUT = 10  # seconds Claude Code gives a hook; aibuddy answers in a fraction of it
@@ -51,14 +52,7 @@ def is_ours(hook: Any) -> bool:
 
 
 def _document(path: Path, current: str | None) -> dict[str, Any]:
-    if current is None or not current.strip():
-        return {}
-    try:
-        document = json.loads(current)
-    except ValueError as error:
-        raise InvalidInput(f"{path} is not JSON ({error}); nothing was written") from None
-    if not isinstance(document, dict):
-        raise InvalidInput(f"{path} is not a JSON object; nothing was written")
+    document = json_object(path, current)
     hooks = document.get("hooks")
     if hooks is not None and (
         not isinstance(hooks, dict) or not all(isinstance(groups, list) for groups in hooks.values())

@@ -39,14 +39,7 @@ class ClientConfig(NamedTuple):
     def merged(self, current: str | None) -> str:
         """The file's text with the entry set under key (created when there is none); current
         itself, byte for byte, when it holds the entry already."""
-        document: Any = {}
-        if current is not None and current.strip():
-            try:
-                document = json.loads(current)
-            except ValueError as error:
-                raise InvalidInput(f"{self.path} is not JSON ({error}); nothing was written") from None
-            if not isinstance(document, dict):
-                raise InvalidInput(f"{self.path} is not a JSON object; nothing was written")
+        document = json_object(self.path, current)
         servers = document.get(self.key)
         if servers is not None and not isinstance(servers, dict):
             raise InvalidInput(f"{self.path}: {self.key!r} is not an object; nothing was written")
@@ -57,6 +50,20 @@ class ClientConfig(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return {"client": self.client, "path": str(self.path), "config": self.snippet()}
+
+
+def json_object(path: Path, current: str | None) -> dict[str, Any]:
+    """Another program's JSON settings file, {} when there is none; a file that is not a JSON
+    object is refused (InvalidInput), never rewritten."""
+    if current is None or not current.strip():
+        return {}
+    try:
+        document = json.loads(current)
+    except ValueError as error:
+        raise InvalidInput(f"{path} is not JSON ({error}); nothing was written") from None
+    if not isinstance(document, dict):
+        raise InvalidInput(f"{path} is not a JSON object; nothing was written")
+    return document
 
 
 def server_command(argv0: str, executable: str) -> list[str]:

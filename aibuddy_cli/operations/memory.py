@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
-from ..inputs import Transcript, read_transcript_file
 from .registry import Arg, Confirm, Effect, Opt, operation
+from .shared import TranscriptFile
 
 if TYPE_CHECKING:
     from ..memory.extraction import ExtractionResult
@@ -255,15 +255,7 @@ def export(
 @operation("memory", "extract", uses="memory", effect=Effect.WRITE, model=False)
 def extract(
     memory: MemoryService,
-    transcript: Annotated[
-        Transcript,
-        Opt(
-            "--transcript",
-            help="A JSONL transcript (Claude Code, Codex or OpenAI chat), at most 8 MiB ('-' reads stdin).",
-            cli_type=str,
-            parse=read_transcript_file,
-        ),
-    ],
+    transcript: TranscriptFile,
     dry_run: Annotated[bool, Opt("--dry-run", help="Print the decisions; write nothing.")] = False,
 ) -> ExtractionResult:
     """Automatic extraction over the latest turns of a transcript (cue-gated, reconciled).

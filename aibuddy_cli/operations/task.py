@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypedDict
 
-from ..inputs import Transcript, read_transcript_file
 from .registry import Arg, Effect, Opt, operation
+from .shared import TranscriptFile
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -155,15 +155,7 @@ def import_turns(session: Session, task: str, reading: Reading) -> Imported:
 def import_(
     session: Session,
     task: TaskId,
-    transcript: Annotated[
-        Transcript,
-        Opt(
-            "--transcript",
-            help="A JSONL transcript (Claude Code, Codex or OpenAI chat), at most 8 MiB ('-' reads stdin).",
-            cli_type=str,
-            parse=read_transcript_file,
-        ),
-    ],
+    transcript: TranscriptFile,
 ) -> Imported:
     """Add an agent's transcript to a task as its messages. Turns the task has already (by the
     transcript's own ids) are skipped, so importing a growing transcript again adds only what is
