@@ -217,6 +217,24 @@ def test_the_task_takes_only_new_turns_and_skips_what_is_not_conversation(
     assert binding["offset"] < len(whole)  # the line cut short is left for a later event
 
 
+def test_a_credential_in_the_transcript_never_reaches_the_task(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    session = ClaudeCodeSession(tmp_path / "s.jsonl")
+    key = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
+    session.append(
+        session.user("Deploy it"),
+        *session.assistant("Reading the env file.", tool=("Read", {"file_path": ".env"})),
+    )
+    lines = session.path.read_text().replace(
+        '"content": "ok"', json.dumps({"content": f"OPENAI_API_KEY={key}"})[1:-1]
+    )
+    session.path.write_text(lines)
+    hook(env, session.event("Stop"))
+    stored = (vault.root / "tasks/demo/t1/messages.jsonl").read_text()
+    assert key not in stored and "[redacted: api key]" in stored
+
+
 def test_extraction_skips_a_turn_the_agent_saved_through_aibuddys_mcp_tools(env: dict[str, str]) -> None:
     """The agent called mcp__aibuddy__memory_save in its latest exchange: that is an explicit
     memory write, and automatic extraction leaves the turn alone."""

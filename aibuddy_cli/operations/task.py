@@ -141,10 +141,15 @@ class Imported(NamedTuple):
 
 def import_turns(session: Session, task: str, reading: Reading) -> Imported:
     """reading's turns as the task's messages (those it has already skipped), then consolidation
-    when they complete a chunk: what `task import` and the coding-agent hooks share."""
+    when they complete a chunk: what `task import` and the coding-agent hooks share. An agent's
+    log is captured wholesale, tool results and all: credential-shaped values in it are redacted
+    (`[redacted: api key]`), as in every write nobody typed by hand."""
+    from ..redaction import redact, redacted
     from ..tasks.service import NewMessage
 
-    new = [NewMessage(t.role, t.content, t.tool_calls, t.source_id) for t in reading.turns]
+    new = [
+        NewMessage(t.role, redact(t.content)[0], redacted(t.tool_calls), t.source_id) for t in reading.turns
+    ]
     added = session.tasks.add_messages(task, new)
     if added:
         session.consolidation.after_message(task, added[-1])  # a background pass per complete chunk
