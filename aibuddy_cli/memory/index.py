@@ -17,12 +17,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple, TypedDict
 
 from ..cache_db import CacheDB, entry_hash, files_digest
+from ..dates import Span, read_time, text_days
 from ..folder_watch import cursor_source
 from ..storage import Entry
 from ..text import index_text, query_terms
 from .records import MemoryRecord
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # bm25 column weights: a word in the name or description says more than one in the body.
 _WEIGHTS = "4.0, 3.0, 1.0"
 
@@ -48,11 +49,21 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_by_recency ON records (recency_ns DESC, name);
 CREATE INDEX IF NOT EXISTS records_with_errors ON records (name) WHERE error IS NOT NULL;
+CREATE TABLE IF NOT EXISTS record_days (id INTEGER NOT NULL, day TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS record_days_by_day ON record_days (day, id);
+CREATE INDEX IF NOT EXISTS record_days_by_id ON record_days (id);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
     name, description, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 """
 
+
+DATE_BOOST = 1.0  # how much a lexical match gains when the record's days fit the question's time
+# A record of those days that shares no word with the question scores this share of the best: under
+# recall's floor (LEXICAL_FLOOR, 0.2), so it is picked only when no record shares a word ("what did
+# I decide last week?"), and a task's "draft this week's report" brings no unrelated record of the week.
+DATE_ONLY = 0.1
+DATED_LIMIT = 500  # records of a question's time considered (a year may hold thousands)
 
 _LARGEST = (1 << 63) - 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -74,6 +85,21 @@ def _header_ns(stamp: str | None) -> int | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return max(-_LARGEST, min((moment - _EPOCH) // dt.timedelta(microseconds=1) * 1000, _LARGEST))
+
+
+def record_days(record: MemoryRecord) -> set[dt.date]:
+    """The days a record is of: when it was written and last changed (its header), and the days
+    its description and body state (a day without its year in the year it was written)."""
+    days = set()
+    for stamp in (record.created, record.updated):
+        if stamp:
+            try:
+                days.add(dt.date.fromisoformat(stamp[:10]))
+            except ValueError:
+                continue
+    written = min(days).year if days else None
+    days.update(text_days(f"{record.description}\n{record.body}", written))
+    return days
 
 
 def recency_ns(record: MemoryRecord, mtime_ns: int) -> int:
@@ -114,7 +140,7 @@ class Problem(NamedTuple):
 class MemoryIndex(CacheDB):
     schema = _SCHEMA
     version = SCHEMA_VERSION
-    tables = ("meta", "cursors", "records", "records_fts")
+    tables = ("meta", "cursors", "records", "record_days", "records_fts")
 
     # --- keeping it current -----------------------------------------------------------
 
@@ -241,6 +267,7 @@ class MemoryIndex(CacheDB):
         if row is None:
             return 0
         self.db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
+        self.db.execute("DELETE FROM record_days WHERE id = ?", (row[0],))
         self.db.execute("DELETE FROM records WHERE id = ?", (row[0],))
         return -entry_hash(*row[1:])
 
@@ -270,6 +297,10 @@ class MemoryIndex(CacheDB):
             (name, *stored, recency, problem, *values),
         )
         if record is not None:
+            self.db.executemany(
+                "INSERT INTO record_days (id, day) VALUES (?, ?)",
+                [(cursor.lastrowid, day.isoformat()) for day in record_days(record)],
+            )
             self.db.execute(
                 "INSERT INTO records_fts (rowid, name, description, body) VALUES (?, ?, ?, ?)",
                 (
@@ -355,16 +386,55 @@ class MemoryIndex(CacheDB):
             )
         ]
 
-    def rank(self, query: str, limit: int) -> list[tuple[str, float]]:
-        """Best BM25 matches over all of the user's records: (name, score), best first."""
-        terms = self._weighty(query_terms(query))
-        if not terms or limit <= 0:
+    def rank(self, query: str, limit: int, today: dt.date | None = None) -> list[tuple[str, float]]:
+        """Best matches over all of the user's records: (name, score), best first. BM25; and when
+        the query names a time (`dates.read_time`, relative to today; its words then match as a
+        time, not as words), the records whose days
+        fall in it (header dates or dates their text states) go first: a lexical match's score is
+        doubled, and a record of those days that shares no word with the query comes after them
+        (DATE_ONLY), first when no record shares a word ("what did I do last week?")."""
+        spans, words = read_time(query, today) if today is not None else ([], query)
+        terms = self._weighty(query_terms(words))
+        if limit <= 0 or not (terms or spans):
             return []
-        expression = " OR ".join(terms)
+        scored = self._bm25(" OR ".join(terms), limit) if terms else []
+        if not spans:
+            return scored
+        dated = self._dated(spans)
+        if not dated:
+            return scored
+        found = dict(scored)
+        if terms:
+            found.update(self._bm25(" OR ".join(terms), limit, among=dated))
+        best = max(found.values(), default=1.0)
+        gain = 1 + DATE_BOOST
+        boosted = {name: score * gain if name in dated else score for name, score in found.items()}
+        for name in dated:
+            boosted.setdefault(name, best * DATE_ONLY)
+        return sorted(boosted.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+    def _bm25(self, expression: str, limit: int, among: set[str] | None = None) -> list[tuple[str, float]]:
+        """BM25 matches of an FTS5 expression (only names in among, when given): (name, score)."""
+        restrict = ""
+        values: list[object] = [expression]
+        if among is not None:
+            restrict = f" AND r.name IN ({', '.join('?' * len(among))})"
+            values += sorted(among)
         rows = self.db.execute(
             f"SELECT r.name, bm25(records_fts, {_WEIGHTS}) AS score FROM records_fts"
             " JOIN records r ON r.id = records_fts.rowid"
-            " WHERE records_fts MATCH ? AND r.error IS NULL ORDER BY score, r.name LIMIT ?",
-            (expression, limit),
+            f" WHERE records_fts MATCH ? AND r.error IS NULL{restrict} ORDER BY score, r.name LIMIT ?",
+            (*values, limit),
         )
         return [(name, -score) for name, score in rows]
+
+    def _dated(self, spans: list[Span]) -> set[str]:
+        """The well-formed records with a day in one of spans (at most DATED_LIMIT, the newest)."""
+        clauses = " OR ".join("d.day BETWEEN ? AND ?" for _ in spans)
+        values = [bound.isoformat() for span in spans for bound in span]
+        rows = self.db.execute(
+            "SELECT DISTINCT r.name, r.recency_ns FROM record_days d JOIN records r ON r.id = d.id"
+            f" WHERE ({clauses}) AND r.error IS NULL ORDER BY r.recency_ns DESC LIMIT ?",
+            (*values, DATED_LIMIT),
+        )
+        return {name for name, _ in rows}

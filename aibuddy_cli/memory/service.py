@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
     from .recall import Selection
 
 LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
+
+
+def today() -> dt.date:
+    """The day a question's "yesterday" or "last week" is counted from (UTC, as the headers)."""
+    return dt.datetime.now(dt.UTC).date()
 HISTORY_FOLDER = ".history"  # memory/<user>/.history/<name>.jsonl: hidden, so no scan lists it
 HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 
@@ -519,7 +525,7 @@ class MemoryService:
         """The recall window; with a query, its best lexical matches are reserved a place."""
         settings = self.vault.config.recall
         index = self.index()
-        matched = [name for name, _ in index.rank(query, settings.lexical_share)] if query else []
+        matched = [name for name, _ in index.rank(query, settings.lexical_share, today())] if query else []
         lines = build_manifest(index, matched, settings)
         return Manifest(self.user, query, settings.window, lines, index.problems())
 
@@ -572,7 +578,7 @@ class MemoryService:
             raise InvalidInput(Option("limit"), " must be at least 1")
         limit = min(limit, settings.max_bodies)
         index = self.index()
-        scored = index.rank(query, max(settings.lexical_share, limit))
+        scored = index.rank(query, max(settings.lexical_share, limit), today())
         ranked = [name for name, _ in scored]
         warnings: list[str] = []
         dropped: list[str] = []

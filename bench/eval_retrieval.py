@@ -1,0 +1,565 @@
+#!/usr/bin/env python3
+"""Offline evaluation of aibuddy's lexical memory recall and knowledge search on the dev sets.
+
+Run with the project's virtualenv:  .venv/bin/python bench/eval_retrieval.py [--json OUT] [--devsets DIR]
+DIR defaults to ../shared/devsets beside the repository; when it is absent the script says so in
+one line and exits 0 (a user's clone has no ../shared/). The data is read in place, never copied:
+the vaults are built in a temporary folder that is removed at the end. No model is configured
+(environ={}), so everything measured is lexical (BM25 over SQLite FTS5). It measures the package
+installed in the virtualenv: run `make install` first to measure the working tree's code.
+
+1. MADial-Bench memory recall (madial-bench/), English and Chinese separately, one vault each.
+   - Archive: each memory line {"<id>": {time, scene, emotion, event}} is one record named
+     m-<id>, type user, description = the event, body = the event, then "Scene: …. Emotion: ….",
+     created = updated = the memory's date at 00:00:00Z. All memories of both users are in the
+     one vault (ids are global within a language).
+   - Queries: for each dialogue and each index t in `test-turn`, two variants:
+     `last` = the last user turn before t; `context` = the turns before t, joined by newlines and
+     cut to their last 1,000 characters. Speaker prefixes (`<Bart>:`) and quotes are stripped;
+     a turn without a prefix is a user turn at odd positions (after <BOD>), as the turns alternate.
+   - Gold: the dialogue's `relevant-id` (memory ids, 1 to 5), the same for each of its test turns.
+   - Figures: of `memory.index().rank(query, 10)`: Recall@5 (share of the gold ids in the top 5),
+     Hit@5 (any gold id in the top 5) and MRR@10 (1 / rank of the first gold id, 0 past 10);
+     of `memory.recall(query)`, what a user gets (at most 5 records, after the floor that drops
+     matches scoring under a share of the best): Hit@5, how many records it returns, and how
+     often the floor cut it below what rank() offered.
+     Hit@5 is also split by the `scene` (the category field) of the dialogue's first gold id.
+2. qmd-eval knowledge search (qmd-eval/): the 6 files of eval-docs/ are imported as system
+   documents and published; each query runs `knowledge.search(query, limit=5)` (what `aibuddy kb
+   search QUERY --limit 5` returns: ranked sections). A hit's document is its doc id. Gold:
+   eval-deep-research.jsonl's `expected_doc` is a substring of the gold doc id (25 queries, group
+   `deep-research`); bench-fixture-example.json's `expected_files`, without `.md`, are the gold doc
+   ids (10 queries, grouped by `type`). Figures: document-level Hit@1 (the first section is from a
+   gold document) and Hit@5 (a gold document among the 5 sections' documents), and how many
+   distinct documents those 5 sections come from (with 6 documents, Hit@5 is easy when it is 5).
+
+Output: Markdown tables with the count n beside every figure, and the elapsed time; --json OUT also
+writes every figure, and each query's outcome, as JSON so that two runs can be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from aibuddy_cli.errors import InvalidInput
+from aibuddy_cli.memory.records import MemoryRecord, render_record
+from aibuddy_cli.session import Session
+from aibuddy_cli.vault import Vault, init_vault
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DEVSETS = REPO.parent / "shared" / "devsets"
+USER = "eval"  # init_vault makes it the vault's admin, who may publish system documents
+NO_MODEL: dict[str, str] = {}  # the environment the sessions see: no model, so lexical only
+TOP_K = 5
+MRR_K = 10
+CONTEXT_CHARS = 1000
+SEARCH_LIMIT = 5
+
+MADIAL_FILES = {  # language -> (memory archive, dialogues), under madial-bench/data/
+    "en": ("en/MADial-Bench-en-memory.json", "en/MADial-Bench-en-dialogue.json"),
+    "zh": ("ch/MADial-Bench-zh-memory.json", "ch/MADial-Bench-zh-dialogue.json"),
+}
+VARIANTS = ("last", "context")
+
+SPEAKER = re.compile(r"^\s*<([^<>:]{1,40})>\s*:\s*")
+MARKER = re.compile(r"^\s*<(BOD|EOD)>\s*$")
+QUOTES = '"“”「」'
+
+
+# --- shared helpers ------------------------------------------------------------------------
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    """The JSON value of each non-blank line (the MADial files are JSON Lines despite `.json`)."""
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def new_vault(root: Path) -> Vault:
+    return init_vault(root, USER, environ=NO_MODEL)
+
+
+def ratio(part: float, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+def fraction(hits: int, n: int) -> str:
+    """A share with its counts, e.g. `0.512 (134/262)`."""
+    return f"{ratio(hits, n):.3f} ({hits}/{n})"
+
+
+def table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+# --- MADial-Bench: memory recall -------------------------------------------------------------
+
+
+class Turn(NamedTuple):
+    speaker: str | None  # None: no `<Name>:` prefix
+    text: str
+
+
+class MemoryQuery(NamedTuple):
+    dialogue: int  # line number in the dialogue file, from 0
+    turn: int  # the test-turn index
+    variant: str  # "last" or "context"
+    text: str
+    gold: list[str]  # memory ids, in the dialogue's order
+
+
+class MemoryOutcome(NamedTuple):
+    query: MemoryQuery
+    ranked: list[str]  # memory ids, rank() top MRR_K
+    recalled: list[str]  # memory ids recall() returned
+
+    @property
+    def hit(self) -> bool:
+        return any(name in self.gold for name in self.ranked[:TOP_K])
+
+    @property
+    def recall_at_k(self) -> float:
+        return ratio(sum(name in self.gold for name in self.ranked[:TOP_K]), len(self.gold))
+
+    @property
+    def reciprocal_rank(self) -> float:
+        rank = self.first_gold_rank
+        return 0.0 if rank is None else 1.0 / rank
+
+    @property
+    def first_gold_rank(self) -> int | None:
+        return next((i for i, name in enumerate(self.ranked, 1) if name in self.gold), None)
+
+    @property
+    def recall_hit(self) -> bool:
+        return any(name in self.gold for name in self.recalled)
+
+    @property
+    def cut_by_floor(self) -> bool:
+        """recall() returned fewer records than rank() had to offer."""
+        return len(self.recalled) < min(TOP_K, len(self.ranked))
+
+    @property
+    def gold(self) -> set[str]:
+        return set(self.query.gold)
+
+
+def parse_turn(raw: str) -> Turn | None:
+    """A dialogue line as (speaker, text), None for the <BOD>/<EOD> markers."""
+    if MARKER.match(raw):
+        return None
+    found = SPEAKER.match(raw)
+    speaker, text = (found.group(1), raw[found.end() :]) if found else (None, raw)
+    return Turn(speaker, text.strip().strip(QUOTES).strip())
+
+
+def is_user(turn: Turn, index: int) -> bool:
+    """A user's turn: any named speaker but the assistant; unnamed, by position (users speak at
+    odd indices, after <BOD> at 0)."""
+    if turn.speaker is None:
+        return index % 2 == 1
+    return turn.speaker.strip().lower() != "assistant"
+
+
+def dialogue_queries(number: int, dialogue: dict[str, Any]) -> Iterator[MemoryQuery]:
+    gold = [str(memory_id) for memory_id in dialogue["relevant-id"]]
+    for t in dialogue["test-turn"]:
+        before = [(i, parse_turn(raw)) for i, raw in enumerate(dialogue["dialogue"][:t])]
+        turns = [(i, turn) for i, turn in before if turn is not None and turn.text]
+        users = [turn.text for i, turn in turns if is_user(turn, i)]
+        last = users[-1] if users else ""
+        context = "\n".join(turn.text for _, turn in turns)[-CONTEXT_CHARS:]
+        yield MemoryQuery(number, t, "last", last, gold)
+        yield MemoryQuery(number, t, "context", context, gold)
+
+
+def memory_record(memory_id: str, memory: dict[str, Any]) -> MemoryRecord:
+    event = " ".join(str(memory["event"]).split())
+    stamp = f"{memory['time']}T00:00:00Z"
+    body = f"{event}\n\nScene: {memory['scene']}. Emotion: {memory['emotion']}.\n"
+    return MemoryRecord(
+        name=f"m-{memory_id}", description=event, type="user", body=body, created=stamp, updated=stamp
+    )
+
+
+def memory_id(name: str) -> str:
+    return name.removeprefix("m-")
+
+
+def run_madial(folder: Path, scratch: Path) -> dict[str, Any]:
+    """Every figure of part 1, by language."""
+    results: dict[str, Any] = {}
+    for language, (archive_file, dialogue_file) in MADIAL_FILES.items():
+        archive: dict[str, dict[str, Any]] = {}
+        for line in read_jsonl(folder / "data" / archive_file):
+            archive.update(line)
+        dialogues = read_jsonl(folder / "data" / dialogue_file)
+        vault = new_vault(scratch / f"madial-{language}")
+        records = vault.root / "memory" / USER
+        records.mkdir(parents=True, exist_ok=True)
+        for key, memory in archive.items():
+            record = memory_record(key, memory)
+            (records / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
+        queries = [query for number, d in enumerate(dialogues) for query in dialogue_queries(number, d)]
+        outcomes: list[MemoryOutcome] = []
+        with Session(vault, USER, environ=NO_MODEL) as session:
+            memory = session.memory
+            for query in queries:
+                ranked = [memory_id(name) for name, _ in memory.index().rank(query.text, MRR_K)]
+                recalled = (
+                    [memory_id(record.name) for record in memory.recall(query.text).records]
+                    if query.text.strip()
+                    else []
+                )
+                outcomes.append(MemoryOutcome(query, ranked, recalled))
+        scenes = {key: str(memory["scene"]) for key, memory in archive.items()}
+        results[language] = summarise_madial(outcomes, scenes, len(archive), len(dialogues))
+    return results
+
+
+def summarise_madial(
+    outcomes: list[MemoryOutcome], scenes: dict[str, str], memories: int, dialogues: int
+) -> dict[str, Any]:
+    by_variant: dict[str, Any] = {}
+    by_scene: dict[str, dict[str, Any]] = defaultdict(dict)
+    for variant in VARIANTS:
+        chosen = [o for o in outcomes if o.query.variant == variant]
+        n = len(chosen)
+        by_variant[variant] = {
+            "n": n,
+            "recall_at_5": ratio(sum(o.recall_at_k for o in chosen), n),
+            "hit_at_5": sum(o.hit for o in chosen),
+            "mrr_at_10": ratio(sum(o.reciprocal_rank for o in chosen), n),
+            "recall_hit_at_5": sum(o.recall_hit for o in chosen),
+            "recall_returned_mean": ratio(sum(len(o.recalled) for o in chosen), n),
+            "recall_returned_none": sum(not o.recalled for o in chosen),
+            "recall_cut_by_floor": sum(o.cut_by_floor for o in chosen),
+            "rank_returned_none": sum(not o.ranked for o in chosen),
+            "empty_query": sum(not o.query.text.strip() for o in chosen),
+        }
+        grouped: dict[str, list[MemoryOutcome]] = defaultdict(list)
+        for outcome in chosen:
+            grouped[scenes.get(outcome.query.gold[0], "?")].append(outcome)
+        for scene, group in grouped.items():
+            by_scene[scene][variant] = {
+                "n": len(group),
+                "hit_at_5": sum(o.hit for o in group),
+                "recall_hit_at_5": sum(o.recall_hit for o in group),
+            }
+    return {
+        "memories": memories,
+        "dialogues": dialogues,
+        "variants": by_variant,
+        "by_scene": dict(sorted(by_scene.items(), key=lambda item: -item[1][VARIANTS[0]]["n"])),
+        "queries": [
+            {
+                "dialogue": o.query.dialogue,
+                "turn": o.query.turn,
+                "variant": o.query.variant,
+                "first_gold_rank": o.first_gold_rank,
+                "recall_hit": o.recall_hit,
+                "recalled": len(o.recalled),
+            }
+            for o in outcomes
+        ],
+    }
+
+
+def madial_report(results: dict[str, Any]) -> list[str]:
+    lines = [
+        "## MADial-Bench memory recall (lexical)",
+        "",
+        "rank() = `memory.index().rank(query, 10)`; recall() = `memory.recall(query)` (at most 5, after"
+        " the floor). Hit@5 and Recall@5 over the top 5 of rank(); n = queries (dialogue × test turn).",
+        "",
+    ]
+    rows = []
+    for language, result in results.items():
+        for variant, f in result["variants"].items():
+            n = f["n"]
+            rows.append(
+                [
+                    language,
+                    variant,
+                    str(n),
+                    f"{f['recall_at_5']:.3f}",
+                    fraction(f["hit_at_5"], n),
+                    f"{f['mrr_at_10']:.3f}",
+                    fraction(f["recall_hit_at_5"], n),
+                    f"{f['recall_returned_mean']:.2f}",
+                    f"{f['recall_cut_by_floor']}/{n}",
+                    f"{f['recall_returned_none']}/{n}",
+                    f"{f['rank_returned_none']}/{n}",
+                ]
+            )
+    header = [
+        "lang",
+        "query",
+        "n",
+        "Recall@5",
+        "Hit@5",
+        "MRR@10",
+        "recall() Hit@5",
+        "recall() returned (mean)",
+        "recall() cut by floor",
+        "recall() empty",
+        "rank() empty",
+    ]
+    lines += table(header, rows)
+    for language, result in results.items():
+        lines += [
+            "",
+            f"### {language}: Hit@5 by scene of the first gold memory"
+            f" ({result['memories']} memories, {result['dialogues']} dialogues)",
+            "",
+        ]
+        header = ["scene", "n"]
+        header += [f"{what} {variant}" for variant in VARIANTS for what in ("rank()", "recall()")]
+        rows = []
+        for scene, figures in result["by_scene"].items():
+            n = figures[VARIANTS[0]]["n"]
+            cells = [scene, str(n)]
+            for variant in VARIANTS:
+                f = figures[variant]
+                cells += [fraction(f["hit_at_5"], f["n"]), fraction(f["recall_hit_at_5"], f["n"])]
+            rows.append(cells)
+        lines += table(header, rows)
+    return lines
+
+
+# --- qmd-eval: knowledge search --------------------------------------------------------------
+
+
+class DocQuery(NamedTuple):
+    group: str
+    name: str  # the fixture's id, else the query itself
+    text: str
+    gold: list[str]  # substrings (deep-research) or exact doc ids (fixture)
+    exact: bool
+
+
+def qmd_queries(folder: Path) -> list[DocQuery]:
+    queries = [
+        DocQuery("deep-research", item["query"], item["query"], [item["expected_doc"]], exact=False)
+        for item in read_jsonl(folder / "eval-deep-research.jsonl")
+    ]
+    fixture = json.loads((folder / "bench-fixture-example.json").read_text(encoding="utf-8"))
+    queries += [
+        DocQuery(
+            f"fixture/{item['type']}",
+            item["id"],
+            item["query"],
+            [name.removesuffix(".md") for name in item["expected_files"]],
+            exact=True,
+        )
+        for item in fixture["queries"]
+    ]
+    return queries
+
+
+def is_gold(doc_id: str, query: DocQuery) -> bool:
+    return any(doc_id == gold if query.exact else gold in doc_id for gold in query.gold)
+
+
+def run_qmd(folder: Path, scratch: Path) -> dict[str, Any]:
+    """Every figure of part 2, overall and by group."""
+    vault = new_vault(scratch / "qmd")
+    queries = qmd_queries(folder)
+    outcomes: list[dict[str, Any]] = []
+    with Session(vault, USER, environ=NO_MODEL) as session:
+        knowledge = session.knowledge
+        paths = sorted(str(path) for path in (folder / "eval-docs").glob("*.md"))
+        imported = knowledge.import_paths(paths, scope="system")
+        failed = [outcome for outcome in imported if outcome.doc is None]
+        if failed:
+            raise SystemExit(f"import failed: {[outcome.to_json() for outcome in failed]}")
+        knowledge.publish(*(outcome.doc for outcome in imported if outcome.doc))
+        for query in queries:
+            error = None
+            try:
+                hits = knowledge.search(query.text, limit=SEARCH_LIMIT)
+            except InvalidInput as exc:
+                hits, error = [], exc.message
+            docs = [hit.hit.ref.doc_id for hit in hits]
+            outcomes.append(
+                {
+                    "group": query.group,
+                    "query": query.name,
+                    "text": query.text,
+                    "gold": query.gold,
+                    "docs": docs,
+                    "anchors": [hit.hit.anchor for hit in hits],
+                    "hit_at_1": bool(docs) and is_gold(docs[0], query),
+                    "hit_at_5": any(is_gold(doc, query) for doc in docs[:SEARCH_LIMIT]),
+                    "error": error,
+                }
+            )
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for outcome in outcomes:
+        groups["all"].append(outcome)
+        if outcome["group"].startswith("fixture/"):
+            groups["fixture (all)"].append(outcome)
+        groups[outcome["group"]].append(outcome)
+    figures = {
+        group: {
+            "n": len(members),
+            "hit_at_1": sum(o["hit_at_1"] for o in members),
+            "hit_at_5": sum(o["hit_at_5"] for o in members),
+            "no_hits": sum(not o["docs"] for o in members),
+            "docs_in_top_5_mean": ratio(sum(len(set(o["docs"])) for o in members), len(members)),
+        }
+        for group, members in groups.items()
+    }
+    return {"documents": len(imported), "groups": figures, "queries": outcomes}
+
+
+def qmd_report(results: dict[str, Any]) -> list[str]:
+    lines = [
+        "",
+        "## qmd-eval knowledge search (lexical)",
+        "",
+        f"`knowledge.search(query, limit={SEARCH_LIMIT})` over {results['documents']} published system"
+        " documents; document level: Hit@1 = first section's document is gold, Hit@5 = a gold document"
+        " among the 5 sections'.",
+        "",
+    ]
+    rows = [
+        [
+            group,
+            str(f["n"]),
+            fraction(f["hit_at_1"], f["n"]),
+            fraction(f["hit_at_5"], f["n"]),
+            f"{f['docs_in_top_5_mean']:.2f}",
+            f"{f['no_hits']}/{f['n']}",
+        ]
+        for group, f in results["groups"].items()
+    ]
+    lines += table(["group", "n", "Hit@1", "Hit@5", "distinct docs in top 5 (mean)", "no hits"], rows)
+    misses = [o for o in results["queries"] if not o["hit_at_1"]]
+    if misses:
+        lines += ["", f"Misses at 1 ({len(misses)}; the documents of the top 5 sections, in order):", ""]
+        for o in misses:
+            found = ", ".join(dict.fromkeys(o["docs"])) or o["error"] or "no hits"
+            at_5 = "found at 5" if o["hit_at_5"] else "MISSED at 5"
+            lines.append(f'- [{o["group"]}] "{o["text"]}" (gold {", ".join(o["gold"])}, {at_5}): {found}')
+    return lines
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+# --- own labelled sets (bench/sets/), for what the dev sets lack -----------------------------------
+
+OWN_SETS = Path(__file__).resolve().parent / "sets"
+
+
+def run_dated(scratch: Path) -> dict[str, Any]:
+    """bench/sets/dated_recall.jsonl: questions that name a day, a month or a time relative to
+    the set's `today`, over a year of notes each written the day it happened. Ranked twice: with
+    the question's time read (`rank(query, k, today)`) and as words alone (`today=None`, the
+    ranking before dates were read)."""
+    import datetime as dt
+
+    lines = read_jsonl(OWN_SETS / "dated_recall.jsonl")
+    today = dt.date.fromisoformat(lines[0]["today"])
+    vault = new_vault(scratch / "dated")
+    folder = vault.root / "memory" / USER
+    folder.mkdir(parents=True, exist_ok=True)
+    for item in (line for line in lines[1:] if "record" in line):
+        record = MemoryRecord(
+            name=item["record"], description=item["description"], type="user", body=item["body"],
+            created=item["created"], updated=item["created"],
+        )  # fmt: skip
+        (folder / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
+    outcomes = []
+    with Session(vault, USER, environ=NO_MODEL) as session:
+        index = session.memory.index()
+        for item in (line for line in lines[1:] if "question" in line):
+            with_dates = [name for name, _ in index.rank(item["question"], 5, today)]
+            words_only = [name for name, _ in index.rank(item["question"], 5)]
+            outcomes.append({**item, "dates": with_dates, "words": words_only})
+    return {"today": today.isoformat(), "outcomes": outcomes}
+
+
+def dated_report(results: dict[str, Any]) -> list[str]:
+    def hit(ranked: list[str], gold: list[str], k: int) -> bool:
+        return any(name in gold for name in ranked[:k])
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for outcome in results["outcomes"]:
+        if outcome["gold"]:
+            language = "zh" if outcome["category"].startswith("zh ") else "en"
+            named = "no date" if outcome["category"] == "no date" else "names a time"
+            for group in {f"{language}: {named}", f"{language}: {outcome['category'].removeprefix('zh ')}"}:
+                groups.setdefault(group, []).append(outcome)
+
+    rows = []
+    for group, items in sorted(groups.items()):
+        n = len(items)
+        cells = [group, str(n)]
+        for key in ("words", "dates"):
+            cells += [fraction(sum(hit(o[key], o["gold"], 1) for o in items), n),
+                      fraction(sum(hit(o[key], o["gold"], 5) for o in items), n)]  # fmt: skip
+        rows.append(cells)
+    empty = [o for o in results["outcomes"] if not o["gold"]]
+    lines = ["", f"## Own set: dated recall (bench/sets/dated_recall.jsonl, today = {results['today']})", ""]
+    lines += table(["group", "n", "words Hit@1", "words Hit@5", "dates Hit@1", "dates Hit@5"], rows)
+    if empty:
+        said = ", ".join(f'"{o["question"]}" -> {o["dates"] or "nothing"}' for o in empty)
+        lines += ["", f"Questions with no gold (nothing fits their time): {said}"]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write every figure to OUT as JSON")
+    parser.add_argument("--devsets", type=Path, default=DEFAULT_DEVSETS, help="the dev sets folder")
+    args = parser.parse_args()
+    devsets: Path = args.devsets
+    started = time.perf_counter()
+    scratch = Path(tempfile.mkdtemp(prefix="aibuddy-eval-"))
+    results: dict[str, Any] = {"devsets": str(devsets)}
+    timings: dict[str, float] = {}
+    lines: list[str] = []
+    try:
+        if not devsets.is_dir():
+            lines += ["", f"(no dev sets at {devsets}: only the own sets are measured)"]
+        for part, folder, run, report in (
+            ("madial", devsets / "madial-bench", run_madial, madial_report),
+            ("qmd", devsets / "qmd-eval", run_qmd, qmd_report),
+            ("dated", OWN_SETS, lambda _, scratch: run_dated(scratch), dated_report),
+        ):
+            if not folder.is_dir():
+                if devsets.is_dir():
+                    lines += ["", f"({folder} is absent: {part} skipped)"]
+                continue
+            begun = time.perf_counter()
+            results[part] = run(folder, scratch)
+            timings[part] = round(time.perf_counter() - begun, 2)
+            lines += report(results[part])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    timings["total"] = round(time.perf_counter() - started, 2)
+    results["seconds"] = timings
+    parts = ", ".join(f"{part} {seconds:.1f} s" for part, seconds in timings.items() if part != "total")
+    lines += ["", f"Elapsed: {timings['total']:.1f} s ({parts})."]
+    print("\n".join(lines).lstrip("\n"))
+    if args.json:
+        args.json.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        print(f"figures written to {args.json}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
