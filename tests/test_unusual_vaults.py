@@ -472,7 +472,7 @@ def test_an_index_that_runs_out_of_space_is_rebuilt_in_memory(
 def test_an_sqlite_error_that_is_not_contention_or_damage_is_not_busy(
     cli, stocked: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken_rank(self: MemoryIndex, query: str, limit: int, today: object = None) -> list[tuple[str, float]]:
+    def broken_rank(self: MemoryIndex, query: str, limit: int, today: object = None) -> list:
         self.db.execute("SELEKT name FROM records")  # a real SQLite error (a bug, say)
         return []
 

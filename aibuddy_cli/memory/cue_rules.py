@@ -46,7 +46,7 @@ class LazyPattern:
 HERE_AND_NOW = (
     r"\b(?:today|tonight|tomorrow|yesterday|right now|for now|at the moment|just this once|this time|"
     r"this (?:morning|afternoon|evening|weekend|week)|for (?:this|that) (?:one|email|report|document|doc|"
-    r"message|answer|reply|file|task|trip|meeting|table|comparison|export)|(?:this|that|these|"
+    r"message|answer|reply|file|task|trip|meeting|table|comparison|export)|(?:this|(?<!\w[s] )that|these|"
     r"those) (?!repo|repository|project|codebase|team|company|org|organi[sz]ation|house|household|family|"
     r"city|country|job|role|account|app|product|service|monorepo|workspace|office|department|kind|sort|type|"
     r"way|stuff|time)[a-z][\w-]*)\b|今天|今晚|明天|明早|后天|昨天|刚才|刚刚|这次|这回|马上|待会|等会|一会儿"

@@ -31,7 +31,8 @@ _DEICTIC = (
 PREFERENCE: tuple[Rule, ...] = (
     rule(  # I (really, really) prefer / dislike / can't stand …
         "preference",
-        rf"{_I}{_G}(?:(?:don't|do not|didn't|never|not|no longer)(?:{_G}))?(?:prefer|like|love|adore|enjoy|"
+        rf"{_I}(?!\s+would\s+(?:\w+ly\s+)?(?:like|love)\b){_G}(?:(?:don't|do not|didn't|never|not|no longer)"
+        rf"(?:{_G}))?(?:prefer|like|love|adore|enjoy|"
         rf"hate|dislike|detest|loathe|despise|can't stand|cannot stand|can't bear|don't like|do not like|"
         rf"don't want|don't care for|don't enjoy|avoid|favou?r|appreciate|like it|love it|"
         rf"hate it)\b{_DEICTIC}",
@@ -44,11 +45,17 @@ PREFERENCE: tuple[Rule, ...] = (
     ),
     rule(  # want / need / would like: requests, unless the sentence is durable
         "preference",
-        rf"{_I}(?:'d)?{_G}(?:want|need|would like|like)\b",
+        rf"{_I}(?:'d)?{_G}(?:want|need|would like|would love|like|love)\b",
         durable=True,
     ),
     rule("preference", r"\bfor (?:the |all )?future(?: reference| \w+)?\s*[:,]"),
     rule("preference", r"\bmy (?:\w+ )?(?:favou?rite|go-to|preferred)\b|\bfavou?rite (?:\w+ )?is\b"),
+    rule(  # … is not my thing / not my cup of tea / really my jam
+        "preference",
+        r"\b(?:is|are|isn't|aren't|'s|was|wasn't)(?: not| never| just| really| really not| just not)? "
+        r"(?:quite )?my (?:thing|cup of tea|jam|style|scene|kind of \w+)\b",
+        soft=True,
+    ),
     rule(  # I'm a big fan of … / more of a tea person / not a fan of …
         "preference",
         rf"{_IM}{_G}(?:not )?(?:more of )?an? (?:[\w-]+ ){{0,2}}(?:fan|lover|person|fanatic|enthusiast|"
@@ -250,7 +257,10 @@ FEEDBACK: tuple[Rule, ...] = (
         "feedback",
         r"(?:^|(?<=[.!?,;:]\s)|(?<=actually,\s)|(?<=actually\s))(?:no|nope|nah|wrong|incorrect|not quite|"
         r"not really)(?=\s*[,.!:;\u2013\u2014-]|\s+(?:that|it|this|you|the|we|i|again|"
-        r"no)\b)(?!\s*,?\s*(?:thanks|thank you|problem|worries|rush|need|idea|way|matter)\b)",
+        r"no)\b)(?!\s*,?\s*(?:thanks|thank you|problem|worries|rush|need|idea|way|matter|that'?s (?:all|"
+        r"it|everything|fine|ok|okay|good|great)|that(?:'ll| will) (?:be all|do)|nothing(?: else| more)?|"
+        r"i'?m (?:good|fine|ok|okay|all set|done)|all (?:good|set)|we'?re (?:good|done|all set)|not (?:now|"
+        r"yet|right now|today)|i think (?:that'?s|i have|i'?m|we'?re))\b)",
     ),
     rule(
         "feedback",
@@ -429,7 +439,8 @@ FIRST_PERSON = LazyPattern(
     r"^(?:(?:also|btw|by the way|and|but|so|ok|okay|oh|fyi|honestly|actually|thanks|thank you|good to know|"
     r"small thing|one more thing|just so you know|for the record|for context|context|note|ps|"
     r"p\.s\.)[,.!:]?\s+)*(?:i|i'm|i am|i've|my|we|we're|we've|our)\b(?!'d (?:like|love to|want|need|"
-    r"rather not|be grateful|appreciate)| would (?:like|love to|appreciate))(?!(?:'m| am|'re| are| was|"
+    r"rather not|be grateful|appreciate)| would (?:like|love to|appreciate)"
+    r"|'ll\b| will\b| shall\b)(?!(?:'m| am|'re| are| was|"
     r" were)? \w+ing\b)(?!(?:'m| am| was| were|'ve| have| had|'re| are)? (?:need|needs|want|wants|'d like|"
     r"would like|looking|trying|getting|having|going|gonna|wondering|thinking|stuck|confused|lost|not sure|"
     r"unsure|curious|done|back|ready|here|there|at|in|on|off|a bit|a little|kind of|sort of|planning|hoping|"
@@ -442,7 +453,8 @@ FIRST_PERSON = LazyPattern(
     r"app|build|test)\b)"
 )
 REQUEST = LazyPattern(
-    r"\?|\b(?:can|could|would|will) you\b|\bplease\b|\bpls\b|(?:^|[.!;,:]\s*)(?:help|find|book|show|give|"
+    r"\?|\b(?:can|could|would|will) you\b|\bplease\b|\bpls\b|(?:^|[.!;,:]\s*)(?:(?:so|then|and|and then|"
+    r"just) )?(?:help|find|book|show|give|"
     r"tell|make|write|draft|plan|get|send|check|fix|translate|summari[sz]e|explain|create|add|remove|list|"
     r"order|schedule|remind|convert|compare|recommend|suggest|look up|search|buy|reserve|call|email|text)\b"
 )

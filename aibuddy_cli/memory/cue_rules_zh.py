@@ -18,8 +18,8 @@ PREFERENCE: tuple[Rule, ...] = (
     rule(
         "preference",
         rf"{_ZME}{_ZG}不?(?:喜欢|喜爱|偏好|偏爱|偏向|倾向|讨厌|厌恶|反感|受不了|忍不了|习惯|更愿意|愿意|"
-        rf"宁愿|宁可|爱|最爱|爱吃|爱喝|爱用|爱看|用|碰|看不惯|看不上|接受不了|不感冒)(?!这|那|你的这|你这|"
-        rf"了)",
+        rf"宁愿|宁可|爱|最爱|爱吃|爱喝|爱用|爱看|用|碰|看不惯|看不上|接受不了|不感冒)(?!这(?!种|类|样的)|"
+        rf"那(?!种|类|样的)|你的这|你这|了)",
         soft=True,
         statement=True,
     ),
@@ -73,6 +73,11 @@ PREFERENCE: tuple[Rule, ...] = (
 
 
 IDENTITY: tuple[Rule, ...] = (
+    rule(  # 已经学了十年 / 弹了五年 / 住了二十年: a lasting pursuit, measured in years
+        "identity",
+        r"(?:学|练|弹|拉|吹|画|写|教|做|干|住|跑|玩|打)了(?:快|近|差不多|将近)?[0-9一二三四五六七八九十几两]+年",
+        statement=True,
+    ),
     rule("identity", r"(?<![帮给替让为叫请和跟对])我叫(?![了的车个辆一过他她你人外代出醒起声])\S"),
     rule(
         "identity",
@@ -178,6 +183,12 @@ FEEDBACK: tuple[Rule, ...] = (
 
 
 PROJECT: tuple[Rule, ...] = (
+    rule(  # 我打算明年…: a plan on a horizon of years, not 今晚/明天/下周 (the task at hand)
+        "project",
+        rf"{_ZME}{_ZG}(?:打算|计划|准备|想|决定)[^,。.!?;]{{0,4}}?(?:明年|后年|今年|将来|以后|毕业(?:以)?后|"
+        rf"退休(?:以)?后|[0-9一二三四五六七八九十]+年(?:后|内|之内))",
+        statement=True,
+    ),
     rule(
         "project",
         rf"我们(?:的)?(?:{_ZADV})*(?:用|使用|采用|跑在|部署在|基于|决定|规定|约定|要求|遵循|每周|每月|每天|"
