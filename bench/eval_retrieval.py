@@ -522,6 +522,44 @@ def dated_report(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def run_handbook(scratch: Path) -> dict[str, Any]:
+    """bench/sets/handbook_questions.jsonl: section-level gold over one handbook (table rows, a
+    negation, questions that span two sections, an Overview, Resources and front matter sharing
+    the questions' words): the anchors of the top 5 sections of `knowledge.search`."""
+    lines = read_jsonl(OWN_SETS / "handbook_questions.jsonl")
+    vault = new_vault(scratch / "handbook")
+    outcomes = []
+    with Session(vault, USER, environ=NO_MODEL) as session:
+        knowledge = session.knowledge
+        imported = knowledge.import_paths([str(OWN_SETS / lines[0]["doc"])], scope="system")
+        knowledge.publish(*(outcome.doc for outcome in imported if outcome.doc))
+        for item in lines[1:]:
+            hits = knowledge.search(item["question"], limit=SEARCH_LIMIT)
+            outcomes.append({**item, "anchors": [hit.hit.anchor for hit in hits]})
+    return {"outcomes": outcomes}
+
+
+def handbook_report(results: dict[str, Any]) -> list[str]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for outcome in results["outcomes"]:
+        groups.setdefault("all", []).append(outcome)
+        groups.setdefault(outcome["category"], []).append(outcome)
+    rows = []
+    for group, items in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+        n = len(items)
+        first = sum(bool(o["anchors"]) and o["anchors"][0] in o["gold"] for o in items)
+        top = sum(any(anchor in o["gold"] for anchor in o["anchors"][:5]) for o in items)
+        every = sum(all(anchor in o["anchors"][:5] for anchor in o["gold"]) for o in items)
+        rows.append([group, str(n), fraction(first, n), fraction(top, n), fraction(every, n)])
+    lines = ["", "## Own set: section search (bench/sets/handbook_questions.jsonl)", ""]
+    lines += table(["group", "n", "gold section at 1", "in top 5", "all gold sections in top 5"], rows)
+    misses = [o for o in results["outcomes"] if not o["anchors"] or o["anchors"][0] not in o["gold"]]
+    lines += ["", "Misses at 1:"] + [
+        f'- "{o["question"]}" (gold {o["gold"]}): {o["anchors"]}' for o in misses
+    ]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write every figure to OUT as JSON")
@@ -540,6 +578,7 @@ def main() -> None:
             ("madial", devsets / "madial-bench", run_madial, madial_report),
             ("qmd", devsets / "qmd-eval", run_qmd, qmd_report),
             ("dated", OWN_SETS, lambda _, scratch: run_dated(scratch), dated_report),
+            ("handbook", OWN_SETS, lambda _, scratch: run_handbook(scratch), handbook_report),
         ):
             if not folder.is_dir():
                 if devsets.is_dir():

@@ -16,7 +16,7 @@ from .outline import heading_paths, split_lines
 if TYPE_CHECKING:
     from .usable import Usable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -47,9 +47,20 @@ CREATE TABLE sections (
 );
 CREATE INDEX sections_by_doc ON sections (doc, ord);
 CREATE VIRTUAL TABLE sections_fts USING fts5(
+    title, body, context, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE docs_fts USING fts5(
     title, body, tokenize = 'porter unicode61 remove_diacritics 2'
 )
 """
+
+# bm25 column weights of a section: its heading, its text, and its context (the document's title
+# and the headings above it: "Retries" under "Payments > Failures" is about failed payments).
+_SECTION_WEIGHTS = "3.0, 1.0, 1.0"
+# Sections are ranked by reciprocal-rank fusion of their own BM25 rank and their document's (the
+# whole text's), the usual k: a section of the document that answers the question as a whole
+# outranks a section elsewhere that shares more words with it (a glossary, another overview).
+_FUSION_K = 60
 
 
 class IndexedDocJson(TypedDict):
@@ -96,7 +107,7 @@ class Hit(NamedTuple):
 class KnowledgeIndex(CacheDB):
     schema = _SCHEMA
     version = SCHEMA_VERSION
-    tables = ("meta", "docs", "sections", "sections_fts")
+    tables = ("meta", "docs", "sections", "sections_fts", "docs_fts")
 
     def signatures(self) -> dict[str, int]:
         return {key: sig & MASK for key, sig in self.db.execute("SELECT body_key, signature FROM docs")}
@@ -109,6 +120,7 @@ class KnowledgeIndex(CacheDB):
             return
         ids = [r[0] for r in self.db.execute("SELECT id FROM sections WHERE doc = ?", row)]
         self.db.executemany("DELETE FROM sections_fts WHERE rowid = ?", [(i,) for i in ids])
+        self.db.execute("DELETE FROM docs_fts WHERE rowid = ?", row)
         self.db.execute("DELETE FROM sections WHERE doc = ?", row)
         self.db.execute("DELETE FROM docs WHERE id = ?", row)
 
@@ -152,10 +164,15 @@ class KnowledgeIndex(CacheDB):
                     body,
                 ),
             )
+            context = " ".join([meta.title, *paths[order][:-1]])
             self.db.execute(
-                "INSERT INTO sections_fts (rowid, title, body) VALUES (?, ?, ?)",
-                (row.lastrowid, index_text(section.title), index_text(body)),
+                "INSERT INTO sections_fts (rowid, title, body, context) VALUES (?, ?, ?, ?)",
+                (row.lastrowid, index_text(section.title), index_text(body), index_text(context)),
             )
+        self.db.execute(
+            "INSERT INTO docs_fts (rowid, title, body) VALUES (?, ?, ?)",
+            (doc, index_text(meta.title), index_text(text)),
+        )
 
     # --- reading ------------------------------------------------------------------------
 
@@ -178,14 +195,14 @@ class KnowledgeIndex(CacheDB):
         join = " FROM sections_fts JOIN sections s ON s.id = sections_fts.rowid JOIN docs d ON d.id = s.doc"
         if selective:
             return self.db.execute(
-                f"SELECT s.id, bm25(sections_fts, 3.0, 1.0) AS score {join}"
+                f"SELECT s.id, bm25(sections_fts, {_SECTION_WEIGHTS}) AS score {join}"
                 f" WHERE sections_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
                 (expression, *params, limit),
             ).fetchall()
         window = max(limit * 4, 50)
         while True:
             candidates = self.db.execute(
-                "SELECT rowid, bm25(sections_fts, 3.0, 1.0) AS score FROM sections_fts"
+                f"SELECT rowid, bm25(sections_fts, {_SECTION_WEIGHTS}) AS score FROM sections_fts"
                 " WHERE sections_fts MATCH ? ORDER BY score LIMIT ?",
                 (expression, window),
             ).fetchall()
@@ -206,6 +223,29 @@ class KnowledgeIndex(CacheDB):
                 return ranked
             window *= 4
 
+    def _fused(self, expression: str, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """ranked (section id, bm25) reordered by reciprocal-rank fusion with the BM25 rank of
+        each section's document over its whole text; the score kept is the fused one, negated as
+        bm25's (lower is better)."""
+        ids = [section for section, _ in ranked]
+        doc_of = dict(
+            self.db.execute(f"SELECT id, doc FROM sections WHERE id IN ({','.join('?' * len(ids))})", ids)
+        )
+        docs = sorted(set(doc_of.values()))
+        doc_scores = dict(
+            self.db.execute(
+                "SELECT rowid, bm25(docs_fts, 3.0, 1.0) FROM docs_fts WHERE docs_fts MATCH ?"
+                f" AND rowid IN ({','.join('?' * len(docs))})",
+                [expression, *docs],
+            )
+        )
+        doc_rank = {doc: place for place, doc in enumerate(sorted(docs, key=lambda d: doc_scores.get(d, 0.0)))}
+        fused = [
+            (section, -(1 / (_FUSION_K + place) + 1 / (_FUSION_K + doc_rank[doc_of[section]])))
+            for place, (section, _) in enumerate(ranked)
+        ]
+        return sorted(fused, key=lambda item: item[1])
+
     def search(self, expression: str, usable: Usable, limit: int) -> list[Hit]:
         """Sections matching the FTS5 expression within the usable documents, best first.
 
@@ -221,11 +261,13 @@ class KnowledgeIndex(CacheDB):
             keys = sorted(usable.body_keys)
             where.append(f"d.body_key IN ({','.join('?' * len(keys))})")
             params.extend(keys)
+        pool = max(limit * 4, 50)  # the candidates fusion reorders
         ranked = self._rank(
-            expression, " AND ".join(where), params, limit, selective=usable.body_keys is not None
+            expression, " AND ".join(where), params, pool, selective=usable.body_keys is not None
         )
         if not ranked:
             return []
+        ranked = self._fused(expression, ranked)[:limit]
         details = {
             row[0]: row[1:]
             for row in self.db.execute(
