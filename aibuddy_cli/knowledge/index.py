@@ -239,7 +239,8 @@ class KnowledgeIndex(CacheDB):
                 [expression, *docs],
             )
         )
-        doc_rank = {doc: place for place, doc in enumerate(sorted(docs, key=lambda d: doc_scores.get(d, 0.0)))}
+        by_score = sorted(docs, key=lambda doc: doc_scores.get(doc, 0.0))
+        doc_rank = {doc: place for place, doc in enumerate(by_score)}
         fused = [
             (section, -(1 / (_FUSION_K + place) + 1 / (_FUSION_K + doc_rank[doc_of[section]])))
             for place, (section, _) in enumerate(ranked)
