@@ -6,6 +6,7 @@ body's and sidecar's stat) and re-indexes only what changed; deleting it loses n
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from ..cache_db import MASK, CacheDB, to_signed
@@ -16,7 +17,7 @@ from .outline import heading_paths, split_lines
 if TYPE_CHECKING:
     from .usable import Usable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -104,6 +105,20 @@ class Hit(NamedTuple):
     score: float
 
 
+_FRONT_MATTER = re.compile(
+    r"\A(?:---|\+\+\+)[ \t]*\r?\n.*?^(?:---|\+\+\+|\.\.\.)[ \t]*$", re.DOTALL | re.MULTILINE
+)
+_LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|<https?://[^>\s]*>|https?://[^\s)\]>]+")
+
+
+def prose_of(text: str) -> str:
+    """What a section says, for ranking: without a front matter block (the document's metadata:
+    tags and owners would match every question about their topics) and without link targets
+    (a list of URLs repeats the names of every topic in its host names). The text shown is
+    unchanged."""
+    return _LINK_TARGET.sub(" ", _FRONT_MATTER.sub(" ", text))
+
+
 class KnowledgeIndex(CacheDB):
     schema = _SCHEMA
     version = SCHEMA_VERSION
@@ -165,13 +180,14 @@ class KnowledgeIndex(CacheDB):
                 ),
             )
             context = " ".join([meta.title, *paths[order][:-1]])
+            searchable = index_text(prose_of(body))
             self.db.execute(
                 "INSERT INTO sections_fts (rowid, title, body, context) VALUES (?, ?, ?, ?)",
-                (row.lastrowid, index_text(section.title), index_text(body), index_text(context)),
+                (row.lastrowid, index_text(section.title), searchable, index_text(context)),
             )
         self.db.execute(
             "INSERT INTO docs_fts (rowid, title, body) VALUES (?, ?, ?)",
-            (doc, index_text(meta.title), index_text(text)),
+            (doc, index_text(meta.title), index_text(prose_of(text))),
         )
 
     # --- reading ------------------------------------------------------------------------
