@@ -17,7 +17,7 @@ from .outline import heading_paths, split_lines
 if TYPE_CHECKING:
     from .usable import Usable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -48,16 +48,17 @@ CREATE TABLE sections (
 );
 CREATE INDEX sections_by_doc ON sections (doc, ord);
 CREATE VIRTUAL TABLE sections_fts USING fts5(
-    title, body, context, tokenize = 'porter unicode61 remove_diacritics 2'
+    title, body, context, metadata, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE docs_fts USING fts5(
     title, body, tokenize = 'porter unicode61 remove_diacritics 2'
 )
 """
 
-# bm25 column weights of a section: its heading, its text, and its context (the document's title
-# and the headings above it: "Retries" under "Payments > Failures" is about failed payments).
-_SECTION_WEIGHTS = "3.0, 1.0, 1.0"
+# bm25 column weights of a section: its heading, its text, its context (the document's title and
+# the headings above it: "Retries" under "Payments > Failures" is about failed payments) and its
+# metadata (front matter, link targets: found, but below any prose that matches).
+_SECTION_WEIGHTS = "3.0, 1.0, 1.0, 0.2"
 # Sections are ranked by reciprocal-rank fusion of their own BM25 rank and their document's (the
 # whole text's), the usual k: a section of the document that answers the question as a whole
 # outranks a section elsewhere that shares more words with it (a glossary, another overview).
@@ -111,12 +112,19 @@ _FRONT_MATTER = re.compile(
 _LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|<https?://[^>\s]*>|https?://[^\s)\]>]+")
 
 
-def prose_of(text: str) -> str:
-    """What a section says, for ranking: without a front matter block (the document's metadata:
-    tags and owners would match every question about their topics) and without link targets
-    (a list of URLs repeats the names of every topic in its host names). The text shown is
-    unchanged."""
-    return _LINK_TARGET.sub(" ", _FRONT_MATTER.sub(" ", text))
+def prose_of(text: str) -> tuple[str, str]:
+    """What a section says, and its metadata: a front matter block (tags and owners would match
+    every question about their topics) and link targets (a list of URLs repeats the names of
+    every topic in its host names). The metadata is indexed apart, at a low weight: a search
+    for a URL still finds it, below the prose that answers. The text shown is unchanged."""
+    kept: list[str] = []
+
+    def aside(match: re.Match[str]) -> str:
+        kept.append(match.group(0))
+        return " "
+
+    prose = _LINK_TARGET.sub(aside, _FRONT_MATTER.sub(aside, text))
+    return prose, " ".join(kept)
 
 
 class KnowledgeIndex(CacheDB):
@@ -180,14 +188,20 @@ class KnowledgeIndex(CacheDB):
                 ),
             )
             context = " ".join([meta.title, *paths[order][:-1]])
-            searchable = index_text(prose_of(body))
+            prose, aside = prose_of(body)
             self.db.execute(
-                "INSERT INTO sections_fts (rowid, title, body, context) VALUES (?, ?, ?, ?)",
-                (row.lastrowid, index_text(section.title), searchable, index_text(context)),
+                "INSERT INTO sections_fts (rowid, title, body, context, metadata) VALUES (?, ?, ?, ?, ?)",
+                (
+                    row.lastrowid,
+                    index_text(section.title),
+                    index_text(prose),
+                    index_text(context),
+                    index_text(aside),
+                ),
             )
         self.db.execute(
             "INSERT INTO docs_fts (rowid, title, body) VALUES (?, ?, ?)",
-            (doc, index_text(meta.title), index_text(prose_of(text))),
+            (doc, index_text(meta.title), index_text(prose_of(text)[0])),
         )
 
     # --- reading ------------------------------------------------------------------------
@@ -301,4 +315,3 @@ class KnowledgeIndex(CacheDB):
                 Hit(DocRef(sc, ow, di, st), t, a, stt, [p for p in pa.split(" > ") if p], b, e, tx, -score)
             )
         return hits
-
