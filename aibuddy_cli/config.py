@@ -182,6 +182,9 @@ TABLES: tuple[Table, ...] = (
                 description="record bodies a recall reads"),
         Setting("lexical_share", WHOLE, 50, low=0, high="window", template="",
                 description="manifest lines kept for the best lexical matches over all the user's records"),
+        Setting("semantic", FLAG, False, template="",
+                description="fuse an offline meaning signal with the words (English; needs "
+                            "pip install 'aibuddy-cli[semantic]')"),
     )),
     Table("knowledge", (
         Setting("page_chars", WHOLE, 4000, low=200, high=100_000,
@@ -240,6 +243,7 @@ class RecallSettings(NamedTuple):
     window: int = 200
     max_bodies: int = 5
     lexical_share: int = 50
+    semantic: bool = False
 
 
 class KnowledgeSettings(NamedTuple):

@@ -214,9 +214,14 @@ def run_madial(folder: Path, scratch: Path) -> dict[str, Any]:
             (records / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
         queries = [query for number, d in enumerate(dialogues) for query in dialogue_queries(number, d)]
         outcomes: list[MemoryOutcome] = []
+        meaning: list[MemoryOutcome] = []
+        embedder = meaning_model()
         with Session(vault, USER, environ=NO_MODEL) as session:
             memory = session.memory
             for query in queries:
+                if embedder is not None:  # [recall] semantic: words and meaning fused
+                    fused = memory.index().rank(query.text, MRR_K, None, embedder)
+                    meaning.append(MemoryOutcome(query, [memory_id(name) for name, _ in fused], []))
                 ranked = [memory_id(name) for name, _ in memory.index().rank(query.text, MRR_K)]
                 recalled = (
                     [memory_id(record.name) for record in memory.recall(query.text).records]
@@ -226,7 +231,29 @@ def run_madial(folder: Path, scratch: Path) -> dict[str, Any]:
                 outcomes.append(MemoryOutcome(query, ranked, recalled))
         scenes = {key: str(memory["scene"]) for key, memory in archive.items()}
         results[language] = summarise_madial(outcomes, scenes, len(archive), len(dialogues))
+        if meaning:
+            results[language]["semantic"] = {
+                variant: {
+                    "n": len(chosen),
+                    "recall_at_5": ratio(sum(o.recall_at_k for o in chosen), len(chosen)),
+                    "hit_at_5": sum(o.hit for o in chosen),
+                    "mrr_at_10": ratio(sum(o.reciprocal_rank for o in chosen), len(chosen)),
+                }
+                for variant in VARIANTS
+                for chosen in [[o for o in meaning if o.query.variant == variant]]
+            }
     return results
+
+
+def meaning_model() -> Any:
+    """aibuddy's embedder when the semantic extra is installed (its model loaded), else None."""
+    from aibuddy_cli.memory.semantic import SemanticUnavailable, shared
+
+    try:
+        shared().embed(["warm up"])
+    except SemanticUnavailable:
+        return None
+    return shared()
 
 
 def summarise_madial(
@@ -275,6 +302,26 @@ def summarise_madial(
             for o in outcomes
         ],
     }
+
+
+def semantic_report(results: dict[str, Any]) -> list[str]:
+    rows = []
+    for language, found in results.items():
+        for variant, fused in found.get("semantic", {}).items():
+            words = found["variants"][variant]
+            n = words["n"]
+            rows.append([
+                language, variant, str(n),
+                f"{words['recall_at_5']:.3f}", f"{fused['recall_at_5']:.3f}",
+                fraction(words["hit_at_5"], n), fraction(fused["hit_at_5"], n),
+                f"{words['mrr_at_10']:.3f}", f"{fused['mrr_at_10']:.3f}",
+            ])  # fmt: skip
+    if not rows:
+        return ["", "(the semantic extra is not installed: `[recall] semantic` not measured)"]
+    header = ["lang", "query", "n", "R@5 words", "R@5 +meaning", "Hit@5 words", "Hit@5 +meaning",
+              "MRR words", "MRR +meaning"]  # fmt: skip
+    return ["", "### MADial with `[recall] semantic` (words and meaning fused by reciprocal rank)", "",
+            *table(header, rows)]  # fmt: skip
 
 
 def madial_report(results: dict[str, Any]) -> list[str]:
@@ -575,7 +622,7 @@ def main() -> None:
         if not devsets.is_dir():
             lines += ["", f"(no dev sets at {devsets}: only the own sets are measured)"]
         for part, folder, run, report in (
-            ("madial", devsets / "madial-bench", run_madial, madial_report),
+            ("madial", devsets / "madial-bench", run_madial, lambda r: madial_report(r) + semantic_report(r)),
             ("qmd", devsets / "qmd-eval", run_qmd, qmd_report),
             ("dated", OWN_SETS, lambda _, scratch: run_dated(scratch), dated_report),
             ("handbook", OWN_SETS, lambda _, scratch: run_handbook(scratch), handbook_report),

@@ -40,7 +40,7 @@ def test_the_settings_objects_are_typed_named_tuples() -> None:
     recall = config.RecallSettings
     declared = next(table for table in TABLES if table.name == "recall")
     assert recall._fields == tuple(setting.name for setting in declared.settings)
-    assert recall.__annotations__ == {"window": int, "max_bodies": int, "lexical_share": int}
+    assert recall.__annotations__ == {"window": int, "max_bodies": int, "lexical_share": int, "semantic": bool}
     assert config.ExtractionSettings.__annotations__["similarity"] is float
     assert config.Config._fields == ("default_user", "admins", "vault_id", "models", "recall", "knowledge",
                                      "extraction", "context", "tables", "consolidation", "teams", "warnings",
@@ -96,7 +96,7 @@ def test_recall_bounds_follow_the_other_recall_keys() -> None:
     with pytest.raises(InvalidInput, match="max_bodies must be a whole number from 1 to 5$"):  # checked first
         config.config_from_data({"recall": {"window": 0, "max_bodies": 0}}, SOURCE)
     # A key left out takes its default within its range: lexical_share is at most window.
-    assert config.config_from_data({"recall": {"window": 30}}, SOURCE).recall == (30, 5, 30)
+    assert config.config_from_data({"recall": {"window": 30}}, SOURCE).recall == (30, 5, 30, False)
 
 
 def test_top_level_keys_and_tables_keep_their_messages() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from ..cache_db import CacheDB, entry_hash, files_digest
 from ..dates import Span, read_time, text_days
@@ -22,8 +22,9 @@ from ..folder_watch import cursor_source
 from ..storage import Entry
 from ..text import index_text, query_terms
 from .records import MemoryRecord
+from .semantic import Embedder, mostly_cjk
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # bm25 column weights: a word in the name or description says more than one in the body.
 _WEIGHTS = "4.0, 3.0, 1.0"
 
@@ -50,6 +51,7 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_by_recency ON records (recency_ns DESC, name);
 CREATE INDEX IF NOT EXISTS records_with_errors ON records (name) WHERE error IS NOT NULL;
 CREATE TABLE IF NOT EXISTS record_days (id INTEGER NOT NULL, day TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS record_vectors (id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS record_days_by_day ON record_days (day, id);
 CREATE INDEX IF NOT EXISTS record_days_by_id ON record_days (id);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
@@ -64,6 +66,8 @@ DATE_BOOST = 1.0  # how much a lexical match gains when the record's days fit th
 # I decide last week?"), and a task's "draft this week's report" brings no unrelated record of the week.
 DATE_ONLY = 0.1
 DATED_LIMIT = 500  # records of a question's time considered (a year may hold thousands)
+MEANING_DEPTH = 50  # how deep each ranking goes into the fusion of words and meaning
+RRF_K = 60  # reciprocal-rank fusion's usual constant
 
 _LARGEST = (1 << 63) - 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -138,9 +142,10 @@ class Problem(NamedTuple):
 
 
 class MemoryIndex(CacheDB):
+    _vectors: tuple[Any, list[str], Any] | None = None  # (marker, names, matrix) of vectors()
     schema = _SCHEMA
     version = SCHEMA_VERSION
-    tables = ("meta", "cursors", "records", "record_days", "records_fts")
+    tables = ("meta", "cursors", "records", "record_days", "record_vectors", "records_fts")
 
     # --- keeping it current -----------------------------------------------------------
 
@@ -268,6 +273,7 @@ class MemoryIndex(CacheDB):
             return 0
         self.db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
         self.db.execute("DELETE FROM record_days WHERE id = ?", (row[0],))
+        self.db.execute("DELETE FROM record_vectors WHERE id = ?", (row[0],))
         self.db.execute("DELETE FROM records WHERE id = ?", (row[0],))
         return -entry_hash(*row[1:])
 
@@ -386,7 +392,73 @@ class MemoryIndex(CacheDB):
             )
         ]
 
-    def rank(self, query: str, limit: int, today: dt.date | None = None) -> list[tuple[str, float]]:
+    def vectors(self, embedder: Embedder) -> tuple[list[str], Any]:
+        """The well-formed records' names and their meaning vectors (a float32 matrix), those not
+        embedded yet embedded now; kept in this handle until a record changes."""
+        import numpy as np
+
+        missing = self.db.execute(
+            "SELECT r.id, r.name, r.description, f.body FROM records r JOIN records_fts f ON f.rowid = r.id"
+            " LEFT JOIN record_vectors v ON v.id = r.id WHERE r.error IS NULL AND v.id IS NULL"
+        ).fetchall()
+        if missing:
+            texts = [
+                f"{name.replace('-', ' ')}. {description}. {body[:2000]}"
+                for _, name, description, body in missing
+            ]
+            rows = embedder.embed(texts)
+            with self.write():
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO record_vectors (id, vector) VALUES (?, ?)",
+                    [
+                        (record_id, row.astype(np.float16).tobytes())
+                        for (record_id, *_), row in zip(missing, rows, strict=True)
+                    ],
+                )
+        marker = self.db.execute("SELECT count(*), max(id), sum(id) FROM record_vectors").fetchone()
+        if self._vectors is not None and self._vectors[0] == marker:
+            return self._vectors[1], self._vectors[2]
+        found = self.db.execute(
+            "SELECT r.name, v.vector FROM record_vectors v JOIN records r ON r.id = v.id"
+            " WHERE r.error IS NULL"
+        ).fetchall()
+        names = [name for name, _ in found]
+        matrix = (
+            np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float16)
+            .reshape(len(found), -1)
+            .astype(np.float32)
+            if found
+            else np.zeros((0, 0), np.float32)
+        )
+        self._vectors = (marker, names, matrix)
+        return names, matrix
+
+    def rank(
+        self, query: str, limit: int, today: dt.date | None = None, embedder: Embedder | None = None
+    ) -> list[tuple[str, float]]:
+        """rank_words (BM25, and the question's time), fused by reciprocal rank with the records'
+        meaning when an embedder is given and the question is not mostly Chinese or Japanese
+        (semantic.py): each ranking's top MEANING_DEPTH, 1 / (RRF_K + place) from each."""
+        lexical = self.rank_words(query, max(limit, MEANING_DEPTH) if embedder else limit, today)
+        if embedder is None or mostly_cjk(query):
+            return lexical[:limit]
+        words = read_time(query, today)[1] if today is not None else query
+        names, matrix = self.vectors(embedder)
+        if not names:
+            return lexical[:limit]
+        import numpy as np
+
+        similarity = matrix @ embedder.embed([words])[0]
+        closest = np.argsort(-similarity, kind="stable")[:MEANING_DEPTH]
+        fused: dict[str, float] = {}
+        for place, (name, _) in enumerate(lexical[:MEANING_DEPTH]):
+            fused[name] = fused.get(name, 0.0) + 1 / (RRF_K + place + 1)
+        for place, row in enumerate(closest):
+            if similarity[row] > 0:
+                fused[names[row]] = fused.get(names[row], 0.0) + 1 / (RRF_K + place + 1)
+        return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+    def rank_words(self, query: str, limit: int, today: dt.date | None = None) -> list[tuple[str, float]]:
         """Best matches over all of the user's records: (name, score), best first. BM25; and when
         the query names a time (`dates.read_time`, relative to today; its words then match as a
         time, not as words), the records whose days

@@ -525,7 +525,7 @@ class MemoryService:
         """The recall window; with a query, its best lexical matches are reserved a place."""
         settings = self.vault.config.recall
         index = self.index()
-        matched = [name for name, _ in index.rank(query, settings.lexical_share, today())] if query else []
+        matched = [name for name, _ in self._rank(index, query, settings.lexical_share)] if query else []
         lines = build_manifest(index, matched, settings)
         return Manifest(self.user, query, settings.window, lines, index.problems())
 
@@ -578,7 +578,7 @@ class MemoryService:
             raise InvalidInput(Option("limit"), " must be at least 1")
         limit = min(limit, settings.max_bodies)
         index = self.index()
-        scored = index.rank(query, max(settings.lexical_share, limit), today())
+        scored = self._rank(index, query, max(settings.lexical_share, limit))
         ranked = [name for name, _ in scored]
         warnings: list[str] = []
         dropped: list[str] = []
@@ -614,6 +614,19 @@ class MemoryService:
             warnings=warnings,
             dropped=dropped,
         )
+
+    def _rank(self, index: MemoryIndex, query: str, limit: int) -> list[tuple[str, float]]:
+        """index.rank, with the meaning signal when `[recall] semantic` is on; when its model
+        cannot be loaded, the words alone, with a warning (recall never fails for it)."""
+        from .semantic import SemanticUnavailable, shared
+
+        if not self.vault.config.recall.semantic:
+            return index.rank(query, limit, today())
+        try:
+            return index.rank(query, limit, today(), shared())
+        except SemanticUnavailable as error:
+            self.warnings.append(f"{error}; recall used the words alone")
+            return index.rank(query, limit, today())
 
     def _mark_recalled(self, names: list[str], warnings: list[str]) -> list[MemoryRecord]:
         """Read the chosen bodies and bump recallCount/lastRecalledAt under the user's lock.
