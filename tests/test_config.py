@@ -40,7 +40,8 @@ def test_the_settings_objects_are_typed_named_tuples() -> None:
     recall = config.RecallSettings
     declared = next(table for table in TABLES if table.name == "recall")
     assert recall._fields == tuple(setting.name for setting in declared.settings)
-    assert recall.__annotations__ == {"window": int, "max_bodies": int, "lexical_share": int, "semantic": bool}
+    fields = {"window": int, "max_bodies": int, "lexical_share": int, "semantic": bool}
+    assert recall.__annotations__ == fields
     assert config.ExtractionSettings.__annotations__["similarity"] is float
     assert config.Config._fields == ("default_user", "admins", "vault_id", "models", "recall", "knowledge",
                                      "extraction", "context", "tables", "consolidation", "teams", "warnings",
