@@ -45,13 +45,18 @@ def read_transcript_file(transcript: str) -> Transcript:
     """A transcript's lines (`--transcript FILE|-`), read in a bounded way: at most
     TRANSCRIPT_LIMIT + 1 bytes, so a huge file, /dev/zero or an endless pipe is refused instead
     of filling memory."""
+    name = "standard input" if transcript == "-" else f"transcript {transcript}"
+    too_large = f"{name} is larger than 8 MiB: pass only the latest turns"
+    text = read_text(transcript, TRANSCRIPT_LIMIT, name, too_large)
+    return Transcript(transcript, text.split("\n"))
+
+
+def read_text(source: str, limit: int, name: str, too_large: str, encoding: str = "utf-8") -> str:
+    """read_bounded of source ("-": standard input) as UTF-8 text; InvalidInput when it is not."""
     import sys
 
-    source = "standard input" if transcript == "-" else f"transcript {transcript}"
-    too_large = f"{source} is larger than 8 MiB: pass only the latest turns"
-    data = read_bounded(transcript, TRANSCRIPT_LIMIT, sys.stdin.buffer, name=source, too_large=too_large)
+    data = read_bounded(source, limit, sys.stdin.buffer, name=name, too_large=too_large)
     try:
-        text = data.decode("utf-8")
+        return data.decode(encoding)
     except UnicodeDecodeError:
-        raise InvalidInput(f"{source} is not UTF-8 text") from None
-    return Transcript(transcript, text.split("\n"))
+        raise InvalidInput(f"{name} is not UTF-8 text") from None

@@ -9,7 +9,6 @@ runs, the record of operations). Names and arguments keep the design's "Table to
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, INT_RANGE, METRICS, ColumnSpec
@@ -93,15 +92,10 @@ def file_rows(file: str) -> list[Any]:
     import io
 
     from ..errors import InvalidInput
-    from ..inputs import read_bounded
+    from ..inputs import read_text
 
     source = "standard input" if file == "-" else file
-    too_large = f"{source} is larger than {FILE_LIMIT >> 20} MiB"
-    data = read_bounded(file, FILE_LIMIT, sys.stdin.buffer, name=source, too_large=too_large)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{source} is not UTF-8 text") from None
+    text = read_text(file, FILE_LIMIT, source, f"{source} is larger than {FILE_LIMIT >> 20} MiB", "utf-8-sig")
     if text.lstrip().startswith("{"):
         return [
             json_value(line, f"{source} line {number}")
