@@ -110,6 +110,25 @@ def _vault_id(setting: Setting, value: Any, low: Any, high: Any, source: str, wa
     return value
 
 
+def _store_url(setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]) -> str:
+    """A PostgreSQL URL, without a password: git tracks aibuddy.toml, so a password comes from the
+    environment (PGPASSWORD, AIBUDDY_STORE_URL) or a libpq passfile or service file."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str) or not value.startswith(("postgresql://", "postgres://")):
+        raise InvalidInput(f"{source}: [store] {setting.name} must be a postgresql:// URL")
+    try:
+        password = urlsplit(value).password
+    except ValueError:
+        raise InvalidInput(f"{source}: [store] {setting.name} is not a URL") from None
+    if password is not None or "password=" in value:
+        raise InvalidInput(
+            f"{source}: [store] {setting.name} holds a password, and git tracks this file: put it in "
+            "PGPASSWORD or ~/.pgpass, or give the whole URL in AIBUDDY_STORE_URL"
+        )
+    return value
+
+
 WHOLE = Kind("whole number", int, _whole)
 NUMBER = Kind("number", float, _number)
 FLAG = Kind("true or false", bool, _flag)
@@ -119,6 +138,7 @@ VAULT_ID = Kind("vault id", str | None, _vault_id)
 # [models] is checked by models.model_settings when a role is resolved, so its kinds have no check.
 MODEL = Kind("litellm model string", str | None, None)
 URL = Kind("URL", str | None, None)
+STORE_URL = Kind("postgresql:// URL", str | None, _store_url)
 SECONDS = Kind("seconds", float, None)
 
 
@@ -231,6 +251,10 @@ TABLES: tuple[Table, ...] = (
                 description="add the facts a chunk states as rows of existing knowledge tables"),
         Setting("tasks", FLAG, False, template="", description="update the task's plan and status"),
     )),
+    Table("store", (
+        Setting("url", STORE_URL, None, template="",
+                description="a PostgreSQL database serving this vault to many hosts (no password here)"),
+    )),
     Table("teams", (), raw=True, entries=_team,
           note="[teams.<team>] members = [\"alice\", \"bob\"]: who shares tables/team/<team>/"),
 )  # fmt: skip
@@ -280,6 +304,10 @@ class ConsolidationSettings(NamedTuple):
     tasks: bool = False
 
 
+class StoreSettings(NamedTuple):
+    url: str | None = None
+
+
 class Config(NamedTuple):
     default_user: str | None = None
     admins: tuple[str, ...] = ()
@@ -291,6 +319,7 @@ class Config(NamedTuple):
     context: ContextSettings = ContextSettings()
     tables: TablesSettings = TablesSettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()
+    store: StoreSettings = StoreSettings()
     teams: Mapping[str, frozenset[str]] = MappingProxyType({})  # team -> its members
     # Unknown keys and ignored values, said on every run.
     warnings: tuple[str, ...] = ()
@@ -306,6 +335,7 @@ SETTINGS_TYPES: dict[str, type] = {
     "context": ContextSettings,
     "tables": TablesSettings,
     "consolidation": ConsolidationSettings,
+    "store": StoreSettings,
 }
 
 

@@ -57,6 +57,11 @@ class Session:
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         # The one sink: appended to by every service, never rebound (they hold on to it).
         self.warnings: list[str] = list(vault.config.warnings) if warnings is None else warnings
+        url = self.environ.get("AIBUDDY_STORE_URL") or vault.config.store.url
+        if store is None and url:
+            from .pgstore import shared_store
+
+            store = shared_store(url)
         if store is None and vault.config.team_vault:
             from .team import compose
 

@@ -366,3 +366,19 @@ def kb_vault(vault: Vault) -> Vault:
     tasks = Session(vault, "demo").tasks
     tasks.set_attached(tasks.new("strings").id, {"system/ch08-02-strings": True})
     return vault
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Any]:
+    """A throw-away PostgreSQL server for this pytest process (tests/postgres_server.py)."""
+    from postgres_server import Cluster
+
+    cluster = Cluster()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: Any) -> str:
+    """The URL of a new, empty database on the throw-away server."""
+    return str(postgres_cluster.new_database())

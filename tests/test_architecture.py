@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundations", ("vault", "config", "storage", "composed", "cache_db", "background", "scan",
                      "redaction", "merging", "conflict_markers", "gitfiles", "inputs", "names",
                      "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch",
-                     "transcripts", "hook_settings", "dates", "")),  # fmt: skip  ("": __init__)
+                     "transcripts", "hook_settings", "dates", "pgstore", "")),  # fmt: skip  ("": __init__)
 )
 
 # Imports up a floor that are known and on their way out, (importer, imported): the test passes

@@ -17,10 +17,14 @@ from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
 
-@pytest.fixture(params=["file", "memory"])
+@pytest.fixture(params=["file", "memory", "postgres"])
 def store(request: pytest.FixtureRequest, vault: Vault) -> Store:
     if request.param == "file":
         return FileStore(vault.root, vault.locks_dir())
+    if request.param == "postgres":
+        from aibuddy_cli.pgstore import PgStore
+
+        return PgStore(request.getfixturevalue("postgres_url"))
     return MemoryStore()
 
 

@@ -88,6 +88,7 @@ ENVIRONMENT = "\n".join(
         "Environment:",
         "AIBUDDY_VAULT, AIBUDDY_USER: the vault and user without --vault, --user",
         "AIBUDDY_PERSONAL_VAULT: a team vault's personal folder",
+        "AIBUDDY_STORE_URL: a postgresql:// URL serving the vault's files (over [store] url)",
         "AIBUDDY_MODEL: every role's model; AIBUDDY_MODEL_<ROLE>: one role's",
         "  (RECALL, EXTRACT, SUMMARY, KNOWLEDGE, COMPACT, TABLES, EMBEDDING,",
         "  CONSOLIDATE)",

@@ -1,0 +1,310 @@
+"""The Store protocol (storage.py) on PostgreSQL: one vault served to many hosts.
+
+`[store] url = "postgresql://…"` (or AIBUDDY_STORE_URL) puts the vault's files (records,
+documents and sidecars, tables, tasks, logs) in one table, `aibuddy_files`, keyed by their vault
+path; the derived indexes stay on each host. psycopg 3 (`pip install 'aibuddy-cli[postgres]'`) is
+imported only by this module, so a file vault's start-up does not change.
+
+- Every write is a transaction: a reader sees the old bytes or the new, never a part. `append`
+  adds its line in one statement (a newline first when the text does not end with one).
+- Every change takes the next number of a one-row clock (`aibuddy_clock`) in its transaction.
+  Holding that row serialises the writers' commits, so the numbers become visible in order: a
+  reader that has seen number N has seen every change up to N. The number is the file's version
+  (its Entry's ctime_ns, which the indexes compare) and the position of the change in
+  `aibuddy_changes`, from which `changes()` answers the indexes "what changed in this folder
+  since" without a scan.
+- `lock(name)` is a PostgreSQL advisory lock on a connection of its own: a process killed while
+  holding it releases it with its connection.
+- A server that cannot be reached is "store unavailable" (exit 4), its URL shown without the
+  password.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .errors import Busy, Conflict, InvalidInput, NotFound
+from .folder_watch import Changes
+from .storage import Entry, check_key
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS aibuddy_files (
+    key TEXT PRIMARY KEY,
+    folder TEXT NOT NULL,
+    name TEXT NOT NULL,
+    data BYTEA NOT NULL,
+    version BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS aibuddy_files_by_folder ON aibuddy_files (folder, name);
+CREATE TABLE IF NOT EXISTS aibuddy_clock (id INTEGER PRIMARY KEY CHECK (id = 0), seq BIGINT NOT NULL);
+INSERT INTO aibuddy_clock (id, seq) VALUES (0, 0) ON CONFLICT (id) DO NOTHING;
+CREATE TABLE IF NOT EXISTS aibuddy_changes (seq BIGINT PRIMARY KEY, folder TEXT NOT NULL, name TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS aibuddy_changes_by_folder ON aibuddy_changes (folder, seq);
+"""
+SOURCE = "pg"  # the cursors' source (folder_watch.Changes): one per database, named by the store
+
+
+class StoreUnavailable(Busy):
+    """The database cannot be reached: retryable, exit 4."""
+
+
+def shown(url: str) -> str:
+    """url without its password (messages never carry one)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _split(key: str) -> tuple[str, str]:
+    folder, _, name = key.rpartition("/")
+    return folder, name
+
+
+class PgStore:
+    """Store over a PostgreSQL database (see the module's docstring)."""
+
+    def __init__(self, url: str, connect_timeout: float = 5.0) -> None:
+        self.url = url
+        self.connect_timeout = connect_timeout
+        self._local = threading.local()  # one connection per thread (psycopg connections are not shared)
+        self.source = f"{SOURCE}{abs(hash(shown(url))) % 10**8}"
+
+    # --- connections ---------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        try:
+            import psycopg
+        except ImportError:
+            raise InvalidInput(
+                "[store] url is a PostgreSQL URL, which needs psycopg: pip install 'aibuddy-cli[postgres]'"
+            ) from None
+        try:
+            connection = psycopg.connect(
+                self.url, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
+            )
+        except psycopg.Error as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise StoreUnavailable(
+                f"store unavailable: {shown(self.url)}: {reason.replace(self.url, shown(self.url))}"
+            ) from None
+        connection.execute(SCHEMA)
+        return connection
+
+    @property
+    def db(self) -> Any:
+        connection = getattr(self._local, "connection", None)
+        if connection is None or connection.closed:
+            connection = self._local.connection = self._connect()
+        return connection
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        import psycopg
+
+        try:
+            with self.db.transaction():
+                yield self.db
+        except psycopg.OperationalError as error:
+            self._local.connection = None
+            raise StoreUnavailable(
+                f"store unavailable: {shown(self.url)}: {str(error).strip().splitlines()[0]}"
+            ) from None
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        import psycopg
+
+        try:
+            return list(self.db.execute(sql, params).fetchall())
+        except psycopg.OperationalError as error:
+            self._local.connection = None
+            raise StoreUnavailable(
+                f"store unavailable: {shown(self.url)}: {str(error).strip().splitlines()[0]}"
+            ) from None
+
+    @staticmethod
+    def _tick(db: Any, key: str) -> int:
+        """The next number of the clock, and the change it records (inside a transaction)."""
+        seq = db.execute("UPDATE aibuddy_clock SET seq = seq + 1 WHERE id = 0 RETURNING seq").fetchone()[0]
+        folder, name = _split(key)
+        db.execute("INSERT INTO aibuddy_changes (seq, folder, name) VALUES (%s, %s, %s)", (seq, folder, name))
+        return int(seq)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]:
+        check_key(prefix)
+        rows = self._query(
+            "SELECT key, name, mtime_ns, version, octet_length(data) FROM aibuddy_files"
+            " WHERE folder = %s ORDER BY name",
+            (prefix,),
+        )
+        return [
+            Entry(key, mtime, version, size)
+            for key, name, mtime, version, size in rows
+            if not name.startswith(".") and name.endswith(suffix)
+        ]
+
+    def folders(self, prefix: str) -> list[str]:
+        check_key(prefix)
+        rows = self._query(
+            "SELECT DISTINCT split_part(substr(folder, %s), '/', 1) FROM aibuddy_files"
+            " WHERE starts_with(folder, %s)",
+            (len(prefix) + 2, prefix + "/"),
+        )
+        return sorted(name for (name,) in rows if name and not name.startswith("."))
+
+    def _is_folder(self, key: str) -> bool:
+        return bool(
+            self._query("SELECT 1 FROM aibuddy_files WHERE starts_with(key, %s) LIMIT 1", (key + "/",))
+        )
+
+    def read(self, key: str) -> tuple[bytes, Entry]:
+        check_key(key)
+        rows = self._query("SELECT data, mtime_ns, version FROM aibuddy_files WHERE key = %s", (key,))
+        if not rows:
+            if self._is_folder(key):
+                raise InvalidInput(f"{key} is a folder, not a file")
+            raise NotFound(f"{key} not found")
+        data, mtime, version = rows[0]
+        data = bytes(data)
+        return data, Entry(key, mtime, version, len(data))
+
+    def stat(self, key: str) -> Entry:
+        check_key(key)
+        rows = self._query(
+            "SELECT mtime_ns, version, octet_length(data) FROM aibuddy_files WHERE key = %s", (key,)
+        )
+        if not rows:
+            raise NotFound(f"{key} not found")
+        mtime, version, size = rows[0]
+        return Entry(key, mtime, version, size)
+
+    def exists(self, key: str) -> bool:
+        check_key(key)
+        return bool(self._query("SELECT 1 FROM aibuddy_files WHERE key = %s", (key,))) or self._is_folder(key)
+
+    def changes(self, prefix: str, since: Collection[str]) -> Changes:
+        """What changed directly in prefix since this database's cursor among since."""
+        check_key(prefix)
+        (now,) = self._query("SELECT seq FROM aibuddy_clock WHERE id = 0")[0]
+        cursor = f"{self.source}.{now}"
+        own = next((c for c in since if c.split(".", 1)[0] == self.source), None)
+        if own is None or not own.split(".", 1)[1].isdigit():
+            return Changes(cursor, None)
+        start = int(own.split(".", 1)[1])
+        if start > now:  # a database restored from an older copy: look again at everything
+            return Changes(cursor, None)
+        rows = self._query(
+            "SELECT DISTINCT name FROM aibuddy_changes WHERE folder = %s AND seq > %s AND seq <= %s",
+            (prefix, start, now),
+        )
+        return Changes(cursor, frozenset(name for (name,) in rows if not name.startswith(".")))
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def write(self, key: str, data: bytes, *, create: bool = False) -> Entry:
+        check_key(key)
+        folder, name = _split(key)
+        now = time.time_ns()
+        with self._transaction() as db:
+            if (
+                create
+                and db.execute("SELECT 1 FROM aibuddy_files WHERE key = %s FOR UPDATE", (key,)).fetchone()
+            ):
+                raise Conflict(f"{key} already exists")
+            version = self._tick(db, key)
+            db.execute(
+                "INSERT INTO aibuddy_files (key, folder, name, data, version, mtime_ns)"
+                " VALUES (%s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, version = EXCLUDED.version,"
+                " mtime_ns = EXCLUDED.mtime_ns",
+                (key, folder, name, data, version, now),
+            )
+        return Entry(key, now, version, len(data))
+
+    def append(self, key: str, data: bytes) -> None:
+        check_key(key)
+        folder, name = _split(key)
+        with self._transaction() as db:
+            version = self._tick(db, key)
+            db.execute(
+                "INSERT INTO aibuddy_files (key, folder, name, data, version, mtime_ns)"
+                " VALUES (%s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET data = CASE"
+                " WHEN octet_length(aibuddy_files.data) > 0"
+                " AND get_byte(aibuddy_files.data, octet_length(aibuddy_files.data) - 1) <> 10"
+                " THEN aibuddy_files.data || '\\x0a'::bytea || EXCLUDED.data"
+                " ELSE aibuddy_files.data || EXCLUDED.data END,"
+                " version = EXCLUDED.version, mtime_ns = EXCLUDED.mtime_ns",
+                (key, folder, name, data, version, time.time_ns()),
+            )
+
+    def move(self, key: str, new_key: str) -> None:
+        self._rename(key, new_key, over=False)
+
+    def replace(self, key: str, new_key: str) -> None:
+        self._rename(key, new_key, over=True)
+
+    def _rename(self, key: str, new_key: str, *, over: bool) -> None:
+        check_key(key)
+        check_key(new_key)
+        folder, name = _split(new_key)
+        with self._transaction() as db:
+            if db.execute("SELECT 1 FROM aibuddy_files WHERE key = %s FOR UPDATE", (new_key,)).fetchone():
+                if not over:
+                    raise Conflict(f"{new_key} already exists")
+                db.execute("DELETE FROM aibuddy_files WHERE key = %s", (new_key,))
+            self._tick(db, key)
+            version = self._tick(db, new_key)
+            moved = db.execute(
+                "UPDATE aibuddy_files SET key = %s, folder = %s, name = %s, version = %s, mtime_ns = %s"
+                " WHERE key = %s",
+                (new_key, folder, name, version, time.time_ns(), key),
+            ).rowcount
+            if not moved:
+                raise NotFound(f"{key} not found")
+
+    def delete(self, key: str) -> None:
+        check_key(key)
+        with self._transaction() as db:
+            if not db.execute("DELETE FROM aibuddy_files WHERE key = %s", (key,)).rowcount:
+                if self._is_folder(key):
+                    raise InvalidInput(f"{key} is a folder, not a file")
+                raise NotFound(f"{key} not found")
+            self._tick(db, key)
+
+    @contextmanager
+    def lock(self, name: str, timeout: float = 30.0) -> Iterator[None]:
+        """An advisory lock on a connection of its own (released with it if the process dies)."""
+        check_key(name)
+        connection = self._connect()
+        try:
+            deadline = time.monotonic() + timeout
+            while not connection.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (name,)
+            ).fetchone()[0]:
+                if time.monotonic() >= deadline:
+                    raise Busy(f"the vault is busy ({name} locked for {timeout:.0f}s); try again")
+                time.sleep(0.01)
+            yield
+        finally:
+            connection.close()  # ends the session, and with it the lock
+
+
+_STORES: dict[str, PgStore] = {}
+
+
+def shared_store(url: str) -> PgStore:
+    """The process's store for url: its connections are kept from session to session."""
+    if url not in _STORES:
+        _STORES[url] = PgStore(url)
+    return _STORES[url]
