@@ -53,6 +53,9 @@ class StoreUnavailable(Busy):
     """The database cannot be reached: retryable, exit 4."""
 
 
+_SCHEMA_READY: set[str] = set()  # URLs whose tables this process has already created
+
+
 def shown(url: str) -> str:
     """url without its password (messages never carry one)."""
     from urllib.parse import urlsplit, urlunsplit
@@ -96,7 +99,9 @@ class PgStore:
             raise StoreUnavailable(
                 f"store unavailable: {shown(self.url)}: {reason.replace(self.url, shown(self.url))}"
             ) from None
-        connection.execute(SCHEMA)
+        if self.url not in _SCHEMA_READY:
+            connection.execute(SCHEMA)
+            _SCHEMA_READY.add(self.url)
         return connection
 
     @property
@@ -112,6 +117,8 @@ class PgStore:
 
         try:
             with self.db.transaction():
+                # Every writer takes the clock row first: one lock order, so writers queue, never deadlock.
+                self.db.execute("SELECT 1 FROM aibuddy_clock WHERE id = 0 FOR UPDATE")
                 yield self.db
         except psycopg.OperationalError as error:
             self._local.connection = None

@@ -37,9 +37,12 @@ class Cluster:
             shutil.chown(self.root, "postgres")
         self.prefix = as_postgres
         self.run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
-        options = f"-k {self.socket} -c listen_addresses='' -c fsync=off -c max_connections=200"
-        self.run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
+        self.start()
         self.numbers = itertools.count(1)
+
+    def start(self) -> None:
+        options = f"-k {self.socket} -c listen_addresses='' -c fsync=off -c max_connections=300"
+        self.run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
 
     def run(self, tool: str, *args: str) -> None:
         subprocess.run(
