@@ -113,11 +113,11 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path, postgres_url: str
     from aibuddy_cli.pgstore import PgStore
 
     code = (
-        "import sys, time\n"
+        "import signal, sys\n"
         "from aibuddy_cli.pgstore import PgStore\n"
         "with PgStore(sys.argv[1]).lock('memory-alice'):\n"
         "    print('held', flush=True)\n"
-        "    time.sleep(600)\n"
+        "    signal.pause()  # until the test kills it\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", code, postgres_url], stdout=subprocess.PIPE, text=True)
     try:
