@@ -125,6 +125,7 @@ def serve_http(
 
     from .folder_watch import FolderWatch
     from .mcp_server import Server, mcp_app, warm_models
+    from .session import database_store
     from .storage import FileStore
     from .vault import Vault
 
@@ -133,7 +134,8 @@ def serve_http(
     sock = listen(address)
     port = sock.getsockname()[1]
     url = f"http://{address.name}:{port}{PATH}"
-    app = mcp_app(server, VaultTokens(FileStore(opened.root, opened.locks_dir())), url)
+    tokens = database_store(opened, environ) or FileStore(opened.root, opened.locks_dir())
+    app = mcp_app(server, VaultTokens(tokens), url)
     starlette = app.streamable_http_app(
         streamable_http_path=PATH,
         stateless_http=True,

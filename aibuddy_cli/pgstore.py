@@ -91,9 +91,9 @@ class PgStore:
                 "[store] url is a PostgreSQL URL, which needs psycopg: pip install 'aibuddy-cli[postgres]'"
             ) from None
         try:
-            connection = psycopg.connect(
-                self.url, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
-            )
+            given = "connect_timeout=" in self.url  # the URL's own bound wins
+            timeout: dict[str, Any] = {} if given else {"connect_timeout": max(1, int(self.connect_timeout))}
+            connection = psycopg.connect(self.url, autocommit=True, **timeout)
         except psycopg.Error as error:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise StoreUnavailable(
@@ -168,6 +168,15 @@ class PgStore:
             (len(prefix) + 2, prefix + "/"),
         )
         return sorted(name for (name,) in rows if name and not name.startswith("."))
+
+    def walk(self, prefix: str) -> list[str]:
+        """Every file's key under prefix at any depth, hidden names included, sorted."""
+        check_key(prefix)
+        rows = self._query(
+            "SELECT key FROM aibuddy_files WHERE starts_with(key, %s) ORDER BY key COLLATE \"C\"",
+            (prefix + "/",),
+        )
+        return [key for (key,) in rows]
 
     def _is_folder(self, key: str) -> bool:
         return bool(

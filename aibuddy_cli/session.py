@@ -39,6 +39,16 @@ if TYPE_CHECKING:
     from .tokens import TokenService
 
 
+def database_store(vault: Vault, environ: Mapping[str, str]) -> Store | None:
+    """The database that serves the vault's files (AIBUDDY_STORE_URL, else `[store] url`), if any."""
+    url = environ.get("AIBUDDY_STORE_URL") or vault.config.store.url
+    if not url:
+        return None
+    from .pgstore import shared_store
+
+    return shared_store(url)
+
+
 class Session:
     def __init__(
         self,
@@ -57,11 +67,8 @@ class Session:
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         # The one sink: appended to by every service, never rebound (they hold on to it).
         self.warnings: list[str] = list(vault.config.warnings) if warnings is None else warnings
-        url = self.environ.get("AIBUDDY_STORE_URL") or vault.config.store.url
-        if store is None and url:
-            from .pgstore import shared_store
-
-            store = shared_store(url)
+        if store is None:
+            store = database_store(vault, self.environ)
         if store is None and vault.config.team_vault:
             from .team import compose
 

@@ -319,6 +319,18 @@ class FileStore:
         except FileNotFoundError:
             return []
 
+    def walk(self, prefix: str) -> list[str]:
+        """Every file's key under prefix at any depth, hidden names included (not the temp files
+        of writes in progress), sorted. A symlink is listed, not followed, so that reading it is
+        refused and reported."""
+        keys: list[str] = []
+        for folder, subfolders, names in os.walk(self.path(prefix)):
+            links = [name for name in subfolders if os.path.islink(os.path.join(folder, name))]
+            subfolders[:] = [name for name in subfolders if name not in links]
+            base = Path(folder).relative_to(self.root).as_posix()
+            keys.extend(f"{base}/{name}" for name in names + links if not name.startswith(TEMP_PREFIX))
+        return sorted(keys)
+
     def stat(self, key: str) -> Entry:
         try:
             return _entry(key, os.stat(self.path(key), follow_symlinks=False))

@@ -57,6 +57,10 @@ class MemoryStore:
             name for name in names if not name.startswith(".") and self._is_folder(base + name)
         )
 
+    def walk(self, prefix: str) -> list[str]:
+        check_key(prefix)
+        return sorted(key for key in self.files if key.startswith(prefix + "/"))
+
     def read(self, key: str) -> tuple[bytes, Entry]:
         check_key(key)
         if key not in self.files:

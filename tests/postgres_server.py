@@ -22,7 +22,8 @@ def binaries() -> Path | None:
 
 
 class Cluster:
-    def __init__(self) -> None:
+    def __init__(self, *, fsync: bool = False) -> None:
+        """fsync: run the server with fsync on, as a real one is (the tests keep it off)."""
         folder = binaries()
         if folder is None:
             pytest.skip("no PostgreSQL server binary (apt-get install postgresql)")
@@ -30,6 +31,7 @@ class Cluster:
             "psycopg", reason="psycopg is not installed (pip install 'aibuddy-cli[postgres]')"
         )
         self.bin = folder
+        self.fsync = fsync
         self.root = Path(tempfile.mkdtemp(prefix="aibuddy-pg-"))
         self.data, self.socket = self.root / "data", self.root
         as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
@@ -41,7 +43,8 @@ class Cluster:
         self.numbers = itertools.count(1)
 
     def start(self) -> None:
-        options = f"-k {self.socket} -c listen_addresses='' -c fsync=off -c max_connections=300"
+        fsync = "on" if self.fsync else "off"
+        options = f"-k {self.socket} -c listen_addresses='' -c fsync={fsync} -c max_connections=300"
         self.run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
 
     def run(self, tool: str, *args: str) -> None:

@@ -5,8 +5,11 @@ and derived indexes) see one memory with no pull between them; a server that can
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import run_in_process
 
 from aibuddy_cli.vault import init_vault
@@ -156,3 +159,147 @@ def test_a_server_that_goes_away_fails_fast_and_works_again_when_back(
     finally:
         postgres_cluster.start()  # type: ignore[attr-defined]
     assert [r["name"] for r in aibuddy(env, "memory", "list")["records"]] == ["tea"]
+
+
+def test_a_killed_writer_leaves_no_partial_record_and_no_lock(tmp_path: Path, postgres_url: str) -> None:
+    """kill -9 of a process saving large records one after another: every record the database
+    holds is whole, and the next save on another host does not wait for the dead one's lock."""
+    import signal
+    import subprocess
+    import sys
+
+    a, b = host(tmp_path, "a", postgres_url), host(tmp_path, "b", postgres_url)
+    body = "x" * 300_000
+    code = (
+        "import sys\n"
+        "from aibuddy_cli.session import Session\n"
+        "from aibuddy_cli.vault import Vault\n"
+        "from pathlib import Path\n"
+        "vault = Vault.open(Path(sys.argv[1]))\n"
+        "session = Session(vault, 'alice', environ={'AIBUDDY_STORE_URL': sys.argv[2]})\n"
+        "for n in range(10_000):\n"
+        "    session.memory.save(f'big-{n}', type='project', description=f'Big {n}', body='x' * 300_000)\n"
+        "    print(n, flush=True)\n"
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", code, a["AIBUDDY_VAULT"], postgres_url], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None
+        for _ in range(3):
+            writer.stdout.readline()  # three saves done: the fourth is under way
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(60)
+    finally:
+        writer.kill()
+        writer.wait()
+    listed = run_in_process("memory", "list", "--json", env=b)
+    assert listed.returncode == 0 and listed.stderr == b""  # no malformed record reported
+    names = [r["name"] for r in json.loads(listed.stdout)["records"]]
+    assert len(names) >= 3
+    for name in names:
+        assert aibuddy(b, "memory", "show", name)["body"].strip() == body
+    aibuddy(b, "memory", "save", "after", "--type", "user", "--description", "Saved after the kill")
+
+
+def test_a_second_users_records_stay_theirs_on_every_host(
+    tmp_path: Path, postgres_url: str, aibuddy_exe: list[str]
+) -> None:
+    """Tokens live in the database too: made on host A, they work on host B's HTTP server, and
+    bob's never reads alice's memory (nor do bob's commands)."""
+    pytest.importorskip("mcp")
+    from test_mcp_http import HttpServer, answer, with_client
+
+    a, b = host(tmp_path, "a", postgres_url), host(tmp_path, "b", postgres_url)
+    tokens = {}
+    for user in ("alice", "bob"):
+        done = run_in_process("token", "create", "--user", user, env=a)
+        assert done.returncode == 0, done.stderr
+        tokens[user] = done.stdout.decode().strip()
+    server = HttpServer(aibuddy_exe, {**os.environ, **b})
+    try:
+
+        async def save(client: Any) -> None:
+            answer(await client.call_tool("memory_save", {
+                "name": "salary", "type": "user", "description": "Alice's salary", "body": "Secret figure",
+            }))  # fmt: skip
+
+        async def look(client: Any) -> tuple[Any, Any]:
+            listed = answer(await client.call_tool("memory_list", {}))
+            return listed, await client.call_tool("memory_show", {"name": "salary"})
+
+        with_client(server.url, tokens["alice"], save)
+        listed, shown = with_client(server.url, tokens["bob"], look)
+    finally:
+        server.stop()
+    assert listed["user"] == "bob" and listed["records"] == [] and shown.is_error
+    assert aibuddy(a, "memory", "show", "salary")["body"].strip() == "Secret figure"
+    as_bob = run_in_process("--user", "bob", "memory", "show", "salary", env=a)
+    assert as_bob.returncode == 3 and b"Secret" not in as_bob.stdout + as_bob.stderr
+
+
+def vault_files(root: Path) -> dict[str, bytes]:
+    """The files `store copy` carries, by their path in the vault."""
+    found = {}
+    parts = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs", ".aibuddy/undo")
+    for part in [*parts, ".aibuddy/tokens.json"]:
+        for path in [root / part] if (root / part).is_file() else sorted((root / part).rglob("*")):
+            if path.is_file():
+                found[path.relative_to(root).as_posix()] = path.read_bytes()
+    return found
+
+
+def test_store_copy_moves_a_whole_vault_there_and_back_byte_for_byte(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import shutil
+
+    source = tmp_path / "source"
+    shutil.copytree(Path(__file__).parent.parent / "sample_vault", source)
+    env = {"AIBUDDY_VAULT": str(source), "AIBUDDY_WORKER": "0"}
+    user = aibuddy(env, "memory", "list")["user"]
+    aibuddy(env, "memory", "save", "tea", "--type", "user", "--description", "Drinks green tea")
+    aibuddy(env, "table", "create", "people", "--column", "name:str")
+    aibuddy(env, "table", "add", "people", "--row", '{"name": "Ada"}')
+    assert run_in_process("token", "create", env=env).returncode == 0
+    before = vault_files(source)
+    assert {"tasks/.gitkeep", f"memory/{user}/tea.md", ".aibuddy/tokens.json"} <= set(before)
+    assert any(key.startswith(".aibuddy/logs/") for key in before)
+
+    assert aibuddy(env, "store", "copy", "--to", postgres_url)["copied"] == len(before)
+    assert aibuddy(env, "store", "copy", "--to", postgres_url) == {  # again: nothing to do
+        "copied": 0, "unchanged": len(before), "removed": 0, "bytes": 0, "to": postgres_url,
+    }  # fmt: skip
+    served = {**env, "AIBUDDY_STORE_URL": postgres_url}
+    assert aibuddy(served, "table", "filter", "people")["tables"][0]["rows"][0]["name"] == "Ada"
+    back = tmp_path / "back"
+    assert aibuddy(served, "store", "copy", "--to", str(back))["copied"] == len(before)
+    assert vault_files(back) == before
+    assert (back / "aibuddy.toml").read_bytes() == (source / "aibuddy.toml").read_bytes()
+    assert [r["name"] for r in aibuddy({**env, "AIBUDDY_VAULT": str(back)}, "memory", "recall", "green tea")[
+        "records"
+    ]] == ["tea"]  # fmt: skip
+
+    # A target holding other bytes under a vault's name refuses the whole copy, writing nothing.
+    tea = f"memory/{user}/tea.md"
+    (source / tea).write_bytes(before[tea].replace(b"green", b"black"))
+    aibuddy(env, "memory", "save", "new-one", "--type", "user", "--description", "Only in the source")
+    done = run_in_process("store", "copy", "--to", str(back), "--json", env=env)
+    assert done.returncode == 4 and f"memory/{user}/tea.md" in json.loads(done.stdout)["error"]["message"]
+    assert not (back / f"memory/{user}/new-one.md").exists()
+
+    # A mirror makes the backup folder the vault's image again: replaced, added and removed.
+    (back / f"memory/{user}/only-in-the-backup.md").write_bytes(before[f"memory/{user}/tea.md"])
+    mirrored = aibuddy(env, "store", "copy", "--to", str(back), "--mirror")
+    assert (mirrored["copied"], mirrored["removed"]) == (2, 1)
+    assert vault_files(back) == vault_files(source)
+
+
+def test_a_copied_folder_keeps_the_settings_but_not_the_database() -> None:
+    from aibuddy_cli.store_copy import settings_for_copy
+
+    config = (
+        '[vault]\ndefault_user = "alice"\n\n[store]\nurl = "postgresql://db/team"\n\n'
+        '[models]\nurl = "kept"  # another table\'s key of that name\n'
+    )
+    assert settings_for_copy(config) == config.replace('url = "postgresql://db/team"\n', "")

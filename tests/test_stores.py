@@ -61,6 +61,18 @@ def test_scan_and_folders_see_one_level_without_hidden_names(store: Store) -> No
     assert store.folders("tasks/demo") == ["t1", "t2"] and store.folders("tasks/nobody") == []
 
 
+def test_walk_lists_every_file_under_a_folder_at_any_depth(store: Store) -> None:
+    """What `store copy` reads: hidden names included (a folder's .gitkeep), nothing outside."""
+    for key in ("tasks/.gitkeep", "tasks/demo/t1/task.json", "tasks/demo/t1/messages.jsonl", "tables/x.csv"):
+        store.write(key, b"{}")
+    assert store.walk("tasks") == [  # type: ignore[attr-defined]
+        "tasks/.gitkeep",
+        "tasks/demo/t1/messages.jsonl",
+        "tasks/demo/t1/task.json",
+    ]
+    assert store.walk("memory") == []  # type: ignore[attr-defined]
+
+
 def test_move_replace_delete_and_append(store: Store) -> None:
     store.write("k/a.md", b"a")
     store.write("k/b.md", b"b")

@@ -24,7 +24,7 @@ from .context import AppState
 # that runs many commands (the tests) does not rebuild sixty of them each time.
 COMMANDS = (
     "scan", "doctor", "init", "mcp", "token", "hook", "import", "memory", "kb", "task", "table", "worker",
-    "git",
+    "git", "store",
 )  # fmt: skip
 MODULES = {"import": "imports"}  # a command whose name is a Python keyword
 

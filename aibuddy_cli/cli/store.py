@@ -1,0 +1,115 @@
+"""`aibuddy store copy --to postgresql://…|DIR`: the vault's files from the store it uses now into a
+database or a folder (store_copy.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ..errors import InvalidInput
+from . import output
+from .context import state_of
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..store_copy import WalkableStore
+
+app = typer.Typer(help="Where the vault's files are kept: its folder or a PostgreSQL database.")
+
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+@app.callback()
+def store() -> None:
+    """Where the vault's files are kept: its folder or a PostgreSQL database."""
+
+
+@app.command()
+def copy(
+    ctx: typer.Context,
+    to: str = typer.Option(
+        ...,
+        "--to",
+        help="A postgresql:// URL, or a folder: a new one becomes a vault with this vault's settings.",
+    ),
+    mirror: bool = typer.Option(
+        False,
+        "--mirror",
+        help="Make the target hold exactly this vault's files: replace the ones with other bytes, "
+        "delete the ones this vault lacks (a backup folder kept in git).",
+    ),
+    json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """Copy every file of the vault (memory, knowledge, tables, tasks, logs, tokens) from the store it
+    uses now into a PostgreSQL database or a folder, byte for byte. Files the target holds with the
+    same bytes are kept (run it again after an interruption); any with other bytes refuse the whole
+    copy (exit 4) unless --mirror. Stop the vault's writers while it runs."""
+    from ..store_copy import copy_vault
+
+    state = state_of(ctx, json)
+    session = state.session()
+    source = _source(session)
+    target, where = _target(session, to, source)
+    terminal = sys.stderr.isatty() and not state.json
+
+    def progress(done: int, total: int) -> None:
+        if terminal and (done == total or done % 200 == 0):
+            sys.stderr.write(f"\rcopied {done} of {total} file(s)")
+            sys.stderr.write("\n" if done == total else "")
+            sys.stderr.flush()
+
+    result = copy_vault(source, target, mirror=mirror, progress=progress)
+    text = (
+        f"copied {result.copied} file(s), {result.bytes} bytes, to {where}"
+        + (f"; {result.unchanged} already there" if result.unchanged else "")
+        + (f"; removed {result.removed} it held that this vault has not" if result.removed else "")
+    )
+    output.render(
+        state.json,
+        lambda: {**result.to_json(), "to": where},
+        lambda: text,
+        lambda: output.emit_text(text),
+    )
+
+
+def _source(session: Session) -> WalkableStore:
+    from ..pgstore import PgStore
+    from ..storage import FileStore
+
+    if not isinstance(session.store, FileStore | PgStore):
+        raise InvalidInput(
+            "store copy reads a vault folder or a database; a team vault keeps each person's files "
+            "in their own vault, so copy the shared folder with git"
+        )
+    return session.store
+
+
+def _target(session: Session, to: str, source: WalkableStore) -> tuple[WalkableStore, str]:
+    """The store --to names and how to name it in messages (a URL without its password)."""
+    from ..pgstore import PgStore, shown
+    from ..storage import FileStore
+    from ..store_copy import settings_for_copy
+    from ..vault import CONFIG_FILE, Vault, init_vault
+
+    if to.startswith(URL_SCHEMES):
+        if isinstance(source, PgStore) and source.url == to:
+            raise InvalidInput("--to names the database this vault already uses")
+        return PgStore(to), shown(to)
+    folder = Path(to).expanduser().resolve()
+    if isinstance(source, FileStore) and folder == source.root:
+        raise InvalidInput("--to names this vault's own folder")
+    if (folder / CONFIG_FILE).is_file():
+        vault = Vault.open(folder, session.environ)
+        if vault.config.store.url:
+            raise InvalidInput(f"--to {folder}: that vault keeps its files in a database ([store] url)")
+    elif folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise InvalidInput(f"--to {folder}: not an aibuddy vault and not an empty folder")
+    else:
+        vault = init_vault(folder, session.user, session.environ)
+        own = session.vault.root / CONFIG_FILE
+        settings = settings_for_copy(own.read_text(encoding="utf-8"))
+        (folder / CONFIG_FILE).write_text(settings, encoding="utf-8")
+    return FileStore(vault.root, vault.locks_dir()), str(folder)
