@@ -14,8 +14,10 @@ blind figures, recall / open rate (en, zh): 64 %/3 %, 67 %/3 % (153 rows); 60 %/
 53 %/28 %, 57 %/12 % (110, adversarial chatter, before a sentence-splitting fix); 54 %/5 %,
 54 %/5 % (96); with the English first-person rule: 72 %/0 %, 34 %/0 % (118); last, the
 phenomena of issue 22 (polite closings, "I would like / need / want …" requests, first-person plans,
-relative clauses, 我周末/养了/打算…): 67 %/33 %, 80 %/0 % (60). Expect new phrasings to be missed at
-about those rates; a held-out batch is the only honest measure.
+relative clauses, 我周末/养了/打算…): 67 %/33 %, 80 %/0 % (60); the confirmations of issue 24 ("perfect,
+keep doing it that way", 就这样写，很好, beside "perfect, thanks" and 就这样吧): 44 %/0 %, 31 %/0 % (68),
+after the rules 94 %/0 %, 100 %/0 %. Expect new phrasings to be missed at about those rates; a
+held-out batch is the only honest measure.
 """
 
 from __future__ import annotations

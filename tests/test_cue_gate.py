@@ -109,6 +109,20 @@ def test_lasting_statements_open_the_gate(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
+    ["perfect, exactly what I wanted, keep doing it that way", "就这样写，很好", "That's the length I want."],
+)
+def test_a_confirmation_is_feedback(text: str) -> None:
+    """An approach the user approves of and wants kept is feedback, as a correction is."""
+    assert "feedback" in find_cues([text])
+
+
+@pytest.mark.parametrize("text", ["Perfect, thanks!", "Great, that works.", "好的，谢谢。", "就这样吧，先这样。"])
+def test_thanks_alone_is_not_a_confirmation(text: str) -> None:
+    assert find_cues([text]) == []
+
+
+@pytest.mark.parametrize(
+    "text",
     [
         # the issue's false openings
         "I want a table for two at eight",

@@ -328,6 +328,28 @@ FEEDBACK: tuple[Rule, ...] = (
         r"\bnext time\b(?=[,:]|\s+(?:you|please|ask|check|don't|do|try|make|use|remember|just|always|never|"
         r"be|first|before|when)\b)",
     ),
+    # Confirmations are feedback too: an approach the user approves of and wants kept ("perfect,
+    # keep doing it that way", "that's the length I want"), not a bare "perfect, thanks".
+    rule(
+        "feedback",
+        r"\bkeep (?:doing|using|writing|formatting) (?:it|that|this|them|things)\b|\bkeep (?:doing|using|"
+        r"writing|formatting)(?: it| that| this| them| things)? (?:that|this|the same) (?:way|approach|"
+        r"format|style)\b|\bkeep (?:it|them|things|(?:the|your) [\w-]+(?: [\w-]+)?) (?:like (?:this|that)|"
+        r"this (?:way|short|brief|concise|simple|tight)|that way)\b|\bstick (?:with|to) (?:it|this|that|"
+        r"(?:this|that|the same) [\w-]+)\s*(?:[.!;,]|$)|\bmore (?:of this|like this)\b",
+    ),
+    rule(
+        "feedback",
+        r"\bdo (?:it|them|that|things) (?:like this|this way|the same way) (?:next time|again|every time|from now on|"
+        r"going forward)\b",
+    ),
+    rule(
+        "feedback",
+        r"\b(?:that|this)(?:'s| is)(?: exactly| precisely| just)? (?:how|what|the [\w-]+(?: [\w-]+)?) i "
+        r"(?:want|like|prefer)\b|\bexactly (?:how|what) i (?:want|like|prefer)\b|\b(?:that|this)(?:'s| is) "
+        r"the (?:right |correct |best )?way to (?:do|handle|write|format|structure|answer|reply)\b",
+        statement=True,
+    ),
     rule(
         "feedback",
         rf"{_CS}(?:(?:please|pls|plz|kindly){_G})?(?:remember|keep in mind|bear in mind|make a note|"
