@@ -11,6 +11,7 @@ from conftest import BODY, STRINGS
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
+from aibuddy_cli.cli import kb_output
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
@@ -113,6 +114,52 @@ def test_a_scripted_model_drives_the_loop_in_process_and_only_read_sections_stay
     assert "declare your data model as a class" in read["text"]
     everything = json.dumps(model.seen, ensure_ascii=False)
     assert "SECRET-TASK-MESSAGE" not in everything and "SECRET-MEMORY" not in everything
+
+
+def scripted_answer(vault: Vault, task: str, reply: dict[str, Any]) -> tuple[Any, list[str]]:
+    """kb ask with a scripted model that reads the data-model section, then gives reply."""
+    model = ScriptedModel()
+    model.call(("read_section", {"doc": "body", "anchor": "create-your-data-model"}))
+    model.answer(json.dumps(reply))
+    session = Session(Vault.open(vault.root), "demo", environ={"AIBUDDY_MODEL_KNOWLEDGE": "openai/kb-test"})
+    result = KnowledgeAgent(session.knowledge, task, connect=lambda settings: model).ask("request body?")
+    return result, session.take_warnings()
+
+
+READ = {"doc": "body", "anchor": "create-your-data-model"}
+UNREAD = {"doc": "body", "anchor": "declare-it-as-a-parameter"}
+
+
+def test_a_sentence_resting_only_on_an_unread_section_is_taken_out(vault: Vault, task: str) -> None:
+    result, warnings = scripted_answer(vault, task, {
+        "answer": "Declare a Pydantic model [2]. Then add it as a parameter [1]. Both go in main.py [1, 2].",
+        "citations": [UNREAD, READ],
+        "gaps": [],
+    })  # fmt: skip
+    assert result.method == "model"
+    assert result.answer == "Declare a Pydantic model [1]. Both go in main.py [1]."  # renumbered
+    assert [c.anchor for c in result.citations] == ["create-your-data-model"]
+    assert result.unsupported == ["Then add it as a parameter."]
+    assert "removed 1 sentence(s) that rested only on them" in warnings
+    assert "removed, unsupported: Then add it as a parameter." in kb_output.ask_text(result)
+
+
+def test_an_answer_that_does_not_say_which_sentence_rests_where_is_marked(vault: Vault, task: str) -> None:
+    result, _ = scripted_answer(vault, task, {
+        "answer": "Declare a Pydantic model and add it as a parameter.",
+        "citations": [READ, UNREAD],
+        "gaps": [],
+    })  # fmt: skip
+    assert result.answer.startswith("Declare a Pydantic model and add it as a parameter.")
+    assert result.answer.endswith("does not say which sentences rest on them.)")
+
+
+def test_an_answer_left_with_no_supported_sentence_falls_back_to_excerpts(vault: Vault, task: str) -> None:
+    result, warnings = scripted_answer(vault, task, {
+        "answer": "It is done with a decorator [2].", "citations": [READ, UNREAD], "gaps": [],
+    })  # fmt: skip
+    assert result.method == "extractive" and "decorator" not in result.answer
+    assert any("answered with excerpts instead" in w for w in warnings)
 
 
 def test_a_citation_of_an_unread_section_is_removed_and_reported(

@@ -89,6 +89,7 @@ def ask_text(result: Any) -> str:
     lines = [result.answer, ""]
     lines += [f"[{c.doc}#{c.anchor}] {c.title} (lines {c.lines[0]}-{c.lines[1]})" for c in result.citations]
     lines += [f"gap: {gap}" for gap in result.gaps]
+    lines += [f"removed, unsupported: {sentence}" for sentence in result.unsupported]
     return "\n".join(lines)
 
 
