@@ -61,43 +61,69 @@ def test_a_password_in_the_configuration_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 6 and b"PGPASSWORD" in done.stderr and b"s3cret" not in done.stderr
 
 
+HOST_WRITERS = """
+import sys, threading
+from pathlib import Path
+from aibuddy_cli.pgstore import PgStore
+from aibuddy_cli.session import Session
+from aibuddy_cli.vault import Vault
+
+vault, url, host = Vault.open(Path(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+failures = []
+
+def writer(number):
+    try:
+        with Session(vault, "alice", environ={}, store=PgStore(url)) as session:
+            name = f"note-{number}"
+            session.memory.save(name, type="project", description=f"Note {number}", body="")
+            session.memory.update(name, description=f"Note {number}, updated on host {host}")
+            assert session.memory.recall("shared runbook deploys").records[0].name == "shared"
+            session.tables.changes.add_rows("events", [{"writer": f"w{number}"}])
+    except BaseException as error:
+        failures.append(repr(error))
+
+threads = [threading.Thread(target=writer, args=(host * 20 + n,)) for n in range(20)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print("\\n".join(failures))
+sys.exit(1 if failures else 0)
+"""
+
+
 def test_three_hosts_of_twenty_writers_lose_nothing(tmp_path: Path, postgres_url: str) -> None:
-    """3 hosts x 20 parallel writers, each saving its record, recalling a shared one (its counter
-    goes up under the user's lock) and adding a table row: every write is there afterwards, no
-    increment is lost, no row key is given twice."""
-    import threading
+    """3 hosts (processes, each its own folder and indexes) x 20 parallel writers, each saving its
+    record, updating it, recalling a shared one (its counter goes up under the user's lock) and
+    adding a table row: every write is there afterwards, no increment is lost, no row key is
+    given twice."""
+    import subprocess
+    import sys
 
     from aibuddy_cli.pgstore import PgStore
     from aibuddy_cli.session import Session
     from aibuddy_cli.tables.schema import ColumnSpec
-    from aibuddy_cli.vault import Vault
 
     hosts = [init_vault(tmp_path / f"host{i}", "alice") for i in range(3)]
     first = Session(hosts[0], "alice", environ={}, store=PgStore(postgres_url))
     first.memory.save("shared", type="project", description="The shared runbook for deploys", body="")
     first.tables.changes.create("events", columns=[ColumnSpec("writer", "str")])
-    failures: list[BaseException] = []
-
-    def writer(vault: Vault, number: int) -> None:
-        try:
-            with Session(vault, "alice", environ={}, store=PgStore(postgres_url)) as session:
-                session.memory.save(f"note-{number}", type="project", description=f"Note {number}", body="")
-                assert [r.name for r in session.memory.recall("shared runbook deploys").records][
-                    0
-                ] == "shared"
-                session.tables.changes.add_rows("events", [{"writer": f"w{number}"}])
-        except BaseException as error:  # noqa: BLE001 - reported by the test below
-            failures.append(error)
-
-    threads = [threading.Thread(target=writer, args=(hosts[n % 3], n)) for n in range(60)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert failures == [] and not any(thread.is_alive() for thread in threads)
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-c", HOST_WRITERS, str(vault.root), postgres_url, str(number)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for number, vault in enumerate(hosts)
+    ]
+    for process in running:
+        output, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, output
     check = Session(hosts[2], "alice", environ={}, store=PgStore(postgres_url))
-    names = {item.record.name for item in check.memory.list_records().records}
-    assert names == {"shared", *(f"note-{n}" for n in range(60))}
+    records = {item.record.name: item.record for item in check.memory.list_records().records}
+    assert set(records) == {"shared", *(f"note-{n}" for n in range(60))}
+    assert all(records[f"note-{n}"].description.startswith(f"Note {n}, updated") for n in range(60))
     assert check.memory.show("shared").recall_count == 60
     (table,) = check.tables.queries.filter(["events"], limit=1000).tables
     keys = [row["row_id"] for row in table.to_json()["rows"]]
