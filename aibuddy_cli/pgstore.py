@@ -31,22 +31,28 @@ from .errors import Busy, Conflict, InvalidInput, NotFound
 from .folder_watch import Changes
 from .storage import Entry, check_key
 
+# Keys and folders compare byte by byte (COLLATE "C"): a folder's files are then one range of the
+# index (key >= 'memory/' AND key < 'memory0'), whatever the database's collation.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS aibuddy_files (
-    key TEXT PRIMARY KEY,
-    folder TEXT NOT NULL,
-    name TEXT NOT NULL,
+    key TEXT COLLATE "C" PRIMARY KEY,
+    folder TEXT COLLATE "C" NOT NULL,
+    name TEXT COLLATE "C" NOT NULL,
     data BYTEA NOT NULL,
     version BIGINT NOT NULL,
     mtime_ns BIGINT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS aibuddy_files_by_folder ON aibuddy_files (folder, name);
-CREATE TABLE IF NOT EXISTS aibuddy_clock (id INTEGER PRIMARY KEY CHECK (id = 0), seq BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS aibuddy_clock (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    seq BIGINT NOT NULL,
+    epoch TEXT NOT NULL DEFAULT md5(random()::text || clock_timestamp()::text)
+);
 INSERT INTO aibuddy_clock (id, seq) VALUES (0, 0) ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS aibuddy_changes (seq BIGINT PRIMARY KEY, folder TEXT NOT NULL, name TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS aibuddy_changes_by_folder ON aibuddy_changes (folder, seq);
 """
-SOURCE = "pg"  # the cursors' source (folder_watch.Changes): one per database, named by the store
+SOURCE = "pg-"  # the cursors' source (folder_watch.Changes): pg-<the database's epoch>
 
 
 class StoreUnavailable(Busy):
@@ -72,6 +78,11 @@ def _split(key: str) -> tuple[str, str]:
     return folder, name
 
 
+def _under(prefix: str) -> tuple[str, str]:
+    """The range of keys under the folder prefix: from 'prefix/' up to 'prefix0' ('0' follows '/')."""
+    return prefix + "/", prefix + "0"
+
+
 class PgStore:
     """Store over a PostgreSQL database (see the module's docstring)."""
 
@@ -79,7 +90,6 @@ class PgStore:
         self.url = url
         self.connect_timeout = connect_timeout
         self._local = threading.local()  # one connection per thread (psycopg connections are not shared)
-        self.source = f"{SOURCE}{abs(hash(shown(url))) % 10**8}"
 
     # --- connections ---------------------------------------------------------------------
 
@@ -164,8 +174,8 @@ class PgStore:
         check_key(prefix)
         rows = self._query(
             "SELECT DISTINCT split_part(substr(folder, %s), '/', 1) FROM aibuddy_files"
-            " WHERE starts_with(folder, %s)",
-            (len(prefix) + 2, prefix + "/"),
+            " WHERE folder >= %s AND folder < %s",
+            (len(prefix) + 2, *_under(prefix)),
         )
         return sorted(name for (name,) in rows if name and not name.startswith("."))
 
@@ -173,14 +183,13 @@ class PgStore:
         """Every file's key under prefix at any depth, hidden names included, sorted."""
         check_key(prefix)
         rows = self._query(
-            "SELECT key FROM aibuddy_files WHERE starts_with(key, %s) ORDER BY key COLLATE \"C\"",
-            (prefix + "/",),
+            "SELECT key FROM aibuddy_files WHERE key >= %s AND key < %s ORDER BY key", _under(prefix)
         )
         return [key for (key,) in rows]
 
     def _is_folder(self, key: str) -> bool:
         return bool(
-            self._query("SELECT 1 FROM aibuddy_files WHERE starts_with(key, %s) LIMIT 1", (key + "/",))
+            self._query("SELECT 1 FROM aibuddy_files WHERE key >= %s AND key < %s LIMIT 1", _under(key))
         )
 
     def read(self, key: str) -> tuple[bytes, Entry]:
@@ -206,14 +215,20 @@ class PgStore:
 
     def exists(self, key: str) -> bool:
         check_key(key)
-        return bool(self._query("SELECT 1 FROM aibuddy_files WHERE key = %s", (key,))) or self._is_folder(key)
+        return bool(
+            self._query(
+                "SELECT 1 FROM aibuddy_files WHERE key = %s OR (key >= %s AND key < %s) LIMIT 1",
+                (key, *_under(key)),
+            )
+        )
 
     def changes(self, prefix: str, since: Collection[str]) -> Changes:
         """What changed directly in prefix since this database's cursor among since."""
         check_key(prefix)
-        (now,) = self._query("SELECT seq FROM aibuddy_clock WHERE id = 0")[0]
-        cursor = f"{self.source}.{now}"
-        own = next((c for c in since if c.split(".", 1)[0] == self.source), None)
+        now, epoch = self._query("SELECT seq, epoch FROM aibuddy_clock WHERE id = 0")[0]
+        source = SOURCE + epoch  # a database made anew at the same URL is another source: scan
+        cursor = f"{source}.{now}"
+        own = next((c for c in since if c.split(".", 1)[0] == source), None)
         if own is None or not own.split(".", 1)[1].isdigit():
             return Changes(cursor, None)
         start = int(own.split(".", 1)[1])
@@ -291,29 +306,59 @@ class PgStore:
 
     def delete(self, key: str) -> None:
         check_key(key)
+        # A key that is not there is told without queueing for the clock (a save deletes a record's
+        # history file that is mostly absent).
+        there = bool(self._query("SELECT 1 FROM aibuddy_files WHERE key = %s", (key,)))
+        deleted = there and self._delete(key)
+        if not deleted:
+            if self._is_folder(key):
+                raise InvalidInput(f"{key} is a folder, not a file")
+            raise NotFound(f"{key} not found")
+
+    def _delete(self, key: str) -> bool:
         with self._transaction() as db:
             if not db.execute("DELETE FROM aibuddy_files WHERE key = %s", (key,)).rowcount:
-                if self._is_folder(key):
-                    raise InvalidInput(f"{key} is a folder, not a file")
-                raise NotFound(f"{key} not found")
+                return False  # deleted by another writer meanwhile
             self._tick(db, key)
+        return True
 
     @contextmanager
     def lock(self, name: str, timeout: float = 30.0) -> Iterator[None]:
-        """An advisory lock on a connection of its own (released with it if the process dies)."""
+        """An advisory lock, held by this thread's lock connection (kept apart from its transactions,
+        and from one lock to the next): a process that dies releases it with its connections.
+        Not reentrant, as the protocol says (PostgreSQL's session locks are): a thread asking again
+        for a lock it holds is told Busy at once."""
         check_key(name)
-        connection = self._connect()
+        held: set[str] = self._local.__dict__.setdefault("held", set())
+        if name in held:
+            raise Busy(f"the vault is busy ({name} is already held by this thread); try again")
+        import psycopg
+
+        connection = getattr(self._local, "locks", None)
+        if connection is None or connection.closed:
+            connection = self._local.locks = self._connect()
+        key = (name,)
+        take = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
         try:
             deadline = time.monotonic() + timeout
-            while not connection.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (name,)
-            ).fetchone()[0]:
+            while not connection.execute(take, key).fetchone()[0]:
                 if time.monotonic() >= deadline:
                     raise Busy(f"the vault is busy ({name} locked for {timeout:.0f}s); try again")
                 time.sleep(0.01)
+        except psycopg.OperationalError as error:
+            self._local.locks = None
+            raise StoreUnavailable(
+                f"store unavailable: {shown(self.url)}: {str(error).strip().splitlines()[0]}"
+            ) from None
+        held.add(name)
+        try:
             yield
         finally:
-            connection.close()  # ends the session, and with it the lock
+            held.discard(name)
+            try:
+                connection.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", key)
+            except psycopg.Error:  # the connection is gone, and the lock with it
+                self._local.locks = None
 
 
 _STORES: dict[str, PgStore] = {}
