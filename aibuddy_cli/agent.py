@@ -103,6 +103,18 @@ def _field(value: Any, name: str) -> Any:
 Complete = Callable[[list[dict[str, Any]], Sequence[Tool[Any]]], Any]
 
 
+class LoopEvent(NamedTuple):
+    """What an agent loop just did, for a caller that shows a run as it goes: a model's turn
+    (`tool` None; `calls`: the tools it calls, none when it answered), or one tool call that ran,
+    with the arguments the model gave and the result it reads (JSON text)."""
+
+    step: int  # the model turn, from 1
+    calls: tuple[str, ...] = ()
+    tool: str | None = None
+    arguments: Any = None
+    result: str | None = None
+
+
 class ToolBox(Generic[C]):
     """Tools by name over one context, with the budget of tool output the model may read."""
 
@@ -147,23 +159,34 @@ def agent_loop(
     max_steps: int,
     budget_tokens: int,
     agent: str = "agent",
+    observe: Callable[[LoopEvent], None] | None = None,
+    transcript: list[dict[str, Any]] | None = None,
 ) -> str:
     """Run the model until it answers without calling a tool; return that answer's text.
 
     Each step is one model call, whose tool calls all run before the next. Raises ModelError when
     `max_steps` calls pass without an answer (and lets `complete`'s own ModelError through), so a
-    caller falls back as for any other model failure.
+    caller falls back as for any other model failure. `observe` is told each turn and each tool
+    call as it happens (after the tool's result joined the conversation); `transcript`, when
+    given, is the conversation itself, kept as it grows (the messages, each turn and result, the
+    answer), so a caller still has it when the loop ends any way.
     """
-    conversation = [dict(message) for message in messages]
+    conversation = transcript if transcript is not None else []
+    conversation[:] = [dict(message) for message in messages]
     toolbox = ToolBox(tools, context, budget_tokens)
-    for _ in range(max_steps):
+    for step in range(1, max_steps + 1):
         turn = AssistantTurn.of(complete(conversation, tools))
+        if observe is not None:
+            observe(LoopEvent(step, tuple(call.name for call in turn.tool_calls)))
         if not turn.tool_calls:
+            conversation.append({"role": "assistant", "content": turn.content or ""})
             return turn.content or ""
         conversation.append(turn.to_message())
         for call in turn.tool_calls:
             result = toolbox.run(call.name, call.arguments)
             conversation.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            if observe is not None:
+                observe(LoopEvent(step, tool=call.name, arguments=call.arguments, result=result))
     raise ModelError(f"the {agent} model used all {max_steps} steps without answering")
 
 

@@ -241,11 +241,13 @@ TABLES: tuple[Table, ...] = (
                 description="messages of a task between two background consolidation passes"),
         Setting("memory", FLAG, True,
                 description="distil user memory records (as automatic extraction does)"),
-        Setting("contacts", FLAG, False,
+        Setting("contacts", FLAG, True,
                 description="keep the people a chunk mentions in the personal `contacts` table"),
         Setting("bios", FLAG, True, template="", description="with contacts: a short bio of each"),
         Setting("response_policies", FLAG, True, template="",
                 description="with contacts: how the user wants each one answered"),
+        Setting("contact_summaries", FLAG, True, template="",
+                description="with contacts: a rolling summary of what the conversations say about each"),
         Setting("summaries", FLAG, True, description="keep a rolling summary of each task"),
         Setting("knowledge", FLAG, False, template="",
                 description="add the facts a chunk states as rows of existing knowledge tables"),
@@ -296,9 +298,10 @@ class TablesSettings(NamedTuple):
 class ConsolidationSettings(NamedTuple):
     every: int = 50
     memory: bool = True
-    contacts: bool = False
+    contacts: bool = True
     bios: bool = True
     response_policies: bool = True
+    contact_summaries: bool = True
     summaries: bool = True
     knowledge: bool = False
     tasks: bool = False

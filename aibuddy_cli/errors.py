@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     NOT_ALLOWED = 5
     INVALID_INPUT = 6
     MODEL_UNAVAILABLE = 7
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
 
 
 class Option(NamedTuple):
@@ -169,6 +170,13 @@ class Aborted(AibuddyError):
 
     code = "aborted"
     exit_code = ExitCode.UNEXPECTED
+
+
+class Interrupted(AibuddyError):
+    """The person stopped the command (Ctrl-C) before it had an answer."""
+
+    code = "interrupted"
+    exit_code = ExitCode.INTERRUPTED
 
 
 class ModelUnavailable(AibuddyError):

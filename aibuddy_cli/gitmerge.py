@@ -6,11 +6,11 @@ copy config into a clone). Git runs `aibuddy git merge-file %O %A %B %P` for eac
 sides changed.
 
 A memory record merges by field: `recallCount` adds both sides' increments to the base,
-`lastRecalledAt` and `updated` take the later time, every other header key and the body take the
-side that changed them. When both sides changed the same one differently, the file gets git's own
-conflict markers (`git merge-file`) and the driver exits non-zero, as git's merge does: a real
-disagreement stays a conflict. Any other file, or one that cannot be read as it should, is merged
-by `git merge-file` alone.
+`lastRecalledAt` and `updated` take the later time, every other header key (`expires` too) and
+the body take the side that changed them. When both sides changed the same one differently, the
+file gets git's own conflict markers (`git merge-file`) and the driver exits non-zero, as git's
+merge does: a real disagreement stays a conflict. Any other file, or one that cannot be read as it
+should, is merged by `git merge-file` alone.
 
 Rows and messages both sides added under one key or number keep the ones already shared (their
 keys and numbers are in other clones) and renumber the others after them. Which side was shared
@@ -126,7 +126,7 @@ def _merged_record(base: Path, current: Path, other: Path, name: str) -> Merged 
     except (OSError, UnicodeDecodeError, MalformedRecord):
         return None
     fields = {}
-    for field in ("description", "type", "provenance", "created", "body", "extra"):
+    for field in ("description", "type", "provenance", "created", "expires", "body", "extra"):
         value = three_way(getattr(old, field), getattr(ours, field), getattr(theirs, field))
         if value is CONFLICT:
             return None

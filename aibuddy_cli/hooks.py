@@ -151,7 +151,7 @@ def import_new(session: Any, event: Event, task: str, binding: dict[str, Any]) -
     reading = read_transcript(lines, first_line=line)
     task_record = session.tasks.get(task)
     added = 0
-    if reading.turns and task_record.status == "open":
+    if reading.turns and task_record.status != "closed":  # open, blocked or done: it takes messages
         added = len(import_turns(session, task, reading).added)
     if task_record.goal.startswith(f"{AGENT} session in"):  # made before its first request was seen
         first = next((t.content for t in reading.turns if t.role == "user" and t.content.strip()), None)

@@ -169,7 +169,7 @@ def test_a_pass_checks_evidence_shields_and_keeps_its_watermark(
     assert ("memory", "diet", "created") in outcomes
     assert ("memory", "offsite-budget", "handled") in outcomes
     assert ("memory", "old-venue", "dropped") in outcomes
-    assert ("contacts", None, "ignored") in outcomes  # contacts are off by default
+    assert ("contacts", "Maria Lopez", "created") in outcomes  # contacts are on by default
     dropped = [d["detail"] for d in done["decisions"] if d["outcome"] == "dropped" and d.get("name") is None]
     assert any("outside the chunk: message(s) 9" in d for d in dropped) and any(
         "no evidence" in d for d in dropped
@@ -182,11 +182,12 @@ def test_a_pass_checks_evidence_shields_and_keeps_its_watermark(
     context = ok(cli("task", "context", "t1", "--json"))
     assert context["consolidation"] == {"through": 4, "summary": mark["summary"]}
     shown = ok(cli("task", "show", "t1", "--json"))["consolidation"]
-    assert shown == {"through": 4, "pending": 0, "running": False, "summary": mark["summary"]}
+    assert shown == {"through": 4, "pending": 0, "running": False, "summary": mark["summary"], "ahead": {}}
     assert log(vault)[-1]["applied"] is True
     # The request: the chunk with its numbers and tool calls, asking for the enabled categories only.
     system, user = (message["content"] for message in model.requests[0])
-    assert '"memory": [' in system and '"summary": {' in system and '"contacts"' not in system
+    assert '"memory": [' in system and '"summary": {' in system and '"contacts": [' in system
+    assert all(f'"{field}": ' in system for field in ("bio", "response_policy", "summary"))
     assert user.splitlines()[1] == "#2 assistant: Noted. [tool calls: memory_save, memory_delete]"
     # Nothing pending: a second run makes no request.
     before = len(model.requests)
@@ -272,7 +273,8 @@ def test_a_contact_must_be_named_by_its_messages_and_its_bio_stated(
         ("Maria Lopez", "created", "new contact"),
     ]
     rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
-    assert rows == [{"row_id": 1, "name": "Maria Lopez", "bio": None, "response_policy": None}]
+    empty = dict.fromkeys(("bio", "response_policy", "summary"))
+    assert rows == [{"row_id": 1, "name": "Maria Lopez", **empty}]
 
 
 def test_knowledge_rows_are_kept_as_far_as_their_messages_state_them() -> None:
@@ -308,15 +310,16 @@ def test_a_reply_is_read_into_typed_items_and_a_bad_one_is_refused_with_one_reas
         "a contact needs a name": lambda: ContactItem.from_reply({"name": "x" * 201}),
         "the name looks like a credential": lambda: ContactItem.from_reply({"name": "sk-" + "a1" * 20}),
         "a knowledge item needs a table and rows": lambda: KnowledgeItem.from_reply({"rows": [{}]}),
-        "neither a plan nor a status": lambda: TaskItem.from_reply({"plan": " ", "status": "done"}),
+        "neither a plan nor a status": lambda: TaskItem.from_reply({"plan": " ", "status": "closed"}),
     }
     for reason, read in refused.items():
         with pytest.raises(Rejected) as rejected:
             read()
         assert rejected.value.detail == reason
-    contact = {"name": " Maria\n Lopez ", "bio": "  ", "response_policy": " Email  only"}
-    assert ContactItem.from_reply(contact) == ("Maria Lopez", None, "Email only")
-    assert TaskItem.from_reply({"plan": " Compare ", "status": "closed"}) == ("Compare", "closed")
+    contact = {"name": " Maria\n Lopez ", "bio": "  ", "response_policy": " Email  only", "summary": "Met\tX"}
+    assert ContactItem.from_reply(contact) == ("Maria Lopez", None, "Email only", "Met X")
+    assert TaskItem.from_reply({"plan": " Compare ", "status": "blocked"}) == ("Compare", "blocked")
+    assert TaskItem.from_reply({"plan": "Compare", "status": "closed"}) == ("Compare", None)  # task end's
     assert SummaryItem.from_reply({"text": " "}).text is None
 
 
@@ -352,7 +355,9 @@ def test_contacts_are_a_table_merged_by_name(
     decisions = consolidate(environ=flags)["passes"][0]["decisions"]
     assert {"step": "memory", "outcome": "ignored", "detail": "category switched off"} in decisions
     rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
-    assert rows == [{"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": None}]
+    maria = {"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": None}
+    maria["summary"] = None
+    assert rows == [maria]
     journal = (vault.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()
     assert [json.loads(line)["source"] for line in journal] == ["consolidation", "consolidation"]
     for text in ("more 0", "Email only for Maria Lopez.", "more 2", "more 3"):
@@ -362,9 +367,7 @@ def test_contacts_are_a_table_merged_by_name(
     )
     second = consolidate(environ=flags)
     rows = ok(cli("table", "filter", "contacts", "--json"))["tables"][0]["rows"]
-    assert rows == [
-        {"row_id": 1, "name": "Maria Lopez", "bio": "Handles the venue", "response_policy": "Email only"}
-    ], second  # a failure shows the pass's reason and decisions
+    assert rows == [{**maria, "response_policy": "Email only"}], second  # a failure shows its decisions
 
 
 def test_a_pass_journals_its_changes_without_changing_the_table_services_state(
@@ -660,7 +663,8 @@ def test_a_killed_pass_leaves_the_watermark_and_no_lock(
         hold.set()
     assert watermark(vault) is None
     shown = ok(cli("task", "show", "t1", "--json"))
-    assert shown["consolidation"] == {"through": 0, "pending": 1, "running": False, "summary": None}
+    expected = {"through": 0, "pending": 1, "running": False, "summary": None, "ahead": {}}
+    assert shown["consolidation"] == expected
     server.reply_json({"summary": {"text": "Said hello.", "evidence": [1]}})
     again = aibuddy(aibuddy_exe, process_env, "task", "consolidate", "t1", "--json")
     assert json.loads(again.stdout)["passes"][0]["applied"] is True and watermark(vault)["last"] == 1

@@ -116,7 +116,9 @@ def test_a_confirmation_is_feedback(text: str) -> None:
     assert "feedback" in find_cues([text])
 
 
-@pytest.mark.parametrize("text", ["Perfect, thanks!", "Great, that works.", "好的，谢谢。", "就这样吧，先这样。"])
+@pytest.mark.parametrize(
+    "text", ["Perfect, thanks!", "Great, that works.", "好的，谢谢。", "就这样吧，先这样。"]
+)
 def test_thanks_alone_is_not_a_confirmation(text: str) -> None:
     assert find_cues([text]) == []
 

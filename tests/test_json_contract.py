@@ -85,6 +85,8 @@ CASES: list[tuple[str, list[str], int]] = [
     ("task new", ["task", "new", "Second task"], 0),
     ("task list", ["task", "list"], 0),
     ("task show", ["task", "show", "t1"], 0),
+    ("task plan", ["task", "plan", "t1", "Find the runbook, then roll back"], 0),
+    ("task status", ["task", "status", "t1", "blocked"], 0),
     ("task attach", ["task", "attach", "t2", "guide"], 0),
     ("task detach", ["task", "detach", "t2", "guide"], 0),
     ("task add-message", ["task", "add-message", "t1", "Thanks", "--role", "assistant"], 0),
@@ -104,6 +106,13 @@ CASES: list[tuple[str, list[str], int]] = [
     ("token revoke again", ["token", "revoke", "laptop"], 3),
     ("scan", ["scan"], 4),
     ("doctor", ["doctor"], 0),
+    (
+        "memory save expiring",
+        ["memory", "save", "trip", "-t", "project", "-d", "Trip to Rome", "--expires", "2020-01-01"],
+        0,
+    ),
+    ("memory list expired", ["memory", "list", "--expired"], 0),
+    ("memory review", ["memory", "review"], 0),
     ("memory clear", ["memory", "clear", "--yes"], 0),
     ("table create", ["table", "create", "people", "-d", "People", "-c", "name:str", "-c", "age:int"], 0),
     ("table add", ["table", "add", "people", "--row", ADA, "--row", ALAN], 0),
@@ -127,6 +136,7 @@ CASES: list[tuple[str, list[str], int]] = [
     ("table column delete", ["table", "column", "delete", "people", "email", "--yes"], 0),
     ("table ask", ["table", "ask", "Ada"], 0),
     ("table update", ["table", "update", "Ada moved to Paris"], 7),
+    ("table update dry run", ["table", "update", "Ada moved to Paris", "--dry-run"], 0),  # with a model
     ("table rename", ["table", "rename", "people", "contacts"], 0),
     ("table delete-rows", ["table", "delete-rows", "contacts", "--where", "age > 40", "--yes"], 0),
     ("table delete", ["table", "delete", "contacts", "--yes"], 0),
@@ -163,9 +173,14 @@ def test_every_json_answer_keeps_its_keys(
             monkeypatch.setenv("AIBUDDY_MODEL_SUMMARY", "openai/summary-test")
             monkeypatch.setenv("AIBUDDY_TIMEOUT", "30")
             fake_openai.enqueue(content=summary)
+        if name == "table update dry run":
+            monkeypatch.setenv("AIBUDDY_MODEL_TABLES", "openai/tables-test")
+            monkeypatch.setenv("AIBUDDY_TIMEOUT", "30")
+            script_table_update(fake_openai)
         args = [str(files[a]) if a in files else a for a in argv]
         result = cli(*args, "--json")
         monkeypatch.delenv("AIBUDDY_MODEL_SUMMARY", raising=False)
+        monkeypatch.delenv("AIBUDDY_MODEL_TABLES", raising=False)
         assert result.exit_code == code, (name, result.stdout, result.stderr)
         document = json.loads(result.stdout)
         shapes[name] = shape(document)
@@ -175,6 +190,61 @@ def test_every_json_answer_keeps_its_keys(
             assert not problems, (name, problems)
     for name, _, _ in CASES:
         assert shapes[name] == PINNED[name], name
+
+
+def script_table_update(fake: FakeOpenAI) -> None:
+    """The model's side of a `table update` of Ada's city: it asks (its ask filters), then updates."""
+    fake.call_tools(("ask", {"question": "Where is Ada?"}))
+    fake.call_tools(("filter", {"tables": ["people"], "filter": 'name == "Ada"'}))
+    fake.enqueue(content="Ada lives in London.")
+    ada = {"table": "people", "filter": 'name == "Ada"', "values": {"city": "Paris"}}
+    fake.call_tools(("update_rows", ada))
+    fake.enqueue(content="Ada moved to Paris.")
+
+
+# The progress events of a natural-language table run (`--json`: JSON lines on stderr), by event.
+PINNED_EVENTS: dict[str, Any] = {
+    "run": {"event": "*", "loop": "*", "run": "*", "continues": "*", "max_steps": "*", "document": "*"},
+    "step": {"event": "*", "loop": "*", "depth": "*", "step": "*", "calls": ["*"]},
+    "tool": {
+        "event": "*",
+        "loop": "*",
+        "depth": "*",
+        "step": "*",
+        "tool": "*",
+        "arguments": {"tables": ["*"], "filter": "*"},  # the first: the ask tool's filter
+        "ok": "*",
+        "error": "*",
+        "applied": "*",
+    },
+    "interrupted": {"event": "*", "loop": "*", "run": "*", "applied": "*"},
+}
+
+
+def test_a_table_run_reports_its_steps_in_their_pinned_shapes(
+    cli, vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aibuddy_cli.tables.runs import RunEvent
+
+    for name, value in (
+        ("OPENAI_API_KEY", "sk-test"),
+        ("OPENAI_API_BASE", fake_openai.url),
+        ("AIBUDDY_MODEL_TABLES", "openai/tables-test"),
+        ("AIBUDDY_TIMEOUT", "30"),
+    ):
+        monkeypatch.setenv(name, value)
+    assert cli("table", "create", "people", "-c", "name:str", "-c", "city:str").exit_code == 0
+    assert cli("table", "add", "people", "--row", ADA).exit_code == 0
+    script_table_update(fake_openai)
+    result = cli("table", "update", "Ada moved to Paris", "--json")
+    assert result.exit_code == 0, result.stderr
+    seen: dict[str, Any] = {}
+    for line in result.stderr.splitlines():
+        event = json.loads(line)
+        seen.setdefault(event["event"], shape(event))  # the first of each kind
+    interrupted: RunEvent = {"event": "interrupted", "loop": "update", "run": "r", "applied": 0}
+    seen["interrupted"] = shape(interrupted)  # (tests/test_table_runs.py stops runs with Ctrl-C)
+    assert seen == PINNED_EVENTS
 
 
 def test_a_usage_error_is_the_same_error_document(vault, aibuddy_exe: list[str]) -> None:
@@ -287,13 +357,13 @@ def test_every_operation_has_a_described_output_schema() -> None:
 # their own types built here instead: their documents are checked against their schemas too.
 NOT_RUN = {
     "memory history",
+    "memory revert",
     "table column copy",
     "table column move",
     "table column vectorize",
     "table refactor",
     "table search-join",
     "table undo",
-    "table update",
 }
 
 
@@ -303,6 +373,9 @@ def test_the_cases_run_every_operation_but_those_not_run() -> None:
 
 
 def test_the_results_no_case_runs_match_their_schemas() -> None:
+    from aibuddy_cli.memory.records import MemoryRecord
+    from aibuddy_cli.memory.review import Applied, Proposal, Review
+    from aibuddy_cli.memory.service import Reverted
     from aibuddy_cli.memory.versions import CommitJson, RecordVersions
     from aibuddy_cli.tables.changes import Change, Changes
     from aibuddy_cli.tables.loops import TableRun
@@ -319,6 +392,14 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
     deleted = Change("delete_column", "people", {"column": "city", "type": "str"})
     documents = {
         "memory history": RecordVersions("memory/u/tea.md", True, [commit], [{"body": "b"}]),
+        "memory revert": Reverted("memory/u/tea.md", MemoryRecord("tea", "Tea", "user", "b"), True, 1),
+        "memory review": Review(
+            "u",
+            180,
+            [Applied("dup-1", "merge", "applied", "merged b into a")],
+            [Proposal("exp-2", "expired", "delete", ("trip",), None, "expired 2020-01-01")],
+            [],
+        ),
         "table column copy": Changes([copied]),
         "table column move": Changes([copied, deleted]),
         "table column vectorize": Change("vectorize_column", "people", {"column": "bio", "values": 3}),
@@ -497,7 +578,10 @@ PINNED: dict[str, Any] = {
         "next_cursor": "*",
         "children": [],
     },
-    "kb ask": {"method": "*", "answer": "*", "citations": [], "gaps": ["*"], "dropped_citations": []},
+    "kb ask": {
+        "method": "*", "answer": "*", "citations": [], "gaps": ["*"], "dropped_citations": [],
+        "unsupported": [],
+    },  # fmt: skip
     "task new": {
         "id": "*",
         "goal": "*",
@@ -534,7 +618,29 @@ PINNED: dict[str, Any] = {
         "recalled": {},
         "messages": "*",
         "in_use": ["*"],
-        "consolidation": {"through": "*", "pending": "*", "running": "*", "summary": "*"},
+        "consolidation": {"through": "*", "pending": "*", "running": "*", "summary": "*", "ahead": {}},
+    },
+    "task plan": {
+        "id": "*",
+        "goal": "*",
+        "created": "*",
+        "status": "*",
+        "attached": ["*"],
+        "plan": "*",
+        "recalled": {},
+        "messages": "*",
+        "in_use": ["*"],
+    },
+    "task status": {
+        "id": "*",
+        "goal": "*",
+        "created": "*",
+        "status": "*",
+        "attached": ["*"],
+        "plan": "*",
+        "recalled": {},
+        "messages": "*",
+        "in_use": ["*"],
     },
     "task attach": {
         "id": "*",
@@ -597,7 +703,7 @@ PINNED: dict[str, Any] = {
         "dry_run": "*",
         "reason": "*",
         "passes": [],
-        "status": {"through": "*", "pending": "*", "running": "*", "summary": "*"},
+        "status": {"through": "*", "pending": "*", "running": "*", "summary": "*", "ahead": {}},
     },
     "kb reject": {"rejected": ["*"]},
     "memory export": {"user": "*", "format": "*", "output": "*", "records": "*"},
@@ -819,6 +925,18 @@ PINNED: dict[str, Any] = {
         ],
     },
     "table update": {"error": {"code": "*", "message": "*"}},
+    "table update dry run": {
+        "kind": "*",
+        "request": "*",
+        "run": "*",
+        "dry_run": "*",
+        "summary": "*",
+        "operations": [
+            {"tool": "*", "arguments": {"table": "*", "filter": "*", "values": {"city": "*"}}, "applied": "*"}
+        ],
+        "interrupted": "*",
+        "continues": "*",
+    },
     "table undo": {"error": {"code": "*", "message": "*"}},
     "table rename": {"op": "*", "table": "*", "new": "*"},
     "table delete-rows": {
@@ -846,3 +964,20 @@ PINNED: dict[str, Any] = {
 }
 
 PINNED["memory save kept"] = PINNED["memory save"]
+PINNED["memory save expiring"] = {
+    **PINNED["memory save"],
+    "record": {**PINNED["memory save"]["record"], "expires": "*", "expired": "*"},
+}
+PINNED["memory list expired"] = {
+    **PINNED["memory list"],
+    "records": [{**PINNED["memory list"]["records"][0], "expires": "*", "expired": "*"}],
+}
+PINNED["memory review"] = {
+    "user": "*",
+    "unused_days": "*",
+    "applied": [],
+    "proposals": [
+        {"id": "*", "kind": "*", "action": "*", "records": ["*"], "keep": "*", "reason": "*"}
+    ],
+    "problems": [],
+}

@@ -25,6 +25,8 @@ def test_an_auto_update_keeps_the_previous_version_with_its_dates(memory: Memory
             "updated": first.updated,
             "replaced": second.updated,
             "body": "Friday\n",
+            "provenance": "auto",
+            "by": "auto",
         }
     ]
     memory.update_auto("due", description="Report now due on Tuesday", body="Tuesday\n")
@@ -91,7 +93,7 @@ def test_memory_show_json_lists_the_history(cli, vault: Vault) -> None:
     assert shown["body"] == "Monday"
     assert [(v["description"], v["body"]) for v in shown["history"]] == [("Report due on Friday", "Friday")]
     text = cli("memory", "show", "due").stdout
-    assert "history: 1 previous version(s), see --json" in text
+    assert "history: 1 previous version(s): aibuddy memory history due" in text
     memory.save("tea", type="user", description="Drinks green tea", body="b")
     assert json.loads(cli("memory", "show", "tea", "--json").stdout)["history"] == []
     assert "history:" not in cli("memory", "show", "tea").stdout

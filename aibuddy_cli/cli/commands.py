@@ -104,7 +104,8 @@ def run(
     confirm_first(op, service, values, yes)
     try:
         with (render.during or no_hooks)(values) as hooks:
-            result = op.function(service, **values, **hooks)
+            steps = render.steps(state.json) if render.steps is not None else {}
+            result = op.function(service, **values, **hooks, **steps)
     except AibuddyError as error:
         code = render.failed(error, state.json) if render.failed is not None else None
         if code is None:

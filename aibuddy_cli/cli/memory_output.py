@@ -50,14 +50,29 @@ def show_conflict(conflict: MergeConflict, json_mode: bool) -> int:
 
 
 def list_text(result: RecordList) -> str:
+    """One tab-separated line a record: name, type, provenance, updated (with --expired: the
+    expiry date), recalls, description."""
+
+    def date(r: MemoryRecord) -> str:
+        return (r.expires if result.only_expired else r.updated) or "-"
+
     rows = [
         "\t".join(
             one_line(field)
-            for field in (r.name, r.type, r.provenance, r.updated or "-", r.recall_count, r.description)
+            for field in (r.name, r.type, r.provenance, date(r), r.recall_count, r.description)
         )
         for r in (item.record for item in result.records)
     ]
     return "\n".join(rows)
+
+
+def _list_notes(result: RecordList, memory: Any, err: TextIO | None) -> None:
+    report_problems(result.problems, memory.prefix, err)
+    if result.expired_left_out:
+        (err or sys.stderr).write(
+            f"{result.expired_left_out} expired record(s) not listed (out of recall, kept): "
+            "aibuddy memory list --expired\n"
+        )
 
 
 def manifest_text(manifest: Manifest) -> str:
@@ -66,12 +81,15 @@ def manifest_text(manifest: Manifest) -> str:
 
 def record_text(record: MemoryRecord, previous: int = 0) -> str:
     """previous: how many earlier versions the record's history keeps (a line when there are)."""
-    header = "\n".join(
-        f"{key}: {'null' if value is None else one_line(value)}"
-        for key, value in record.to_json(body=False).items()
-    )
+
+    def shown(value: object) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return "null" if value is None else one_line(value)
+
+    header = "\n".join(f"{key}: {shown(value)}" for key, value in record.to_json(body=False).items())
     if previous:
-        header += f"\nhistory: {previous} previous version(s), see --json"
+        header += f"\nhistory: {previous} previous version(s): aibuddy memory history {one_line(record.name)}"
     return f"{header}\n\n{record.body}"
 
 
@@ -97,8 +115,9 @@ def exported_text(exported: Any) -> str:
 
 
 def history_text(versions: Any) -> str:
-    """`memory history`: one line a commit (date, commit, description), then what automatic
-    memory replaced."""
+    """`memory history`: one line a commit (date, commit, description), then the versions
+    automatic memory (or a revert) replaced, numbered as `memory revert --to N` takes them, each
+    with its dates and its body indented."""
     if not versions.git:
         lines = [f"{versions.path}: not in a git repository"]
     else:
@@ -106,11 +125,53 @@ def history_text(versions: Any) -> str:
             "\t".join(one_line(v) for v in (c["date"], c["commit"][:12], c["description"] or "(unreadable)"))
             for c in versions.commits
         ] or [f"{versions.path}: no commits yet"]
+    for number, entry in enumerate(versions.replaced, 1):
+        by = {"auto": "by automatic memory", "revert": "by a revert"}.get(str(entry.get("by")), "")
+        written = entry.get("updated") or entry.get("created") or "-"
+        lines.append(
+            "\t".join(
+                (
+                    f"#{number}",
+                    f"replaced {one_line(entry.get('replaced', '-'))}{' ' + by if by else ''}",
+                    f"written {one_line(written)}",
+                    one_line(entry.get("description", "")),
+                )
+            )
+        )
+        body = entry.get("body")
+        if isinstance(body, str) and body.strip():
+            lines += [f"    {line}" for line in body.rstrip("\n").split("\n")]
+    if versions.replaced:
+        lines.append(f"(put one back: aibuddy memory revert {versions.path.rsplit('/', 1)[-1][:-3]} --to N)")
+    return "\n".join(lines)
+
+
+def review_text(review: Any) -> str:
+    """`memory review`: what was applied (outcome, id, detail), then one line a proposal: id,
+    kind, action, records (the one kept first), reason."""
+    lines = ["\t".join(one_line(v) for v in (a.outcome, a.id, a.detail)) for a in review.applied]
     lines += [
-        "\t".join(("replaced", one_line(entry.get("replaced", "-")), one_line(entry.get("description", ""))))
-        for entry in versions.replaced
+        "\t".join(one_line(v) for v in (p.id, p.kind, p.action, ",".join(p.records), p.reason))
+        for p in review.proposals
     ]
     return "\n".join(lines)
+
+
+def _review_notes(review: Any, memory: Any, err: TextIO | None) -> None:
+    report_problems(review.problems, memory.prefix, err)
+    if review.proposals and not review.applied:
+        (err or sys.stderr).write(
+            f"{len(review.proposals)} proposal(s), none applied; apply one with "
+            "aibuddy memory review --apply ID (asks first; --yes without a terminal)\n"
+        )
+
+
+def reverted_text(result: Any) -> str:
+    if not result.changed:
+        return f"{result.path} unchanged: version {result.version} says what it says now"
+    return (
+        f"reverted {result.path} to version {result.version} (now manual: automatic memory leaves it alone)"
+    )
 
 
 # --- one Render per memory operation (cli/commands.py and the fast path use them) ---------------
@@ -129,6 +190,15 @@ def _rich(name: str) -> Any:
     return show
 
 
+def _memory_rich(name: str) -> Any:
+    def show(result: Any) -> None:
+        from . import memory_rich
+
+        getattr(memory_rich, name)(result)
+
+    return show
+
+
 def _show_conflict(error: Any, json_mode: bool) -> int | None:
     return show_conflict(error, json_mode) if isinstance(error, MergeConflict) else None
 
@@ -139,11 +209,13 @@ RENDERS = {
     "memory delete": Render(lambda r: f"deleted {r.path}"),
     "memory show": Render(
         lambda r: record_text(r.record, len(r.history)),
-        rich=lambda r: _rich("show_record")(r.record),
+        rich=lambda r: _memory_rich("show_record")(r.record),
         failed=_show_conflict,
     ),
     "memory history": Render(history_text),
-    "memory list": Render(list_text, rich=_rich("show_list"), notes=_problems),
+    "memory list": Render(list_text, rich=_memory_rich("show_list"), notes=_list_notes),
+    "memory revert": Render(reverted_text),
+    "memory review": Render(review_text, rich=_memory_rich("show_review"), notes=_review_notes),
     "memory manifest": Render(manifest_text, rich=_rich("show_manifest"), notes=_problems),
     "memory recall": Render(recall_text, rich=_rich("show_recall"), notes=_problems),
     "memory export": Render(exported_text),

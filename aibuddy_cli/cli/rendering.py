@@ -25,6 +25,9 @@ class Render(NamedTuple):
     # What a person at a terminal sees while the operation runs (a progress bar), given its
     # arguments: a context that yields the hooks to pass the function (`progress`).
     during: Callable[[Mapping[str, Any]], AbstractContextManager[dict[str, Any]]] | None = None
+    # How a long run reports its steps as they happen (on stderr), given whether the command's
+    # output is JSON: the hooks to pass the function (`progress`), none for nobody to see them.
+    steps: Callable[[bool], dict[str, Any]] | None = None
 
 
 @contextmanager

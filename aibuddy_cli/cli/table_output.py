@@ -163,7 +163,81 @@ def run_text(run: Any) -> str:
         lines.append(f"{applied}\t{operation['tool']}\t{arguments}")
     if run.dry_run:
         lines.append("(dry run: nothing applied)")
-    return "\n".join(lines).rstrip()
+    lines.append(f"run {run.run}" + (f" (continues {run.continues})" if run.continues else ""))
+    if run.interrupted and run.applied:
+        lines.append(f"undo what it applied: aibuddy table undo {run.run} --yes")
+    if run.interrupted:
+        lines.append(f'go on: aibuddy table {run.kind} --continue {run.run} "…"')
+    return "\n".join(lines).strip()
+
+
+def _interrupted(run: Any, json_mode: bool) -> int:
+    """A run stopped by Ctrl-C exits 130 once it has said what it applied."""
+    from ..errors import ExitCode
+
+    return int(ExitCode.INTERRUPTED) if run.interrupted else 0
+
+
+# --- a natural-language run's steps as they happen ----------------------------------------------
+
+
+def step_line(event: Mapping[str, Any]) -> str | None:
+    """One line of a run's progress for a person (None: nothing to say)."""
+    from ..tables.schema import json_text
+
+    indent = "    " * int(event.get("depth") or 0)
+    loop = event.get("loop", "")
+    kind = event.get("event")
+    if kind == "run":
+        named = f" run {event['run']}" if event.get("run") else ""
+        going_on = f", going on from {event['continues']}" if event.get("continues") else ""
+        document = event.get("document")
+        reading = f", reading {one_line(document['name'])} ({document['format']})" if document else ""
+        return (
+            f"table {loop}{named}{going_on}{reading}: at most {event['max_steps']} steps "
+            "(Ctrl-C stops it between operations)"
+        )
+    if kind == "step":
+        calls = ", ".join(event["calls"]) or "answers"
+        return f"{indent}{'ask ' if event.get('depth') else ''}step {event['step']}: {calls}"
+    if kind == "tool":
+        arguments = one_line(json_text(event["arguments"]))
+        if len(arguments) > 100:
+            arguments = arguments[:99] + "…"
+        if not event["ok"]:
+            outcome = f"error: {one_line(event['error'])}"
+        elif event.get("applied") is None:
+            outcome = "ok"
+        else:
+            outcome = "applied" if event["applied"] else "not applied (dry run)"
+        return f"{indent}  {event['tool']} {arguments} → {outcome}"
+    if kind == "interrupted":
+        run = f"run {event['run']} " if event.get("run") else ""
+        return f"interrupted: {run}stopped after {event['applied']} applied operation(s)"
+    return None
+
+
+def _steps(json_mode: bool) -> dict[str, Any]:
+    """A natural-language run's steps on stderr as they happen: JSON lines with --json (ASCII, one
+    object a line), one line a step or tool call for a person at a terminal, nothing otherwise."""
+    err = sys.stderr
+    if json_mode:
+
+        def as_json(event: Mapping[str, Any]) -> None:
+            err.write(json.dumps(event, ensure_ascii=True, allow_nan=False, default=str) + "\n")
+            err.flush()
+
+        return {"progress": as_json}
+    if err.isatty():
+
+        def as_line(event: Mapping[str, Any]) -> None:
+            line = step_line(event)
+            if line is not None:
+                err.write(line + "\n")
+                err.flush()
+
+        return {"progress": as_line}
+    return {}
 
 
 def _rowsets(result: Any) -> None:
@@ -201,8 +275,8 @@ RENDERS = {
     "table column move": _CHANGES,
     "table column transform": _CHANGES,
     "table column vectorize": _CHANGES,
-    "table ask": Render(answer_text),
-    "table update": Render(run_text),
-    "table refactor": Render(run_text),
+    "table ask": Render(answer_text, steps=_steps),
+    "table update": Render(run_text, exit_code=_interrupted, steps=_steps),
+    "table refactor": Render(run_text, exit_code=_interrupted, steps=_steps),
     "table undo": Render(lambda r: f"undid run {r.run}: " + ", ".join(r.files)),
 }

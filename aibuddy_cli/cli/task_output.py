@@ -17,16 +17,29 @@ def task_text(task: Task) -> str:
     return f"{task.id}\t{task.status}\t{task.created}\t{task.goal}\t[{attached}]"
 
 
-def shown_text(shown: Any) -> str:
-    status = shown.consolidation
-    return task_text(shown.task) + (
-        f"\nconsolidated through message {status.through}, {status.pending} pending"
+def status_text(status: Any) -> str:
+    """How far consolidation has come: `consolidated through message 4 (contacts through 8), 2 pending`."""
+    ahead = ", ".join(f"{category} through {last}" for category, last in status.ahead.items())
+    return (
+        f"consolidated through message {status.through}"
+        + (f" ({ahead})" if ahead else "")
+        + f", {status.pending} pending"
         + (" (a pass is running)" if status.running else "")
     )
 
 
+def planned_text(task: Task) -> str:
+    """The task's line, then its plan."""
+    return task_text(task) + (f"\nplan:\n{task.plan}" if task.plan else "\n(no plan)")
+
+
+def shown_text(shown: Any) -> str:
+    return planned_text(shown.task) + "\n" + status_text(shown.consolidation)
+
+
 def context_text(context: TaskContext) -> str:
-    parts = [f"# {context.task.id}: {context.task.goal}"]
+    status = "" if context.task.status == "open" else f" ({context.task.status})"
+    parts = [f"# {context.task.id}: {context.task.goal}{status}"]
     if context.task.plan:
         parts.append(f"## Plan\n{context.task.plan}")
     through, rolling = context.consolidated
@@ -63,10 +76,10 @@ def consolidation_text(result: Any) -> str:
     lines = [result.reason] if result.reason else []
     for done in result.passes:
         first, last = done.chunk
-        lines.append(f"messages {first}-{last}: " + ("applied" if done.applied else "not applied"))
+        asked = f" ({', '.join(done.categories)})" if done.categories else ""
+        lines.append(f"messages {first}-{last}{asked}: " + ("applied" if done.applied else "not applied"))
         lines.append(memory_output.decisions_text(done.decisions))
-    status = result.status
-    lines.append(f"consolidated through message {status.through}, {status.pending} pending")
+    lines.append(status_text(result.status))
     return "\n".join(line for line in lines if line)
 
 
@@ -93,6 +106,8 @@ RENDERS = {
     "task new": _TASK,
     "task list": Render(lambda r: "\n".join(task_text(task) for task in r.tasks)),
     "task show": Render(shown_text),
+    "task plan": Render(planned_text),
+    "task status": _TASK,
     "task attach": _TASK,
     "task detach": _TASK,
     "task add-message": Render(lambda r: f"{r.task} message {r.message.n} ({r.message.role})"),

@@ -340,8 +340,8 @@ FEEDBACK: tuple[Rule, ...] = (
     ),
     rule(
         "feedback",
-        r"\bdo (?:it|them|that|things) (?:like this|this way|the same way) (?:next time|again|every time|from now on|"
-        r"going forward)\b",
+        r"\bdo (?:it|them|that|things) (?:like this|this way|the same way) (?:next time|again|every time|"
+        r"from now on|going forward)\b",
     ),
     rule(
         "feedback",

@@ -353,7 +353,10 @@ class Extractor:
             return Decision("candidate", "dropped", "not durable", name)
         if candidate.recoverable:
             return Decision("candidate", "dropped", "recoverable from files or connected systems", name)
-        records = {item.record.name: item.record for item in self.memory.list_records().records}
+        # An expired record is out of recall: a fact stated again is a new record, not an update
+        # of one whose expiry would hide it at once (`memory review` proposes the expired one).
+        live = self.memory.list_records(expired=False).records
+        records = {item.record.name: item.record for item in live}
         known = {name: (record.type, record.description) for name, record in records.items()}
         known.update(self._reply)
         best: str | None = None
@@ -440,4 +443,3 @@ class Extractor:
         except (AibuddyError, OSError) as exc:
             self.warnings.append(f"extraction log not written: {getattr(exc, 'message', None) or exc}")
         return result
-

@@ -189,7 +189,7 @@ def _word(raw: str) -> tuple[str | None, bool]:
     return _SYNONYMS.get(word, word), False
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1 << 16)  # reconcile and review weigh every record of a type against others
 def fact_terms(text: str) -> Terms:
     """The content terms of a description or message (see the module docstring). Cached:
     reconcile weighs each candidate against every same-type record's description."""

@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable, Iterable
 
 from ..errors import MalformedRecord
-from .headers import split_frontmatter, yaml_plumbing
-from .records import MemoryRecord, line_ending, parse_record, render_record
+from .headers import EXPIRES, split_frontmatter, yaml_plumbing
+from .records import MemoryRecord, expires_value, line_ending, parse_record, render_record
 
 _KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?=[ \t]|$)")
 _TRAILING_COMMENT = re.compile(r"(:[ \t]*[^'\"#\s|>[{&*!][^#]*?)([ \t]+#.*)")
@@ -62,10 +62,11 @@ def _spans_by_yaml(header: str, keys: Iterable[str]) -> Spans | None:
 
 
 def _edit_header(
-    text: str, lines: dict[str, str], check: Callable[[str], bool], body: str | None = None
+    text: str, lines: dict[str, str | None], check: Callable[[str], bool], body: str | None = None
 ) -> str | None:
-    """text with each key's header line(s) replaced by lines[key] and the missing keys added at
-    the end of the header in the file's line ending; the body replaced when one is given.
+    """text with each key's header line(s) replaced by lines[key] (removed where it is None) and
+    the missing keys added at the end of the header in the file's line ending; the body replaced
+    when one is given.
 
     Everything else (a BOM, comments, quoting, other keys, the line break of a replaced line, a
     trailing comment on it) stays byte for byte. The lines are found without YAML first (fast,
@@ -86,13 +87,17 @@ def _edit_header(
         replaced: dict[int, str] = {}
         dropped: set[int] = set()
         for key, (first, last) in spans.items():
+            line = lines[key]
+            if line is None:
+                dropped.update(range(first, last + 1))
+                continue
             row = rows[first]
             content = row.rstrip(_BREAKS)
             comment = _TRAILING_COMMENT.search(content) if first == last else None
-            replaced[first] = lines[key] + (comment.group(2) if comment else "") + row[len(content) :]
+            replaced[first] = line + (comment.group(2) if comment else "") + row[len(content) :]
             dropped.update(range(first + 1, last + 1))
         kept = [replaced.get(index, row) for index, row in enumerate(rows) if index not in dropped]
-        kept += [line + ending for key, line in lines.items() if key not in spans]
+        kept += [line + ending for key, line in lines.items() if key not in spans and line is not None]
         edited = opening + "".join(kept) + closing + (old_body if body is None else body)
         try:
             if check(edited):
@@ -110,7 +115,7 @@ def mark_recalled_text(text: str, record: MemoryRecord) -> str:
     reads back as exactly `record`. A header that cannot be edited that way (a flow-style
     mapping) is left as it is: the recall is then not recorded in the file.
     """
-    lines = {
+    lines: dict[str, str | None] = {
         "recallCount": f"recallCount: {record.recall_count}",
         "lastRecalledAt": f"lastRecalledAt: {record.last_recalled_at or 'null'}",
     }
@@ -124,21 +129,25 @@ def updated_text(text: str, current: MemoryRecord, record: MemoryRecord) -> str:
     A record as aibuddy writes it is rendered anew (the same bytes as ever). Any other keeps its
     line endings and every header line of a key that did not change, byte for byte: only the
     changed keys' lines and `updated` are rewritten, and the body replaced. If that edit does
-    not read back as `record`, the record is rendered anew.
+    not read back as `record`, the record is rendered anew. An `expires` line is added at the end
+    of the header, changed in place, or removed (`--expires never`).
     """
     if text == render_record(current):
         return render_record(record)
     handler = yaml_plumbing().handler
     timestamp = yaml_plumbing().timestamp
-    lines: dict[str, str] = {}
-    for key, value in (
-        ("description", record.description),
-        ("type", record.type),
-        ("updated", None if record.updated is None else timestamp(record.updated)),
+    lines: dict[str, str | None] = {}
+    for key, field, value in (
+        ("description", "description", record.description),
+        ("type", "type", record.type),
+        ("provenance", "provenance", record.provenance),
+        ("updated", "updated", None if record.updated is None else timestamp(record.updated)),
+        (EXPIRES, "expires", None if record.expires is None else expires_value(record.expires)),
     ):
-        if getattr(current, key) != getattr(record, key):
-            lines[key] = handler.export({key: value}).removesuffix("\n")
-    if any("\n" in line for line in lines.values()):
+        if getattr(current, field) != getattr(record, field):
+            removed = value is None and key == EXPIRES
+            lines[key] = None if removed else handler.export({key: value}).removesuffix("\n")
+    if any("\n" in line for line in lines.values() if line is not None):
         return render_record(record)
     edited = _edit_header(
         text, lines, lambda edited: parse_record(record.name, edited, fast=False) == record, record.body

@@ -25,6 +25,8 @@ FIELD_ORDER = (
     "recallCount",
     "lastRecalledAt",
 )
+# A key of the header only when the record has it, written after FIELD_ORDER's.
+EXPIRES = "expires"
 
 
 # python-frontmatter plumbing, imported lazily: the hot path reads flat headers without it.
@@ -156,6 +158,7 @@ _YAML_BOOL_OR_NULL = frozenset(
 )
 _PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _PLAIN_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+_PLAIN_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _NOT_FLAT = object()
 
 
@@ -173,6 +176,11 @@ def _flat_scalar(raw: str) -> Any:
         try:
             return dt.datetime.fromisoformat(value[:-1]).replace(tzinfo=dt.UTC)
         except ValueError:  # an impossible date: let YAML report it
+            return _NOT_FLAT
+    if _PLAIN_DATE.fullmatch(value):  # `expires: 2027-03-01`: YAML reads a date
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
             return _NOT_FLAT
     first = value[0]
     if first == "'":

@@ -7,12 +7,20 @@ index saw (mtime, ctime, size per file) and re-reads what changed, so edits, del
 A record's recency (what orders the recall window) comes from its header, the later of `updated`
 and `lastRecalledAt`, because header dates travel with git and file mtimes do not: after a
 `git clone` every mtime is the checkout time. Only a record without usable dates falls back to
-its mtime.
+its mtime. A hand edit counts too: when a record's content (anything but the telemetry lines and
+`updated`) changed since the index last saw it while `updated` did not, nobody went through
+aibuddy, and the edit's moment (the file's mtime, never later than now) is kept as the record's
+`touched_ns` and counts as an update. A fresh index (a clone) has seen nothing before: header
+dates alone.
+
+A record whose `expires` moment has come (expiry.py) is left out of the window and of every
+ranking (`live`); `records()` lists it, and says so, for `memory list --expired` and review.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TypedDict
 
@@ -21,10 +29,11 @@ from ..dates import Span, read_time, text_days
 from ..folder_watch import cursor_source
 from ..storage import Entry
 from ..text import index_text, query_terms
+from . import expiry
 from .records import MemoryRecord
 from .semantic import Embedder, mostly_cjk
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # bm25 column weights: a word in the name or description says more than one in the body.
 _WEIGHTS = "4.0, 3.0, 1.0"
 
@@ -46,9 +55,14 @@ CREATE TABLE IF NOT EXISTS records (
     created TEXT,
     updated TEXT,
     recall_count INTEGER,
-    last_recalled_at TEXT
+    last_recalled_at TEXT,
+    expires TEXT,
+    expires_ns INTEGER,
+    content TEXT,
+    touched_ns INTEGER
 );
 CREATE INDEX IF NOT EXISTS records_by_recency ON records (recency_ns DESC, name);
+CREATE INDEX IF NOT EXISTS records_expiring ON records (expires_ns) WHERE expires_ns IS NOT NULL;
 CREATE INDEX IF NOT EXISTS records_with_errors ON records (name) WHERE error IS NOT NULL;
 CREATE TABLE IF NOT EXISTS record_days (id INTEGER NOT NULL, day TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS record_vectors (id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
@@ -71,6 +85,31 @@ RRF_K = 60  # reciprocal-rank fusion's usual constant
 
 _LARGEST = (1 << 63) - 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _live(table: str = "") -> str:
+    """The SQL condition of a record that has not expired by now (an integer the code makes)."""
+    column = f"{table}.expires_ns" if table else "expires_ns"
+    return f"({column} IS NULL OR {column} > {int(expiry.now_ns())})"
+
+
+def _clamp(ns: int) -> int:
+    """A moment as SQLite can hold it (years 1677 to 2262)."""
+    return max(-_LARGEST, min(ns, _LARGEST))
+
+
+def content_digest(record: MemoryRecord) -> str:
+    """What a hand edit changes: every field but the telemetry and `updated` (a digest)."""
+    fields = (
+        record.description,
+        record.type,
+        record.provenance,
+        record.created,
+        record.expires,
+        record.body,
+        record.extra,
+    )
+    return hashlib.blake2b(repr(fields).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 def _stored(entry: Entry) -> tuple[str, int, int, int]:
@@ -247,11 +286,13 @@ class MemoryIndex(CacheDB):
                     continue
                 stored = _stored(entry)
                 self.db.execute(
-                    "UPDATE records SET key = ?, mtime_ns = ?, ctime_ns = ?, size = ?, recency_ns = ?,"
+                    "UPDATE records SET key = ?, mtime_ns = ?, ctime_ns = ?, size = ?,"
+                    " recency_ns = max(?, coalesce(touched_ns, ?)),"
                     " recall_count = ?, last_recalled_at = ? WHERE name = ?",
                     (
                         *stored,
                         recency_ns(record, stored[1]),
+                        -_LARGEST,
                         record.recall_count,
                         record.last_recalled_at,
                         name,
@@ -264,25 +305,50 @@ class MemoryIndex(CacheDB):
         with self.write():
             self._add_to_digest(self._delete(name))
 
-    def _delete(self, name: str) -> int:
-        """Remove name's rows; returns the change to the folder digest."""
-        row = self.db.execute(
-            "SELECT id, key, mtime_ns, ctime_ns, size FROM records WHERE name = ?", (name,)
-        ).fetchone()
+    # A record's row as _delete and _touched read it: (id, key, mtime, ctime, size) and what a
+    # hand edit is told by (error, content, updated, touched_ns).
+    _OLD_ROW = (
+        "SELECT id, key, mtime_ns, ctime_ns, size, error, content, updated, touched_ns"
+        " FROM records WHERE name = ?"
+    )
+
+    def _delete(self, name: str, row: tuple | None = None) -> int:
+        """Remove name's rows (row: as _OLD_ROW read it, when the caller has); returns the change
+        to the folder digest."""
+        if row is None:
+            row = self.db.execute(self._OLD_ROW, (name,)).fetchone()
         if row is None:
             return 0
         self.db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
         self.db.execute("DELETE FROM record_days WHERE id = ?", (row[0],))
         self.db.execute("DELETE FROM record_vectors WHERE id = ?", (row[0],))
         self.db.execute("DELETE FROM records WHERE id = ?", (row[0],))
-        return -entry_hash(*row[1:])
+        return -entry_hash(*row[1:5])
+
+    @staticmethod
+    def _touched(
+        row: tuple | None, entry: Entry, record: MemoryRecord | None, content: str | None
+    ) -> int | None:
+        """When the record was last edited by hand, as far as this index knows (module docstring):
+        now, when its content changed since its row (as _OLD_ROW read it) while `updated` did not
+        (or it was malformed and is a record again); else what the row kept; None for a record
+        never seen."""
+        if row is None or record is None:
+            return None if row is None else row[8]
+        error, before, updated, touched = row[5:]
+        if error is not None or (before != content and updated == record.updated):
+            return min(_stored(entry)[1], expiry.now_ns())
+        return touched
 
     def _upsert(self, entry: Entry, record: MemoryRecord | None, problem: str | None) -> int:
         """Insert or replace the rows of entry's record; returns the change to the folder digest."""
         name = entry.name[: -len(".md")]
-        delta = self._delete(name) + entry_hash(*entry)
+        content = None if record is None else content_digest(record)
+        old = self.db.execute(self._OLD_ROW, (name,)).fetchone()
+        touched = self._touched(old, entry, record, content)
+        delta = self._delete(name, old) + entry_hash(*entry)
         values = (
-            (None,) * 7
+            (None,) * 10
             if record is None
             else (
                 record.description,
@@ -292,15 +358,20 @@ class MemoryIndex(CacheDB):
                 record.updated,
                 record.recall_count,
                 record.last_recalled_at,
+                record.expires,
+                None if record.expires is None else _clamp(expiry.moment_ns(record.expires) or 0),
+                content,
             )
         )
         stored = _stored(entry)
         recency = stored[1] if record is None else recency_ns(record, stored[1])
+        if touched is not None:
+            recency = max(recency, touched)
         cursor = self.db.execute(
             "INSERT INTO records (name, key, mtime_ns, ctime_ns, size, recency_ns, error, description,"
-            " type, provenance, created, updated, recall_count, last_recalled_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, *stored, recency, problem, *values),
+            " type, provenance, created, updated, recall_count, last_recalled_at, expires, expires_ns,"
+            " content, touched_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, *stored, recency, problem, *values, touched),
         )
         if record is not None:
             self.db.executemany(
@@ -337,12 +408,13 @@ class MemoryIndex(CacheDB):
         return rare or terms
 
     _COLUMNS = (
-        "name, description, type, provenance, created, updated, recall_count, last_recalled_at, recency_ns"
+        "name, description, type, provenance, created, updated, recall_count, last_recalled_at,"
+        " expires, recency_ns"
     )
 
     @staticmethod
     def _row(row: tuple) -> IndexedRecord:
-        name, description, type_, provenance, created, updated, count, last, recency = row
+        name, description, type_, provenance, created, updated, count, last, expires, recency = row
         record = MemoryRecord(
             name=name,
             description=description,
@@ -353,36 +425,50 @@ class MemoryIndex(CacheDB):
             updated=updated,
             recall_count=count,
             last_recalled_at=last,
+            expires=expires,
         )
         return IndexedRecord(record, recency)
 
-    def records(self) -> list[IndexedRecord]:
-        """Every well-formed record, by name."""
+    def records(self, expired: bool | None = None) -> list[IndexedRecord]:
+        """Every well-formed record, by name; expired=False: those in recall only, True: those out
+        of it because their `expires` moment has come."""
+        where = "" if expired is None else f" AND {'NOT ' if expired else ''}{_live()}"
         return [
             self._row(row)
             for row in self.db.execute(
-                f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL ORDER BY name"
+                f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL{where} ORDER BY name"
             )
         ]
 
     def recent(self, limit: int) -> list[IndexedRecord]:
-        """The most recent well-formed records (by recency_ns, then name), newest first."""
+        """The most recent well-formed records in recall (by recency_ns, then name), newest first."""
         return [
             self._row(row)
             for row in self.db.execute(
-                f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL"
+                f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL AND {_live()}"
                 " ORDER BY recency_ns DESC, name LIMIT ?",
                 (limit,),
             )
         ]
 
     def by_names(self, names: Iterable[str]) -> Iterator[IndexedRecord]:
+        """The named records that are well-formed and in recall."""
         for name in names:
             row = self.db.execute(
-                f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL AND name = ?", (name,)
+                f"SELECT {self._COLUMNS} FROM records WHERE error IS NULL AND name = ? AND {_live()}",
+                (name,),
             ).fetchone()
             if row:
                 yield self._row(row)
+
+    def expired_names(self) -> set[str]:
+        """The records whose `expires` moment has come (a partial index: cheap when few expire)."""
+        return {
+            name
+            for (name,) in self.db.execute(
+                f"SELECT name FROM records WHERE expires_ns IS NOT NULL AND NOT {_live()}"
+            )
+        }
 
     def problems(self) -> list[Problem]:
         return [
@@ -446,6 +532,7 @@ class MemoryIndex(CacheDB):
         names, matrix = self.vectors(embedder)
         if not names:
             return lexical[:limit]
+        expired = self.expired_names()  # the vectors are kept for every record
         import numpy as np
 
         similarity = matrix @ embedder.embed([words])[0]
@@ -454,7 +541,7 @@ class MemoryIndex(CacheDB):
         for place, (name, _) in enumerate(lexical[:MEANING_DEPTH]):
             fused[name] = fused.get(name, 0.0) + 1 / (RRF_K + place + 1)
         for place, row in enumerate(closest):
-            if similarity[row] > 0:
+            if similarity[row] > 0 and names[row] not in expired:
                 fused[names[row]] = fused.get(names[row], 0.0) + 1 / (RRF_K + place + 1)
         return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
@@ -495,7 +582,8 @@ class MemoryIndex(CacheDB):
         rows = self.db.execute(
             f"SELECT r.name, bm25(records_fts, {_WEIGHTS}) AS score FROM records_fts"
             " JOIN records r ON r.id = records_fts.rowid"
-            f" WHERE records_fts MATCH ? AND r.error IS NULL{restrict} ORDER BY score, r.name LIMIT ?",
+            f" WHERE records_fts MATCH ? AND r.error IS NULL AND {_live('r')}{restrict}"
+            " ORDER BY score, r.name LIMIT ?",
             (*values, limit),
         )
         return [(name, -score) for name, score in rows]
@@ -506,7 +594,7 @@ class MemoryIndex(CacheDB):
         values = [bound.isoformat() for span in spans for bound in span]
         rows = self.db.execute(
             "SELECT DISTINCT r.name, r.recency_ns FROM record_days d JOIN records r ON r.id = d.id"
-            f" WHERE ({clauses}) AND r.error IS NULL ORDER BY r.recency_ns DESC LIMIT ?",
+            f" WHERE ({clauses}) AND r.error IS NULL AND {_live('r')} ORDER BY r.recency_ns DESC LIMIT ?",
             (*values, DATED_LIMIT),
         )
         return {name for name, _ in rows}

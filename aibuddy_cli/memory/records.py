@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, BinaryIO, Literal, NamedTuple, TypedDict, overload
+from typing import Any, BinaryIO, Literal, NamedTuple, NotRequired, TypedDict, overload
 
 from ..conflict_markers import RESOLVE_CONFLICT, ConflictRegion, conflict_lines, merge_conflicts
 from ..errors import InvalidInput, MalformedRecord
 from ..inputs import read_bounded
 from ..names import validate_record_name
+from .expiry import is_expired
 from .headers import (
+    EXPIRES,
     FIELD_ORDER,
     load_header,
     looks_like_second_frontmatter,
@@ -51,6 +53,10 @@ class RecordHeaderJson(TypedDict):
     updated: str | None
     recallCount: int  # noqa: N815 - the JSON's key
     lastRecalledAt: str | None  # noqa: N815 - the JSON's key
+    # Only for a record with an `expires` header: the date (or time) from which it is out of
+    # recall, and whether that moment has come.
+    expires: NotRequired[str]
+    expired: NotRequired[bool]
 
 
 class RecordJson(RecordHeaderJson):
@@ -68,6 +74,9 @@ class MemoryRecord(NamedTuple):
     recall_count: int = 0
     last_recalled_at: str | None = None
     extra: tuple[tuple[str, Any], ...] = ()  # keys a person added, kept in order
+    # From this date (YYYY-MM-DD, 00:00 UTC) or time (YYYY-MM-DDTHH:MM:SSZ) on, the record is out of
+    # the recall window and recall (see expiry.py); None: it never expires.
+    expires: str | None = None
 
     @overload
     def to_json(self, *, body: Literal[True] = True) -> RecordJson: ...
@@ -86,6 +95,9 @@ class MemoryRecord(NamedTuple):
             "recallCount": self.recall_count,
             "lastRecalledAt": self.last_recalled_at,
         }
+        if self.expires is not None:
+            data["expires"] = self.expires
+            data["expired"] = is_expired(self.expires)
         if body:
             return {**data, "body": self.body}
         return data
@@ -225,6 +237,27 @@ def _timestamp(value: Any, key: str, name: str) -> str | None:
     raise MalformedRecord(name, f"{key} is not a timestamp: {value!r}")
 
 
+def _expires(value: Any, name: str) -> str | None:
+    """The `expires` header as a record keeps it: a date "YYYY-MM-DD" or a UTC timestamp; None
+    when empty, null or `never`. Anything else makes the record malformed (never guessed at)."""
+    if value is None or value == "never":
+        return None
+    if isinstance(value, dt.datetime):
+        return _timestamp(value, EXPIRES, name)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            if len(value) == 10:
+                return dt.date.fromisoformat(value).isoformat()
+            return _timestamp(value, EXPIRES, name)
+        except (ValueError, MalformedRecord):
+            pass
+    raise MalformedRecord(
+        name, f"expires is not a date: {value!r} (write YYYY-MM-DD, or remove the line to keep it for good)"
+    )
+
+
 def parse_record(name: str, text: str, *, fast: bool = True) -> MemoryRecord:
     """Parse the file text of record `name`; raise MalformedRecord saying what is wrong.
 
@@ -282,7 +315,8 @@ def parse_record(name: str, text: str, *, fast: bool = True) -> MemoryRecord:
         updated=_timestamp(header.get("updated"), "updated", name),
         recall_count=count,
         last_recalled_at=_timestamp(header.get("lastRecalledAt"), "lastRecalledAt", name),
-        extra=tuple((k, v) for k, v in header.items() if k not in FIELD_ORDER),
+        extra=tuple((k, v) for k, v in header.items() if k not in FIELD_ORDER and k != EXPIRES),
+        expires=_expires(header.get(EXPIRES), name),
     )
 
 
@@ -304,10 +338,19 @@ def render_record(record: MemoryRecord) -> str:
         "recallCount": record.recall_count,
         "lastRecalledAt": ts(record.last_recalled_at),
     }
+    if record.expires is not None:  # a record without it has no such line (its bytes as ever)
+        header[EXPIRES] = expires_value(record.expires)
     header.update(record.extra)
     post = plumbing.frontmatter.Post(record.body, plumbing.handler)
     post.metadata = header  # not Post(**header): a key a person added need not be a string
     return str(plumbing.frontmatter.dumps(post))
+
+
+def expires_value(expires: str) -> Any:
+    """The `expires` header's value as YAML writes it plainly: a date, or a timestamp (unquoted)."""
+    if len(expires) == 10:
+        return dt.date.fromisoformat(expires)
+    return yaml_plumbing().timestamp(expires)
 
 
 def line_ending(text: str) -> str:
@@ -319,5 +362,3 @@ def line_ending(text: str) -> str:
 def with_line_ending(body: str, ending: str) -> str:
     """body with its bare LF line breaks written as `ending` (a CRLF file stays CRLF)."""
     return re.sub(r"(?<!\r)\n", ending, body) if ending == "\r\n" else body
-
-

@@ -11,6 +11,7 @@ from ..clock import utc_now
 from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, Operation, Option, UsageError
 from ..storage import Entry, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
+from .expiry import is_expired, parse_expires
 from .header_edit import mark_recalled_text, updated_text
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem, ProblemJson
 from .manifest import ManifestLine, ManifestLineJson, build_manifest
@@ -60,6 +61,8 @@ class RecordList(NamedTuple):
     user: str
     records: list[IndexedRecord]
     problems: list[Problem]
+    expired_left_out: int = 0  # expired records a list of those in recall left out
+    only_expired: bool = False  # a list of the expired records only (`memory list --expired`)
 
     def to_json(self) -> RecordListJson:
         return {
@@ -130,6 +133,30 @@ class RecallResult(NamedTuple):
 class UpdateResult(NamedTuple):
     record: MemoryRecord
     changed: bool
+
+
+class RevertedJson(TypedDict):
+    path: str
+    changed: bool
+    version: int  # the version put back, as `memory history` numbers them (1: the latest)
+    record: RecordJson
+
+
+class Reverted(NamedTuple):
+    """`memory revert`: the record as it is now."""
+
+    path: str
+    record: MemoryRecord
+    changed: bool
+    version: int
+
+    def to_json(self) -> RevertedJson:
+        return {
+            "path": self.path,
+            "changed": self.changed,
+            "version": self.version,
+            "record": self.record.to_json(),
+        }
 
 
 class RecordWriteJson(TypedDict):
@@ -308,12 +335,24 @@ class MemoryService:
 
     # --- operations -------------------------------------------------------------------
 
-    def save(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
+    def save(
+        self, name: str, *, type: str, description: str, body: str, expires: str | None = None
+    ) -> MemoryRecord:
         """Create a record with manual provenance; an existing name is a conflict. A credential-
-        shaped value is kept (a person wrote it) with a warning."""
-        record = self._create(name, type, description, body, "manual")
+        shaped value is kept (a person wrote it) with a warning. expires: as `--expires` gives it
+        (a date, `30d`, `2w`, never; expiry.parse_expires)."""
+        until = None if expires is None else parse_expires(expires)
+        record = self._create(name, type, description, body, "manual", until)
         self._warn_explicit("memory save", name, description, body)
+        self._warn_expired(record)
         return record
+
+    def _warn_expired(self, record: MemoryRecord) -> None:
+        if is_expired(record.expires):
+            self.warnings.append(
+                f"{record.name} expires {record.expires}, which has come: it is out of recall"
+                " (memory list --expired shows it)"
+            )
 
     def create_auto(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
         """Create a record written by automatic extraction (provenance auto); credential-shaped
@@ -327,7 +366,9 @@ class MemoryService:
 
         warn_explicit(self.warnings, f"{operation} {name}: the record", holds_secret(description, body))
 
-    def _create(self, name: str, type: str, description: str, body: str, provenance: str) -> MemoryRecord:
+    def _create(
+        self, name: str, type: str, description: str, body: str, provenance: str, expires: str | None = None
+    ) -> MemoryRecord:
         validate_record_name(name)
         now = utc_now()
         record = MemoryRecord(
@@ -338,6 +379,7 @@ class MemoryService:
             provenance=provenance,
             created=now,
             updated=now,
+            expires=expires,
         )
         with self._lock():
             if self.store.exists(self._key(name)):
@@ -355,39 +397,34 @@ class MemoryService:
         type: str | None = None,
         description: str | None = None,
         body: str | None = None,
+        expires: str | None = None,
     ) -> UpdateResult:
-        """Change type, description or body; name, provenance, created and telemetry are kept."""
+        """Change type, description, body or expiry (`expires`: as `--expires` gives it, `never`
+        to take it away); name, provenance, created and telemetry are kept."""
         validate_record_name(name)
-        if type is None and description is None and body is None:
-            raise UsageError(
+        if type is None and description is None and body is None and expires is None:
+            raise UsageError(  # (or an expiry: the message scripts know is kept as it was)
                 "nothing to update: give ", Option("type"), ", ", Option("description"), " or ",
                 Option("body", cli="a body"),
             )
+        until = None if expires is None else parse_expires(expires)
         with self._lock():
             text, current = self._read_text(name, fast=False)
-            changes = {
-                "type": current.type if type is None else validate_type(type),
-                "description": current.description
-                if description is None
-                else validate_description(description),
-                "body": current.body
+            changed = current._replace(
+                type=current.type if type is None else validate_type(type),
+                description=current.description if description is None else validate_description(description),
+                body=current.body
                 if body is None
                 else with_line_ending(validate_body(body), line_ending(text)),
-            }
-            if all(getattr(current, key) == value for key, value in changes.items()):
-                return UpdateResult(current, changed=False)
-            record = MemoryRecord(
-                name=current.name,
-                provenance=current.provenance,
-                created=current.created,
-                updated=utc_now(),
-                recall_count=current.recall_count,
-                last_recalled_at=current.last_recalled_at,
-                extra=current.extra,
-                **changes,
+                expires=current.expires if expires is None else until,
             )
+            if changed == current:
+                return UpdateResult(current, changed=False)
+            record = changed._replace(updated=utc_now())
             self._write(record, text=updated_text(text, current, record))
         self._warn_explicit("memory update", name, description, body)
+        if expires is not None:
+            self._warn_expired(record)
         return UpdateResult(record, changed=True)
 
     def update_auto(self, name: str, *, description: str, body: str) -> MemoryRecord:
@@ -406,9 +443,50 @@ class MemoryService:
                 return current
             record = current._replace(description=description, body=body, updated=utc_now())
             # History first: a crash between the two writes repeats a version, never loses one.
-            self._keep_history(current, record.updated or "")
+            self._keep_history(current, record.updated or "", by="auto")
             self._write(record, text=updated_text(text, current, record))
         return record
+
+    def revert(self, name: str, to: int = 1) -> Reverted:
+        """Put back version `to` of the record's history (1: the one just before the current,
+        as `memory history` numbers them). A person's act, never a model's: the record becomes
+        `manual` (extraction leaves it alone from now on), `updated` is now, created, telemetry
+        and expiry are kept, and the version it replaces joins the history (by "revert"), so a
+        revert can itself be reverted. NotFound when there is no such version."""
+        validate_record_name(name)
+        with self._lock():
+            text, current = self._read_text(name, fast=False)
+            versions = list(reversed(self._history_entries(name)))
+            if not versions:
+                raise NotFound(f"memory record {name!r} has no earlier version kept to go back to")
+            if not 1 <= to <= len(versions):
+                raise NotFound(
+                    f"memory record {name!r} keeps {len(versions)} earlier version(s): ",
+                    Option("to"), f" {to} is not one of them (see ", Operation("memory history", name), ")",
+                )
+            version = versions[to - 1]
+            try:
+                description = validate_description(str(version.get("description", "")))
+                kind = validate_type(str(version.get("type", current.type)))
+                body = version.get("body", "")
+                if not isinstance(body, str):
+                    raise InvalidInput("its body is not text")
+                body = with_line_ending(validate_body(body), line_ending(text))
+            except InvalidInput as exc:
+                raise InvalidInput(f"version {to} of {name!r} cannot be put back: {exc.message}") from None
+            record = current._replace(
+                description=description, type=kind, body=body, provenance="manual", updated=utc_now()
+            )
+            if (record.description, record.type, record.body, record.provenance) == (
+                current.description,
+                current.type,
+                current.body,
+                current.provenance,
+            ):
+                return Reverted(self._key(name), current, False, to)
+            self._keep_history(current, record.updated or "", by="revert")
+            self._write(record, text=updated_text(text, current, record))
+        return Reverted(self._key(name), record, True, to)
 
     # --- history of automatic updates ---------------------------------------------------
     #
@@ -444,7 +522,9 @@ class MemoryService:
                 entries.append(entry)
         return entries
 
-    def _keep_history(self, previous: MemoryRecord, replaced: str) -> None:
+    def _keep_history(self, previous: MemoryRecord, replaced: str, *, by: str) -> None:
+        """Add previous to the record's history; by: what replaced it ("auto": extraction or
+        consolidation, "revert": a person's `memory revert`)."""
         import json
 
         version = {
@@ -454,6 +534,8 @@ class MemoryService:
             "updated": previous.updated,
             "replaced": replaced,
             "body": previous.body,
+            "provenance": previous.provenance,
+            "by": by,
         }
         from ..redaction import redacted
 
@@ -515,10 +597,15 @@ class MemoryService:
         return self._read(name)
 
     @rebuild_if_corrupt("_index")
-    def list_records(self) -> RecordList:
+    def list_records(self, expired: bool | None = None) -> RecordList:
+        """The user's well-formed records (by name) and the problems of the others. expired:
+        None: all; False: those in recall (not expired), counting the expired ones left out;
+        True: the expired ones only."""
         index = self.index()
         problems = sorted([*index.problems(), *self._folder_problems()])
-        return RecordList(self.user, index.records(), problems)
+        records = index.records(expired)
+        left_out = len(index.expired_names()) if expired is False else 0
+        return RecordList(self.user, records, problems, left_out, expired is True)
 
     @rebuild_if_corrupt("_index")
     def manifest(self, query: str | None = None) -> Manifest:

@@ -15,8 +15,10 @@ extraction wrote updated, a person's record never overwritten; `--dry-run` lists
   record of that name is kept, never overwritten.
 
 Out (`aibuddy memory export`): `jsonl`, one line per record with its fields and its file's text,
-so export then import into an empty vault gives the same files byte for byte; `claude-code`, a
-folder Claude Code's auto memory reads (a topic file per record and the MEMORY.md index).
+so export then import into an empty vault gives the same files byte for byte (expired records
+too: an export is a copy); `claude-code`, a folder Claude Code's auto memory reads (a topic file
+per record and the MEMORY.md index), without the expired records, which Claude Code would take
+for current.
 """
 
 from __future__ import annotations
@@ -247,13 +249,17 @@ def export(memory: MemoryService, format: str, output: str) -> Exported:
     """Every record of the user (see the module's docstring); output "-" leaves the writing to
     the front end (stdout)."""
     from ..storage import atomic_write
+    from .expiry import is_expired
     from .records import parse_record
 
     if format not in FORMATS:
         raise InvalidInput(f"unknown format {format!r}: {', '.join(FORMATS)}")
     lines = []
+    expired: set[str] = set()  # out of recall: Claude Code would read them as current
     for name, text in memory.texts():
         record = parse_record(name, text)
+        if is_expired(record.expires):
+            expired.add(name)
         lines.append(
             {
                 "name": name,
@@ -273,6 +279,8 @@ def export(memory: MemoryService, format: str, output: str) -> Exported:
         if output == "-":
             raise InvalidInput("--format claude-code writes a folder: give --output DIR")
         folder = Path(output)
+        lines = [line for line in lines if line["name"] not in expired]
+        result = result._replace(lines=lines)
         for line in lines:
             atomic_write(folder / f"{line['name']}.md", _topic_text(line).encode("utf-8"))
         index = [f"- [{line['description']}]({line['name']}.md)" for line in lines]

@@ -11,6 +11,7 @@ from .shared import TranscriptFile
 if TYPE_CHECKING:
     from ..memory.extraction import ExtractionResult
     from ..memory.records import MemoryRecord, RecordJson
+    from ..memory.review import Review
     from ..memory.service import (
         Cleared,
         Manifest,
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
         RecordDeleted,
         RecordList,
         RecordWrite,
+        Reverted,
     )
     from ..memory.transfer import Exported
     from ..memory.versions import RecordVersions
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
 TYPE_HELP = "One of: user, feedback, project, reference."
 NAME_HELP = "Record name (file stem): lowercase letters, digits, - and _."
 BODY_FILE_HELP = "Read the body from a file ('-' for stdin)."
+EXPIRES_HELP = (
+    "From this date on (YYYY-MM-DD, UTC; or 30d, 2w from today) the record is out of recall; "
+    "it is kept, and `memory list --expired` shows it."
+)
 # The largest transcript `memory extract` reads (the window needs only its last turns).
 
 
@@ -49,7 +55,9 @@ def read_body(path: str) -> str:
     effect=Effect.WRITE,
     tools={"mcp": "memory_save"},
     tool_help="Save a new long-term memory record for the user (one fact per record). type: "
-    "user, feedback, project or reference. name: lowercase-file-stem. Fails if the name exists.",
+    "user, feedback, project or reference. name: lowercase-file-stem. Fails if the name exists. "
+    "expires (optional): a date YYYY-MM-DD (or 30d) from which a fact that holds only until then "
+    "is no longer recalled.",
 )
 def save(
     memory: MemoryService,
@@ -67,13 +75,17 @@ def save(
             file_parse=read_body,
         ),
     ] = "",
+    expires: Annotated[str | None, Opt("--expires", help=EXPIRES_HELP, metavar="DATE|30d")] = None,
 ) -> RecordWrite:
     """Create a record (provenance manual). Without --body or --body-file the body is empty;
-    standard input is read only with --body-file -."""
+    standard input is read only with --body-file -.
+
+    With --expires the record leaves recall on that date (the date is the first day it no longer
+    holds) and is kept until you delete it."""
     from ..memory.service import RecordWrite
     from ..vault import memory_key
 
-    record = memory.save(name, type=type, description=description, body=body)
+    record = memory.save(name, type=type, description=description, body=body, expires=expires)
     return RecordWrite(memory_key(memory.user, record.name), record, True)
 
 
@@ -84,7 +96,8 @@ def save(
     effect=Effect.WRITE,
     idempotent=True,
     tools={"mcp": "memory_update"},
-    tool_help="Change a memory record's type, one-line description or body (what is left out stays).",
+    tool_help="Change a memory record's type, one-line description, body or expiry date (expires: "
+    "YYYY-MM-DD, 30d, or never to keep it for good); what is left out stays.",
 )
 def update(
     memory: MemoryService,
@@ -102,12 +115,16 @@ def update(
             file_parse=read_body,
         ),
     ] = None,
+    expires: Annotated[
+        str | None,
+        Opt("--expires", help="New expiry date (YYYY-MM-DD, 30d, 2w), or never.", metavar="DATE|30d|never"),
+    ] = None,
 ) -> RecordWrite:
     """Change a record; name, provenance, created and recall telemetry are kept."""
     from ..memory.service import RecordWrite
     from ..vault import memory_key
 
-    result = memory.update(name, type=type, description=description, body=body)
+    result = memory.update(name, type=type, description=description, body=body, expires=expires)
     return RecordWrite(memory_key(memory.user, name), result.record, result.changed)
 
 
@@ -175,9 +192,17 @@ def history(memory: MemoryService, name: Annotated[str, Arg("The record.")]) -> 
 
 
 @operation("memory", "list", uses="memory", effect=Effect.READ, idempotent=True, tools={"mcp": "memory_list"})
-def list_(memory: MemoryService) -> RecordList:
-    """List the current user's records (malformed ones are reported on stderr and skipped)."""
-    return memory.list_records()
+def list_(
+    memory: MemoryService,
+    expired: Annotated[
+        bool, Opt("--expired", help="List only the expired records (out of recall, kept until deleted).")
+    ] = False,
+) -> RecordList:
+    """List the current user's records in recall (malformed ones are reported on stderr and
+    skipped, and so is how many expired ones are left out).
+
+    With --expired: the expired records only, the date column being their expiry date."""
+    return memory.list_records(expired=expired)
 
 
 @operation(
@@ -215,6 +240,74 @@ def recall(
 ) -> RecallResult:
     """Select the relevant records (model, else lexical) and read at most 5 bodies."""
     return memory.recall(query, limit)
+
+
+@operation("memory", "revert", uses="memory", effect=Effect.WRITE, model=False)
+def revert(
+    memory: MemoryService,
+    name: Annotated[str, Arg("The record to put back.")],
+    to: Annotated[
+        int, Opt("--to", help="The version to put back, as `memory history` numbers them.", minimum=1)
+    ] = 1,
+) -> Reverted:
+    """Put back an earlier version of a record that automatic memory changed (by default the one
+    just before the current). A person's act: the record becomes manual, so extraction and
+    consolidation leave it alone from then on; the version it replaces joins the history, so a
+    revert can be reverted too. Never offered to a model."""
+    return memory.revert(name, to)
+
+
+def proposal_ids(values: list[str]) -> list[str]:
+    """--apply ID, repeatable; ids may also be given together, separated by commas or spaces."""
+    return [part for value in values for part in value.replace(",", " ").split()]
+
+
+def _review_question(memory: MemoryService, arguments: Any) -> str | None:
+    """None (no question: it only lists) unless proposals are to be applied."""
+    from ..memory.review import UNUSED_DAYS, chosen
+
+    ids = arguments.get("apply") or []
+    if not ids:
+        return None
+    proposals = chosen(memory, ids, arguments.get("unused_days") or UNUSED_DAYS)
+    listing = "".join(f"  {p.id}: {p.summary()}\n" for p in proposals)
+    which = "this proposal" if len(proposals) == 1 else f"these {len(proposals)} proposals"
+    return f"{listing}Apply {which}?"
+
+
+@operation(
+    "memory",
+    "review",
+    uses="memory",
+    effect=Effect.DESTRUCTIVE,
+    model=False,
+    confirm=Confirm(_review_question, verb="apply review proposals", done="applied"),
+)
+def review(
+    memory: MemoryService,
+    unused_days: Annotated[
+        int, Opt("--unused-days", help="Propose archiving records unused this many days.", minimum=1)
+    ] = 180,
+    apply: Annotated[
+        list[str],
+        Opt(
+            "--apply",
+            help="Apply the proposal with this id (repeatable; asks first on a terminal, needs --yes "
+            "without one).",
+            metavar="ID",
+            cli_type=list[str],
+            parse=proposal_ids,
+        ),
+    ] = [],  # noqa: B006 - never mutated: Typer's default for a repeatable option
+) -> Review:
+    """Propose what to do about expired records (delete), contradictions (keep one), duplicates
+    (merge) and records unused for long (archive), each with a stable id. Nothing is applied
+    unless you name its id with --apply: on a terminal you are asked first; without one --yes is
+    needed too (there is no "apply everything"). Deletions and merges are ordinary writes: git
+    keeps what they replace. Never offered to a model."""
+    from ..memory.review import review as review_records
+
+    return review_records(memory, unused_days, apply)
 
 
 def _clear_question(memory: MemoryService, arguments: Any) -> str:

@@ -45,7 +45,41 @@ def show(session: Session, task: TaskId) -> TaskShown:
     """One task, and how far its consolidation has come."""
     from ..tasks.consolidation import TaskShown
 
-    return TaskShown(session.tasks.get(task), session.consolidation.status(task))
+    found = session.tasks.get(task)
+    session.tasks.plan_warning(found)
+    return TaskShown(found, session.consolidation.status(task))
+
+
+@operation("task", "plan", uses="tasks", effect=Effect.WRITE, idempotent=True, tools={"mcp": "task_plan"})
+def plan(
+    tasks: TaskService,
+    task: TaskId,
+    text: Annotated[
+        str, Arg("The plan ('-' reads standard input; empty: no plan).", parse=_text_or_stdin, tool="plan")
+    ],
+) -> Task:
+    """Set the task's plan, in place of the one it had (`task show` and `task context` show it)."""
+    return tasks.set_plan(task, text)
+
+
+@operation("task", "status", uses="tasks", effect=Effect.WRITE, idempotent=True, tools={"mcp": "task_status"})
+def status(
+    tasks: TaskService,
+    task: TaskId,
+    state: Annotated[
+        str,
+        Arg(
+            "open, blocked (waiting on something outside the conversation) or done.",
+            metavar="open|blocked|done",
+            tool="status",
+            tool_schema={"type": "string", "enum": ["open", "blocked", "done"]},
+        ),
+    ],
+) -> Task:
+    """Say where the task's work stands: open, blocked or done (`task end` closes a task).
+
+    Each of the three still takes messages; a closed task given one of them is reopened."""
+    return tasks.set_status(task, state)
 
 
 @operation("task", "attach", uses="", effect=Effect.WRITE, idempotent=True, tools={"mcp": "task_attach"})
@@ -184,6 +218,23 @@ def context(
     return assembler.assemble(task, query)
 
 
+# The categories `task consolidate --only` takes (tasks/consolidation/watermark.py declares them;
+# spelled here too so that reading the registry imports no task module).
+PASS_CATEGORIES = ("memory", "contacts", "summaries", "knowledge", "tasks")
+
+
+def _only(values: list[str]) -> list[str] | None:
+    """--only's values (repeated, or comma-separated), checked: None for none."""
+    from ..tasks.consolidation import only_categories
+
+    return list(only_categories(values)) or None
+
+
+def _names(value: Any) -> Any:
+    """A model's category name or list of names, as a list (the consolidator checks them)."""
+    return [value] if isinstance(value, str) else value
+
+
 @operation(
     "task",
     "consolidate",
@@ -196,13 +247,27 @@ def consolidate(
     task: TaskId,
     dry_run: Annotated[bool, Opt("--dry-run", help="Print the decisions; write nothing.")] = False,
     cancel: Annotated[bool, Opt("--cancel", help="Stop the task's running background pass.")] = False,
+    only: Annotated[
+        list[str] | None,
+        Opt(
+            "--only",
+            help="Only these categories: memory, contacts, summaries, knowledge, tasks (repeatable, "
+            "or comma-separated); the others stay pending.",
+            metavar="CATEGORY",
+            checked=True,
+            cli_type=list[str],
+            parse=_only,
+            tool_schema={"type": "array", "items": {"type": "string", "enum": list(PASS_CATEGORIES)}},
+            from_tool=_names,
+        ),
+    ] = None,
     background: Annotated[bool, Opt("--background", hidden=True, model=False)] = False,  # by add-message
 ) -> Consolidation | Cancelled:
     """Consolidate the task's pending messages into memory, contacts, a summary (model role
     `consolidate`); a background pass runs by itself every [consolidation] every messages."""
     if cancel:
         return consolidator.cancel(task)
-    return consolidator.run(task, dry_run=dry_run, background=background)
+    return consolidator.run(task, dry_run=dry_run, background=background, only=only)
 
 
 @operation("task", "end", uses="", effect=Effect.WRITE, tools={"mcp": "task_end"})

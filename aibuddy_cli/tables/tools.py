@@ -13,6 +13,7 @@ whether the required first `ask` happened, and in a dry run the operations chose
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
@@ -40,6 +41,8 @@ class TableWork:
     dry_run: bool = False
     asked: bool = False
     operations: list[ToolCallJson] = field(default_factory=list)  # mutating calls, applied or not
+    # Around each operation applied: Ctrl-C waits for it to be applied and journaled (runs.py).
+    applying: Callable[[], AbstractContextManager[Any]] = nullcontext
 
 
 def _queries(work: TableWork) -> TableQueries:
@@ -64,8 +67,11 @@ def _mutating(tool: Tool[TableWork]) -> Tool[TableWork]:
         if work.dry_run:
             work.operations.append({"tool": tool.name, "arguments": args, "applied": False})
             return {"dry_run": True, "applied": False, "tool": tool.name}
-        document = tool.run(work, args)
-        work.operations.append({"tool": tool.name, "arguments": args, "applied": True, "result": document})
+        with work.applying():
+            document = tool.run(work, args)
+            work.operations.append(
+                {"tool": tool.name, "arguments": args, "applied": True, "result": document}
+            )
         return document
 
     return Tool(tool.name, tool.description, tool.parameters, run)
@@ -74,6 +80,7 @@ def _mutating(tool: Tool[TableWork]) -> Tool[TableWork]:
 WRITE_TOOLS: tuple[Tool[TableWork], ...] = tuple(
     _mutating(tool) for tool in tools_for("table_write", _changes)
 )
+CHANGING = frozenset(tool.name for tool in WRITE_TOOLS)  # the names of the tools that change tables
 
 
 def ask_tool(work: TableWork, args: dict[str, Any]) -> Any:

@@ -122,10 +122,11 @@ class Undone(NamedTuple):
         return {"run": self.run, "files": self.files}
 
 
-def undo_last(state: TablesState) -> Undone:
-    """Restore the files of the user's last natural-language run that is not undone yet."""
+def undo_last(state: TablesState, run: str | None = None) -> Undone:
+    """Restore the files of the user's last natural-language run that is not undone yet, or of
+    the run named (the same checks: a file changed since it is never overwritten)."""
     with state.lock():
-        run = _last_run(state)
+        run = _last_run(state) if run is None else _named_run(state, run)
         try:
             document = json.loads(state.store.read(f"{UNDO_FOLDER}/{run}.json")[0])
             before = _kept(state.store, document)
@@ -188,23 +189,50 @@ def _check_access(state: TablesState, run: str, keys: dict[str, Any]) -> None:
         raise InvalidInput(f"not undone: the snapshot of run {run} names {key!r}, not one of your tables")
 
 
-def _last_run(state: TablesState) -> str:
+def _entries(state: TablesState) -> list[dict[str, Any]]:
+    """The user's journal lines, oldest first (a line that is not JSON is skipped)."""
     try:
         lines = state.store.read(JOURNAL)[0].decode("utf-8", "replace").splitlines()
     except NotFound:
         lines = []
-    undone: set[str] = set()
-    for line in reversed(lines):
+    entries = []
+    for line in lines:
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(entry, dict) or entry.get("user") != state.user:
-            continue
-        if entry.get("op") == "undo":
-            undone.add(str(entry.get("args", {}).get("run")))
-        elif (
-            entry.get("run") and entry.get("source") in ("update", "refactor") and entry["run"] not in undone
-        ):
+        if isinstance(entry, dict) and entry.get("user") == state.user:
+            entries.append(entry)
+    return entries
+
+
+def _undone(entries: list[dict[str, Any]]) -> set[str]:
+    return {str((entry.get("args") or {}).get("run")) for entry in entries if entry.get("op") == "undo"}
+
+
+def _natural(entry: dict[str, Any]) -> bool:
+    """A line of a natural-language run (update or refactor)."""
+    return bool(entry.get("run")) and entry.get("source") in ("update", "refactor")
+
+
+def undone_runs(state: TablesState) -> set[str]:
+    """The user's runs that were undone."""
+    return _undone(_entries(state))
+
+
+def _named_run(state: TablesState, run: str) -> str:
+    entries = _entries(state)
+    if run in _undone(entries):
+        raise NotFound(f"nothing to undo: run {run} is undone already")
+    if not any(_natural(entry) and entry["run"] == run for entry in entries):
+        raise NotFound(f"nothing to undo: no table update or refactor of yours changed a table in run {run}")
+    return run
+
+
+def _last_run(state: TablesState) -> str:
+    entries = _entries(state)
+    undone = _undone(entries)
+    for entry in reversed(entries):
+        if _natural(entry) and entry["run"] not in undone:
             return str(entry["run"])
     raise NotFound("nothing to undo: no table update or refactor of yours is left to undo")

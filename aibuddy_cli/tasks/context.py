@@ -246,6 +246,7 @@ class ContextAssembler:
 
     def assemble(self, task_id: str, query: str | None = None) -> TaskContext:
         task = self.tasks.get(task_id)
+        self.tasks.plan_warning(task)
         messages = self.tasks.messages(task_id)
         older, recent = self._split(messages)
         summary = self._summary(task_id, older) if older else None

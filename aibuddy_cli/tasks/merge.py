@@ -81,12 +81,14 @@ def _merged_task(base: Path, current: Path, other: Path, replay: bool) -> Merged
     """task.json, with the message log it counts (`_merged_log`): `messages` counts both sides'
     new messages, `in_use` is that of the latest one (the renumbered side's, when it added any),
     `recalled` is the union (the smaller message number, the renumbered side's numbers moved on
-    as its messages were), the task is closed if either side closed it, attachments one side
-    added or removed are added or removed, and every other field is three-way: a real
-    disagreement (two goals, two plans) is a conflict."""
+    as its messages were), a status both sides changed is the one further along (closed, done,
+    blocked, open: the task is closed if either side closed it), attachments one side added or
+    removed are added or removed, and every other field is three-way. Two different plans stay a
+    conflict (git is told so) that keeps the file readable: the plan holds both, between git's
+    markers, until a plan is set. Any other real disagreement (two goals) is left to git."""
     import json
 
-    from .service import _count
+    from .service import STATUSES, _count
 
     texts = [read_text(path) for path in (base, current, other)]
     try:
@@ -99,6 +101,7 @@ def _merged_task(base: Path, current: Path, other: Path, replay: bool) -> Merged
     before, ahead, behind = (_count(side.get("messages")) for side in (old, kept, moved))
     before = before or 0
     merged = dict(kept)
+    clean = True
     for key in dict.fromkeys([*kept, *moved]):
         value = three_way(old.get(key, ABSENT), kept.get(key, ABSENT), moved.get(key, ABSENT))
         if key == "messages":
@@ -120,15 +123,29 @@ def _merged_task(base: Path, current: Path, other: Path, replay: bool) -> Merged
                     else mine
                 )
         elif key == "status" and value is CONFLICT:
-            value = "closed"
+            known = [status for status in (kept.get(key), moved.get(key)) if status in STATUSES]
+            value = max(known, key=STATUSES.index) if known else "closed"  # the one further along
+        elif key == "plan" and value is CONFLICT and all(_plan(side.get(key)) for side in (ours, theirs)):
+            value, clean = _both_plans(ours.get(key), theirs.get(key)), False
         elif key == "attached" and all(_references(side.get(key)) for side in (kept, moved)):
             was = old[key] if _references(old.get(key)) else []
             value = [ref for ref in kept[key] if ref in moved[key] or ref not in was]
             value += [ref for ref in moved[key] if ref not in kept[key] and ref not in was]
         if not settle(merged, key, value):
             return None
-    return Merged(json.dumps(merged, ensure_ascii=False, indent=2) + "\n")
+    return Merged(json.dumps(merged, ensure_ascii=False, indent=2) + "\n", clean)
 
 
 def _references(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(ref, str) for ref in value)
+
+
+def _plan(value: Any) -> bool:
+    """A plan as task.json keeps it: text, or null for none."""
+    return value is None or isinstance(value, str)
+
+
+def _both_plans(ours: str | None, theirs: str | None) -> str:
+    """Both plans between git's markers, ours (%A) above, theirs (%B) below, as git writes them."""
+    above, below = (f"{plan}\n" if plan else "" for plan in (ours, theirs))
+    return f"<<<<<<< ours\n{above}=======\n{below}>>>>>>> theirs"

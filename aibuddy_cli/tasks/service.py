@@ -19,6 +19,12 @@ from ..storage import Store
 from ..vault import Vault, validate_record_name, validate_user_name
 
 ROLES = ("user", "assistant", "tool")
+# A task's status: where its work stands (open, blocked: waiting on something outside the
+# conversation, done: its goal reached), all of which take messages, or closed (by `task end`: no
+# more messages). `task status` sets the first three, and reopens a closed task.
+WORK_STATUSES = ("open", "blocked", "done")
+STATUSES = (*WORK_STATUSES, "closed")
+MAX_PLAN_CHARS = 20_000
 
 
 class TaskJson(TypedDict):
@@ -37,7 +43,7 @@ class Task(NamedTuple):
     id: str
     goal: str
     created: str
-    status: str  # open | closed
+    status: str  # open | blocked | done | closed (STATUSES)
     attached: list[str]  # qualified document references: system/<id>, personal/<owner>/<id>
     plan: str | None = None
     recalled: dict[str, int] = {}  # memory record -> message count when the context delivered it
@@ -151,6 +157,33 @@ def _references(value: Any) -> list[str] | None:
     return list(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
 
 
+def _plan(plan: str | None) -> str | None:
+    """A plan as kept: its surrounding white space stripped, None when nothing is left; InvalidInput
+    past MAX_PLAN_CHARS (task.json is written again with every message)."""
+    if plan is None or not plan.strip():
+        return None
+    plan = plan.strip()
+    if len(plan) > MAX_PLAN_CHARS:
+        raise InvalidInput(f"the plan has {len(plan):,} characters; at most {MAX_PLAN_CHARS:,}")
+    return plan
+
+
+def _work_status(status: str, task_id: str) -> None:
+    if status == "closed":
+        raise UsageError(f"a task is closed by `aibuddy task end {task_id}`, which also extracts memory")
+    if status not in WORK_STATUSES:
+        raise InvalidInput(f"invalid status {status!r}: use {', '.join(WORK_STATUSES)}")
+
+
+CONFLICT_LINES = ("<<<<<<< ", "=======", ">>>>>>> ")
+
+
+def has_conflict(text: str) -> bool:
+    """Whether text holds git's three conflict markers, each at the start of a line."""
+    lines = text.split("\n")
+    return all(any(line.startswith(marker) for line in lines) for marker in CONFLICT_LINES)
+
+
 def validate_task_id(task_id: str) -> str:
     try:
         return validate_record_name(task_id)
@@ -199,8 +232,10 @@ class TaskService:
             )
             if not isinstance(task.attached, list) or not all(isinstance(a, str) for a in task.attached):
                 raise TypeError("attached must be a list of document references")
-            if not isinstance(task.goal, str) or task.status not in ("open", "closed"):
-                raise TypeError("goal must be text and status open or closed")
+            if not isinstance(task.goal, str) or task.status not in STATUSES:
+                raise TypeError(f"goal must be text and status one of {', '.join(STATUSES)}")
+            if task.plan is not None and not isinstance(task.plan, str):
+                raise TypeError("plan must be text or null")
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidInput(f"{self._key(task_id)}: unreadable task file ({exc})") from None
         if task.messages is not None:
@@ -231,10 +266,11 @@ class TaskService:
         goal = " ".join(goal.split())
         if not goal:
             raise UsageError("the task goal is empty")
+        plan = _plan(plan)
         with self.lock():
             numbers = [int(name[1:]) for name in self._ids() if name[0] == "t" and name[1:].isdigit()]
             task_id = f"t{max(numbers, default=0) + 1}"
-            task = Task(task_id, goal, utc_now(), "open", [], plan or None, messages=0)
+            task = Task(task_id, goal, utc_now(), "open", [], plan, messages=0)
             self.save(task)
         return task
 
@@ -327,7 +363,7 @@ class TaskService:
                 raise InvalidInput(f"invalid role {message.role!r}: use {', '.join(ROLES)}")
         with self.lock():
             task = self.get(task_id)
-            if task.status != "open":
+            if task.status == "closed":
                 raise Conflict(f"task {task_id} is closed")
             key = self._key(task_id, "messages.jsonl")
             count = task.messages if task.messages is not None else self._count_lines(key)
@@ -426,14 +462,35 @@ class TaskService:
         """One line appended to .aibuddy/logs/<name>.jsonl (ValueError: text that cannot be encoded)."""
         self.store.append(f".aibuddy/logs/{name}.jsonl", line.encode("utf-8"))
 
-    def set_plan(self, task_id: str, plan: str | None = None, status: str | None = None) -> Task:
+    def set_plan(self, task_id: str, plan: str | None, *, status: str | None = None) -> Task:
+        """The task's plan in place of the one it had (None or only white space: no plan), and its
+        status too when given (see set_status). A closed task's plan can still be changed."""
+        plan = _plan(plan)
+        if status is not None:
+            _work_status(status, task_id)
         with self.lock():
             task = self.get(task_id)
-            if status not in (None, "open", "closed"):
-                raise InvalidInput(f"invalid status {status!r}: open or closed")
-            task = task._replace(plan=task.plan if plan is None else plan, status=status or task.status)
+            task = task._replace(plan=plan, status=status or task.status)
             self.save(task)
         return task
+
+    def set_status(self, task_id: str, status: str) -> Task:
+        """Where the task's work stands: open, blocked or done (each takes messages). Closed is
+        `task end`'s, which also extracts memory: refused here. A closed task is reopened."""
+        _work_status(status, task_id)
+        with self.lock():
+            task = self.get(task_id)._replace(status=status)
+            self.save(task)
+        return task
+
+    def plan_warning(self, task: Task) -> None:
+        """Say so when the task's plan holds both sides of a git conflict (the merge driver put
+        them there, see tasks/merge.py): it stays so until a plan is set."""
+        if task.plan is not None and has_conflict(task.plan):
+            self.warnings.append(
+                f"task {task.id}: the plan holds both sides of a git merge conflict; keep one with "
+                f"`aibuddy task plan {task.id} TEXT`, then `git add` {self._key(task.id)}"
+            )
 
     def mark_recalled(self, task_id: str, names: list[str], at_message: int) -> None:
         with self.lock():

@@ -13,6 +13,8 @@ Safe where a prompt alone is not:
   chunk's digest and the rolling summary, written atomically after the pass's writes. A pass that
   fails (model error, timeout, bad reply) leaves it where it was: the chunk is tried again on the
   next trigger. One pass per task at a time (a lock); a chunk already consolidated is skipped.
+  Each category has its own position: a pass for some categories only (`--only`) moves theirs
+  (`ahead`), and a later pass gives every category only the messages it has not seen.
 - Every pass and decision goes to `.aibuddy/logs/consolidation.jsonl`.
 
 The background pass is a detached `aibuddy task consolidate T --background` started by
@@ -27,7 +29,7 @@ One job per module:
   background start; `results`: what the commands answer.
 """
 
-from .consolidator import Complete, Consolidator, categories, model_complete
+from .consolidator import Complete, Consolidator, categories, model_complete, only_categories
 from .results import Cancelled, Consolidation, Pass, Status, TaskShown
 from .watermark import consolidated, watermark
 
@@ -42,5 +44,6 @@ __all__ = [
     "categories",
     "consolidated",
     "model_complete",
+    "only_categories",
     "watermark",
 ]

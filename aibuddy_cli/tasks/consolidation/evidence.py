@@ -10,18 +10,19 @@ from ...memory.extraction import Decision
 from ...memory.facts import stated
 from .reply import Cited, Rejected
 
-CONTACT_FIELDS = ("bio", "response_policy")
+CONTACT_FIELDS = ("bio", "response_policy", "summary")
 
 
 def stated_part(
-    category: str, item: Cited, texts: Mapping[int, str]
+    category: str, item: Cited, texts: Mapping[int, str], known: Mapping[str, str] | None = None
 ) -> tuple[dict[str, Any], list[Decision]]:
     """The item's fields as far as its cited messages state them, and notes on parts left out;
     Rejected when they do not state the item. Per category:
     - memory: more than half of the description's content words, and every number or code
       (a term with a digit) of the description and the body, are in the cited messages;
-    - contacts: every word of the name is; a bio or response policy whose content words are not
-      (more than half) is left out, the contact kept;
+    - contacts: every word of the name is; a bio, response policy or summary whose content words
+      are not (more than half) is left out, the contact kept. A summary may also rest on the
+      contact's summary the request showed (known: by name), which it folds in;
     - knowledge: a row is kept when its values are stated (more than half of their words, every
       number); the item is dropped when no row is;
     - the summary and the task's plan and status are the model's own synthesis: only the message
@@ -48,9 +49,11 @@ def stated_part(
         if not stated(name, sources, whole=True).stated:
             raise Rejected(f"{unstated}: the name is not in them", item_name(fields))
         kept = dict(fields)
+        folded = (known or {}).get(" ".join(name.split()))
         for field in CONTACT_FIELDS:
             value = fields.get(field)
-            if isinstance(value, str) and value.strip() and not stated(value, sources).stated:
+            carried = [*sources, folded] if field == "summary" and folded else sources
+            if isinstance(value, str) and value.strip() and not stated(value, carried).stated:
                 del kept[field]
                 notes.append(Decision("contacts", "dropped", f"{field}: {unstated}", item_name(fields)))
         return kept, notes

@@ -22,10 +22,23 @@ if TYPE_CHECKING:
     from ...tables.service import TableService
 
 SOURCE = "consolidation"  # how the tables journal names the changes of a pass
-MAX_FIELD = 2000  # characters of a contact's bio or response policy
+MAX_FIELD = 2000  # characters of a contact's bio, response policy or summary
 MAX_PLAN = 4000
 MAX_SUMMARY = 4000
-CONTACT_COLUMNS = (("bio", "bio", "bios"), ("response_policy", "response_policy", "response_policies"))
+# (the reply's field, the contacts table's column, the [consolidation] flag that switches it)
+CONTACT_COLUMNS = (
+    ("bio", "bio", "bios"),
+    ("response_policy", "response_policy", "response_policies"),
+    ("summary", "summary", "contact_summaries"),
+)
+COLUMN_HELP = {
+    "name": "who",
+    "bio": "who they are, as the conversations say",
+    "response_policy": "how the user wants them answered",
+    "summary": "what the conversations say about them, rolled forward pass by pass",
+}
+MAX_KNOWN = 20  # contacts whose summary one request shows
+MAX_SCANNED = 10_000  # contacts read to find the ones a chunk names
 
 
 class Tables(NamedTuple):
@@ -59,8 +72,11 @@ class Handlers:
         shield: Shield,
         flags: Mapping[str, bool],
         dry_run: bool,
+        known: Mapping[str, str] | None = None,
     ) -> None:
-        """tables: where contacts and knowledge go (None when both are switched off)."""
+        """tables: where contacts and knowledge go (None when both are switched off). flags: the
+        categories and parts of contacts the pass asked for. known: the contacts' summaries the
+        request showed the model (by name), which their new summary folds in."""
         self.task_id = task_id
         self.tasks = tasks
         self.reconciler = reconciler
@@ -68,6 +84,7 @@ class Handlers:
         self.shield = shield
         self.flags = flags
         self.dry_run = dry_run
+        self.known: Mapping[str, str] = known or {}
 
     def apply(self, category: str, fields: dict[str, Any]) -> Decision:
         """One item of the category (memory, contacts, knowledge, tasks): what was done with it."""
@@ -99,6 +116,10 @@ class Handlers:
         return self.reconciler.reconcile(item.candidate(), self.dry_run)._replace(step="memory")
 
     def contact(self, fields: dict[str, Any]) -> Decision:
+        """A person, merged by name into the personal `contacts` table (never a team's: the
+        table is named without a folder). A summary the model made without being shown the
+        contact's own is added to it, not put in its place. A contacts table that lacks one of
+        the columns gains it, its rows kept."""
         item = ContactItem.from_reply(fields)
         name, dry_run = item.name, self.dry_run
         if self.shield.rows_named(CONTACTS, name):
@@ -110,29 +131,35 @@ class Handlers:
             if self.flags[flag] and given[field] is not None
         }
         values, note = redacted_noted(values)  # before the cut, which could hide a key's shape
-        values = {column: text[:MAX_FIELD] for column, text in values.items()}
         changes = self.tables.changes
         try:
-            existing = self.tables.queries.filter([CONTACTS], _named(name), limit=1).tables[0]
+            columns = set(self.tables.queries.show(CONTACTS).schema.types)
         except NotFound:
             if dry_run:
                 made = "new contact (and the contacts table)"
                 return Decision("contacts", "would-create", made + note, name)
             changes.create(CONTACTS, "People the user's conversations mention", columns=_contact_columns())
-            existing = None
-        if existing is None or existing.total == 0:
-            if dry_run:
-                return Decision("contacts", "would-create", "new contact" + note, name)
-            changes.add_rows(CONTACTS, [{"name": name, **values}])
-            return Decision("contacts", "created", "new contact" + note, name)
-        row = existing.rows[0]
-        new = {column: value for column, value in values.items() if row.get(column) != value}
-        if not new:
+            columns = set(COLUMN_HELP)
+        found = self.tables.queries.filter([CONTACTS], _named(name), limit=1).tables[0]
+        row = found.rows[0] if found.total else None
+        previous = row.get("summary") if row is not None else None
+        values = _bounded(values, previous if name not in self.known and isinstance(previous, str) else None)
+        new = values if row is None else {c: v for c, v in values.items() if row.get(c) != v}
+        if row is not None and not new:
             return Decision("contacts", "no-op", "nothing new", name)
+        added = [column for column in new if column not in columns]
+        grown = f" (new column: {', '.join(added)})" if added else ""
         if dry_run:
-            return Decision("contacts", "would-update", ", ".join(new) + note, name)
+            if row is None:
+                return Decision("contacts", "would-create", "new contact" + grown + note, name)
+            return Decision("contacts", "would-update", ", ".join(new) + grown + note, name)
+        for column in added:
+            changes.add_column(CONTACTS, column, "str", COLUMN_HELP.get(column, ""))
+        if row is None:
+            changes.add_rows(CONTACTS, [{"name": name, **values}])
+            return Decision("contacts", "created", "new contact" + grown + note, name)
         changes.update_rows(CONTACTS, _named(name), new)
-        return Decision("contacts", "updated", ", ".join(new) + note, name)
+        return Decision("contacts", "updated", ", ".join(new) + grown + note, name)
 
     def knowledge(self, fields: dict[str, Any]) -> Decision:
         item = KnowledgeItem.from_reply(fields)
@@ -147,13 +174,25 @@ class Handlers:
         return Decision("knowledge", "added", f"{added.changed['added']} row(s)" + note, item.table)
 
     def task(self, fields: dict[str, Any]) -> Decision:
+        """The task's plan and status (open, blocked or done). A pass never closes a task (that is
+        `task end`, which also extracts memory) nor changes a closed task's status."""
         item = TaskItem.from_reply(fields)
         plan, note = redacted_noted(item.plan)  # before the cut, which could hide a key's shape
         plan = plan[:MAX_PLAN] if plan is not None else None
+        task = self.tasks.get(self.task_id)
+        status = item.status if item.status != task.status else None
+        if status is not None and task.status == "closed":
+            return Decision("tasks", "dropped", f"the task is closed: its status stays ({status} not set)")
+        plan = plan if plan != task.plan else None
+        done = ", ".join(part for part, value in (("plan", plan), (f"status {status}", status)) if value)
+        if not done:
+            return Decision("tasks", "no-op", "nothing new")
         if self.dry_run:
-            return Decision("tasks", "would-update", ("plan" if plan else f"status {item.status}") + note)
-        self.tasks.set_plan(self.task_id, plan, item.status)
-        done = ", ".join(part for part, value in (("plan", plan), ("status", item.status)) if value)
+            return Decision("tasks", "would-update", done + note)
+        if plan is not None:
+            self.tasks.set_plan(self.task_id, plan, status=status)
+        elif status is not None:
+            self.tasks.set_status(self.task_id, status)
         return Decision("tasks", "updated", done + note)
 
     def summary(self, fields: dict[str, Any], last: int) -> tuple[str, Decision] | None:
@@ -180,8 +219,48 @@ def _named(name: str) -> str:
 def _contact_columns() -> list[Any]:
     from ...tables.schema import ColumnSpec
 
-    return [
-        ColumnSpec("name", "str", "who"),
-        ColumnSpec("bio", "str", "who they are, as the conversations say"),
-        ColumnSpec("response_policy", "str", "how the user wants them answered"),
-    ]
+    return [ColumnSpec(column, "str", description) for column, description in COLUMN_HELP.items()]
+
+
+def _bounded(values: dict[str, str], fold_into: str | None) -> dict[str, str]:
+    """A contact's values within MAX_FIELD. fold_into: the contact's summary, which the model was
+    not shown: the new summary is added after it, the oldest words dropped past the bound."""
+    from ...text import shorten
+
+    bounded = {column: shorten(text, MAX_FIELD) for column, text in values.items() if column != "summary"}
+    summary = values.get("summary")
+    if summary is not None and fold_into:
+        folded = f"{' '.join(fold_into.split())} {summary}"
+        if len(folded) > MAX_FIELD:
+            tail = folded[len(folded) - MAX_FIELD + 1 :]
+            folded = "…" + (tail.split(" ", 1)[1] if " " in tail[:200] else tail)
+        bounded["summary"] = folded
+    elif summary is not None:
+        bounded["summary"] = shorten(summary, MAX_FIELD)
+    return bounded
+
+
+def known_contacts(tables: Tables, texts: list[str]) -> dict[str, str]:
+    """The summaries of the contacts the chunk's texts name (every word of the name, in any case),
+    at most MAX_KNOWN, by name: shown to the model so that it folds what the chunk says into them.
+    Nothing when there is no contacts table, or it cannot be read (the pass goes on without)."""
+    chunk = " ".join(texts).casefold()
+    known: dict[str, str] = {}
+    offset = 0
+    try:
+        while offset < MAX_SCANNED and len(known) < MAX_KNOWN:
+            page = tables.queries.filter([CONTACTS], None, limit=tables.queries.max_rows, offset=offset)
+            rows = page.tables[0].rows
+            for row in rows:
+                name, summary = row.get("name"), row.get("summary")
+                if not (isinstance(name, str) and isinstance(summary, str) and summary.strip()):
+                    continue
+                words = name.casefold().split()
+                if words and all(word in chunk for word in words) and len(known) < MAX_KNOWN:
+                    known[" ".join(name.split())] = summary
+            offset += len(rows)
+            if not rows or offset >= page.tables[0].total:
+                break
+    except AibuddyError:
+        return known
+    return known

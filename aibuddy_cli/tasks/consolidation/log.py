@@ -16,13 +16,21 @@ LOG = "consolidation"  # .aibuddy/logs/consolidation.jsonl
 
 
 def log_pass(
-    tasks: TaskService, task_id: str, chunk: Sequence[int], decisions: Sequence[Decision], *, applied: bool
+    tasks: TaskService,
+    task_id: str,
+    chunk: Sequence[int],
+    decisions: Sequence[Decision],
+    *,
+    applied: bool,
+    categories: Sequence[str],
 ) -> None:
+    """categories: the ones the pass asked for."""
     entry = {
         "at": utc_now(),
         "user": tasks.user,
         "task": task_id,
         "chunk": list(chunk),
+        "categories": list(categories),
         "applied": applied,
         "decisions": [d.to_json() for d in decisions],
     }

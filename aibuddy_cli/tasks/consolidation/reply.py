@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from ...memory.extraction import Decision
 from ...redaction import find
+from ..service import WORK_STATUSES
 
 MAX_ITEMS = 50  # items of one category one reply may carry; the rest are dropped
 MAX_CONTACT_NAME = 200
@@ -133,6 +134,7 @@ class ContactItem(NamedTuple):
     name: str  # white space made single spaces
     bio: str | None
     response_policy: str | None
+    summary: str | None = None
 
     @classmethod
     def from_reply(cls, fields: dict[str, Any]) -> ContactItem:
@@ -142,7 +144,8 @@ class ContactItem(NamedTuple):
         name = " ".join(name.split())
         if find(name):
             raise Rejected("the name looks like a credential")
-        return cls(name, _text(fields.get("bio")), _text(fields.get("response_policy")))
+        bio, policy, summary = (_text(fields.get(field)) for field in ("bio", "response_policy", "summary"))
+        return cls(name, bio, policy, summary)
 
 
 class KnowledgeItem(NamedTuple):
@@ -159,14 +162,14 @@ class KnowledgeItem(NamedTuple):
 
 class TaskItem(NamedTuple):
     plan: str | None  # stripped
-    status: str | None  # open | closed
+    status: str | None  # open | blocked | done: a pass never closes a task (`task end` does)
 
     @classmethod
     def from_reply(cls, fields: dict[str, Any]) -> TaskItem:
         plan, status = fields.get("plan"), fields.get("status")
         item = cls(
             plan.strip() if isinstance(plan, str) and plan.strip() else None,
-            status if status in ("open", "closed") else None,
+            status if status in WORK_STATUSES else None,
         )
         if item.plan is None and item.status is None:
             raise Rejected("neither a plan nor a status")

@@ -13,13 +13,15 @@ class StatusJson(TypedDict):
     pending: int
     running: bool
     summary: str | None
+    ahead: dict[str, int]
 
 
 class Status(NamedTuple):
-    through: int  # the last message consolidated
+    through: int  # the last message consolidated for every category switched on
     pending: int  # messages after it
     running: bool  # a pass holds the task's consolidation lock now
     summary: str | None  # the rolling summary
+    ahead: dict[str, int] = {}  # categories a pass with --only took further: their last message
 
     def to_json(self) -> StatusJson:
         return {
@@ -27,11 +29,13 @@ class Status(NamedTuple):
             "pending": self.pending,
             "running": self.running,
             "summary": self.summary,
+            "ahead": dict(self.ahead),
         }
 
 
 class PassJson(TypedDict):
     chunk: list[int]
+    categories: list[str]
     applied: bool
     decisions: list[DecisionJson]
 
@@ -40,10 +44,12 @@ class Pass(NamedTuple):
     chunk: list[int]  # [first, last] message numbers
     decisions: list[Decision]
     applied: bool  # the watermark moved past the chunk
+    categories: list[str] = []  # the categories the pass asked for
 
     def to_json(self) -> PassJson:
         return {
             "chunk": self.chunk,
+            "categories": list(self.categories),
             "applied": self.applied,
             "decisions": [d.to_json() for d in self.decisions],
         }
