@@ -52,6 +52,7 @@ INSERT INTO aibuddy_clock (id, seq) VALUES (0, 0) ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS aibuddy_changes (seq BIGINT PRIMARY KEY, folder TEXT NOT NULL, name TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS aibuddy_changes_by_folder ON aibuddy_changes (folder, seq);
 """
+LAST_MADE = "aibuddy_changes_by_folder"  # the schema's last object: there, the whole schema is
 SOURCE = "pg-"  # the cursors' source (folder_watch.Changes): pg-<the database's epoch>
 
 
@@ -110,7 +111,20 @@ class PgStore:
                 f"store unavailable: {shown(self.url)}: {reason.replace(self.url, shown(self.url))}"
             ) from None
         if self.url not in _SCHEMA_READY:
-            connection.execute(SCHEMA)
+            # DDL on tables in use would lock them against the writers (CREATE INDEX IF NOT EXISTS
+            # takes its lock before it looks) and could deadlock with them: it runs only while the
+            # schema is missing, and by one process at a time (looking again once it is its turn).
+            def missing() -> bool:
+                row = connection.execute("SELECT to_regclass(%s)", (LAST_MADE,)).fetchone()
+                return row is None or row[0] is None
+
+            if missing():
+                connection.execute("SELECT pg_advisory_lock(hashtextextended('aibuddy schema', 0))")
+                try:
+                    if missing():
+                        connection.execute(SCHEMA)
+                finally:
+                    connection.execute("SELECT pg_advisory_unlock(hashtextextended('aibuddy schema', 0))")
             _SCHEMA_READY.add(self.url)
         return connection
 
