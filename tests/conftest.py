@@ -382,3 +382,16 @@ def postgres_cluster() -> Iterator[Any]:
 def postgres_url(postgres_cluster: Any) -> str:
     """The URL of a new, empty database on the throw-away server."""
     return str(postgres_cluster.new_database())
+
+
+@pytest.fixture
+def stocked(cli: Any, vault: Vault) -> Vault:
+    """The vault with a table of three vendors (the table loops' tests; a file may stock its own)."""
+    ok(cli("table", "create", "vendors", "-d", "Suppliers we buy from", "--json"))
+    rows = [
+        {"name": "Acme", "city": "Berlin", "rating": 4},
+        {"name": "Globex", "city": "Paris", "rating": 2},
+        {"name": "Initech", "city": "Berlin", "rating": 5},
+    ]
+    ok(cli("table", "add", "vendors", *[a for r in rows for a in ("--row", json.dumps(r))], "--json"))
+    return vault

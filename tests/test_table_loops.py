@@ -21,18 +21,6 @@ from aibuddy_cli.vault import Vault
 ENV = {"AIBUDDY_MODEL_TABLES": "openai/tables-test", "AIBUDDY_TIMEOUT": "30"}
 
 
-@pytest.fixture
-def stocked(cli, vault: Vault) -> Vault:
-    ok(cli("table", "create", "vendors", "-d", "Suppliers we buy from", "--json"))
-    rows = [
-        {"name": "Acme", "city": "Berlin", "rating": 4},
-        {"name": "Globex", "city": "Paris", "rating": 2},
-        {"name": "Initech", "city": "Berlin", "rating": 5},
-    ]
-    ok(cli("table", "add", "vendors", *[a for r in rows for a in ("--row", json.dumps(r))], "--json"))
-    return vault
-
-
 def rows_file(vault: Vault) -> Path:
     return vault.root / "tables/personal/demo/vendors.csv"
 

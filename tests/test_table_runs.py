@@ -18,29 +18,16 @@ import pytest
 from conftest import ok, wait_for
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
+from test_table_loops import ENV, agent
 
 from aibuddy_cli.session import Session
 from aibuddy_cli.tables import loops
 from aibuddy_cli.tables.changes import TableChanges
-from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.tables.runs import CONVERSATION_CHARS, INTERRUPTED_RESULT, bounded, settled
 from aibuddy_cli.vault import Vault
 
-ENV = {"AIBUDDY_MODEL_TABLES": "openai/tables-test", "AIBUDDY_TIMEOUT": "30"}
 VENDORS = "tables/personal/demo/vendors.csv"
 RULE = "For ANY semantic question over free-form text"
-
-
-@pytest.fixture
-def stocked(cli, vault: Vault) -> Vault:
-    ok(cli("table", "create", "vendors", "-d", "Suppliers we buy from", "--json"))
-    rows = [
-        {"name": "Acme", "city": "Berlin", "rating": 4},
-        {"name": "Globex", "city": "Paris", "rating": 2},
-        {"name": "Initech", "city": "Berlin", "rating": 5},
-    ]
-    ok(cli("table", "add", "vendors", *[a for r in rows for a in ("--row", json.dumps(r))], "--json"))
-    return vault
 
 
 @pytest.fixture
@@ -62,11 +49,6 @@ def sigint_default() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def agent(vault: Vault, model: Any) -> TableAgent:
-    session = Session(Vault.open(vault.root), "demo", environ=ENV)
-    return TableAgent(session.tables, session.environ, connect=lambda settings: model)
 
 
 def chats(server: FakeOpenAI) -> list[dict[str, Any]]:
@@ -103,6 +85,16 @@ def answered_every_call(messages: list[dict[str, Any]]) -> bool:
 
 
 # --- 1. a question about meaning goes to search ----------------------------------------------------
+
+
+class InterruptedOnThirdTurn(ScriptedModel):
+    """Ctrl-C while the model is asked for its third turn."""
+
+    def __call__(self, messages: list[dict[str, Any]], tools: Any) -> Any:
+        if len(self.seen) == 3:
+            self.seen.append(messages)
+            raise KeyboardInterrupt
+        return super().__call__(messages, tools)
 
 
 def test_every_table_prompt_sends_questions_of_meaning_to_search() -> None:
@@ -363,14 +355,7 @@ def test_a_person_at_a_terminal_sees_one_line_a_step(stocked: Vault, monkeypatch
 def test_ctrl_c_while_the_model_thinks_stops_the_run_and_keeps_what_it_applied(stocked: Vault) -> None:
     before = (stocked.root / VENDORS).read_bytes()
 
-    class Interrupted(ScriptedModel):
-        def __call__(self, messages: list[dict[str, Any]], tools: Any) -> Any:
-            if len(self.seen) == 3:  # Ctrl-C while the model is asked for its third turn
-                self.seen.append(messages)
-                raise KeyboardInterrupt
-            return super().__call__(messages, tools)
-
-    model = Interrupted()
+    model = InterruptedOnThirdTurn()
     model.call(("ask", {"question": "vendors?"}))
     model.answer("Acme, Globex, Initech")
     model.call(("delete_rows", {"table": "vendors", "filter": "rating < 3"}))
@@ -525,14 +510,7 @@ def test_continue_goes_on_in_the_same_conversation_as_a_run_of_its_own(
 
 
 def test_an_interrupted_run_goes_on_where_it_stopped(stocked: Vault) -> None:
-    class Interrupted(ScriptedModel):
-        def __call__(self, messages: list[dict[str, Any]], tools: Any) -> Any:
-            if len(self.seen) == 3:
-                self.seen.append(messages)
-                raise KeyboardInterrupt
-            return super().__call__(messages, tools)
-
-    model = Interrupted()
+    model = InterruptedOnThirdTurn()
     model.call(("ask", {"question": "vendors?"}))
     model.answer("Acme, Globex, Initech")
     model.call(("delete_rows", {"table": "vendors", "filter": "rating < 3"}))
