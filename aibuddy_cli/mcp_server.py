@@ -189,8 +189,8 @@ class Server:
         fixed = self.fixed(op)
 
         def run(**arguments: Any) -> Any:
-            values = {**op.from_tool(arguments), **fixed}
-            return self.call(name, lambda session: op(session, **values))
+            # from_tool inside the call: a value it cannot convert is a tool error the model reads
+            return self.call(name, lambda session: op(session, **{**op.from_tool(arguments), **fixed}))
 
         run.__signature__ = inspect.Signature(_sdk_parameters(op))  # type: ignore[attr-defined]
         run.__name__ = name

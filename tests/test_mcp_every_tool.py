@@ -41,6 +41,8 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("table_create", {"name": "people", "columns": {"name": "str", "age": "int"}}, False),
     ("table_create", {"name": "Bad Name"}, True),
     ("table_create", {"name": "cities", "columns": {"city": "str"}}, False),
+    ("table_create", {"name": "towns", "columns": {"town": 5}}, True),  # a type that is no name
+    ("table_create", {"name": "towns", "columns": ["town"]}, True),  # names without types
     ("table_list", {}, False),
     ("table_show", {"table": "people"}, False),
     ("table_show", {"table": "nope"}, True),

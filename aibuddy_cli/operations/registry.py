@@ -213,7 +213,12 @@ class Operation(NamedTuple):
                 continue
             value = arguments.get(argument.tool_name, argument.param.tool_default)
             if value is not None and argument.param.from_tool is not None:
-                value = argument.param.from_tool(value)
+                try:
+                    value = argument.param.from_tool(value)
+                except (ValueError, TypeError, AttributeError) as error:  # a value of the wrong shape
+                    from ..errors import InvalidInput
+
+                    raise InvalidInput(f"{argument.tool_name}: {error}") from None
             if value is None and not argument.required:
                 continue
             values[argument.name] = value

@@ -145,7 +145,7 @@ def column_specs(texts: list[str]) -> list[ColumnSpec]:
 def typed_columns(value: dict[str, str]) -> list[ColumnSpec]:
     """A model's columns: an object of names and types."""
 
-    if not all(isinstance(kind, str) for kind in value.values()):
+    if not isinstance(value, dict) or not all(isinstance(kind, str) for kind in value.values()):
         raise ValueError("columns must be an object of column names and types")
     return [ColumnSpec(name, kind) for name, kind in value.items()]
 
