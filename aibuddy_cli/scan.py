@@ -3,7 +3,8 @@
 A scan reads the files people and aibuddy keep (memory records, knowledge documents and their
 sidecars, tables, tasks, the decision logs under `.aibuddy/logs`, and `aibuddy.toml`) and
 reports each value `redaction.find` sees: the file, the line, the kind, never the value (at
-most its provider prefix, `sk-…`). A folder that is not a vault is scanned whole (except
+most its provider prefix, `sk-…`); a vault served from a database is read there
+(`scan_store`). A folder that is not a vault is scanned whole (except
 `.git`). `--staged` reads the blobs git would commit (`git diff --cached` and the index), so the
 pre-commit hook judges what is committed, not what the working tree holds now.
 
@@ -21,9 +22,12 @@ import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import AibuddyError, NotFound
+from .errors import AibuddyError, InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from .storage import WalkableStore
 
 VAULT_PARTS = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs")
 VAULT_FILES = ("aibuddy.toml",)
@@ -116,6 +120,29 @@ def scan_folder(root: Path) -> ScanResult:
         scanned += 1
         findings.extend(scan_text(relative, text))
     return ScanResult(str(root), False, scanned, findings)
+
+
+def scan_store(store: WalkableStore, root: Path) -> ScanResult:
+    """The findings in a database vault: the parts from the store that serves them (files left in
+    the folder under those names are not the vault's), `aibuddy.toml` from the folder root."""
+    findings: list[ScanFinding] = []
+    scanned = 0
+    keys = [key for part in VAULT_PARTS for key in store.walk(part)]
+    for key in keys:
+        try:
+            data, _ = store.read(key)
+        except (NotFound, InvalidInput):
+            continue  # gone since the listing
+        text = _decoded(data) if len(data) <= MAX_BYTES else None
+        if text is None:
+            continue
+        scanned += 1
+        findings.extend(scan_text(key, text))
+    local = [scan_folder(root / name) for name in VAULT_FILES if (root / name).is_file()]
+    for result in local:
+        scanned += result.scanned
+        findings.extend(result.findings)
+    return ScanResult(str(root), False, scanned, sorted(findings))
 
 
 # --- git: the staged files, and the hook ---------------------------------------------------------

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .storage import FileStore, Store
+from .storage import FileStore, Store, WalkableStore
 from .vault import Vault, locate_vault, resolve_user, validate_user_name
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .tokens import TokenService
 
 
-def database_store(vault: Vault, environ: Mapping[str, str]) -> Store | None:
+def database_store(vault: Vault, environ: Mapping[str, str]) -> WalkableStore | None:
     """The database that serves the vault's files (AIBUDDY_STORE_URL, else `[store] url`), if any."""
     url = environ.get("AIBUDDY_STORE_URL") or vault.config.store.url
     if not url:

@@ -103,6 +103,14 @@ class Store(Protocol):
     def changes(self, prefix: str, since: Collection[str]) -> Changes: ...
 
 
+class WalkableStore(Store, Protocol):
+    """A store that can list every file under a folder at any depth (FileStore, PgStore)."""
+
+    def walk(self, prefix: str) -> list[str]:
+        """Every file's key under prefix at any depth, hidden names included, sorted."""
+        ...
+
+
 def check_key(key: str) -> str:
     """Refuse keys that are not plain relative paths inside the vault."""
     if not key or "\\" in key or "\x00" in key or key.startswith("/"):

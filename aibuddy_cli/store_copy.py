@@ -18,22 +18,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from .errors import Conflict
-from .storage import Store
+from .storage import WalkableStore
 from .tokens import TOKENS_KEY
 
 PARTS = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs", ".aibuddy/undo")
 FILES = (TOKENS_KEY,)
-
-
-class WalkableStore(Store, Protocol):
-    """A store that can list every file under a folder at any depth (FileStore, PgStore)."""
-
-    def walk(self, prefix: str) -> list[str]:
-        """Every file's key under prefix at any depth, hidden names included, sorted."""
-        ...
 
 
 class CopyResult(NamedTuple):

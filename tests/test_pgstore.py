@@ -329,3 +329,23 @@ def test_a_copied_folder_keeps_the_settings_but_not_the_database() -> None:
         '[models]\nurl = "kept"  # another table\'s key of that name\n'
     )
     assert settings_for_copy(config) == config.replace('url = "postgresql://db/team"\n', "")
+
+
+def test_scan_reads_a_database_vault_from_the_database(tmp_path: Path, postgres_url: str) -> None:
+    """`aibuddy scan` on a host judges what the database serves, not the files a folder still
+    holds under the vault's names (a folder copied into the database keeps its old files)."""
+    key = "sk-proj-" + "Q7w8E9r0T1y2" * 3  # made up, shaped like an OpenAI key
+    a = host(tmp_path, "a", postgres_url)
+    saved = run_in_process(
+        "memory", "save", "deploy", "--type", "reference", "--description", "Deploy key", "--body", key, env=a
+    )
+    assert saved.returncode == 0, saved.stderr
+    stale = tmp_path / "a" / "memory" / "alice" / "stale.md"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text(f"---\nname: stale\n---\n{key}\n")
+    done = run_in_process("scan", "--json", env=a)
+    assert done.returncode == 4, done.stderr
+    found = json.loads(done.stdout)["findings"]
+    assert [(f["path"], f["kind"]) for f in found] == [("memory/alice/deploy.md", "api key")]
+    run_in_process("memory", "delete", "deploy", env=a)
+    assert run_in_process("scan", env=a).returncode == 0

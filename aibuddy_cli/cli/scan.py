@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import ExitCode
 from . import output
 from .context import state_of
+
+if TYPE_CHECKING:
+    from ..storage import WalkableStore
 
 app = typer.Typer()
 
@@ -36,16 +40,25 @@ def scan(
 
     state = state_of(ctx, json)
     personal: Path | None = None
+    store: WalkableStore | None = None
     if path is None:
         vault = locate_vault(state.vault_option, state.environ, Path.cwd())
         root = vault.root
         from .. import team
+        from ..session import database_store
 
         if team.is_team_vault(vault) and not staged:  # the user's own files live apart: read them too
             personal = team.personal_vault(vault, state.environ).root
+        if not staged:  # a database serves the vault's files: read them there
+            store = database_store(vault, state.environ)
     else:
         root = path.expanduser().resolve()
-    result = scanning.scan_staged(root) if staged else scanning.scan_folder(root)
+    if staged:
+        result = scanning.scan_staged(root)
+    elif store is not None:
+        result = scanning.scan_store(store, root)
+    else:
+        result = scanning.scan_folder(root)
     if personal is not None and personal.is_dir():
         result = result.joined(scanning.scan_folder(personal))
     what = "staged vault file(s)" if staged else "file(s)"

@@ -15,7 +15,7 @@ from .context import state_of
 
 if TYPE_CHECKING:
     from ..session import Session
-    from ..store_copy import WalkableStore
+    from ..storage import WalkableStore
 
 app = typer.Typer(help="Where the vault's files are kept: its folder or a PostgreSQL database.")
 
