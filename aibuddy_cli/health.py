@@ -1,9 +1,10 @@
 """`aibuddy doctor`'s checks: whether this vault, as this user sees it, is ready to work.
 
 One `Check` per thing a person would otherwise find out the hard way: the vault (and how it was
-found), the user, the configuration (unknown keys named), git's merge driver, each model role's
-model (asked for one token, within a bound), the model worker, the derived indexes (SQLite's own
-check) and the memory records (malformed ones named). Nothing here prints or repairs: the front
+found), the user, the configuration (unknown keys named), where the files are kept (whether a
+database that keeps them answers), git's merge driver, each model role's model (asked for one
+token, within a bound), the model worker, the derived indexes (SQLite's own check) and the memory
+records (malformed ones named). Nothing here prints or repairs: the front
 end shows the lines, and a check that fails says what to run.
 """
 
@@ -47,6 +48,7 @@ def checks(session: Session, vault_from: str, user_from: str) -> list[Check]:
         Check("vault", True, f"{session.vault.root} ({vault_from})"),
         Check("user", True, f"{session.user} ({user_from})"),
         config_check(session),
+        store_check(session),
         merge_driver_check(session.vault.root),
         *model_checks(session),
         worker_check(session.environ),
@@ -62,6 +64,21 @@ def config_check(session: Session) -> Check:
     if not problems:
         return Check("configuration", True, f"{CONFIG_FILE} is valid")
     return Check("configuration", False, "; ".join(problems))
+
+
+def store_check(session: Session) -> Check:
+    """Where the vault's files are kept, and whether a database that keeps them answers."""
+    from .errors import AibuddyError
+    from .pgstore import PgStore
+
+    if not isinstance(session.store, PgStore):
+        team = session.vault.config.team_vault
+        where = "the shared folder and your personal vault" if team else "the folder"
+        return Check("store", True, "files in " + where)
+    try:
+        return Check("store", True, session.store.summary())
+    except AibuddyError as error:
+        return Check("store", False, error.message)
 
 
 def merge_driver_check(root: Path) -> Check:

@@ -161,6 +161,13 @@ class PgStore:
                 f"store unavailable: {shown(self.url)}: {str(error).strip().splitlines()[0]}"
             ) from None
 
+    def summary(self) -> str:
+        """What `doctor` says of the database: the server, the files it holds, its change clock."""
+        version = self._query("SHOW server_version")[0][0]
+        files = self._query("SELECT count(*) FROM aibuddy_files")[0][0]
+        seq = self._query("SELECT seq FROM aibuddy_clock WHERE id = 0")[0][0]
+        return f"{shown(self.url)}: PostgreSQL {version.split()[0]}, {files} file(s), {seq} change(s) so far"
+
     @staticmethod
     def _tick(db: Any, key: str) -> int:
         """The next number of the clock, and the change it records (inside a transaction)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,22 @@ def test_an_unreachable_server_is_store_unavailable_without_the_password(tmp_pat
     assert done.returncode == 4
     error = json.loads(done.stdout)["error"]
     assert error["message"].startswith("store unavailable") and b"s3cret" not in done.stdout + done.stderr
+    doctor = run_in_process("doctor", "--json", env=env)
+    checks = {check["name"]: check for check in json.loads(doctor.stdout)["checks"]}
+    assert doctor.returncode == 4 and not checks["store"]["ok"]
+    assert str(checks["store"]["detail"]).startswith("store unavailable: postgresql://alice:***@/aibuddy")
+    assert b"s3cret" not in doctor.stdout + doctor.stderr
+
+
+def test_doctor_names_the_database_that_serves_the_vault(tmp_path: Path, postgres_url: str) -> None:
+    a = host(tmp_path, "a", postgres_url)
+    aibuddy(a, "memory", "save", "tea", "--type", "user", "--description", "Drinks green tea")
+    done = run_in_process("doctor", "--json", env=a)
+    checks = {check["name"]: check for check in json.loads(done.stdout)["checks"]}
+    assert checks["store"]["ok"], checks["store"]
+    served_by = rf"{re.escape(postgres_url)}: PostgreSQL \d+\S*, \d+ file\(s\)"
+    assert re.match(served_by, str(checks["store"]["detail"]))
+    assert checks["memory records"]["detail"] == "1 readable"
 
 
 def test_a_password_in_the_configuration_is_refused(tmp_path: Path) -> None:
