@@ -115,6 +115,14 @@ def test_no_help_text_loses_a_bracketed_word(cli) -> None:
             assert word in shown, f"aibuddy {' '.join(path)} --help drops {word}"
 
 
+def test_a_groups_command_list_shows_each_summary_as_one_line() -> None:
+    """A command's first paragraph spans docstring lines; the group's list must not break it
+    where the source did (`table --help` showed "…, if nothing" / "changed them since.")."""
+    for path, command in _commands(typer.main.get_command(app)):
+        short = (command.short_help or command.help or "").strip().split("\n\n")[0]  # what Rich shows
+        assert "\n" not in short, f"aibuddy {' '.join(path)}: {short!r}"
+
+
 # --- control characters from the vault are shown escaped ----------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import re
 import sys
 from typing import Any
@@ -35,7 +36,7 @@ class RootGroup(TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _escape_help_markup(self)
+        _plain_help(self)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
@@ -63,14 +64,17 @@ class RootGroup(TyperGroup):
 _MARKUP_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 
 
-def _escape_help_markup(command: Any) -> None:
+def _plain_help(command: Any) -> None:
     """Help texts are plain text: escape what Rich would read as markup (`[knowledge]`, `[models]`)
-    in every command's and parameter's help, so the help shows it as written. Write help strings
-    without markup and without escapes."""
+    in every command's and parameter's help, so the help shows it as written, and give a group's
+    list each command's first paragraph as one line (Rich keeps a docstring's line breaks there).
+    Write help strings without markup and without escapes."""
 
     def escape(text: str | None) -> str | None:
         return None if text is None else _MARKUP_TAG.sub(lambda m: f"{m[1]}{m[1]}\\{m[2]}", text)
 
+    if command.short_help is None and command.help:
+        command.short_help = " ".join(inspect.cleandoc(command.help).split("\n\n", 1)[0].split())
     command.help = escape(command.help)
     command.short_help = escape(command.short_help)
     command.epilog = escape(command.epilog)
@@ -78,7 +82,7 @@ def _escape_help_markup(command: Any) -> None:
         if getattr(param, "help", None):
             param.help = escape(param.help)
     for sub in getattr(command, "commands", {}).values():
-        _escape_help_markup(sub)
+        _plain_help(sub)
 
 
 # The environment variables aibuddy reads, shown under the root's help (a test checks that every
@@ -134,7 +138,7 @@ def _command(name: str) -> Any:
             pretty_exceptions_short=app.pretty_exceptions_short,
             rich_markup_mode=app.rich_markup_mode,
         )
-    _escape_help_markup(built)
+    _plain_help(built)
     return built
 
 

@@ -44,9 +44,9 @@ def doctor(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask; required when stdin is not a terminal."),
     json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
-    """Whether this vault is ready to work: the vault and user found, the configuration, git's merge
-    driver, each model role, the worker, the indexes and the records, one line each (exit 4 when
-    one fails); in a team vault, where your personal files live."""
+    """Whether this vault is ready to work: the vault and user found, the configuration, the store,
+    git's merge driver, each model role, the worker, the indexes and the records, one line each
+    (exit 4 when one fails); in a team vault, where your personal files live."""
     from .. import health, team
 
     state = state_of(ctx, json)

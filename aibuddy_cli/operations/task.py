@@ -196,7 +196,7 @@ def import_(
     task: TaskId,
     transcript: TranscriptFile,
 ) -> Imported:
-    """Add an agent's transcript to a task as its messages. Turns the task has already (by the
+    """Add an agent's transcript to a task as its messages. Turns the task already has (by the
     transcript's own ids) are skipped, so importing a growing transcript again adds only what is
     new; lines no known shape fits are counted and skipped."""
     from ..transcripts import read_transcript as read_turns
