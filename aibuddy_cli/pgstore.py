@@ -6,7 +6,9 @@ path; the derived indexes stay on each host. psycopg 3 (`pip install 'aibuddy-cl
 imported only by this module, so a file vault's start-up does not change.
 
 - Every write is a transaction: a reader sees the old bytes or the new, never a part. `append`
-  adds its line in one statement (a newline first when the text does not end with one).
+  adds its lines as a row of their own (`aibuddy_appends`, a newline first when the text does not
+  end with one), so a log's append costs the same at 20 MB as at 1 KB; a read puts the file's
+  bytes and its appended rows together in one statement, and a `write` folds them away.
 - Every change takes the next number of a one-row clock (`aibuddy_clock`) in its transaction.
   Holding that row serialises the writers' commits, so the numbers become visible in order: a
   reader that has seen number N has seen every change up to N. The number is the file's version
@@ -40,7 +42,8 @@ CREATE TABLE IF NOT EXISTS aibuddy_files (
     name TEXT COLLATE "C" NOT NULL,
     data BYTEA NOT NULL,
     version BIGINT NOT NULL,
-    mtime_ns BIGINT NOT NULL
+    mtime_ns BIGINT NOT NULL,
+    appended BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS aibuddy_files_by_folder ON aibuddy_files (folder, name);
 CREATE TABLE IF NOT EXISTS aibuddy_clock (
@@ -52,7 +55,27 @@ INSERT INTO aibuddy_clock (id, seq) VALUES (0, 0) ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS aibuddy_changes (seq BIGINT PRIMARY KEY, folder TEXT NOT NULL, name TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS aibuddy_changes_by_folder ON aibuddy_changes (folder, seq);
 """
-LAST_MADE = "aibuddy_changes_by_folder"  # the schema's last object: there, the whole schema is
+# The lines appended to a file since it was last written whole, a row each (seq: the clock's).
+APPENDS = """
+CREATE TABLE IF NOT EXISTS aibuddy_appends (
+    key TEXT COLLATE "C" NOT NULL,
+    seq BIGINT NOT NULL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY (key, seq)
+);
+"""
+SCHEMA += APPENDS
+# A database the first release made has no appended rows: in the writers' lock order (the clock
+# row first), the column and the table are added.
+UPGRADE_1 = (
+    "SELECT 1 FROM aibuddy_clock WHERE id = 0 FOR UPDATE;"
+    " ALTER TABLE aibuddy_files ADD COLUMN IF NOT EXISTS appended BIGINT NOT NULL DEFAULT 0;" + APPENDS
+)
+# The file's whole bytes, in one statement (one snapshot): its row's, then its appended rows'.
+WHOLE = (
+    "CASE WHEN appended = 0 THEN data ELSE data || (SELECT string_agg(a.data, ''::bytea ORDER BY a.seq)"
+    " FROM aibuddy_appends a WHERE a.key = aibuddy_files.key) END"
+)
 SOURCE = "pg-"  # the cursors' source (folder_watch.Changes): pg-<the database's epoch>
 
 
@@ -113,16 +136,20 @@ class PgStore:
         if self.url not in _SCHEMA_READY:
             # DDL on tables in use would lock them against the writers (CREATE INDEX IF NOT EXISTS
             # takes its lock before it looks) and could deadlock with them: it runs only while the
-            # schema is missing, and by one process at a time (looking again once it is its turn).
-            def missing() -> bool:
-                row = connection.execute("SELECT to_regclass(%s)", (LAST_MADE,)).fetchone()
-                return row is None or row[0] is None
+            # schema is missing or old, and by one process at a time (looking again once it is its
+            # turn).
+            def made() -> int:
+                """0: no schema; 1: the first release's (no appended rows); 2: this one."""
+                found = "SELECT to_regclass('aibuddy_changes_by_folder'), to_regclass('aibuddy_appends')"
+                changes, appends = connection.execute(found).fetchall()[0]
+                return 2 if appends is not None else 1 if changes is not None else 0
 
-            if missing():
+            if made() < 2:
                 connection.execute("SELECT pg_advisory_lock(hashtextextended('aibuddy schema', 0))")
                 try:
-                    if missing():
-                        connection.execute(SCHEMA)
+                    now = made()
+                    if now < 2:
+                        connection.execute(SCHEMA if now == 0 else UPGRADE_1)
                 finally:
                     connection.execute("SELECT pg_advisory_unlock(hashtextextended('aibuddy schema', 0))")
             _SCHEMA_READY.add(self.url)
@@ -181,7 +208,7 @@ class PgStore:
     def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]:
         check_key(prefix)
         rows = self._query(
-            "SELECT key, name, mtime_ns, version, octet_length(data) FROM aibuddy_files"
+            "SELECT key, name, mtime_ns, version, octet_length(data) + appended FROM aibuddy_files"
             " WHERE folder = %s ORDER BY name",
             (prefix,),
         )
@@ -215,7 +242,7 @@ class PgStore:
 
     def read(self, key: str) -> tuple[bytes, Entry]:
         check_key(key)
-        rows = self._query("SELECT data, mtime_ns, version FROM aibuddy_files WHERE key = %s", (key,))
+        rows = self._query(f"SELECT {WHOLE}, mtime_ns, version FROM aibuddy_files WHERE key = %s", (key,))
         if not rows:
             if self._is_folder(key):
                 raise InvalidInput(f"{key} is a folder, not a file")
@@ -227,7 +254,8 @@ class PgStore:
     def stat(self, key: str) -> Entry:
         check_key(key)
         rows = self._query(
-            "SELECT mtime_ns, version, octet_length(data) FROM aibuddy_files WHERE key = %s", (key,)
+            "SELECT mtime_ns, version, octet_length(data) + appended FROM aibuddy_files WHERE key = %s",
+            (key,),
         )
         if not rows:
             raise NotFound(f"{key} not found")
@@ -274,11 +302,12 @@ class PgStore:
             ):
                 raise Conflict(f"{key} already exists")
             version = self._tick(db, key)
+            db.execute("DELETE FROM aibuddy_appends WHERE key = %s", (key,))
             db.execute(
                 "INSERT INTO aibuddy_files (key, folder, name, data, version, mtime_ns)"
                 " VALUES (%s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, version = EXCLUDED.version,"
-                " mtime_ns = EXCLUDED.mtime_ns",
+                " mtime_ns = EXCLUDED.mtime_ns, appended = 0",
                 (key, folder, name, data, version, now),
             )
         return Entry(key, now, version, len(data))
@@ -288,16 +317,36 @@ class PgStore:
         folder, name = _split(key)
         with self._transaction() as db:
             version = self._tick(db, key)
+            now = time.time_ns()
+            there = db.execute(
+                "SELECT octet_length(data), appended FROM aibuddy_files WHERE key = %s", (key,)
+            ).fetchone()
+            if there is None:  # (rows a first-release host's delete left behind are not this file's)
+                db.execute("DELETE FROM aibuddy_appends WHERE key = %s", (key,))
+                db.execute(
+                    "INSERT INTO aibuddy_files (key, folder, name, data, version, mtime_ns)"
+                    " VALUES (%s, %s, %s, %s, %s, %s)",
+                    (key, folder, name, data, version, now),
+                )
+                return
+            size, appended = there
+            # The last byte: of the last appended row, else of the file's own (read once per write).
+            last = (
+                "SELECT get_byte(data, octet_length(data) - 1) FROM aibuddy_appends"
+                " WHERE key = %s AND octet_length(data) > 0 ORDER BY seq DESC LIMIT 1"
+                if appended
+                else "SELECT get_byte(data, octet_length(data) - 1) FROM aibuddy_files WHERE key = %s"
+            )
+            ends_a_line = size + appended == 0 or db.execute(last, (key,)).fetchone()[0] == 10
+            lines = data if ends_a_line else b"\n" + data
+            if lines:
+                db.execute(
+                    "INSERT INTO aibuddy_appends (key, seq, data) VALUES (%s, %s, %s)", (key, version, lines)
+                )
             db.execute(
-                "INSERT INTO aibuddy_files (key, folder, name, data, version, mtime_ns)"
-                " VALUES (%s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (key) DO UPDATE SET data = CASE"
-                " WHEN octet_length(aibuddy_files.data) > 0"
-                " AND get_byte(aibuddy_files.data, octet_length(aibuddy_files.data) - 1) <> 10"
-                " THEN aibuddy_files.data || '\\x0a'::bytea || EXCLUDED.data"
-                " ELSE aibuddy_files.data || EXCLUDED.data END,"
-                " version = EXCLUDED.version, mtime_ns = EXCLUDED.mtime_ns",
-                (key, folder, name, data, version, time.time_ns()),
+                "UPDATE aibuddy_files SET appended = appended + %s, version = %s, mtime_ns = %s"
+                " WHERE key = %s",
+                (len(lines), version, now, key),
             )
 
     def move(self, key: str, new_key: str) -> None:
@@ -315,6 +364,7 @@ class PgStore:
                 if not over:
                     raise Conflict(f"{new_key} already exists")
                 db.execute("DELETE FROM aibuddy_files WHERE key = %s", (new_key,))
+                db.execute("DELETE FROM aibuddy_appends WHERE key = %s", (new_key,))
             self._tick(db, key)
             version = self._tick(db, new_key)
             moved = db.execute(
@@ -324,6 +374,7 @@ class PgStore:
             ).rowcount
             if not moved:
                 raise NotFound(f"{key} not found")
+            db.execute("UPDATE aibuddy_appends SET key = %s WHERE key = %s", (new_key, key))
 
     def delete(self, key: str) -> None:
         check_key(key)
@@ -340,6 +391,7 @@ class PgStore:
         with self._transaction() as db:
             if not db.execute("DELETE FROM aibuddy_files WHERE key = %s", (key,)).rowcount:
                 return False  # deleted by another writer meanwhile
+            db.execute("DELETE FROM aibuddy_appends WHERE key = %s", (key,))
             self._tick(db, key)
         return True
 

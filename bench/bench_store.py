@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The vault served from PostgreSQL (AIBUDDY_STORE_URL) beside the plain folder store, in one run:
 save and lexical recall at 10,000 records, a recall on host B right after 1,000 saves on host A
-(how fast the local index catches up), and 50 concurrent MCP HTTP clients over one shared store.
+(how fast the local index catches up), 50 concurrent MCP HTTP clients over one shared store, and
+appending a line to a log of 1 MB and of 20 MB.
 
 Run with the project's virtualenv after `make install`:  .venv/bin/python bench/bench_store.py
 It needs a PostgreSQL server binary (apt-get install postgresql) and psycopg
@@ -257,6 +258,36 @@ def bench_catch_up(
     return found
 
 
+# --- 4. appends to a growing log --------------------------------------------------------------
+
+LOG_LINE = b'{"decision": "skipped", "reason": "' + b"x" * 300 + b'"}\n'
+LOG_SIZES_MB = (1, 20)
+
+
+def bench_appends(folder: Path, url: str, appends: int) -> dict[str, dict[int, float]]:
+    """Per side and log size: the median of `appends` in-process appends of one line to a log that
+    size (a decision log or a long task's messages), in ms, and whether the log reads back whole."""
+    from aibuddy_cli.pgstore import PgStore
+    from aibuddy_cli.storage import FileStore
+
+    stores = {"folder": FileStore(folder, folder / ".locks"), "pg": PgStore(url)}
+    found: dict[str, dict[int, float]] = {side: {} for side in SIDES}
+    for side, store in stores.items():
+        for size in LOG_SIZES_MB:
+            key = f".aibuddy/logs/bench-{size}.jsonl"
+            body = LOG_LINE * (size * 1_000_000 // len(LOG_LINE))
+            store.write(key, body)
+            times = []
+            for _ in range(appends):
+                started = time.perf_counter()
+                store.append(key, LOG_LINE)
+                times.append((time.perf_counter() - started) * 1000)
+            found[side][size] = statistics.median(times)
+            if store.read(key)[0] != body + LOG_LINE * appends:
+                found[side][-1] = 1.0  # a log that does not read back whole: FAIL
+    return found
+
+
 # --- 3. HTTP load ---------------------------------------------------------------------------
 
 
@@ -290,6 +321,7 @@ def report(
     checks: list[str],
     catch_up: dict[str, dict[str, Any]],
     loads: dict[str, dict[str, Any]],
+    appends: dict[str, dict[int, float]],
 ) -> tuple[str, bool]:
     bare = commands["folder"][BARE]
     lines = [
@@ -353,8 +385,21 @@ def report(
     lines += [""] + [
         f"- {SIDE_NAMES[side]}: no error, no write lost: {verdict(loads[side]['ok'])}" for side in SIDES
     ]
+    whole = all(-1 not in appends[side] for side in SIDES)
+    lines += [
+        "",
+        f"Appending one line to a log (in-process, median of {args.appends}):\n",
+        "| log size | folder | PostgreSQL |",
+        "|---|---|---|",
+        *(
+            f"| {size} MB | {appends['folder'][size]:.2f} ms | {appends['pg'][size]:.2f} ms |"
+            for size in LOG_SIZES_MB
+        ),
+        "",
+        f"- every log reads back whole, appended lines in order: {verdict(whole)}",
+    ]
     ok = all("FAIL" not in check for check in checks) and catch_ok and all(r["ok"] for r in loads.values())
-    return "\n".join(lines) + "\n", ok
+    return "\n".join(lines) + "\n", ok and whole
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -367,11 +412,13 @@ def main() -> None:
     parser.add_argument("--catch-up", type=int, default=1_000, help="saves on host A before B's recall")
     parser.add_argument("--clients", type=int, default=50, help="concurrent MCP HTTP clients")
     parser.add_argument("--client-calls", type=int, default=20, help="calls per HTTP client")
+    parser.add_argument("--appends", type=int, default=50, help="appends timed per log size and store")
     parser.add_argument("--no-fsync", dest="fsync", action="store_false", help="server with fsync off")
     parser.add_argument("--quick", action="store_true", help="smoke check: 1,000 records, small")
     args = parser.parse_args()
     if args.quick:
         args.records, args.runs, args.catch_up, args.clients, args.client_calls = 1_000, 3, 100, 10, 8
+        args.appends = 5
     if not AIBUDDY.exists():
         sys.exit(f"{AIBUDDY} not found: run `make install` first and use .venv/bin/python")
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
@@ -419,11 +466,17 @@ def main() -> None:
             if side == "pg":
                 env["AIBUDDY_STORE_URL"] = cluster.new_database()
             loads[side] = bench_load(env, args.clients, args.client_calls)
+
+        sizes = " and ".join(f"{n} MB" for n in LOG_SIZES_MB)
+        print(f"4. {args.appends} appends to logs of {sizes} ...", file=sys.stderr)
+        logs = scratch / "logs"
+        logs.mkdir()
+        appends = bench_appends(logs, cluster.new_database(), args.appends)
     finally:
         cluster.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 
-    text, ok = report(args, setup, commands, checks, catch_up, loads)
+    text, ok = report(args, setup, commands, checks, catch_up, loads, appends)
     print(text)
     (OUT / "store-results.md").write_text(text, encoding="utf-8")
     print(json.dumps({"ok": ok}), file=sys.stderr)

@@ -366,3 +366,37 @@ def test_scan_reads_a_database_vault_from_the_database(tmp_path: Path, postgres_
     assert [(f["path"], f["kind"]) for f in found] == [("memory/alice/deploy.md", "api key")]
     run_in_process("memory", "delete", "deploy", env=a)
     assert run_in_process("scan", env=a).returncode == 0
+
+
+FIRST_RELEASE_SCHEMA = """
+CREATE TABLE aibuddy_files (key TEXT COLLATE "C" PRIMARY KEY, folder TEXT COLLATE "C" NOT NULL,
+    name TEXT COLLATE "C" NOT NULL, data BYTEA NOT NULL, version BIGINT NOT NULL, mtime_ns BIGINT NOT NULL);
+CREATE INDEX aibuddy_files_by_folder ON aibuddy_files (folder, name);
+CREATE TABLE aibuddy_clock (id INTEGER PRIMARY KEY CHECK (id = 0), seq BIGINT NOT NULL,
+    epoch TEXT NOT NULL DEFAULT md5(random()::text || clock_timestamp()::text));
+INSERT INTO aibuddy_clock (id, seq) VALUES (0, 1);
+CREATE TABLE aibuddy_changes (seq BIGINT PRIMARY KEY, folder TEXT NOT NULL, name TEXT NOT NULL);
+CREATE INDEX aibuddy_changes_by_folder ON aibuddy_changes (folder, seq);
+INSERT INTO aibuddy_files VALUES ('.aibuddy/logs/extraction.jsonl', '.aibuddy/logs', 'extraction.jsonl',
+    '{"n": 1}', 1, 0);
+INSERT INTO aibuddy_changes VALUES (1, '.aibuddy/logs', 'extraction.jsonl');
+"""
+
+
+def test_a_database_the_first_release_made_is_upgraded_in_place(postgres_url: str) -> None:
+    """Its files are kept and its logs take appends as rows of their own from then on."""
+    import psycopg
+
+    from aibuddy_cli.pgstore import PgStore
+
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(FIRST_RELEASE_SCHEMA)
+    store = PgStore(postgres_url)
+    log = ".aibuddy/logs/extraction.jsonl"
+    assert store.read(log)[0] == b'{"n": 1}'
+    store.append(log, b'{"n": 2}\n')
+    assert store.read(log)[0] == b'{"n": 1}\n{"n": 2}\n' and store.stat(log).size == 18
+    assert store.changes(".aibuddy/logs", ()).names is None  # a first look: the caller scans
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        rows = connection.execute("SELECT data FROM aibuddy_appends WHERE key = %s", (log,)).fetchall()
+    assert [bytes(data) for (data,) in rows] == [b'\n{"n": 2}\n']

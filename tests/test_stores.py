@@ -91,6 +91,27 @@ def test_move_replace_delete_and_append(store: Store) -> None:
     assert store.read(".aibuddy/logs/x.jsonl")[0] == b"1\n2\n"
 
 
+def test_appends_make_lines_that_writes_moves_and_deletes_carry_or_clear(store: Store) -> None:
+    log = "tasks/demo/t1/messages.jsonl"
+    store.write(log, b"a")  # a file that does not end a line: the append starts a line of its own
+    store.append(log, b"b\n")
+    store.append(log, b"c\n")
+    data, entry = store.read(log)
+    assert data == b"a\nb\nc\n" and entry.size == len(data) and store.stat(log).size == len(data)
+    assert [e.size for e in store.scan("tasks/demo/t1", ".jsonl")] == [len(data)]
+    store.move(log, "tasks/demo/t1/moved.jsonl")
+    assert store.read("tasks/demo/t1/moved.jsonl")[0] == b"a\nb\nc\n"
+    store.write(log, b"fresh\n")
+    store.replace("tasks/demo/t1/moved.jsonl", log)  # over a file: its lines go with it
+    assert store.read(log)[0] == b"a\nb\nc\n"
+    store.write(log, b"whole\n")  # a write replaces everything appended before it
+    store.append(log, b"d\n")
+    assert store.read(log)[0] == b"whole\nd\n"
+    store.delete(log)
+    store.append(log, b"e\n")  # appending to no file makes one
+    assert store.read(log)[0] == b"e\n"
+
+
 def test_a_held_lock_is_busy_for_others(store: Store) -> None:
     held, release = threading.Event(), threading.Event()
 
