@@ -32,7 +32,7 @@ What the composition means for the protocol's calls:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -91,6 +91,12 @@ class RoutedStore:
 
     def read(self, key: str) -> tuple[bytes, Entry]:
         return self.side(key).read(key)
+
+    def read_many(self, keys: Iterable[str]) -> dict[str, tuple[bytes, Entry]]:
+        keys = list(keys)
+        mine = [key for key in keys if self.is_personal(check_key(key))]
+        theirs = [key for key in keys if not self.is_personal(key)]
+        return {**self.personal.read_many(mine), **self.shared.read_many(theirs)}
 
     def stat(self, key: str) -> Entry:
         return self.side(key).stat(key)

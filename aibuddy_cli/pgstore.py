@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -250,6 +250,18 @@ class PgStore:
         data, mtime, version = rows[0]
         data = bytes(data)
         return data, Entry(key, mtime, version, len(data))
+
+    def read_many(self, keys: Iterable[str]) -> dict[str, tuple[bytes, Entry]]:
+        """The files among keys in one query (a host catching up with many changes)."""
+        wanted = [check_key(key) for key in keys]
+        if not wanted:
+            return {}
+        rows = self._query(
+            f"SELECT key, {WHOLE}, mtime_ns, version FROM aibuddy_files WHERE key = ANY(%s)", (wanted,)
+        )
+        return {
+            key: (bytes(data), Entry(key, mtime, version, len(data))) for key, data, mtime, version in rows
+        }
 
     def stat(self, key: str) -> Entry:
         check_key(key)

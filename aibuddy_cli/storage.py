@@ -60,6 +60,9 @@ class Store(Protocol):
     - `folders(prefix)`: the sorted names of the sub-folders directly in prefix.
     - `read(key)`: the bytes and their Entry; NotFound if absent; InvalidInput if key names a
       folder or something that must not be followed (a symlink).
+    - `read_many(keys)`: read's answer for each of keys it would give one for, in one go where the
+      store can (a database: one query); keys absent or refused are left out (read one of them to
+      learn why).
     - `stat(key)`: the Entry (NotFound if absent). An Entry's (mtime_ns, ctime_ns, size) changes
       whenever the content does: the derived indexes rely on it to notice edits.
     - `write(key, data, create=False)`: replace atomically (a reader sees the old or the new bytes,
@@ -83,6 +86,8 @@ class Store(Protocol):
     def folders(self, prefix: str) -> list[str]: ...
 
     def read(self, key: str) -> tuple[bytes, Entry]: ...
+
+    def read_many(self, keys: Iterable[str]) -> dict[str, tuple[bytes, Entry]]: ...
 
     def move(self, key: str, new_key: str) -> None: ...
 
@@ -119,6 +124,17 @@ def check_key(key: str) -> str:
     if any(part in ("", ".", "..") for part in parts):
         raise InvalidInput(f"invalid path {key!r}")
     return key
+
+
+def read_each(store: Store, keys: Iterable[str]) -> dict[str, tuple[bytes, Entry]]:
+    """`read_many` one key at a time, for a store with nothing faster."""
+    found: dict[str, tuple[bytes, Entry]] = {}
+    for key in [check_key(key) for key in keys]:  # a key that is no path is refused, not left out
+        try:
+            found[key] = store.read(key)
+        except (NotFound, InvalidInput, OSError):
+            continue
+    return found
 
 
 def _entry(key: str, st: os.stat_result) -> Entry:
@@ -361,6 +377,9 @@ class FileStore:
         except FileNotFoundError:
             raise NotFound(f"{key} not found") from None
 
+    def read_many(self, keys: Iterable[str]) -> dict[str, tuple[bytes, Entry]]:
+        return read_each(self, keys)
+
     def read(self, key: str) -> tuple[bytes, Entry]:
         path = self.path(key)
         try:
@@ -530,6 +549,9 @@ class StoreView:
 
     def folders(self, prefix: str) -> list[str]:
         return self._store.folders(prefix)
+
+    def read_many(self, keys: Iterable[str]) -> dict[str, tuple[bytes, Entry]]:
+        return self._store.read_many(keys)
 
     def read(self, key: str) -> tuple[bytes, Entry]:
         return self._store.read(key)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 
 from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound
 from aibuddy_cli.folder_watch import UNKNOWN, Changes
-from aibuddy_cli.storage import Entry, check_key
+from aibuddy_cli.storage import Entry, check_key, read_each
 
 
 class MemoryStore:
@@ -68,6 +68,9 @@ class MemoryStore:
                 raise InvalidInput(f"{key} is a folder, not a file")
             raise NotFound(f"{key} not found")
         return self.files[key][0], self._entry(key)
+
+    def read_many(self, keys: Iterable[str]) -> dict[str, tuple[bytes, Entry]]:
+        return read_each(self, keys)
 
     def stat(self, key: str) -> Entry:
         check_key(key)

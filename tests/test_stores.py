@@ -91,6 +91,18 @@ def test_move_replace_delete_and_append(store: Store) -> None:
     assert store.read(".aibuddy/logs/x.jsonl")[0] == b"1\n2\n"
 
 
+def test_read_many_answers_what_read_would_and_leaves_out_the_rest(store: Store) -> None:
+    store.write("memory/demo/a.md", b"a")
+    store.write("memory/demo/b.md", b"bb")
+    store.write("memory/demo/folder.md/inside.md", b"x")  # a folder named like a record
+    asked = ["memory/demo/a.md", "memory/demo/b.md", "memory/demo/gone.md", "memory/demo/folder.md"]
+    found = store.read_many(asked)
+    assert found == {key: store.read(key) for key in ("memory/demo/a.md", "memory/demo/b.md")}
+    assert store.read_many([]) == {}
+    with pytest.raises(InvalidInput):
+        store.read_many(["../escape.md"])
+
+
 def test_appends_make_lines_that_writes_moves_and_deletes_carry_or_clear(store: Store) -> None:
     log = "tasks/demo/t1/messages.jsonl"
     store.write(log, b"a")  # a file that does not end a line: the append starts a line of its own

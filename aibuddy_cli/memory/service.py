@@ -238,10 +238,11 @@ class MemoryService:
     def _lock(self):  # noqa: ANN202 - a context manager from the store
         return self.store.lock(f"memory-{self.user}")
 
-    def _load(self, entry: Entry) -> Loaded:
+    def _load(self, entry: Entry, read: tuple[bytes, Entry] | None = None) -> Loaded:
+        """The record of entry, from `read` (its bytes and Entry, read already) or the store."""
         name = entry.name[: -len(".md")]
         try:
-            data, as_read = self.store.read(entry.key)
+            data, as_read = read or self.store.read(entry.key)
         except NotFound:
             return None
         except InvalidInput as exc:
@@ -271,9 +272,17 @@ class MemoryService:
         changes = self.store.changes(self.prefix, index.cursors())
         if changes.names is None or changes.cursor is None:
             index.refresh(self.store.scan(self.prefix, ".md"), self._load, changes.cursor)
-        else:  # a long-lived process's watch knows what changed: no scan of the whole folder
+        else:  # the watch or the database knows what changed: no scan of the whole folder
             names = sorted(name[: -len(".md")] for name in changes.names if name.endswith(".md"))
-            index.refresh_changed([self._stat(name) for name in names], names, self._load, changes.cursor)
+            keys = [f"{self.prefix}/{name}.md" for name in names]
+            read = self.store.read_many(keys)  # one query on a database; the rest (gone, refused) one by one
+            entries = [
+                read[key][1] if key in read else self._stat(name)
+                for key, name in zip(keys, names, strict=True)
+            ]
+            index.refresh_changed(
+                entries, names, lambda entry: self._load(entry, read.get(entry.key)), changes.cursor
+            )
         return index
 
     def _stat(self, name: str) -> Entry | None:
