@@ -191,7 +191,14 @@ class CacheDB:
                             db.execute(statement)
                     db.execute(f"PRAGMA user_version = {self.version}")
                 db.execute("COMMIT")
-                db.execute("PRAGMA journal_mode = WAL")
+            if not self.in_memory and db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                try:
+                    db.execute("PRAGMA journal_mode = WAL")
+                except sqlite3.OperationalError as error:
+                    # The switch needs the file to itself and waits for no one: while another
+                    # connection (a server's other thread) reads a new cache, a later open makes it.
+                    if not is_contention(error):
+                        raise
             db.execute("SELECT value FROM meta LIMIT 1").fetchall()
         except BaseException:
             db.close()

@@ -184,3 +184,36 @@ def test_a_real_save_cleans_up_after_a_killed_one(
     assert result.returncode == 0, result.stderr
     assert not temp.exists()
     assert (folder / "report-day.md").read_text().endswith("Fri")
+
+
+def test_threads_opening_a_new_index_at_once_all_get_it(tmp_path: Path) -> None:
+    """A warm MCP server's worker threads open the index of a fresh host together: none is told
+    "busy" (switching the new file to WAL waits for no one; it used to fail a call now and then)."""
+    import threading
+
+    from aibuddy_cli.memory.index import MemoryIndex
+
+    failures: list[str] = []
+    for round_ in range(20):
+        path = tmp_path / f"index-{round_}.sqlite"
+        start = threading.Barrier(12)
+
+        def open_and_write(path: Path = path, start: threading.Barrier = start) -> None:
+            try:
+                start.wait(timeout=60)
+                index = MemoryIndex(path)
+                with index.write():
+                    index.cursors()
+                index.close()
+            except Exception as error:  # noqa: BLE001 - every failure is the finding
+                failures.append(repr(error))
+
+        threads = [threading.Thread(target=open_and_write) for _ in range(12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    assert failures == []
+    index = MemoryIndex(tmp_path / "index-0.sqlite")  # a later open makes it WAL if no one could
+    assert index.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    index.close()
