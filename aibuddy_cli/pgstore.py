@@ -49,9 +49,10 @@ CREATE INDEX IF NOT EXISTS aibuddy_files_by_folder ON aibuddy_files (folder, nam
 CREATE TABLE IF NOT EXISTS aibuddy_clock (
     id INTEGER PRIMARY KEY CHECK (id = 0),
     seq BIGINT NOT NULL,
-    epoch TEXT NOT NULL DEFAULT md5(random()::text || clock_timestamp()::text)
+    epoch TEXT NOT NULL DEFAULT md5(random()::text || clock_timestamp()::text),
+    schema INTEGER NOT NULL DEFAULT 1
 );
-INSERT INTO aibuddy_clock (id, seq) VALUES (0, 0) ON CONFLICT (id) DO NOTHING;
+INSERT INTO aibuddy_clock (id, seq, schema) VALUES (0, 0, 2) ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS aibuddy_changes (seq BIGINT PRIMARY KEY, folder TEXT NOT NULL, name TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS aibuddy_changes_by_folder ON aibuddy_changes (folder, seq);
 """
@@ -65,11 +66,14 @@ CREATE TABLE IF NOT EXISTS aibuddy_appends (
 );
 """
 SCHEMA += APPENDS
-# A database the first release made has no appended rows: in the writers' lock order (the clock
-# row first), the column and the table are added.
+SCHEMA_VERSION = 2  # aibuddy_clock.schema: a host refuses a database a newer release has changed
+# A database the first release made has no appended rows and no schema number: in the writers'
+# lock order (the clock row first), they are added.
 UPGRADE_1 = (
     "SELECT 1 FROM aibuddy_clock WHERE id = 0 FOR UPDATE;"
-    " ALTER TABLE aibuddy_files ADD COLUMN IF NOT EXISTS appended BIGINT NOT NULL DEFAULT 0;" + APPENDS
+    " ALTER TABLE aibuddy_files ADD COLUMN IF NOT EXISTS appended BIGINT NOT NULL DEFAULT 0;"
+    " ALTER TABLE aibuddy_clock ADD COLUMN IF NOT EXISTS schema INTEGER NOT NULL DEFAULT 1;"
+    " UPDATE aibuddy_clock SET schema = 2 WHERE id = 0;" + APPENDS
 )
 # The file's whole bytes, in one statement (one snapshot): its row's, then its appended rows'.
 WHOLE = (
@@ -139,19 +143,30 @@ class PgStore:
             # schema is missing or old, and by one process at a time (looking again once it is its
             # turn).
             def made() -> int:
-                """0: no schema; 1: the first release's (no appended rows); 2: this one."""
+                """0: no schema; 1: the first release's (no appended rows); else its number."""
                 found = "SELECT to_regclass('aibuddy_changes_by_folder'), to_regclass('aibuddy_appends')"
                 changes, appends = connection.execute(found).fetchall()[0]
-                return 2 if appends is not None else 1 if changes is not None else 0
+                if appends is None:
+                    return 0 if changes is None else 1
+                (number,) = connection.execute("SELECT schema FROM aibuddy_clock WHERE id = 0").fetchall()[0]
+                return int(number)
 
-            if made() < 2:
+            now = made()
+            if now < SCHEMA_VERSION:
                 connection.execute("SELECT pg_advisory_lock(hashtextextended('aibuddy schema', 0))")
                 try:
                     now = made()
-                    if now < 2:
+                    if now < SCHEMA_VERSION:
                         connection.execute(SCHEMA if now == 0 else UPGRADE_1)
+                        now = SCHEMA_VERSION
                 finally:
                     connection.execute("SELECT pg_advisory_unlock(hashtextextended('aibuddy schema', 0))")
+            if now > SCHEMA_VERSION:
+                connection.close()
+                raise InvalidInput(
+                    f"{shown(self.url)} was changed by a newer aibuddy (its schema {now}, this one knows"
+                    f" {SCHEMA_VERSION}): upgrade aibuddy on this host"
+                )
             _SCHEMA_READY.add(self.url)
         return connection
 

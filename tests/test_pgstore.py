@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_in_process
+from conftest import run_aibuddy, run_in_process
 
 from aibuddy_cli.vault import init_vault
 
@@ -399,4 +399,27 @@ def test_a_database_the_first_release_made_is_upgraded_in_place(postgres_url: st
     assert store.changes(".aibuddy/logs", ()).names is None  # a first look: the caller scans
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         rows = connection.execute("SELECT data FROM aibuddy_appends WHERE key = %s", (log,)).fetchall()
-    assert [bytes(data) for (data,) in rows] == [b'\n{"n": 2}\n']
+        schema = connection.execute("SELECT schema FROM aibuddy_clock").fetchall()
+    assert [bytes(data) for (data,) in rows] == [b'\n{"n": 2}\n'] and schema == [(2,)]
+
+
+def test_a_database_a_newer_release_changed_is_refused_whole(
+    tmp_path: Path, postgres_url: str, aibuddy_exe: list[str]
+) -> None:
+    """Its files might be kept in ways this release does not know: nothing is read or written.
+    (Real processes: a process looks at the schema once.)"""
+    import psycopg
+
+    a = {**os.environ, **host(tmp_path, "a", postgres_url)}
+    assert run_aibuddy(aibuddy_exe, "memory", "save", "tea", "-t", "user", "-d", "Tea", env=a).returncode == 0
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("UPDATE aibuddy_clock SET schema = 3")
+    for command in (("memory", "list"), ("memory", "save", "x", "-t", "user", "-d", "x")):
+        done = run_aibuddy(aibuddy_exe, *command, "--json", env=a)
+        assert done.returncode == 6, done.stderr
+        message = json.loads(done.stdout)["error"]["message"]
+        assert "newer aibuddy (its schema 3, this one knows 2): upgrade aibuddy on this host" in message
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("UPDATE aibuddy_clock SET schema = 2")
+    listed = run_aibuddy(aibuddy_exe, "memory", "list", "--json", env=a)
+    assert [r["name"] for r in json.loads(listed.stdout)["records"]] == ["tea"]
