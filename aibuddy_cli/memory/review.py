@@ -187,11 +187,8 @@ def _pairs(items: Sequence[IndexedRecord]) -> list[tuple[IndexedRecord, IndexedR
     for numbers in postings.values():
         if len(numbers) <= COMMON:
             candidates.update(combinations(numbers, 2))
-    return [
-        (items[a], items[b])
-        for a, b in sorted(candidates)
-        if 2 * len(keys[a] & keys[b]) >= max(len(keys[a]), len(keys[b]))
-    ]
+    close = [(a, b) for a, b in candidates if 2 * len(keys[a] & keys[b]) >= max(len(keys[a]), len(keys[b]))]
+    return [(items[a], items[b]) for a, b in sorted(close)]  # (sorting the few that pass, not all)
 
 
 _VALUE_WORDS = frozenset(
