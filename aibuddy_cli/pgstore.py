@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from .errors import Busy, Conflict, InvalidInput, NotFound
@@ -67,10 +67,11 @@ CREATE TABLE IF NOT EXISTS aibuddy_appends (
 """
 SCHEMA += APPENDS
 SCHEMA_VERSION = 2  # aibuddy_clock.schema: a host refuses a database a newer release has changed
-# A database the first release made has no appended rows and no schema number: in the writers'
-# lock order (the clock row first), they are added.
+# A database the first release made has no appended rows and no schema number: they are added with
+# the clock's table held first (the writers' lock order; the row alone would deadlock with a writer
+# queued for it, since altering the table needs all of it).
 UPGRADE_1 = (
-    "SELECT 1 FROM aibuddy_clock WHERE id = 0 FOR UPDATE;"
+    "LOCK TABLE aibuddy_clock IN ACCESS EXCLUSIVE MODE;"
     " ALTER TABLE aibuddy_files ADD COLUMN IF NOT EXISTS appended BIGINT NOT NULL DEFAULT 0;"
     " ALTER TABLE aibuddy_clock ADD COLUMN IF NOT EXISTS schema INTEGER NOT NULL DEFAULT 1;"
     " UPDATE aibuddy_clock SET schema = 2 WHERE id = 0;" + APPENDS
@@ -81,6 +82,11 @@ WHOLE = (
     " FROM aibuddy_appends a WHERE a.key = aibuddy_files.key) END"
 )
 SOURCE = "pg-"  # the cursors' source (folder_watch.Changes): pg-<the database's epoch>
+# Every connection's own limits: a process stopped in the middle of a transaction (SIGSTOP, a
+# network cut) loses it after a minute instead of holding the clock, and so every writer of every
+# host, for ever; a writer waits at most 30 s for the clock, then is told busy.
+SESSION = "SET idle_in_transaction_session_timeout = '60s'; SET lock_timeout = '30s'"
+CLOCK = "SELECT 1 FROM aibuddy_clock WHERE id = 0 FOR UPDATE"
 
 
 class StoreUnavailable(Busy):
@@ -91,9 +97,11 @@ _SCHEMA_READY: set[str] = set()  # URLs whose tables this process has already cr
 
 
 def shown(url: str) -> str:
-    """url without its password (messages never carry one)."""
+    """url without its password (messages never carry one), as user:password@ or ?password=."""
+    import re
     from urllib.parse import urlsplit, urlunsplit
 
+    url = re.sub(r"(?i)([?&]password=)[^&#]*", r"\1***", url)
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -132,6 +140,7 @@ class PgStore:
             given = "connect_timeout=" in self.url  # the URL's own bound wins
             timeout: dict[str, Any] = {} if given else {"connect_timeout": max(1, int(self.connect_timeout))}
             connection = psycopg.connect(self.url, autocommit=True, **timeout)
+            connection.execute(SESSION)
         except psycopg.Error as error:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise StoreUnavailable(
@@ -177,31 +186,74 @@ class PgStore:
             connection = self._local.connection = self._connect()
         return connection
 
+    def _failure(self, error: Exception) -> Busy:
+        """What a psycopg OperationalError tells the caller: busy when a write waited too long for
+        the clock, else the store is unavailable (and this thread's connection is dropped)."""
+        import psycopg
+
+        if isinstance(error, psycopg.errors.LockNotAvailable):
+            return Busy("the vault is busy (a write waited 30 s for another host's); try again")
+        self._local.connection = None
+        return StoreUnavailable(f"store unavailable: {shown(self.url)}: {str(error).strip().splitlines()[0]}")
+
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
         import psycopg
 
         try:
-            with self.db.transaction():
+            with ExitStack() as stack:
+                db = self._begin(stack)
                 # Every writer takes the clock row first: one lock order, so writers queue, never deadlock.
-                self.db.execute("SELECT 1 FROM aibuddy_clock WHERE id = 0 FOR UPDATE")
-                yield self.db
+                db.execute(CLOCK)
+                self._check_held(db)
+                yield db
         except psycopg.OperationalError as error:
-            self._local.connection = None
-            raise StoreUnavailable(
-                f"store unavailable: {shown(self.url)}: {str(error).strip().splitlines()[0]}"
-            ) from None
+            raise self._failure(error) from None
 
-    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    def _begin(self, stack: ExitStack) -> Any:
+        """This thread's connection in a new transaction (on stack). A connection the server ended
+        since its last use (a restart, an idle timeout) is replaced once: nothing was sent yet."""
         import psycopg
 
+        connection = self.db
+        try:
+            stack.enter_context(connection.transaction())
+        except psycopg.OperationalError:
+            if not connection.broken:
+                raise
+            self._local.connection = None
+            connection = self.db
+            stack.enter_context(connection.transaction())
+        return connection
+
+    def _check_held(self, db: Any) -> None:
+        """Refuse to write under a lock this thread no longer holds: the session that held it
+        ended (a restart, a cut connection) and another host may hold it now."""
+        held = self._local.__dict__.get("held")
+        if not held:
+            return
+        locks = getattr(self._local, "locks", None)
+        if locks is not None and not locks.closed:
+            mine = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = %s"
+            if db.execute(mine, (locks.info.backend_pid,)).fetchall()[0][0] >= len(held):
+                return
+        raise Busy(f"the vault's lock on {sorted(held)[0]} was lost (its database session ended); try again")
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """A read; on a connection the server ended since its last use, once more on a new one."""
+        import psycopg
+
+        connection = self.db
+        try:
+            return list(connection.execute(sql, params).fetchall())
+        except psycopg.OperationalError as error:
+            if not connection.broken:
+                raise self._failure(error) from None
+        self._local.connection = None
         try:
             return list(self.db.execute(sql, params).fetchall())
         except psycopg.OperationalError as error:
-            self._local.connection = None
-            raise StoreUnavailable(
-                f"store unavailable: {shown(self.url)}: {str(error).strip().splitlines()[0]}"
-            ) from None
+            raise self._failure(error) from None
 
     def summary(self) -> str:
         """What `doctor` says of the database: the server, the files it holds, its change clock."""
@@ -209,6 +261,23 @@ class PgStore:
         files = self._query("SELECT count(*) FROM aibuddy_files")[0][0]
         seq = self._query("SELECT seq FROM aibuddy_clock WHERE id = 0")[0][0]
         return f"{shown(self.url)}: PostgreSQL {version.split()[0]}, {files} file(s), {seq} change(s) so far"
+
+    @staticmethod
+    def _check_place(db: Any, key: str, folder_is: type[Conflict] | None = None) -> None:
+        """Refuse a file where a folder is (folder_is: the error to raise then, else InvalidInput)
+        or under a file, as a file system does (inside the writer's transaction)."""
+        parents = [key[:at] for at, char in enumerate(key) if char == "/"]
+        found = db.execute(
+            "SELECT key FROM aibuddy_files WHERE key = ANY(%s) OR (key >= %s AND key < %s) LIMIT 1",
+            (parents, *_under(key)),
+        ).fetchall()
+        if not found:
+            return
+        if found[0][0] in parents:
+            raise InvalidInput(f"{found[0][0]} is a file, so {key} cannot be made under it")
+        if folder_is is not None:
+            raise folder_is(f"{key} already exists (a folder)")
+        raise InvalidInput(f"{key} is a folder, not a file")
 
     @staticmethod
     def _tick(db: Any, key: str) -> int:
@@ -328,6 +397,7 @@ class PgStore:
                 and db.execute("SELECT 1 FROM aibuddy_files WHERE key = %s FOR UPDATE", (key,)).fetchone()
             ):
                 raise Conflict(f"{key} already exists")
+            self._check_place(db, key)
             version = self._tick(db, key)
             db.execute("DELETE FROM aibuddy_appends WHERE key = %s", (key,))
             db.execute(
@@ -349,6 +419,7 @@ class PgStore:
                 "SELECT octet_length(data), appended FROM aibuddy_files WHERE key = %s", (key,)
             ).fetchone()
             if there is None:  # (rows a first-release host's delete left behind are not this file's)
+                self._check_place(db, key)
                 db.execute("DELETE FROM aibuddy_appends WHERE key = %s", (key,))
                 db.execute(
                     "INSERT INTO aibuddy_files (key, folder, name, data, version, mtime_ns)"
@@ -386,12 +457,19 @@ class PgStore:
         check_key(key)
         check_key(new_key)
         folder, name = _split(new_key)
+        if key == new_key:  # onto itself: a move finds it there, a replace leaves it as it is
+            self.stat(key)
+            if not over:
+                raise Conflict(f"{new_key} already exists")
+            return
         with self._transaction() as db:
             if db.execute("SELECT 1 FROM aibuddy_files WHERE key = %s FOR UPDATE", (new_key,)).fetchone():
                 if not over:
                     raise Conflict(f"{new_key} already exists")
                 db.execute("DELETE FROM aibuddy_files WHERE key = %s", (new_key,))
                 db.execute("DELETE FROM aibuddy_appends WHERE key = %s", (new_key,))
+            else:
+                self._check_place(db, new_key, folder_is=None if over else Conflict)
             self._tick(db, key)
             version = self._tick(db, new_key)
             moved = db.execute(
@@ -440,11 +518,21 @@ class PgStore:
         key = (name,)
         take = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
         try:
+            try:
+                got = connection.execute(take, key).fetchone()[0]
+            except psycopg.OperationalError:
+                # A lock connection the server ended since its last use (a restart) is replaced,
+                # unless this thread holds a lock on it: that one is lost (writes say so).
+                if held or not connection.broken:
+                    raise
+                connection = self._local.locks = self._connect()
+                got = connection.execute(take, key).fetchone()[0]
             deadline = time.monotonic() + timeout
-            while not connection.execute(take, key).fetchone()[0]:
+            while not got:
                 if time.monotonic() >= deadline:
                     raise Busy(f"the vault is busy ({name} locked for {timeout:.0f}s); try again")
                 time.sleep(0.01)
+                got = connection.execute(take, key).fetchone()[0]
         except psycopg.OperationalError as error:
             self._local.locks = None
             raise StoreUnavailable(

@@ -72,6 +72,8 @@ class Store(Protocol):
       never interleave.
     - `move(key, new_key)`: rename, Conflict if new_key exists; `replace(key, new_key)`: rename
       over it. NotFound if key is absent.
+    - No write, append, move or replace makes a file where a folder is or under a file (refused
+      with InvalidInput, Conflict or the file system's OSError).
     - `delete(key)`: NotFound if absent. `exists(key)`: whether anything is there.
     - `lock(name, timeout)`: an exclusive lock shared by every process using the vault, not
       reentrant; Busy when it is not free within timeout.

@@ -78,17 +78,27 @@ class MemoryStore:
             raise NotFound(f"{key} not found")
         return self._entry(key)
 
+    def _check_place(self, key: str) -> None:
+        """No file where a folder is, nor under a file (as on a file system)."""
+        parents = [key[:at] for at, char in enumerate(key) if char == "/"]
+        if self._is_folder(key) or any(parent in self.files for parent in parents):
+            raise InvalidInput(f"{key} cannot be a file here")
+
     def write(self, key: str, data: bytes, *, create: bool = False) -> Entry:
         check_key(key)
         with self._guard:
             if create and key in self.files:
                 raise Conflict(f"{key} already exists")
+            if key not in self.files:
+                self._check_place(key)
             self.files[key] = (bytes(data), self._stamp())
         return self._entry(key)
 
     def append(self, key: str, data: bytes) -> None:
         check_key(key)
         with self._guard:
+            if key not in self.files:
+                self._check_place(key)
             old = self.files.get(key, (b"", 0))[0]
             separator = b"\n" if old and not old.endswith(b"\n") else b""
             self.files[key] = (old + separator + data, self._stamp())
@@ -103,6 +113,8 @@ class MemoryStore:
         with self._guard:
             if key not in self.files:
                 raise NotFound(f"{key} not found")
+            if new_key not in self.files:
+                self._check_place(new_key)
             self.files[new_key] = (self.files.pop(key)[0], self._stamp())
 
     def delete(self, key: str) -> None:

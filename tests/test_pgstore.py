@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_aibuddy, run_in_process
+from conftest import run_aibuddy, run_in_process, wait_for
 
+from aibuddy_cli.errors import Busy
 from aibuddy_cli.vault import init_vault
 
 
@@ -423,3 +425,139 @@ def test_a_database_a_newer_release_changed_is_refused_whole(
         connection.execute("UPDATE aibuddy_clock SET schema = 2")
     listed = run_aibuddy(aibuddy_exe, "memory", "list", "--json", env=a)
     assert [r["name"] for r in json.loads(listed.stdout)["records"]] == ["tea"]
+
+
+def waiting_on_lock(admin: Any, pid: int) -> bool:
+    """Whether the backend pid waits for a heavyweight lock (table, row, transaction)."""
+    rows = admin.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchall()
+    return bool(rows) and rows[0][0] == "Lock"
+
+
+def test_the_upgrade_does_not_deadlock_with_a_first_release_writer(postgres_url: str) -> None:
+    """The upgrade alters aibuddy_clock, which needs the whole table: it takes the table first. Had
+    it taken the clock *row* first, a first-release writer queued for that row would hold a share
+    of the table while waiting for the upgrader: a lock cycle, one of them aborted."""
+    import psycopg
+
+    from aibuddy_cli.pgstore import PgStore
+
+    with psycopg.connect(postgres_url, autocommit=True) as setup:
+        setup.execute(FIRST_RELEASE_SCHEMA)
+    admin = psycopg.connect(postgres_url, autocommit=True)
+    reader = psycopg.connect(postgres_url)  # a first-release reader in a transaction: holds ACCESS SHARE
+    old_writer = psycopg.connect(postgres_url)  # a first-release writer: the clock row first
+    try:
+        reader.execute("SELECT count(*) FROM aibuddy_files").fetchall()
+        outcome: dict[str, Any] = {}
+
+        def upgrade() -> None:
+            try:
+                outcome["read"] = PgStore(postgres_url).read(".aibuddy/logs/extraction.jsonl")[0]
+            except BaseException as error:  # noqa: BLE001
+                outcome["upgrade error"] = repr(error)
+
+        def write_old() -> None:
+            try:
+                old_writer.execute("SELECT 1 FROM aibuddy_clock WHERE id = 0 FOR UPDATE")
+                old_writer.execute("UPDATE aibuddy_clock SET seq = seq + 1 WHERE id = 0")
+                old_writer.commit()
+                outcome["old write"] = "committed"
+            except BaseException as error:  # noqa: BLE001
+                outcome["old writer error"] = repr(error)
+                old_writer.rollback()
+
+        upgrader = threading.Thread(target=upgrade)
+        upgrader.start()
+        # The upgrader holds the clock row and waits for aibuddy_files (the reader's transaction).
+        assert wait_for(
+            lambda: (
+                admin.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                    ("%ALTER TABLE aibuddy_files%",),
+                ).fetchone()[0]
+                == 1
+            )
+        ), "the upgrade never started"
+        writer = threading.Thread(target=write_old)
+        writer.start()
+        assert wait_for(lambda: waiting_on_lock(admin, old_writer.info.backend_pid))
+        reader.commit()  # the upgrader goes on, to ALTER TABLE aibuddy_clock
+        upgrader.join(120)
+        writer.join(120)
+        assert not upgrader.is_alive() and not writer.is_alive()
+    finally:
+        for connection in (reader, old_writer, admin):
+            connection.close()
+    assert outcome == {"read": b'{"n": 1}', "old write": "committed"}
+
+
+def test_a_restarted_server_is_not_store_unavailable(postgres_url: str, postgres_cluster: Any) -> None:
+    """The server restarts between two calls (a failover, a maintenance restart): the next call on
+    each connection this process keeps (a read, a lock) works, as a connection the server ended
+    is replaced once, before anything of the call was sent."""
+    from aibuddy_cli.pgstore import PgStore, StoreUnavailable
+
+    store = PgStore(postgres_url)
+    store.write("memory/demo/tea.md", b"tea")
+    with store.lock("memory-demo", timeout=5):
+        pass
+    postgres_cluster.run("pg_ctl", "-D", str(postgres_cluster.data), "-m", "fast", "stop")
+    postgres_cluster.start()
+    try:
+        assert store.read("memory/demo/tea.md")[0] == b"tea"
+        with store.lock("memory-demo", timeout=5):
+            store.write("memory/demo/tea.md", b"green tea")
+    except StoreUnavailable as error:
+        pytest.fail(f"the server is back, yet: {error}")
+    assert store.read("memory/demo/tea.md")[0] == b"green tea"
+
+
+def test_a_holder_whose_lock_session_ended_cannot_write_beside_the_new_holder(postgres_url: str) -> None:
+    """lock() holds a session advisory lock on a connection of its own. When that session ends
+    while the block runs (the server ends it, an idle-session timeout, a network cut), the lock
+    is free for another host: the first holder's next write is refused instead of going on
+    beside the new holder."""
+    import psycopg
+
+    from aibuddy_cli.pgstore import PgStore
+
+    holder, other = PgStore(postgres_url), PgStore(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        with holder.lock("memory-demo", timeout=5):
+            pid = holder._local.locks.info.backend_pid
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            assert wait_for(
+                lambda: not admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchall()
+            )
+            with other.lock("memory-demo", timeout=5):  # the lock is free: another host holds it now
+                other.write("memory/demo/counter.md", b"other")
+                with pytest.raises(Busy, match="lock on memory-demo was lost"):
+                    holder.write("memory/demo/counter.md", b"holder")
+            assert other.read("memory/demo/counter.md")[0] == b"other"
+
+
+def test_store_unavailable_does_not_show_a_password_given_as_a_url_parameter(tmp_path: Path) -> None:
+    """libpq takes the password as a URL parameter too (postgresql:///db?password=…), which
+    AIBUDDY_STORE_URL may hold: no message shows it."""
+    from aibuddy_cli.pgstore import PgStore, StoreUnavailable
+
+    url = f"postgresql:///aibuddy?host={tmp_path}/nowhere&user=alice&password=s3cret&connect_timeout=2"
+    with pytest.raises(StoreUnavailable) as raised:
+        PgStore(url).read("memory/demo/tea.md")
+    assert "s3cret" not in str(raised.value)
+
+
+def test_a_stopped_writer_cannot_hold_every_host_for_ever(postgres_url: str) -> None:
+    """Each session limits itself: a transaction left open by a stopped process (SIGSTOP, a cut
+    network) is ended by the server after a minute, and a writer waits at most 30 s for the
+    clock before it is told busy (psycopg's LockNotAvailable becomes Busy, not "unavailable")."""
+    import psycopg
+
+    from aibuddy_cli.pgstore import PgStore
+
+    store = PgStore(postgres_url)
+    db = store.db
+    assert db.execute("SHOW idle_in_transaction_session_timeout").fetchall() == [("1min",)]
+    assert db.execute("SHOW lock_timeout").fetchall() == [("30s",)]
+    failure = store._failure(psycopg.errors.LockNotAvailable("canceling statement due to lock timeout"))
+    assert type(failure) is Busy and "busy" in failure.message

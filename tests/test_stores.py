@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memory_store import MemoryStore
@@ -89,6 +90,41 @@ def test_move_replace_delete_and_append(store: Store) -> None:
     store.append(".aibuddy/logs/x.jsonl", b"1\n")
     store.append(".aibuddy/logs/x.jsonl", b"2\n")
     assert store.read(".aibuddy/logs/x.jsonl")[0] == b"1\n2\n"
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        pytest.param(lambda store: store.write("memory/demo", b"x"), id="write"),
+        pytest.param(lambda store: store.write("memory/demo", b"x", create=True), id="write-create"),
+        pytest.param(lambda store: store.append("memory/demo", b"x\n"), id="append"),
+        pytest.param(lambda store: store.move("memory/other.md", "memory/demo"), id="move"),
+        pytest.param(lambda store: store.replace("memory/other.md", "memory/demo"), id="replace"),
+        pytest.param(lambda store: store.write("memory/demo/tea.md/x.md", b"x"), id="write-under-a-file"),
+        pytest.param(lambda store: store.append("memory/demo/tea.md/x.md", b"x"), id="append-under-a-file"),
+    ],
+)
+def test_no_file_is_made_where_a_folder_is_or_under_a_file(store: Store, operation: Any) -> None:
+    """As a file system refuses it: otherwise one key would be a file and a folder at once."""
+    store.write("memory/demo/tea.md", b"tea")
+    store.write("memory/other.md", b"other")
+    with pytest.raises((OSError, InvalidInput, Conflict)):
+        operation(store)
+    assert store.folders("memory") == ["demo"] and store.read("memory/demo/tea.md")[0] == b"tea"
+    assert store.read("memory/other.md")[0] == b"other"
+    with pytest.raises(InvalidInput):
+        store.read("memory/demo")  # still a folder
+
+
+def test_a_file_moved_or_replaced_onto_itself(store: Store) -> None:
+    store.write("k/a.md", b"a")
+    store.replace("k/a.md", "k/a.md")
+    assert store.read("k/a.md")[0] == b"a"
+    with pytest.raises(Conflict):
+        store.move("k/a.md", "k/a.md")
+    assert store.read("k/a.md")[0] == b"a"
+    with pytest.raises(NotFound):
+        store.replace("k/none.md", "k/none.md")
 
 
 def test_read_many_answers_what_read_would_and_leaves_out_the_rest(store: Store) -> None:
