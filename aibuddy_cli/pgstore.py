@@ -203,9 +203,9 @@ class PgStore:
         try:
             with ExitStack() as stack:
                 db = self._begin(stack)
+                self._check_held(db)  # (before the clock: every writer waits while one holds it)
                 # Every writer takes the clock row first: one lock order, so writers queue, never deadlock.
                 db.execute(CLOCK)
-                self._check_held(db)
                 yield db
         except psycopg.OperationalError as error:
             raise self._failure(error) from None
