@@ -225,6 +225,11 @@ class Operation(NamedTuple):
         return values
 
 
+def one_or_many(value: str | list[str]) -> list[str]:
+    """A model's name or list of names (a tool's schema allows both), as a list."""
+    return [value] if isinstance(value, str) else value
+
+
 def _arguments_of(name: str, function: Callable[..., Any]) -> tuple[Argument, ...]:
     """Read from the function's code object, its defaults and its annotations (evaluated in its
     module), so that no `inspect` is needed."""

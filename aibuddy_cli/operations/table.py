@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from ..tables.documents import Document, document_text, read_document
 from ..tables.schema import COLUMN_TYPES, DEFAULT_KEY, INT_RANGE, METRICS, ColumnSpec
-from .registry import Arg, Confirm, Effect, Opt, operation
+from .registry import Arg, Confirm, Effect, Opt, one_or_many, operation
 
 if TYPE_CHECKING:
     from ..tables.changes import Change, Changes, TableChanges
@@ -47,11 +47,6 @@ ROWS_WHERE_HELP = 'Which rows ("True" for all).'
 def as_given(value: Any) -> Any:
     """A model's value as it is, checked by the tool's schema and read by the function itself."""
     return value
-
-
-def names(value: str | list[str]) -> list[str]:
-    """A model's name or list of names, as a list."""
-    return [value] if isinstance(value, str) else value
 
 
 def comma_names(text: str) -> list[str] | None:
@@ -165,7 +160,7 @@ COLUMN_NAMES: dict[str, Any] = {  # `--columns a,b` on the command line, a name 
     "cli_type": str | None,
     "parse": comma_names,
     "tool_schema": NAMES,
-    "from_tool": names,
+    "from_tool": one_or_many,
 }
 ROW_PAGE: dict[str, Any] = {  # how many rows: models read at most 1000, 50 unless they ask
     "minimum": 1,
@@ -363,7 +358,7 @@ def rename(
     confirm=Confirm(lambda _, a: f"Delete {', '.join(a['tables'])}?"),
 )
 def delete(
-    changes: TableChanges, tables: Annotated[list[str], Arg(tool_schema=NAMES, from_tool=names)]
+    changes: TableChanges, tables: Annotated[list[str], Arg(tool_schema=NAMES, from_tool=one_or_many)]
 ) -> Changes:
     """Delete tables (the journal keeps their schema and rows)."""
     from ..tables.changes import Changes
@@ -388,7 +383,7 @@ def filter_(
     queries: TableQueries,
     tables: Annotated[
         list[str] | None,
-        Arg("Tables (default: every table you may see).", tool_schema=NAMES, from_tool=names),
+        Arg("Tables (default: every table you may see).", tool_schema=NAMES, from_tool=one_or_many),
     ] = None,
     where: Where = None,
     columns: Annotated[
@@ -439,7 +434,7 @@ def reduce(
             checked=True,
             tool="keys",
             tool_schema=NAMES,
-            from_tool=names,
+            from_tool=one_or_many,
         ),
     ],
     where: Where = None,
@@ -451,7 +446,7 @@ def reduce(
             help="A column to group by, repeatable.",
             checked=True,
             tool_schema=NAMES,
-            from_tool=names,
+            from_tool=one_or_many,
         ),
     ] = [],  # noqa: B006 - never mutated: Typer's default for a repeatable option
 ) -> Reduction:
@@ -483,7 +478,7 @@ def search(
             help="Search only this table, repeatable.",
             checked=True,
             tool_schema=NAMES,
-            from_tool=names,
+            from_tool=one_or_many,
         ),
     ] = [],  # noqa: B006 - never mutated: Typer's default for a repeatable option
     limit: Annotated[

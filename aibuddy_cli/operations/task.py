@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypedDict
 
-from .registry import Arg, Effect, Opt, operation
+from .registry import Arg, Effect, Opt, one_or_many, operation
 from .shared import TranscriptFile
 
 if TYPE_CHECKING:
@@ -230,11 +230,6 @@ def _only(values: list[str]) -> list[str] | None:
     return list(only_categories(values)) or None
 
 
-def _names(value: Any) -> Any:
-    """A model's category name or list of names, as a list (the consolidator checks them)."""
-    return [value] if isinstance(value, str) else value
-
-
 @operation(
     "task",
     "consolidate",
@@ -258,7 +253,7 @@ def consolidate(
             cli_type=list[str],
             parse=_only,
             tool_schema={"type": "array", "items": {"type": "string", "enum": list(PASS_CATEGORIES)}},
-            from_tool=_names,
+            from_tool=one_or_many,  # (the consolidator checks the names)
         ),
     ] = None,
     background: Annotated[bool, Opt("--background", hidden=True, model=False)] = False,  # by add-message
