@@ -239,8 +239,9 @@ def _timestamp(value: Any, key: str, name: str) -> str | None:
 
 def _expires(value: Any, name: str) -> str | None:
     """The `expires` header as a record keeps it: a date "YYYY-MM-DD" or a UTC timestamp; None
-    when empty, null or `never`. Anything else makes the record malformed (never guessed at)."""
-    if value is None or value == "never":
+    when empty (`''` too), null or `never` (as `--expires` takes it, in any case). Anything else
+    makes the record malformed (never guessed at)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "never")):
         return None
     if isinstance(value, dt.datetime):
         return _timestamp(value, EXPIRES, name)

@@ -145,8 +145,10 @@ def _fingerprint(record: MemoryRecord) -> str:
 
 
 def _proposal(kind: str, records: Sequence[MemoryRecord], reason: str, keep: str | None = None) -> Proposal:
+    # The kept record is part of the id: an id names what its apply does (a recall that makes the
+    # other duplicate the more recently used one gives the proposal a new id).
     digest = hashlib.sha256(
-        "\n".join([kind, *sorted(map(_fingerprint, records))]).encode("utf-8", "surrogatepass")
+        "\n".join([kind, keep or "", *sorted(map(_fingerprint, records))]).encode("utf-8", "surrogatepass")
     ).hexdigest()
     return Proposal(
         f"{PREFIXES[kind]}-{digest[:8]}", kind, ACTIONS[kind], tuple(r.name for r in records), keep, reason
@@ -348,8 +350,10 @@ def chosen(memory: MemoryService, ids: Iterable[str], unused_days: int = UNUSED_
 
 
 def merged_body(kept: str, other: str) -> str:
-    """kept's body, and other's after a blank line unless kept says it already (spaces aside)."""
-    if not other.strip() or " ".join(other.split()) in " ".join(kept.split()):
+    """kept's body, and other's after a blank line unless kept says it already: the same words in
+    a row, spaces aside ("No sugar" is not said by "No sugary drinks")."""
+    said = " ".join(other.split())
+    if not said or re.search(rf"(?<!\S){re.escape(said)}(?!\S)", " ".join(kept.split())):
         return kept
     if not kept.strip():
         return other
@@ -374,8 +378,7 @@ def apply_one(memory: MemoryService, proposal: Proposal, listed: dict[str, str])
     for name, record in records.items():
         if record is None:
             return skipped(f"{name} is gone or unreadable (an earlier proposal may have removed it)")
-        touched = name != proposal.keep
-        if touched and _fingerprint(record) != listed.get(name):
+        if _fingerprint(record) != listed.get(name):  # (the kept one too: an earlier apply may have)
             return skipped(f"{name} changed since the review: run it again")
     if proposal.action == "delete":
         memory.delete(proposal.records[0])

@@ -42,6 +42,11 @@ HISTORY_FOLDER = ".history"  # memory/<user>/.history/<name>.jsonl: hidden, so n
 HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 
 
+def _no_constant(word: str) -> Any:
+    """json's NaN, Infinity and -Infinity: refused (no JSON answer could hold them)."""
+    raise ValueError(f"{word} is not a JSON number")
+
+
 # --- what the operations answer, each with its one JSON shape (tests/test_json_contract.py) ---
 
 
@@ -522,14 +527,17 @@ class MemoryService:
         except NotFound:
             return []
         entries = []
-        for line in data.decode("utf-8", errors="replace").splitlines():
+        for line in data.decode("utf-8-sig", errors="replace").splitlines():  # (an editor's BOM too)
             try:
-                entry = json.loads(line)
-            except ValueError:
+                entry = json.loads(line, parse_constant=_no_constant)
+                json.dumps(entry, ensure_ascii=False).encode("utf-8")  # no lone surrogate (\ud800)
+            except (ValueError, RecursionError):  # (UnicodeEncodeError is a ValueError)
                 continue  # a damaged line (a hand edit) is skipped, not a failure of the update
             if isinstance(entry, dict):
                 entries.append(entry)
-        return entries
+        # Oldest first by when each was replaced: git's union merge puts two clones' lines in
+        # file order, not time order (a stable sort keeps the file's order among equals).
+        return sorted(entries, key=lambda entry: str(entry.get("replaced") or ""))
 
     def _keep_history(self, previous: MemoryRecord, replaced: str, *, by: str) -> None:
         """Add previous to the record's history; by: what replaced it ("auto": extraction or
@@ -556,10 +564,15 @@ class MemoryService:
         self.store.write(self._history_key(previous.name), text.encode("utf-8"))
 
     def _forget_history(self, name: str) -> None:
+        """Remove the record's history with it; what cannot be removed (a folder in its place)
+        is said, not a failure of the deletion that already happened."""
+        key = self._history_key(name)
         try:
-            self.store.delete(self._history_key(name))
+            self.store.delete(key)
         except NotFound:
             pass
+        except (InvalidInput, OSError) as error:
+            self.warnings.append(f"{key} was left in place: {getattr(error, 'message', None) or error}")
 
     def delete(self, name: str) -> None:
         validate_record_name(name)

@@ -46,7 +46,7 @@ def record_versions(memory: MemoryService, name: str) -> RecordVersions:
     record must exist now or have a history (NotFound otherwise, as `memory show`)."""
     key = memory_key(memory.user, name)
     replaced = memory.history(name)
-    if not replaced:
+    if not replaced and not memory.store.exists(key):
         memory.show(name)  # NotFound, with the usual message, for a name that was never a record
     file = _file_of(memory.store, key)
     if file is None:
