@@ -42,11 +42,6 @@ HISTORY_FOLDER = ".history"  # memory/<user>/.history/<name>.jsonl: hidden, so n
 HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 
 
-def _no_constant(word: str) -> Any:
-    """json's NaN, Infinity and -Infinity: refused (no JSON answer could hold them)."""
-    raise ValueError(f"{word} is not a JSON number")
-
-
 # --- what the operations answer, each with its one JSON shape (tests/test_json_contract.py) ---
 
 
@@ -522,6 +517,8 @@ class MemoryService:
     def _history_entries(self, name: str) -> list[dict[str, Any]]:
         import json
 
+        from .. import jsonvalues
+
         try:
             data, _ = self.store.read(self._history_key(name))
         except NotFound:
@@ -529,7 +526,7 @@ class MemoryService:
         entries = []
         for line in data.decode("utf-8-sig", errors="replace").splitlines():  # (an editor's BOM too)
             try:
-                entry = json.loads(line, parse_constant=_no_constant)
+                entry = jsonvalues.loads(line)  # (NaN or Infinity: a damaged line too)
                 json.dumps(entry, ensure_ascii=False).encode("utf-8")  # no lone surrogate (\ud800)
             except (ValueError, RecursionError):  # (UnicodeEncodeError is a ValueError)
                 continue  # a damaged line (a hand edit) is skipped, not a failure of the update

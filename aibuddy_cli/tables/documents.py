@@ -107,6 +107,10 @@ def parse_document(text: str, name: str, format: str | None, *, tabs: bool = Fal
         document = _csv(text, name, "\t" if tabs else ",")
     else:
         document = Document(name, format, text.strip("\n"))
+    try:
+        document.text.encode("utf-8")
+    except UnicodeEncodeError:  # a JSON escape such as \ud800, which no UTF-8 text can hold
+        raise InvalidInput(f"{name} holds a lone surrogate (a \\ud800-style escape): not text") from None
     if len(document.text) > DOCUMENT_CHARS:
         raise InvalidInput(
             f"{name} is too large for one update: {len(document.text):,} characters as the model reads "
@@ -140,7 +144,8 @@ def _recognised(text: str) -> tuple[str, bool]:
             if delimiter not in lines[0]:
                 continue
             try:
-                rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+                # (strict, as the CSV is read then: text that only looks like CSV stays text)
+                rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
                 widths = {len(row) for row in rows if row}
             except csv.Error:
                 continue

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ..agent import CHARS_PER_TOKEN, Complete, LoopEvent, agent_loop, litellm_complete
 from ..clock import utc_now
-from ..errors import Interrupted, InvalidInput, ModelUnavailable
+from ..errors import AibuddyError, Interrupted, InvalidInput, ModelUnavailable
 from .changes import TableChanges
 from .documents import Document
 from .queries import SearchHit, SearchHitJson, TableQueries
@@ -352,7 +352,11 @@ class TableAgent:
                         kept = Conversation(
                             run, base.user, kind, continue_run, work.asked, dry_run, transcript
                         )
-                        kept.save(base.store, self.settings.tool_budget_tokens * CHARS_PER_TOKEN)
+                        try:
+                            kept.save(base.store, self.settings.tool_budget_tokens * CHARS_PER_TOKEN)
+                        except (AibuddyError, OSError) as error:  # the run's answer still stands
+                            lost = f"run {run}'s conversation was not kept (no --continue): {error}"
+                            self.warnings.append(lost)
         result = TableRun(
             kind, request, run, dry_run, summary or "", work.operations, interrupted, continue_run
         )

@@ -8,7 +8,8 @@ stops it between operations.
   as in the rows the run wrote and its journal lines) and bounded: it keeps the tool results the
   run's reading budget holds, newest first, and leaves the others out; then texts longer than
   SHORTENED_TO characters are shortened, oldest first, until it is at most CONVERSATION_CHARS
-  characters. A turn whose
+  characters, and if many short tool calls still make it longer, their arguments are left out,
+  oldest first. A turn whose
   tool calls did not all run (Ctrl-C) gets an error result for each, so the conversation stays
   one a model API takes.
 - Progress: each model turn and each tool call is an event (a JSON-able dict, see `RunEvent`)
@@ -69,7 +70,9 @@ class Conversation(NamedTuple):
         from ..redaction import redacted  # an automatic write: no credential-shaped value kept
 
         document = self._replace(messages=bounded(settled(redacted(self.messages)), budget_chars))._asdict()
-        store.write(conversation_key(self.run), json.dumps(document, ensure_ascii=False).encode("utf-8"))
+        # "replace": a lone surrogate a model's JSON escape (\ud800) made is no UTF-8: a "?" instead
+        text = json.dumps(document, ensure_ascii=False).encode("utf-8", "replace")
+        store.write(conversation_key(self.run), text)
 
     @classmethod
     def load(cls, store: Store, run: str, user: str) -> Conversation:
@@ -106,11 +109,11 @@ def settled(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return result
 
 
-def _shortened_call(call: dict[str, Any]) -> dict[str, Any]:
-    """A tool call of the kept conversation, its arguments left out when long."""
+def _shortened_call(call: dict[str, Any], longer_than: int = SHORTENED_TO) -> dict[str, Any]:
+    """A tool call of the kept conversation, its arguments left out when longer than that."""
     arguments = call.get("function", {}).get("arguments")
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    if len(text) <= SHORTENED_TO:
+    if len(text) <= max(longer_than, len(json.dumps({"left_out": len(text)}))):
         return call
     return {**call, "function": {**call["function"], "arguments": json.dumps({"left_out": len(text)})}}
 
@@ -136,20 +139,23 @@ def bounded(messages: list[dict[str, Any]], budget_chars: int) -> list[dict[str,
         else:
             message["content"] = json.dumps({"error": _left_out("this result", len(content))})
     total = sum(_size(message) for message in kept)
-    for message in kept[1:]:  # then the longest texts, oldest first (the system prompt stays)
-        if total <= CONVERSATION_CHARS:
-            break
-        before = _size(message)
-        text = message.get("content")
-        if isinstance(text, str) and len(text) > SHORTENED_TO:
-            if message.get("role") == "tool":
-                message["content"] = json.dumps({"error": _left_out("this result", len(text))})
-            else:
-                message["content"] = text[:SHORTENED_TO] + "\n" + _left_out("the rest", len(text))
-        calls = message.get("tool_calls") or []
-        if calls:
-            message["tool_calls"] = [_shortened_call(call) for call in calls]
-        total -= before - _size(message)
+    # Then the longest texts, oldest first (the system prompt stays); then, if many short calls
+    # still make it too long, every call's arguments, oldest first.
+    for longest in (SHORTENED_TO, 0):
+        for message in kept[1:]:
+            if total <= CONVERSATION_CHARS:
+                return kept
+            before = _size(message)
+            text = message.get("content")
+            if isinstance(text, str) and len(text) > SHORTENED_TO:
+                if message.get("role") == "tool":
+                    message["content"] = json.dumps({"error": _left_out("this result", len(text))})
+                else:
+                    message["content"] = text[:SHORTENED_TO] + "\n" + _left_out("the rest", len(text))
+            calls = message.get("tool_calls") or []
+            if calls:
+                message["tool_calls"] = [_shortened_call(call, longest) for call in calls]
+            total -= before - _size(message)
     return kept
 
 
@@ -189,11 +195,12 @@ Progress = Callable[[RunEvent], None]
 
 def tool_arguments(arguments: Any) -> Any:
     """A tool call's arguments as a progress event shows them: parsed, redacted, cut to size."""
+    from ..jsonvalues import loads
     from .state import asked
 
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = loads(arguments)  # strict: a NaN is shown as the model wrote it
         except ValueError:
             return asked(arguments)
     return asked(arguments)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict
 
@@ -85,12 +86,19 @@ class SnapshotStore(StoreView):
         self._store.write(self.key, json.dumps(document, ensure_ascii=False).encode("utf-8"))
 
     def finish(self) -> None:
-        """Note each changed file as the run left it (what the notes say, unless a change failed)."""
-        if self.before:
-            actual = {key: _sha(_current(self._store, key)) for key in self.before}
-            if actual != self.after:
-                self.prior, self.after = dict(self.after), actual
-                self._save()
+        """Note each changed file as the run left it. A file as the notes say: the state before its
+        last change (kept for a run killed between noting a change and making it) is no longer
+        one undo accepts. A file as it was before its last noted change: that change failed, and
+        the run left it so. Anything else is someone else's edit made during the run: the notes
+        stay, so undo refuses rather than take that edit for the run's and lose it."""
+        changed = False
+        for key in self.before:
+            actual = _sha(_current(self._store, key))
+            if actual == self.after[key] or actual == self.prior.get(key):
+                changed = changed or (self.after[key], self.prior.get(key)) != (actual, actual)
+                self.after[key] = self.prior[key] = actual
+        if changed:
+            self._save()
 
     def write(self, key: str, data: bytes, *, create: bool = False) -> Entry:
         self._noting({key: data})
@@ -129,7 +137,7 @@ def undo_last(state: TablesState, run: str | None = None) -> Undone:
         run = _last_run(state) if run is None else _named_run(state, run)
         try:
             document = json.loads(state.store.read(f"{UNDO_FOLDER}/{run}.json")[0])
-            before = _kept(state.store, document)
+            before = _kept(state.store, document, run)
             after, prior = document["after"], document.get("prior") or {}
             if not all(isinstance(part, dict) for part in (after, prior)):
                 raise TypeError
@@ -160,15 +168,20 @@ def undo_last(state: TablesState, run: str | None = None) -> Undone:
     return Undone(run, sorted(before))
 
 
-def _kept(store: Store, document: dict[str, Any]) -> dict[str, bytes | None]:
-    """Each file's bytes before the run (None: it did not exist). Snapshots written before the
-    bytes went to files of their own hold them as text under "before"."""
+def _kept(store: Store, document: dict[str, Any], run: str) -> dict[str, bytes | None]:
+    """Each file's bytes before the run (None: it did not exist), read only from the run's own
+    folder (a snapshot is a file anyone can edit). Snapshots written before the bytes went to
+    files of their own hold them as text under "before"."""
     if "kept" not in document:
         return {
             key: None if text is None else str(text).encode("utf-8", "surrogateescape")
             for key, text in document["before"].items()
         }
-    return {key: None if kept is None else store.read(str(kept))[0] for key, kept in document["kept"].items()}
+    own = re.compile(re.escape(f"{UNDO_FOLDER}/{run}/") + r"\d+")
+    for key, kept in document["kept"].items():
+        if kept is not None and not (isinstance(kept, str) and own.fullmatch(kept)):
+            raise InvalidInput(f"not undone: the snapshot of run {run} keeps {key!r} outside its folder")
+    return {key: None if kept is None else store.read(kept)[0] for key, kept in document["kept"].items()}
 
 
 def _check_access(state: TablesState, run: str, keys: dict[str, Any]) -> None:
