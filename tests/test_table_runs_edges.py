@@ -251,3 +251,15 @@ def test_undo_never_loses_a_later_edit_that_happens_to_equal_a_state_inside_the_
     undone = cli("table", "undo", run.run, "--yes", "--json")
     assert "1,Acme,Berlin,1" in path.read_text(), "the person's later edit was lost to the undo"
     assert undone.exit_code == 4
+
+
+def test_a_journal_line_naming_no_run_id_does_not_block_undo(cli: Any, stocked: Vault) -> None:
+    """`table undo` with no RUN takes the last run from the journal, a file anyone can edit: a
+    line whose run is no run id is passed over, not used in a path (exit 6 blocked every undo)."""
+    journal = stocked.root / ".aibuddy/logs/tables.jsonl"
+    with journal.open("a", encoding="utf-8") as out:
+        line = {"user": "demo", "source": "update", "run": "not/a-run", "op": "add_rows"}
+        out.write(json.dumps(line) + "\n")
+    result = cli("table", "undo", "--yes", "--json")
+    assert result.exit_code == 3, result.stdout  # nothing to undo, said as such
+    assert "nothing to undo" in json.loads(result.stdout)["error"]["message"]

@@ -189,7 +189,7 @@ def test_a_snapshot_written_by_an_earlier_version_is_undone_and_one_naming_other
     original = path.read_text()
     changed = original.replace("Acme,4", "Acme,1")
     path.write_text(changed)
-    run = "2020-01-01T00:00:00Z-old000"
+    run = "2020-01-01T00:00:00Z-0dd000"
     line = {"at": "2020-01-01T00:00:00Z", "user": "demo", "source": "update", "run": run, "op": "update_rows",
             "table": "vendors", "args": {}, "changed": {}}  # fmt: skip
     with (stocked.root / ".aibuddy/logs/tables.jsonl").open("a") as journal:
@@ -201,7 +201,7 @@ def test_a_snapshot_written_by_an_earlier_version_is_undone_and_one_naming_other
     assert ok(cli("table", "undo", "--yes", "--json"))["run"] == run
     assert path.read_text() == original
     secret = stocked.root / "memory/demo/x.md"
-    line["run"] = run = "2020-01-02T00:00:00Z-old001"
+    line["run"] = run = "2020-01-02T00:00:00Z-0dd001"
     with (stocked.root / ".aibuddy/logs/tables.jsonl").open("a") as journal:
         journal.write(json.dumps(line) + "\n")
     (stocked.root / f".aibuddy/undo/{run}.json").write_text(

@@ -906,7 +906,6 @@ def undo(
 ) -> Undone:
     """Put back the files your last table update or refactor (or run RUN) changed, if nothing
     changed them since."""
-    from ..tables.runs import check_run_id
-    from ..tables.undo import undo_last
+    from ..tables.undo import check_run_id, undo_last
 
     return undo_last(tables.state, None if run is None else check_run_id(run))

@@ -23,7 +23,6 @@ stops it between operations.
 from __future__ import annotations
 
 import json
-import re
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -31,24 +30,14 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple, TypedDict
 
 from ..agent import LoopEvent
-from ..errors import InvalidInput, NotFound
+from ..errors import NotFound
 from ..storage import Store
-from .undo import UNDO_FOLDER
+from .undo import UNDO_FOLDER, check_run_id
 
 CONVERSATION_CHARS = 600_000  # the most a run's kept conversation holds
 SHORTENED_TO = 2_000  # a text of the kept conversation that is shortened keeps this much
 INTERRUPTED_RESULT = '{"error": "not run: the user stopped the run (Ctrl-C) before this call"}'
-RUN_ID = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ-[0-9a-f]{6}")
 PREVIEW = 160  # characters of a tool call's arguments a progress line shows
-
-
-def check_run_id(run: str) -> str:
-    if not RUN_ID.fullmatch(run):
-        raise InvalidInput(
-            f"{run!r} is not a run id: a run looks like 2026-05-01T09:30:00Z-a1b2c3 (table update and "
-            "table refactor print it, and .aibuddy/logs/tables.jsonl names it)"
-        )
-    return run
 
 
 def conversation_key(run: str) -> str:

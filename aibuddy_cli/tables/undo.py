@@ -40,6 +40,19 @@ def _current(store: Store, key: str) -> bytes | None:
         return None
 
 
+# A run's id, as its journal lines and folders name it.
+RUN_ID = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ-[0-9a-f]{6}")
+
+
+def check_run_id(run: str) -> str:
+    if not RUN_ID.fullmatch(run):
+        raise InvalidInput(
+            f"{run!r} is not a run id: a run looks like 2026-05-01T09:30:00Z-a1b2c3 (table update and "
+            "table refactor print it, and .aibuddy/logs/tables.jsonl names it)"
+        )
+    return run
+
+
 def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", "surrogateescape")
 
@@ -225,7 +238,9 @@ def _undone(entries: list[dict[str, Any]]) -> set[str]:
 
 def _natural(entry: dict[str, Any]) -> bool:
     """A line of a natural-language run (update or refactor)."""
-    return bool(entry.get("run")) and entry.get("source") in ("update", "refactor")
+    run = entry.get("run")  # (a line edited by hand to name no run id is not one)
+    natural = entry.get("source") in ("update", "refactor")
+    return natural and isinstance(run, str) and bool(RUN_ID.fullmatch(run))
 
 
 def undone_runs(state: TablesState) -> set[str]:
