@@ -12,7 +12,7 @@ from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.cli import kb_output
-from aibuddy_cli.knowledge.ask import KnowledgeAgent
+from aibuddy_cli.knowledge.ask import KnowledgeAgent, supported_sentences
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
@@ -116,10 +116,12 @@ def test_a_scripted_model_drives_the_loop_in_process_and_only_read_sections_stay
     assert "SECRET-TASK-MESSAGE" not in everything and "SECRET-MEMORY" not in everything
 
 
-def scripted_answer(vault: Vault, task: str, reply: dict[str, Any]) -> tuple[Any, list[str]]:
-    """kb ask with a scripted model that reads the data-model section, then gives reply."""
+def scripted_answer(
+    vault: Vault, task: str, reply: dict[str, Any], read: dict[str, str] | None = None
+) -> tuple[Any, list[str]]:
+    """kb ask with a scripted model that reads a section (the data-model one), then gives reply."""
     model = ScriptedModel()
-    model.call(("read_section", {"doc": "body", "anchor": "create-your-data-model"}))
+    model.call(("read_section", read or {"doc": "body", "anchor": "create-your-data-model"}))
     model.answer(json.dumps(reply))
     session = Session(Vault.open(vault.root), "demo", environ={"AIBUDDY_MODEL_KNOWLEDGE": "openai/kb-test"})
     result = KnowledgeAgent(session.knowledge, task, connect=lambda settings: model).ask("request body?")
@@ -140,7 +142,7 @@ def test_a_sentence_resting_only_on_an_unread_section_is_taken_out(vault: Vault,
     assert result.answer == "Declare a Pydantic model [1]. Both go in main.py [1]."  # renumbered
     assert [c.anchor for c in result.citations] == ["create-your-data-model"]
     assert result.unsupported == ["Then add it as a parameter."]
-    assert "removed 1 sentence(s) that rested only on them" in warnings
+    assert "removed 1 sentence(s) whose citation marks name no section the model read" in warnings
     assert "removed, unsupported: Then add it as a parameter." in kb_output.ask_text(result)
 
 
@@ -302,3 +304,139 @@ def test_odd_tool_arguments_and_replies_do_not_crash_the_loop(
         json.loads(m["content"]) for m in fake_openai.requests[1]["body"]["messages"] if m["role"] == "tool"
     ]
     assert "1e400 is too large" in tools[0]["error"] and "error" in tools[1] and "error" in tools[2]
+
+
+# --- the answer as Markdown: whole sentences taken out, nothing else (cases a review found) --
+
+
+def test_an_abbreviation_does_not_cut_a_supported_sentence() -> None:
+    # One sentence resting on [1] (kept) and [2] (removed): it stays whole, only [2] goes.
+    answer, unsupported = supported_sentences("Retry with the flag [1], e.g. curl --retry 3 [2].", {1: 1})
+    assert answer == "Retry with the flag [1], e.g. curl --retry 3."
+    assert unsupported == []
+
+
+def test_an_abbreviation_does_not_leave_half_an_unsupported_sentence() -> None:
+    answer, unsupported = supported_sentences("Use a tool, e.g. curl [2]. Then run it [1].", {1: 1})
+    assert answer == "Then run it [1]."
+    assert unsupported == ["Use a tool, e.g. curl."]
+
+
+def test_a_numbered_list_item_is_taken_out_with_its_number() -> None:
+    answer, unsupported = supported_sentences("Steps:\n1. Install it [1].\n2. Run tests [2].", {1: 1})
+    assert answer == "Steps:\n1. Install it [1]."  # not "…\n2." left dangling
+    assert len(unsupported) == 1 and "Run tests" in unsupported[0]
+
+
+def test_removing_a_lines_last_sentence_keeps_the_line_break() -> None:
+    answer, _ = supported_sentences("- Install with pip [1]. Pin the version [2]\n- Run tests [1].", {1: 1})
+    assert answer == "- Install with pip [1].\n- Run tests [1]."  # not "….- Run tests"
+
+
+def test_a_table_row_keeps_its_shape() -> None:
+    table = (
+        "| Option | Meaning |\n|---|---|\n| retries | Retry on failure. Default 3 [2] |\n"
+        "| timeout | Seconds to wait [1] |"
+    )
+    answer, _ = supported_sentences(table, {1: 1})
+    lines = answer.split("\n")
+    assert all(line.startswith("|") and line.endswith("|") for line in lines), answer
+    assert lines[-1] == "| timeout | Seconds to wait [1] |"
+
+
+def test_a_sentence_closed_by_a_parenthesis_is_taken_out() -> None:
+    answer, unsupported = supported_sentences("(See the guide [2].) Declare a model [1].", {1: 1})
+    assert "guide" not in answer
+    assert unsupported and "See the guide" in unsupported[0]
+
+
+def test_a_sentence_followed_by_chinese_without_a_space_is_taken_out() -> None:
+    answer, unsupported = supported_sentences("Use push_str [2].然后用 append [1]。", {1: 1})
+    assert "push_str" not in answer
+    assert unsupported and "push_str" in unsupported[0]
+
+
+# --- brackets and code that are not citation marks ------------------------------------------
+
+
+def test_an_index_in_a_code_span_is_not_renumbered() -> None:
+    answer, unsupported = supported_sentences("Take the first item with `items[0]` [1].", {1: 1})
+    assert answer == "Take the first item with `items[0]` [1]."
+    assert unsupported == []
+
+
+def test_an_unmarked_sentence_with_an_index_in_code_stays(vault: Vault, task: str) -> None:
+    # Nothing was dropped: every citation names a section the loop read.
+    result, warnings = scripted_answer(vault, task, {
+        "answer": "Index from zero: `items[0]`. Declare a model class [1].",
+        "citations": [READ],
+        "gaps": [],
+    })  # fmt: skip
+    assert result.method == "model" and result.dropped_citations == []
+    assert result.unsupported == [], warnings
+    assert result.answer == "Index from zero: `items[0]`. Declare a model class [1]."
+
+
+def test_a_code_block_keeps_its_indentation(vault: Vault, task: str) -> None:
+    code = "```python\nclass Item(BaseModel):\n    name: str\n    price: float\n```"
+    result, _ = scripted_answer(vault, task, {
+        "answer": f"Declare the model as a class [1]:\n\n{code}",
+        "citations": [READ],
+        "gaps": [],
+    })  # fmt: skip
+    assert result.method == "model" and result.dropped_citations == []
+    assert code in result.answer, result.answer
+
+
+# --- an answer with nothing left --------------------------------------------------------------
+
+
+def test_a_list_whose_every_item_is_removed_is_replaced_by_excerpts(vault: Vault, task: str) -> None:
+    result, _ = scripted_answer(vault, task, {
+        "answer": "Steps:\n1. Add it as a parameter [2].\n2. Call it from the route [2].",
+        "citations": [READ, UNREAD],
+        "gaps": [],
+    })  # fmt: skip
+    # Nothing grounded is left ("Steps:"): not passed off as the model's cited answer.
+    assert result.method == "extractive", result.answer
+
+
+def test_sentences_removed_before_the_fallback_are_still_listed(vault: Vault, task: str) -> None:
+    result, _ = scripted_answer(vault, task, {
+        "answer": "It is done with a decorator [2].", "citations": [READ, UNREAD], "gaps": [],
+    })  # fmt: skip
+    assert result.method == "extractive"
+    assert result.to_json()["unsupported"] == ["It is done with a decorator."]
+
+
+# --- which citations count as read ------------------------------------------------------------
+
+
+def test_a_section_read_by_a_differently_cased_anchor_may_be_cited(vault: Vault, task: str) -> None:
+    spelled = {"doc": "body", "anchor": "Create-Your-Data-Model"}  # kb read finds it (case-folded)
+    result, _ = scripted_answer(vault, task, {
+        "answer": "Declare the model as a class [1].", "citations": [spelled], "gaps": [],
+    }, read=spelled)  # fmt: skip
+    assert result.method == "model", result
+    assert [c.anchor for c in result.citations] == ["create-your-data-model"]
+
+
+def test_a_sentence_removed_for_a_mark_naming_no_citation_is_warned_about(vault: Vault, task: str) -> None:
+    # [3] names no citation at all (the model listed one): the sentence is taken out, and said so.
+    result, warnings = scripted_answer(vault, task, {
+        "answer": "Declare a model class [1]. Add it as a parameter [3].", "citations": [READ], "gaps": [],
+    })  # fmt: skip
+    assert result.unsupported == ["Add it as a parameter."]
+    assert any("sentence" in w for w in warnings), warnings
+
+
+# --- bounds -------------------------------------------------------------------------------------
+
+
+def test_a_long_unmarked_answer_keeps_its_unsupported_in_part_line(vault: Vault, task: str) -> None:
+    long_answer = "Declare a Pydantic model and add it as a parameter. " * 500  # 26,000 characters
+    result, _ = scripted_answer(vault, task, {
+        "answer": long_answer, "citations": [READ, UNREAD], "gaps": [],
+    })  # fmt: skip
+    assert result.method == "model" and result.dropped_citations == [UNREAD]
+    assert result.answer.endswith("does not say which sentences rest on them.)"), result.answer[-120:]

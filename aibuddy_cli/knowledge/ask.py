@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
@@ -25,6 +25,7 @@ from ..agent import Complete, Tool, agent_loop, litellm_complete
 from ..errors import AibuddyError, InvalidInput, ModelError
 from ..text import shorten
 from .outline import split_lines
+from .retrieval import find_section
 from .service import KnowledgeService
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ Cite only sections you read with read_section. After each sentence of the answer
 section, put the number of its citation (its position in "citations", from 1) in brackets:
 "Run the rollback script [1]." or "[1, 2]" for several. If the documents do not cover the question,
 say so in the answer and list the gap."""
-# The end of a sentence (with the citation marks that follow it), or a line break.
-_SENTENCE_END = re.compile(r"(?:[.!?]+(?=\s|$|\[)|[。！？]+)(?:\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\])*|\n")
 _MARK = re.compile(r"\s*\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
 
 
@@ -175,9 +174,14 @@ class KnowledgeAgent:
         if not answer.citations or not answer.answer:
             # An answer that cites nothing it read is not grounded in the user's documents.
             self.warnings.append(
-                "the knowledge model's answer cites no section it read; answered with excerpts instead"
+                "every sentence of the knowledge model's answer that cited a section rested on one it "
+                "never read; answered with excerpts instead"
+                if answer.unsupported
+                else "the knowledge model's answer cites no section it read; answered with excerpts instead"
             )
-            return self.extractive(question)._replace(dropped_citations=answer.dropped_citations)
+            return self.extractive(question)._replace(
+                dropped_citations=answer.dropped_citations, unsupported=answer.unsupported
+            )
         return answer
 
     # --- the model loop -----------------------------------------------------------------
@@ -226,21 +230,27 @@ class KnowledgeAgent:
                 citations.append(citation)
             numbers[number] = citations.index(citation) + 1
         answer, unsupported = supported_sentences(answer.strip(), numbers)
+        marked = _MARK.search(_CODE.sub("", answer)) is not None
+        note = ""
         if dropped:
             self.warnings.append(f"removed {len(dropped)} citation(s) of sections the model never read")
-            if unsupported:
-                self.warnings.append(f"removed {len(unsupported)} sentence(s) that rested only on them")
-            elif not _MARK.search(answer):
-                answer += (
+            if not unsupported and not marked:
+                note = (
                     f"\n\n(Unsupported in part: this answer also cited {len(dropped)} section(s) it never "
                     "read, and does not say which sentences rest on them.)"
                 )
+        if unsupported:
+            self.warnings.append(
+                f"removed {len(unsupported)} sentence(s) whose citation marks name no section the model read"
+            )
+            if not marked:  # what is left is connectives and list numbers: nothing grounded
+                answer = ""
         raw_gaps = reply.get("gaps") or []
         gaps = [g for g in raw_gaps if isinstance(g, str) and g.strip()] if isinstance(raw_gaps, list) else []
         # What the model wrote is echoed within bounds: a reply of any size stays a sane document.
         return Answer(
             "model",
-            shorten(answer.strip(), MAX_ANSWER_CHARS),
+            shorten(answer.strip(), MAX_ANSWER_CHARS - len(note)) + note if answer.strip() else "",
             citations,
             [shorten(" ".join(gap.split()), MAX_GAP_CHARS) for gap in gaps[:MAX_ECHOED]],
             [_echo(item) for item in dropped[:MAX_ECHOED]],
@@ -255,10 +265,13 @@ class KnowledgeAgent:
         if not isinstance(doc, str) or not isinstance(anchor, str):
             return None
         try:
-            qualified = self.knowledge.resolve(doc).qualified
+            ref = self.knowledge.resolve(doc)
+            # As `read` finds it (`Create-Your-Data-Model` names `create-your-data-model`).
+            meta = self.knowledge.state.meta(ref)
+            anchor = meta.outline[find_section(ref, meta, anchor)].anchor
         except AibuddyError:
             return None
-        return self.reading.read.get((qualified, anchor))
+        return self.reading.read.get((ref.qualified, anchor))
 
     # --- without a model ----------------------------------------------------------------
 
@@ -296,29 +309,70 @@ class KnowledgeAgent:
 def supported_sentences(answer: str, numbers: Mapping[int, int]) -> tuple[str, list[str]]:
     """answer without the sentences whose citation marks all name citations not kept, its other
     marks renumbered by numbers (the model's -> the kept list's); and the sentences taken out.
-    A sentence without marks stays (a connective, or "the documents do not say")."""
-    kept: list[str] = []
+    A sentence without marks stays (a connective, or "the documents do not say").
+
+    The answer is Markdown: it is judged line by line (a line whose every sentence goes goes with
+    its line break; a table row is one unit), and code (fenced blocks, `spans`) is never split,
+    renumbered or changed: `items[0]` is no citation mark."""
+    masked = _CODE.sub(lambda code: "\0" * len(code[0]), answer)  # same offsets, no code left
+    kept_lines: list[str] = []
     removed: list[str] = []
-    start = 0
-    pieces = []
-    for end in _SENTENCE_END.finditer(answer):
-        pieces.append(answer[start : end.end()])
-        start = end.end()
-    pieces.append(answer[start:])
-    for piece in pieces:
-        marks = [int(n) for group in _MARK.findall(piece) for n in group.split(",")]
-        if marks and not any(n in numbers for n in marks):
-            removed.append(" ".join(_MARK.sub("", piece).split()))
-            continue
-
-        def renumber(mark: re.Match[str]) -> str:
-            found = sorted({numbers[int(n)] for n in mark[1].split(",") if int(n) in numbers})
-            return f" [{', '.join(map(str, found))}]" if found else ""
-
-        kept.append(_MARK.sub(renumber, piece))
-    text = re.sub(r"[ \t]*\n[ \t]*", "\n", "".join(kept))
-    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    at = 0
+    for masked_line in masked.splitlines(keepends=True):
+        line, at = answer[at : at + len(masked_line)], at + len(masked_line)
+        body = masked_line.rstrip("\n")
+        units = [(0, len(body))] if body.lstrip().startswith("|") else list(_sentences(body))
+        kept: list[str] = []
+        for start, end in units:
+            marks = [int(n) for group in _MARK.findall(body, start, end) for n in group.split(",")]
+            if marks and not any(n in numbers for n in marks):
+                removed.append(" ".join(_renumbered(line[start:end], body[start:end], {}).split()))
+            else:
+                kept.append(_renumbered(line[start:end], body[start:end], numbers))
+        if kept or not units:
+            kept_lines.append("".join(kept).rstrip(" \t") + line[len(body) :])
+    text = re.sub(r"\n{3,}", "\n\n", "".join(kept_lines)).strip()
     return text, [sentence for sentence in removed if sentence]
+
+
+# Code in Markdown: a fenced block (``` or ~~~) or an inline span; what is inside is never judged.
+_CODE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$|(`+)[^`\n].*?\2", re.MULTILINE | re.DOTALL)
+# Where a sentence may end: . ! ? (and the quotes or brackets that close it) before a space, the
+# end, a citation mark or CJK text; or CJK's own 。！？. Then the citation marks that follow it.
+_END = re.compile(
+    r"(?:[.!?]+[\"'”’)]*(?=\s|$|\[|[\u3000-\u9fff\uff00-\uffef])|[。！？]+)(?:\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\])*"
+)
+# Words a period follows without ending the sentence (and a single letter: an initial).
+_ABBREVIATIONS = frozenset("e.g i.e etc vs cf dr mr mrs ms no fig approx incl esp".split())
+
+
+def _sentences(line: str) -> Iterator[tuple[int, int]]:
+    """The (start, end) of each sentence of a line of the (code-masked) answer, leading spaces with
+    the sentence they precede."""
+    start = 0
+    for end in _END.finditer(line):
+        if line[end.start()] == ".":
+            word = re.search(r"(\S*)$", line[: end.start()])[1].lower().lstrip("(\"'")  # type: ignore[index]
+            numbered = re.fullmatch(r"\s*(?:[-*+]\s+)?\d+", line[: end.start()]) is not None
+            if numbered or word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+                continue  # "1." of a list, "e.g.", "J. Smith": no sentence ends there
+        yield start, end.end()
+        start = end.end()
+    if line[start:].strip():
+        yield start, len(line)
+    elif start < len(line):  # trailing spaces: kept with the sentence before
+        yield start, len(line)
+
+
+def _renumbered(text: str, masked: str, numbers: Mapping[int, int]) -> str:
+    """text (its code masked in masked) with each citation mark renumbered by numbers, or left out
+    when it names no kept citation."""
+    pieces, at = [], 0
+    for mark in _MARK.finditer(masked):
+        found = sorted({numbers[int(n)] for n in mark[1].split(",") if int(n) in numbers})
+        pieces += [text[at : mark.start()], f" [{', '.join(map(str, found))}]" if found else ""]
+        at = mark.end()
+    return "".join(pieces) + text[at:]
 
 
 def _echo(item: Any) -> Any:
