@@ -23,6 +23,7 @@ imported only by this module, so a file vault's start-up does not change.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
@@ -96,17 +97,26 @@ class StoreUnavailable(Busy):
 _SCHEMA_READY: set[str] = set()  # URLs whose tables this process has already created
 
 
-def shown(url: str) -> str:
-    """url without its password (messages never carry one), as user:password@ or ?password=."""
-    import re
-    from urllib.parse import urlsplit, urlunsplit
+# A URL's password: user:password@ before the host, or a ?password= parameter (any characters,
+# even ones a URL may not hold: a malformed URL is shown without it too).
+_PASSWORD = re.compile(r"^([a-z]+://[^:/@?#]*:)([^@/?#]*)(?=@)|(?i:([?&]password=))([^&#]*)")
 
-    url = re.sub(r"(?i)([?&]password=)[^&#]*", r"\1***", url)
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+
+def shown(url: str) -> str:
+    """url without its password (messages never carry one)."""
+    return _PASSWORD.sub(lambda found: f"{found[1] or found[3]}***", url)
+
+
+def hidden(url: str, text: str) -> str:
+    """text (a driver's message about url) without url's password, however it is spelled there."""
+    from urllib.parse import unquote
+
+    text = text.replace(url, shown(url))
+    for found in _PASSWORD.finditer(url):
+        secret = found[2] or found[4] or ""
+        for spelling in {secret, unquote(secret)} - {""}:
+            text = text.replace(spelling, "***")
+    return text
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -142,9 +152,11 @@ class PgStore:
             connection = psycopg.connect(self.url, autocommit=True, **timeout)
             connection.execute(SESSION)
         except psycopg.Error as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            reason = hidden(self.url, str(error).strip().splitlines()[0] if str(error).strip() else "")
+            if isinstance(error, psycopg.ProgrammingError):  # libpq could not read the URL
+                raise InvalidInput(f"not a PostgreSQL URL libpq reads: {shown(self.url)}: {reason}") from None
             raise StoreUnavailable(
-                f"store unavailable: {shown(self.url)}: {reason.replace(self.url, shown(self.url))}"
+                f"store unavailable: {shown(self.url)}: {reason or type(error).__name__}"
             ) from None
         if self.url not in _SCHEMA_READY:
             # DDL on tables in use would lock them against the writers (CREATE INDEX IF NOT EXISTS

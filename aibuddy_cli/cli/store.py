@@ -14,6 +14,8 @@ from . import output
 from .context import state_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..session import Session
     from ..storage import WalkableStore
 
@@ -52,7 +54,7 @@ def copy(
     state = state_of(ctx, json)
     session = state.session()
     source = _source(session)
-    target, where = _target(session, to, source)
+    target, where, prepare = _target(session, to, source)
     terminal = sys.stderr.isatty() and not state.json
 
     def progress(done: int, total: int) -> None:
@@ -61,7 +63,7 @@ def copy(
             sys.stderr.write("\n" if done == total else "")
             sys.stderr.flush()
 
-    result = copy_vault(source, target, mirror=mirror, progress=progress)
+    result = copy_vault(source, target, mirror=mirror, progress=progress, prepare=prepare)
     text = (
         f"copied {result.copied} file(s), {result.bytes} bytes, to {where}"
         + (f"; {result.unchanged} already there" if result.unchanged else "")
@@ -87,29 +89,42 @@ def _source(session: Session) -> WalkableStore:
     return session.store
 
 
-def _target(session: Session, to: str, source: WalkableStore) -> tuple[WalkableStore, str]:
-    """The store --to names and how to name it in messages (a URL without its password)."""
+def _target(
+    session: Session, to: str, source: WalkableStore
+) -> tuple[WalkableStore, str, Callable[[], None] | None]:
+    """The store --to names, how to name it in messages (a URL without its password), and what
+    to do once every file is read and compared, before the first write (make a new folder a
+    vault: a refused copy leaves nothing behind)."""
     from ..pgstore import PgStore, shown
     from ..storage import FileStore
     from ..store_copy import settings_for_copy
     from ..vault import CONFIG_FILE, Vault, init_vault
 
+    if not to.strip():
+        raise InvalidInput("--to is empty: give a postgresql:// URL or a folder")
     if to.startswith(URL_SCHEMES):
         if isinstance(source, PgStore) and source.url == to:
             raise InvalidInput("--to names the database this vault already uses")
-        return PgStore(to), shown(to)
+        return PgStore(to), shown(to), None
     folder = Path(to).expanduser().resolve()
-    if isinstance(source, FileStore) and folder == source.root:
-        raise InvalidInput("--to names this vault's own folder")
+    own = session.vault.root
+    if folder == own or folder.is_relative_to(own):
+        raise InvalidInput(f"--to {folder} is this vault's folder or inside it: copy to a folder of its own")
     if (folder / CONFIG_FILE).is_file():
         vault = Vault.open(folder, session.environ)
         if vault.config.store.url:
             raise InvalidInput(f"--to {folder}: that vault keeps its files in a database ([store] url)")
-    elif folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        if vault.config.team_vault:
+            raise InvalidInput(f"--to {folder}: a team vault's shared folder is not a copy's place")
+        return FileStore(vault.root, vault.locks_dir()), str(folder), None
+    # (a folder with nothing but a repository, `git init ~/backup`, is empty)
+    if folder.exists() and (not folder.is_dir() or any(p.name != ".git" for p in folder.iterdir())):
         raise InvalidInput(f"--to {folder}: not an aibuddy vault and not an empty folder")
-    else:
-        vault = init_vault(folder, session.user, session.environ)
-        own = session.vault.root / CONFIG_FILE
-        settings = settings_for_copy(own.read_text(encoding="utf-8"))
+    settings = settings_for_copy((own / CONFIG_FILE).read_text(encoding="utf-8"))
+
+    def prepare() -> None:
+        init_vault(folder, session.user, session.environ)
         (folder / CONFIG_FILE).write_text(settings, encoding="utf-8")
-    return FileStore(vault.root, vault.locks_dir()), str(folder)
+
+    # (no lock is taken by a copy: the locks' folder is a placeholder until the folder is a vault)
+    return FileStore(folder, folder / ".aibuddy" / "locks"), str(folder), prepare
