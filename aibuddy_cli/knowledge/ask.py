@@ -230,7 +230,7 @@ class KnowledgeAgent:
                 citations.append(citation)
             numbers[number] = citations.index(citation) + 1
         answer, unsupported = supported_sentences(answer.strip(), numbers)
-        marked = _MARK.search(_CODE.sub("", answer)) is not None
+        marked = _MARK.search(_masked_code(answer)) is not None
         note = ""
         if dropped:
             self.warnings.append(f"removed {len(dropped)} citation(s) of sections the model never read")
@@ -314,7 +314,7 @@ def supported_sentences(answer: str, numbers: Mapping[int, int]) -> tuple[str, l
     The answer is Markdown: it is judged line by line (a line whose every sentence goes goes with
     its line break; a table row is one unit), and code (fenced blocks, `spans`) is never split,
     renumbered or changed: `items[0]` is no citation mark."""
-    masked = _CODE.sub(lambda code: "\0" * len(code[0]), answer)  # same offsets, no code left
+    masked = _masked_code(answer)  # same offsets, no code left
     kept_lines: list[str] = []
     removed: list[str] = []
     at = 0
@@ -335,8 +335,17 @@ def supported_sentences(answer: str, numbers: Mapping[int, int]) -> tuple[str, l
     return text, [sentence for sentence in removed if sentence]
 
 
-# Code in Markdown: a fenced block (``` or ~~~) or an inline span; what is inside is never judged.
-_CODE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$|(`+)[^`\n].*?\2", re.MULTILINE | re.DOTALL)
+# Code in Markdown: a fenced block (``` or ~~~, to its closing fence or the end) or an inline span
+# (on one line, at most 300 characters); what is inside is never judged.
+_FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?:.*?^[ \t]*\1[^\n]*$|.*\Z)", re.MULTILINE | re.DOTALL)
+_SPAN = re.compile(r"(`{1,8})[^`\n][^\n]{0,300}?\1")  # (bounded: a run of backticks costs no more)
+_NUMBERED = re.compile(r"\s*(?:[-*+]\s+)?\d+")  # a list item's number, before its period
+
+
+def _masked_code(text: str) -> str:
+    """text with its code (fenced blocks, then inline spans) as NULs of the same length."""
+    text = _FENCED.sub(lambda code: "\0" * len(code[0]), text)
+    return _SPAN.sub(lambda code: "\0" * len(code[0]), text)
 # Where a sentence may end: . ! ? (and the quotes or brackets that close it) before a space, the
 # end, a citation mark or CJK text; or CJK's own 。！？. Then the citation marks that follow it.
 _END = re.compile(
@@ -352,8 +361,9 @@ def _sentences(line: str) -> Iterator[tuple[int, int]]:
     start = 0
     for end in _END.finditer(line):
         if line[end.start()] == ".":
-            word = re.search(r"(\S*)$", line[: end.start()])[1].lower().lstrip("(\"'")  # type: ignore[index]
-            numbered = re.fullmatch(r"\s*(?:[-*+]\s+)?\d+", line[: end.start()]) is not None
+            tail = line[max(0, end.start() - 12) : end.start()]  # (an abbreviation is short)
+            word = "" if not tail or tail[-1].isspace() else tail.split()[-1].lower().lstrip("(\"'")
+            numbered = _NUMBERED.fullmatch(line, 0, end.start()) is not None
             if numbered or word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
                 continue  # "1." of a list, "e.g.", "J. Smith": no sentence ends there
         yield start, end.end()

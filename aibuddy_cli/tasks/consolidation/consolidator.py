@@ -9,7 +9,7 @@ from ...errors import Busy, InvalidInput
 from ...memory.extraction import Decision, Extractor
 from ..service import TaskMessage, TaskService
 from .evidence import stated_part
-from .handlers import Handlers, Tables, consolidation_tables, known_contacts
+from .handlers import TRANSIENT, Handlers, Tables, consolidation_tables, known_contacts
 from .log import log_pass
 from .process import PassControl, spawn_pass
 from .prompt import request
@@ -263,15 +263,24 @@ class Consolidator:
         texts = {m.n: m.content for m in chunk}
         self._reconciler.begin_reply()
         reconciler = self._reconciler
-        handlers = Handlers(run.task_id, self.tasks, reconciler, run.tables, shield, ask, run.dry_run, known)
-        for category in ITEM_CATEGORIES:
-            if not reply.gave(category):
-                continue
-            if not ask[category]:
-                decisions.append(Decision(category, "ignored", self._left_out(run, category, mark)))
-                continue
-            for value in reply.items(category):
-                decisions.extend(self._item(category, value, numbers, texts, handlers))
+        handlers = Handlers(
+            run.task_id, self.tasks, reconciler, run.tables, shield, ask, run.dry_run, known, task
+        )
+        category = "chunk"
+        try:
+            for category in ITEM_CATEGORIES:
+                if not reply.gave(category):
+                    continue
+                if not ask[category]:
+                    decisions.append(Decision(category, "ignored", self._left_out(run, category, mark)))
+                    continue
+                for value in reply.items(category):
+                    decisions.extend(self._item(category, value, numbers, texts, handlers))
+        except TRANSIENT as error:  # the chunk is tried again (the shield makes what was written a no-op)
+            decisions.append(Decision(category, "failed", f"{error.message}: the chunk is tried again later"))
+            if not run.dry_run:
+                log_pass(self.tasks, run.task_id, [first, last], decisions, applied=False, categories=asked)
+            return Pass([first, last], decisions, False, list(asked))
         summary = previous
         if reply.gave("summaries"):
             if not ask["summaries"]:

@@ -9,10 +9,10 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...errors import AibuddyError, NotFound
+from ...errors import AibuddyError, Busy, DiskFull, NotFound, ReadOnly
 from ...memory.extraction import Decision, Extractor, bounded
 from ...redaction import redacted_noted
-from ..service import TaskService
+from ..service import Task, TaskService
 from .reply import ContactItem, KnowledgeItem, MemoryItem, Rejected, SummaryItem, TaskItem
 from .shield import CONTACTS, Shield
 
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 SOURCE = "consolidation"  # how the tables journal names the changes of a pass
 MAX_FIELD = 2000  # characters of a contact's bio, response policy or summary
 MAX_PLAN = 4000
+# What a write meets that says nothing about the item: the vault is busy, full or read-only now.
+TRANSIENT = (Busy, DiskFull, ReadOnly)
 MAX_SUMMARY = 4000
 # (the reply's field, the contacts table's column, the [consolidation] flag that switches it)
 CONTACT_COLUMNS = (
@@ -73,10 +75,12 @@ class Handlers:
         flags: Mapping[str, bool],
         dry_run: bool,
         known: Mapping[str, str] | None = None,
+        shown: Task | None = None,
     ) -> None:
         """tables: where contacts and knowledge go (None when both are switched off). flags: the
         categories and parts of contacts the pass asked for. known: the contacts' summaries the
-        request showed the model (by name), which their new summary folds in."""
+        request showed the model (by name), which their new summary folds in. shown: the task as
+        the request showed it (its plan and status: a person's change since is kept)."""
         self.task_id = task_id
         self.tasks = tasks
         self.reconciler = reconciler
@@ -85,6 +89,7 @@ class Handlers:
         self.flags = flags
         self.dry_run = dry_run
         self.known: Mapping[str, str] = known or {}
+        self.shown = shown
 
     def apply(self, category: str, fields: dict[str, Any]) -> Decision:
         """One item of the category (memory, contacts, knowledge, tasks): what was done with it."""
@@ -98,6 +103,8 @@ class Handlers:
             return handler(fields)
         except Rejected as exc:
             return exc.decision(category)
+        except TRANSIENT:
+            raise  # the vault cannot be written now: the pass is tried again, its position kept
         except AibuddyError as exc:
             return Decision(category, "failed", bounded(exc.message))
 
@@ -121,7 +128,9 @@ class Handlers:
         contact's own is added to it, not put in its place. A contacts table that lacks one of
         the columns gains it, its rows kept."""
         item = ContactItem.from_reply(fields)
-        name, dry_run = item.name, self.dry_run
+        # The row the request showed, as it is spelled there ("maria lopez" for "Maria Lopez").
+        shown_as = {name.casefold(): name for name in self.known}
+        name, dry_run = shown_as.get(" ".join(item.name.split()).casefold(), item.name), self.dry_run
         if self.shield.rows_named(CONTACTS, name):
             return Decision("contacts", "handled", "the chunk's own tool call wrote it", name)
         given = item._asdict()
@@ -143,7 +152,9 @@ class Handlers:
         found = self.tables.queries.filter([CONTACTS], _named(name), limit=1).tables[0]
         row = found.rows[0] if found.total else None
         previous = row.get("summary") if row is not None else None
-        values = _bounded(values, previous if name not in self.known and isinstance(previous, str) else None)
+        # A summary the model was not shown (or that a person changed since) is kept, the new after it.
+        unseen = name not in self.known or previous != self.known[name]
+        values = _bounded(values, previous if unseen and isinstance(previous, str) else None)
         new = values if row is None else {c: v for c, v in values.items() if row.get(c) != v}
         if row is not None and not new:
             return Decision("contacts", "no-op", "nothing new", name)
@@ -184,6 +195,13 @@ class Handlers:
         if status is not None and task.status == "closed":
             return Decision("tasks", "dropped", f"the task is closed: its status stays ({status} not set)")
         plan = plan if plan != task.plan else None
+        kept: list[str] = []  # what a person changed while the model answered stays theirs
+        if self.shown is not None and plan is not None and task.plan != self.shown.plan:
+            plan, kept = None, [*kept, "plan"]
+        if self.shown is not None and status is not None and task.status != self.shown.status:
+            status, kept = None, [*kept, "status"]
+        if kept and plan is None and status is None:
+            return Decision("tasks", "dropped", f"the {' and '.join(kept)} changed since the request: kept")
         done = ", ".join(part for part, value in (("plan", plan), (f"status {status}", status)) if value)
         if not done:
             return Decision("tasks", "no-op", "nothing new")
@@ -213,7 +231,7 @@ def bounded_summary(text: str) -> str:
 
 
 def _named(name: str) -> str:
-    return f"name == {json.dumps(name)}"
+    return f"name == {json.dumps(name, ensure_ascii=False)}"  # (𠮷 as itself: no surrogate pair)
 
 
 def _contact_columns() -> list[Any]:
