@@ -12,22 +12,13 @@ from typing import Any
 import pytest
 from conftest import record_path
 from conftest import write_record_file as write
+from test_memory_review import NOW, record
 
 from aibuddy_cli.errors import NotFound
 from aibuddy_cli.memory import expiry
 from aibuddy_cli.memory.review import find_proposals, merged_body, review
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
-
-NOW = "2027-06-01T00:00:00Z"
-
-
-def record(name: str, description: str, kind: str, updated: str, body: str = "", **header: object) -> str:
-    extra = "".join(f"{key}: {value}\n" for key, value in header.items())
-    return (
-        f"---\nname: {name}\ndescription: {description}\ntype: {kind}\ncreated: {updated}\n"
-        f"updated: {updated}\n{extra}---\n{body}"
-    )
 
 
 @pytest.fixture
