@@ -152,12 +152,10 @@ class PgStore:
             connection = psycopg.connect(self.url, autocommit=True, **timeout)
             connection.execute(SESSION)
         except psycopg.Error as error:
-            reason = hidden(self.url, str(error).strip().splitlines()[0] if str(error).strip() else "")
+            reason = self._reason(error)
             if isinstance(error, psycopg.ProgrammingError):  # libpq could not read the URL
                 raise InvalidInput(f"not a PostgreSQL URL libpq reads: {shown(self.url)}: {reason}") from None
-            raise StoreUnavailable(
-                f"store unavailable: {shown(self.url)}: {reason or type(error).__name__}"
-            ) from None
+            raise StoreUnavailable(f"store unavailable: {shown(self.url)}: {reason}") from None
         if self.url not in _SCHEMA_READY:
             # DDL on tables in use would lock them against the writers (CREATE INDEX IF NOT EXISTS
             # takes its lock before it looks) and could deadlock with them: it runs only while the
@@ -198,6 +196,11 @@ class PgStore:
             connection = self._local.connection = self._connect()
         return connection
 
+    def _reason(self, error: Exception) -> str:
+        """A driver's error in one line, without the URL's password."""
+        text = str(error).strip()
+        return hidden(self.url, text.splitlines()[0]) if text else type(error).__name__
+
     def _failure(self, error: Exception) -> Busy:
         """What a psycopg OperationalError tells the caller: busy when a write waited too long for
         the clock, else the store is unavailable (and this thread's connection is dropped)."""
@@ -206,7 +209,7 @@ class PgStore:
         if isinstance(error, psycopg.errors.LockNotAvailable):
             return Busy("the vault is busy (a write waited 30 s for another host's); try again")
         self._local.connection = None
-        return StoreUnavailable(f"store unavailable: {shown(self.url)}: {str(error).strip().splitlines()[0]}")
+        return StoreUnavailable(f"store unavailable: {shown(self.url)}: {self._reason(error)}")
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
@@ -548,7 +551,7 @@ class PgStore:
         except psycopg.OperationalError as error:
             self._local.locks = None
             raise StoreUnavailable(
-                f"store unavailable: {shown(self.url)}: {str(error).strip().splitlines()[0]}"
+                f"store unavailable: {shown(self.url)}: {self._reason(error)}"
             ) from None
         held.add(name)
         try:
