@@ -162,11 +162,21 @@ def _git(root: Path, *args: str, input: bytes | None = None) -> bytes:
 
 
 def _staged_blobs(root: Path, paths: list[str]) -> Iterator[tuple[str, bytes]]:
-    """The staged contents of paths (relative to the repository's top), through one cat-file."""
-    wanted = [p for p in paths if "\n" not in p]
+    """The staged contents of paths (relative to the repository's top), through one cat-file,
+    asked by blob id (a name holding a newline cannot be asked by name)."""
+    if not paths:
+        return
+    ids: dict[str, str] = {}
+    listing = _git(root, "ls-files", "--stage", "-z").decode("utf-8", "replace")
+    for entry in filter(None, listing.split("\0")):
+        meta, _, path = entry.partition("\t")
+        mode, blob, stage = meta.split()
+        if stage == "0" and mode != "160000":  # (a submodule is no file)
+            ids[path] = blob
+    wanted = [p for p in paths if p in ids]
     if not wanted:
         return
-    out = _git(root, "cat-file", "--batch", input="".join(f":{p}\n" for p in wanted).encode("utf-8"))
+    out = _git(root, "cat-file", "--batch", input="".join(f"{ids[p]}\n" for p in wanted).encode("ascii"))
     at = 0
     for path in wanted:
         end = out.index(b"\n", at)
@@ -184,7 +194,8 @@ def scan_staged(root: Path) -> ScanResult:
     """The findings in the vault files staged for the next commit of root's repository."""
     top = Path(_git(root, "rev-parse", "--show-toplevel").decode("utf-8").strip())
     prefix = _git(root, "rev-parse", "--show-prefix").decode("utf-8").strip()
-    names = _git(top, "diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR").decode(
+    # (T too: a symlink that became a file holding a key is a change of type)
+    names = _git(top, "diff", "--cached", "--name-only", "-z", "--diff-filter=ACMRT").decode(
         "utf-8", "replace"
     )
     staged: list[tuple[str, str]] = []  # (path in the repository, path in the vault)

@@ -112,12 +112,31 @@ def personal_vault(vault: Vault, environ: Mapping[str, str]) -> PersonalVault:
         vault_id = clone_id(vault.root)
         chosen = PersonalVault(personal_vaults_home(environ) / vault_id, vault_id, "clone path")
     root, shared = chosen.root, vault.root
-    if root == shared or shared in root.parents or root in shared.parents:
+    # What the team's remote receives is the repository that holds the vault, all it does not ignore.
+    pushed = next((folder for folder in (shared, *shared.parents) if (folder / ".git").exists()), shared)
+    inside = root == shared or shared in root.parents or root in shared.parents
+    if inside or (pushed in root.parents and not _ignored_by_git(pushed, root)):
         raise InvalidInput(
-            f"the personal vault {root} must be outside the shared vault {shared} (and not hold it): "
-            f"what is in the shared folder reaches the team's remote; change {PERSONAL_VAULT_ENV}"
+            f"the personal vault {root} must be outside the shared vault {shared} and what its "
+            f"repository {pushed} pushes (and not hold it): what is there reaches the team's remote; "
+            f"change {PERSONAL_VAULT_ENV}"
         )
     return chosen
+
+
+def _ignored_by_git(repository: Path, folder: Path) -> bool:
+    """Whether git ignores folder in repository (a dotfiles repository at ~ that ignores ~/.local)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repository), "check-ignore", "-q", str(folder) + "/"],
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def prepare_personal_vault(root: Path) -> None:
@@ -250,6 +269,20 @@ def tracked(root: Path, keys: Iterable[str]) -> set[str]:
         return set()
     top = _git(root, "rev-parse", "--show-prefix").stdout.strip()  # root's path in the repository
     return {name[len(top) :] for name in listed.stdout.split("\0") if name.startswith(top) and name}
+
+
+def staged_apart(root: Path, keys: Iterable[str]) -> set[str]:
+    """Which of keys git's index holds with bytes that are neither HEAD's nor the work tree's
+    (edited, `git add`-ed, edited again): `git rm --cached` refuses to drop those."""
+    keys = list(keys)
+    if not keys:
+        return set()
+    found: list[set[str]] = []
+    for against in (("--cached",), ()):  # the index against HEAD, then the work tree against it
+        names = ("--name-only", "-z", "--relative", "--", *keys)
+        listed = _git(root, "--literal-pathspecs", "diff", *against, *names)
+        found.append(set(filter(None, listed.stdout.split("\0"))) if listed.returncode == 0 else set())
+    return found[0] & found[1]
 
 
 def first_commit_id(root: Path) -> str | None:
@@ -500,9 +533,14 @@ def move_personal_files(vault: Vault, user: str, personal_root: Path) -> tuple[l
             for unit, found in theirs.items()
             if any(key not in keys or personal.read(key)[0] != shared.read(key)[0] for key in found)
         }
+        stuck = {unit_of(key) for key in staged_apart(vault.root, keys)}
         for key in keys:
             if unit_of(key) in refused:
                 skipped.append(Skipped(key, f"the personal vault holds a different {unit_of(key)}"))
+                continue
+            if unit_of(key) in stuck:
+                why = "has changes staged apart from the file: git restore --staged, then run this again"
+                skipped.append(Skipped(key, f"{unit_of(key)} {why}"))
                 continue
             try:
                 data, entry = shared.read(key)

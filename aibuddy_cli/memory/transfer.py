@@ -167,6 +167,13 @@ class Importer:
         return Imported(source, "jsonl", dry_run, decisions + self._weigh(candidates, dry_run))
 
     def _restore(self, name: str, text: str, dry_run: bool) -> Decision:
+        """An exported record file put back as it was, but for a credential-shaped value (what
+        another program wrote: no secret enters memory by an import)."""
+        from ..redaction import describe, holds_secret, redacted
+
+        found = holds_secret(text)
+        if found:
+            text = redacted(text)
         try:
             outcome = self.memory.restore(name, text, dry_run=dry_run)
         except (MalformedRecord, InvalidInput) as error:
@@ -174,7 +181,8 @@ class Importer:
         except AibuddyError as error:
             return Decision("write", "failed", error.message, name)
         detail = {
-            "restored": "its exported file, byte for byte",
+            "restored": f"its exported file, {describe(found)} redacted" if found else "its exported file, "
+            "byte for byte",
             "no-op": "the vault holds the same file",
             "kept": "a different record of that name is in the vault: never overwritten",
         }[outcome]
