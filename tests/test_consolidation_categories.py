@@ -541,3 +541,21 @@ def test_a_contact_shown_to_the_model_is_the_one_its_reply_updates(
     assert "- maria lopez: Handles the venue." in model.requests[-1][1]["content"]
     rows = contacts(cli)
     assert len(rows) == 1, [(r["name"], r["summary"]) for r in rows]
+
+
+def test_task_context_says_how_far_the_rolling_summary_it_shows_goes(
+    cli, vault: Vault, chat: None, model: ScriptedModel, consolidate
+) -> None:
+    """The summary's own position, not the shared one: after `--only summaries` over messages 1-4
+    the summary covers 4 while memory and contacts have seen none; after a pass without summaries
+    it still covers 4."""
+    model.reply_json(REPLY)
+    consolidate(only=["summaries"])
+    assert watermark(vault)["last"] == 0
+    assert "(consolidated through message 4)" in cli("task", "context", "t1").stdout
+    say(cli, "Maria confirmed the venue.", "Good.")
+    model.reply_json({"memory": [], "contacts": []})
+    consolidate(only=["memory", "contacts"])
+    assert watermark(vault)["last"] == 4
+    assert "(consolidated through message 4)" in cli("task", "context", "t1").stdout
+

@@ -45,6 +45,7 @@ class Watermark(NamedTuple):
     digest: str | None  # of the chunk that ended at `last`
     first: int | None = None  # that chunk's first message
     ahead: Mapping[str, Chunk] = MappingProxyType({})  # categories a pass took past `last`
+    summary_through: int | None = None  # the last message the summary covers (None: not kept)
 
     @property
     def shared(self) -> Chunk:
@@ -58,6 +59,13 @@ class Watermark(NamedTuple):
     def position(self, category: str) -> int:
         """The last message the category has consolidated."""
         return self.chunk(category).last
+
+    @property
+    def summary_position(self) -> int:
+        """The last message the rolling summary covers: its own pass's, never past the summaries'
+        position (which a log that no longer ends with its chunk takes back)."""
+        at = self.position("summaries")
+        return at if self.summary_through is None else min(self.summary_through, at)
 
     def positions(self) -> dict[str, int]:
         """The categories past the shared position, and their last message."""
@@ -109,6 +117,7 @@ def watermark(tasks: TaskService, task_id: str, *, checked: bool = True) -> Wate
         shared.digest,
         shared.first,
         MappingProxyType(ahead),
+        _whole(found.get("summary_through")),
     )
 
 
@@ -160,7 +169,9 @@ def keep_watermark(
     records.update({category: done for category in asked})
     counted = [records[c] for c in enabled if c in records] or [done]
     shared = min(counted, key=lambda record: record.last)
-    document: dict[str, Any] = {**shared.to_json(), "summary": summary, "at": utc_now()}
+    through = done.last if "summaries" in asked else mark.summary_position
+    document: dict[str, Any] = {**shared.to_json(), "summary": summary, "summary_through": through}
+    document["at"] = utc_now()
     ahead = {c: record.to_json() for c, record in records.items() if record.last > shared.last}
     if ahead:
         document["ahead"] = ahead
@@ -168,6 +179,6 @@ def keep_watermark(
 
 
 def consolidated(tasks: TaskService, task_id: str) -> tuple[int, str | None]:
-    """How far consolidation has come for the task: the last message, and the rolling summary."""
+    """How far the rolling summary has come for the task: the last message it covers, and it."""
     mark = watermark(tasks, task_id)
-    return mark.last, mark.summary
+    return mark.summary_position, mark.summary
