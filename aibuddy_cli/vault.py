@@ -112,7 +112,7 @@ def _load_config(root: Path, environ: Mapping[str, str]) -> Config:
         st = os.stat(config_path)
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(f"no vault at {root} ({CONFIG_FILE} missing); run 'aibuddy init'") from None
-    signature = [st.st_mtime_ns, st.st_ctime_ns, st.st_size]
+    signature = [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino]  # (the inode: an editor's replace)
 
     def cache_paths() -> Iterator[Path]:
         yield root / CACHE_DIR / "config.json"
