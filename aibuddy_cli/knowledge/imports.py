@@ -63,7 +63,7 @@ class Imports:
         """Import Markdown / UTF-8 text files into pending/. One failure never stops the rest."""
         if scope not in SCOPES:
             raise InvalidInput(f"invalid scope {scope!r}: use system or personal")
-        candidates, outcomes = _collect(paths, recursive)
+        candidates, outcomes = _collect(paths, recursive, self.state.vault.root)
         index = self.sync.index()
         known = {doc.sha256: doc.ref for doc in self.access.known(index.docs())}
         owner = self.state.user if scope == "personal" else None
@@ -153,10 +153,16 @@ class Imports:
         return self.replace_body(spec, data, source=str(Path(source).resolve()))
 
 
-def _collect(paths: Iterable[str], recursive: bool) -> tuple[list[Path], list[ImportOutcome]]:
+# The vault's own files are never imported: its documents, another user's personal ones among
+# them, its memory records, its tasks.
+_VAULT_PARTS = ("memory", "knowledge", "tables", "tasks", ".aibuddy")
+
+
+def _collect(paths: Iterable[str], recursive: bool, vault: Path) -> tuple[list[Path], list[ImportOutcome]]:
     """The files to import, and outcomes for what cannot even be tried."""
     files: list[Path] = []
     outcomes: list[ImportOutcome] = []
+    own = [(vault / part).resolve() for part in _VAULT_PARTS]
     for raw in paths:
         path = Path(raw)
         try:
@@ -176,7 +182,14 @@ def _collect(paths: Iterable[str], recursive: bool) -> tuple[list[Path], list[Im
             files.append(path)
         else:  # reading a FIFO would wait for a writer, a device may never end
             outcomes.append(ImportOutcome(raw, "failed", message=_not_regular(mode)))
-    return files, outcomes
+    kept = []
+    for file in files:
+        resolved = file.resolve()
+        if any(resolved.is_relative_to(part) for part in own):
+            outcomes.append(ImportOutcome(str(file), "skipped", message="a file of the vault itself"))
+        else:
+            kept.append(file)
+    return kept, outcomes
 
 
 def _walk(folder: Path, outcomes: list[ImportOutcome]) -> list[Path]:

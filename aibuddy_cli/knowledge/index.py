@@ -6,6 +6,7 @@ body's and sidecar's stat) and re-indexes only what changed; deleting it loses n
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
@@ -17,7 +18,7 @@ from .outline import heading_paths, split_lines
 if TYPE_CHECKING:
     from .usable import Usable
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: a section's path kept as a JSON list
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -107,7 +108,7 @@ class Hit(NamedTuple):
 
 
 _FRONT_MATTER = re.compile(
-    r"\A(?:---|\+\+\+)[ \t]*\r?\n.*?^(?:---|\+\+\+|\.\.\.)[ \t]*$", re.DOTALL | re.MULTILINE
+    r"\A\ufeff?(?:---|\+\+\+)[ \t]*\r?\n.*?^(?:---|\+\+\+|\.\.\.)[ \t]*$", re.DOTALL | re.MULTILINE
 )
 _LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)|<https?://[^>\s]*>|https?://[^\s)\]>]+")
 
@@ -131,6 +132,9 @@ class KnowledgeIndex(CacheDB):
     schema = _SCHEMA
     version = SCHEMA_VERSION
     tables = ("meta", "docs", "sections", "sections_fts", "docs_fts")
+
+    def holds(self, body_key: str) -> bool:
+        return self.db.execute("SELECT 1 FROM docs WHERE body_key = ?", (body_key,)).fetchone() is not None
 
     def signatures(self) -> dict[str, int]:
         return {key: sig & MASK for key, sig in self.db.execute("SELECT body_key, signature FROM docs")}
@@ -171,7 +175,7 @@ class KnowledgeIndex(CacheDB):
         paths = heading_paths(meta.outline)
         for order, section in enumerate(meta.outline):
             body = "".join(lines[section.start - 1 : section.end])
-            path = " > ".join(paths[order])
+            path = json.dumps(paths[order], ensure_ascii=False)  # (a heading may hold " > ")
             row = self.db.execute(
                 "INSERT INTO sections (doc, ord, level, title, anchor, path, first_line, last_line, text)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -312,6 +316,6 @@ class KnowledgeIndex(CacheDB):
         for section, score in ranked:
             sc, ow, di, st, t, a, stt, pa, b, e, tx = details[section]
             hits.append(
-                Hit(DocRef(sc, ow, di, st), t, a, stt, [p for p in pa.split(" > ") if p], b, e, tx, -score)
+                Hit(DocRef(sc, ow, di, st), t, a, stt, json.loads(pa), b, e, tx, -score)
             )
         return hits

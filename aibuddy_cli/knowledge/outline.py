@@ -74,7 +74,7 @@ def slugify(title: str) -> str:
 
 def _front_matter_lines(lines: list[str]) -> int:
     """How many leading lines are YAML front matter ('---' … '---' or '...'), else 0."""
-    if not lines or lines[0].rstrip("\r\n") != "---":
+    if not lines or lines[0].lstrip("\ufeff").rstrip("\r\n") != "---":  # (a byte-order mark first too)
         return 0
     for index in range(1, len(lines)):
         if lines[index].rstrip("\r\n").rstrip() in _FRONT_MATTER_CLOSE:
@@ -114,7 +114,9 @@ def parse_outline(text: str, fallback_title: str = "") -> list[Section]:
         if token.type != "heading_open" or token.map is None:
             continue
         title = _plain_title(tokens[index + 1])
-        explicit = _EXPLICIT_ANCHOR.search(title)
+        # `{#id}` names the anchor only as the heading's own last text, never inside a code span.
+        last = (tokens[index + 1].children or [None])[-1]
+        explicit = _EXPLICIT_ANCHOR.search(title) if last is not None and last.type == "text" else None
         anchor = None
         if explicit:
             anchor = explicit.group(1)

@@ -207,6 +207,11 @@ class Retrieval:
         self.sync.refresh()
         ref = self.access.resolve(spec)
         self.access.check(ref, self._usable(task, status))
+        if not self.sync.index().holds(ref.body_key):  # the refresh left it out (see its warning)
+            raise NotAllowed(
+                f"{ref.qualified} changed since its review while a pending version exists: not served "
+                "until one of them is published"
+            )
         return ref
 
     def outline(self, spec: str, task: str | None = None, status: str = "ready") -> tuple[DocRef, Meta]:
