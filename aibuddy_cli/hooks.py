@@ -57,7 +57,7 @@ def parse_event(data: bytes) -> Event:
         raise InvalidInput("the hook event is larger than 1 MiB")
     try:
         raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise InvalidInput("the hook event on stdin is not JSON") from None
     if not isinstance(raw, dict):
         raise InvalidInput("the hook event is not a JSON object")
@@ -123,7 +123,7 @@ def bound_task(session: Any, event: Event) -> tuple[str, dict[str, Any]]:
     project = event.cwd.name if event.cwd else "a project"
     prompt = event.raw.get("prompt")
     goal = prompt if isinstance(prompt, str) and prompt.strip() else f"{AGENT} session in {project}"
-    task = session.tasks.new(" ".join(goal.split())[:200])
+    task = session.tasks.new(_goal(goal))
     binding = {
         "agent": AGENT,
         "session_id": event.session_id,
@@ -136,6 +136,15 @@ def bound_task(session: Any, event: Event) -> tuple[str, dict[str, Any]]:
     return task.id, binding
 
 
+def _goal(text: str) -> str:
+    """A task's goal from an agent's first request: one line, bounded, redacted (an automatic
+    write: a key pasted into the prompt is not kept), no lone surrogate."""
+    from .redaction import redact
+
+    text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return " ".join(redact(text)[0].split())[:200]
+
+
 def import_new(session: Any, event: Event, task: str, binding: dict[str, Any]) -> Outcome:
     """The transcript's lines added since the binding's offset, as the task's messages."""
     from .operations.task import import_turns
@@ -144,7 +153,12 @@ def import_new(session: Any, event: Event, task: str, binding: dict[str, Any]) -
     path = event.transcript
     if path is None:
         return Outcome(task)
-    same = binding.get("transcript") == str(path)
+    try:
+        status = os.stat(path)
+        identity = [status.st_dev, status.st_ino]  # a file written anew in its place is another one
+    except OSError:
+        identity = None
+    same = binding.get("transcript") == str(path) and binding.get("file", identity) == identity
     offset = binding.get("offset", 0) if same else 0
     line = binding.get("line", 1) if same else 1
     lines, end, next_line = new_lines(path, offset, line, final=event.name == "SessionEnd")
@@ -156,24 +170,36 @@ def import_new(session: Any, event: Event, task: str, binding: dict[str, Any]) -
     if task_record.goal.startswith(f"{AGENT} session in"):  # made before its first request was seen
         first = next((t.content for t in reading.turns if t.role == "user" and t.content.strip()), None)
         if first:
-            session.tasks.set_goal(task, " ".join(first.split())[:200])
-    session.tasks.keep_document(
-        task, BINDING, {**binding, "transcript": str(path), "offset": end, "line": next_line}
-    )
+            session.tasks.set_goal(task, _goal(first))
+    kept = {"transcript": str(path), "file": identity, "offset": end, "line": next_line}
+    session.tasks.keep_document(task, BINDING, {**binding, **kept})
     return Outcome(task, added, skipped_lines=reading.skipped)
 
 
 def new_lines(path: Path, offset: int, line: int, *, final: bool) -> tuple[list[str], int, int]:
     """The whole lines of path after byte offset (all of them when final: a line cut short for
     good is then read, and skipped as no JSON), the offset after them and the next line's number.
-    A file shorter than offset was written anew: read from its start."""
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    A file shorter than offset was written anew: read from its start. At most READ_LIMIT bytes a
+    call, cut at their last line break (a line longer than that is passed over whole)."""
+    import stat
+
+    # (no FIFO or device: opening one would wait for a writer, and the agent with it)
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise InvalidInput(f"{path} is not a regular file")
+        size = status.st_size
         if size < offset:
             offset, line = 0, 1
         handle.seek(offset)
         data = handle.read(min(size - offset, READ_LIMIT))
-    complete = data if final or len(data) == READ_LIMIT else data[: data.rfind(b"\n") + 1]
+    if final and len(data) < READ_LIMIT:
+        complete = data
+    elif b"\n" in data or len(data) < READ_LIMIT:
+        complete = data[: data.rfind(b"\n") + 1]
+    else:  # one line longer than READ_LIMIT: passed over (its rest goes as a line not JSON)
+        complete = data
     text = complete.decode("utf-8", "replace")
     lines = text.split("\n")
     if lines and lines[-1] == "":

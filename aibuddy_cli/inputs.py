@@ -47,16 +47,20 @@ def read_transcript_file(transcript: str) -> Transcript:
     of filling memory."""
     name = "standard input" if transcript == "-" else f"transcript {transcript}"
     too_large = f"{name} is larger than 8 MiB: pass only the latest turns"
-    text = read_text(transcript, TRANSCRIPT_LIMIT, name, too_large)
+    # (a live transcript's last line may be cut inside a character: that line is skipped, as the
+    # hook skips it, never the whole import)
+    text = read_text(transcript, TRANSCRIPT_LIMIT, name, too_large, errors="replace")
     return Transcript(transcript, text.split("\n"))
 
 
-def read_text(source: str, limit: int, name: str, too_large: str, encoding: str = "utf-8") -> str:
+def read_text(
+    source: str, limit: int, name: str, too_large: str, encoding: str = "utf-8", errors: str = "strict"
+) -> str:
     """read_bounded of source ("-": standard input) as UTF-8 text; InvalidInput when it is not."""
     import sys
 
     data = read_bounded(source, limit, sys.stdin.buffer, name=name, too_large=too_large)
     try:
-        return data.decode(encoding)
+        return data.decode(encoding, errors)
     except UnicodeDecodeError:
         raise InvalidInput(f"{name} is not UTF-8 text") from None

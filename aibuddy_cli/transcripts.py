@@ -220,6 +220,18 @@ def _codex(line: _Line) -> list[Turn] | None:
 SHAPES = (("claude-code", _claude_code), ("codex", _codex), ("openai", _openai))
 
 
+def _whole_text(value: Any) -> Any:
+    """value with each lone surrogate (a `\\ud83d` escape whose pair was cut off) as U+FFFD: no
+    UTF-8 text can hold one, and one such line must not stop the rest."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [_whole_text(item) for item in value]
+    if isinstance(value, dict):
+        return {_whole_text(key): _whole_text(item) for key, item in value.items()}
+    return value
+
+
 def read_transcript(lines: Iterable[str], first_line: int = 1) -> Reading:
     """Every turn of lines (first_line: the number of the first, when reading resumes mid-file)."""
     turns: list[Turn] = []
@@ -241,6 +253,8 @@ def read_transcript(lines: Iterable[str], first_line: int = 1) -> Reading:
         except (ValueError, RecursionError):
             skip(number, "not JSON (a line cut short?)")
             continue
+        if "\\ud" in text or "\\uD" in text:  # a string cut inside an emoji by a JavaScript writer
+            data = _whole_text(data)
         line = _Line(number, text.rstrip("\n"), data)
         for shape, read in SHAPES:
             try:

@@ -23,4 +23,6 @@ def write_after_asking(path: Path, current: str | None, changed: str, yes: bool)
         typer.echo(change, err=True)
         if not typer.confirm(f"Write {path}?", default=False, err=True):
             raise Aborted(f"{path} was not written")
-    atomic_write(path, changed.encode("utf-8"))
+    # A settings file kept as a link (into a dotfiles repository) is written where it leads: the
+    # replace would otherwise put a plain file in the link's place.
+    atomic_write(path.resolve() if path.is_symlink() else path, changed.encode("utf-8"))
