@@ -100,7 +100,8 @@ def file_rows(file: str) -> list[Any]:
     if text.lstrip().startswith("{"):
         return [
             json_value(line, f"{source} line {number}")
-            for number, line in enumerate(text.splitlines(), 1)
+            # (line feeds only: U+2028 and U+0085 may stand inside a JSON string)
+            for number, line in enumerate(text.split("\n"), 1)
             if line.strip()
         ]
     try:
@@ -114,6 +115,11 @@ def file_rows(file: str) -> list[Any]:
                 raise InvalidInput(
                     f"{source} line {reader.line_num}: {len(header) + len(row[None])} fields where "
                     f"the header has {len(header)}"
+                )
+            if None in row.values():  # fewer: a line another tool broke in two
+                given = sum(value is not None for value in row.values())
+                raise InvalidInput(
+                    f"{source} line {reader.line_num}: {given} field(s) where the header has {len(header)}"
                 )
             rows.append(row)
     except csv.Error as exc:

@@ -34,6 +34,7 @@ from .schema import (
     infer_type,
     parse_row,
     parse_value,
+    same_value,
 )
 from .state import TableInfo, TablesState, bounded
 
@@ -304,7 +305,12 @@ class TableChanges:
         replaced: list[tuple[Row, Row]] = []
         before: list[dict[str, Any]] = []
         for row in matched:
-            old = {name: row.get(name) for name, value in new.items() if row.get(name) != value}
+            # (same_value: [1] is not [True], 1 is not 1.0, 0.0 is not -0.0 in a cell)
+            old = {
+                name: row.get(name)
+                for name, value in new.items()
+                if not same_value(row.get(name), value, schema.types[name])
+            }
             if old:
                 before.append({"key": row[schema.key], "values": old})
                 replaced.append((row, new))

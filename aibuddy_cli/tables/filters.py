@@ -424,7 +424,15 @@ class _Compiler:
         if symbol in "+-*":
             return self.make(node, f"({{a}} {symbol} {{b}})", type_, a=a, b=b)
         if type_ == "int":  # SQLite's % truncates towards zero; this rounds towards minus infinity
-            mod = self.make(node, "((({a} % {b}) + {b}) % {b})", "int", a=a, b=b)
+            # (never a % b + b: that overflows past 2**63, into a float)
+            mod = self.make(
+                node,
+                "(CASE WHEN ({a} % {b}) <> 0 AND (({a} % {b}) < 0) <> ({b} < 0)"
+                " THEN ({a} % {b}) + {b} ELSE {a} % {b} END)",
+                "int",
+                a=a,
+                b=b,
+            )
             if symbol == "%":
                 return mod
             return self.make(node, "(({a} - {mod}) / {b})", "int", a=a, b=b, mod=mod)
@@ -489,7 +497,11 @@ class _Compiler:
         if container.type == "list":
             if item.type in ("list", "dict"):
                 self.fail(node, f"a {item.type} cannot be an element to look for")
-            template = "coalesce({x} IN (SELECT value FROM " + _EACH + "), 0)"
+            if item.type == "null":  # NULL IN (…) is never true: a null item is found by its type
+                template = "EXISTS (SELECT 1 FROM " + _EACH + " WHERE type = 'null')"
+            else:  # (a nested list's value is its JSON text: never what a text looks for)
+                scalars = " WHERE type NOT IN ('array', 'object')"
+                template = "coalesce({x} IN (SELECT value FROM " + _EACH + scalars + "), 0)"
         elif container.type in ("str", "dict"):
             if item.type not in ("str", None):
                 shown = "None" if item.type == "null" else f"a {item.type} value"
