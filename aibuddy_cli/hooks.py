@@ -41,6 +41,7 @@ IMPORTING = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "PreCompact",
 EXTRACTING = frozenset({"PreCompact", "SessionEnd"})
 BINDING = "hook.json"  # in the task's folder: the session it records and its place in the transcript
 READ_LIMIT = 8 * 1024 * 1024  # one event reads at most this much new transcript
+LOCK_SECONDS = 5.0  # the longest an event waits for another event of the user's
 
 
 class Event(NamedTuple):
@@ -88,7 +89,9 @@ def handle(session: Any, event: Event, spawn: Any) -> Outcome:
         return session_start(session, event)
     if event.name not in IMPORTING:
         return Outcome()
-    with session.store.lock(f"hook-{AGENT}-{session.user}"):  # one event of a session at a time
+    # One event of a session at a time, waiting less than the agent gives a hook (10 s): a busy
+    # lock fails this event (logged), and the next one imports what it would have.
+    with session.store.lock(f"hook-{AGENT}-{session.user}", timeout=LOCK_SECONDS):
         task, binding = bound_task(session, event)
         outcome = import_new(session, event, task, binding)
     if event.name in EXTRACTING:
