@@ -121,3 +121,17 @@ def test_update_rows_to_negative_zero(cli) -> None:
     ok(cli("table", "add", "t", "--row", '{"x": 0.0}', "--json"))
     changed = ok(cli("table", "update-rows", "t", "--where", "True", "--set", '{"x": -0.0}', "--json"))
     assert changed["updated"] == 1
+
+
+def test_datetimes_with_offsets_compare_in_time_order(cli) -> None:
+    """10:30 at +02:00 is 08:30 UTC: before 09:00 UTC, though its text sorts after."""
+    ok(cli("table", "create", "meetings", "-c", "name:str", "-c", "at:datetime", "--json"))
+    rows = [
+        {"name": "berlin", "at": "2024-05-01T10:30:00+02:00"},
+        {"name": "london", "at": "2024-05-01T09:30:00+00:00"},
+    ]
+    for row in rows:
+        ok(cli("table", "add", "meetings", "--row", json.dumps(row), "--json"))
+    later = ok(cli("table", "filter", "meetings", "--where", 'at > "2024-05-01T09:00:00+00:00"', "--json"))
+    assert [r["name"] for r in later["tables"][0]["rows"]] == ["london"]
+

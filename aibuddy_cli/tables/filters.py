@@ -479,6 +479,12 @@ class _Compiler:
         if isinstance(op, ast.Eq | ast.NotEq):
             template = "({a} IS {b})" if isinstance(op, ast.Eq) else "({a} IS NOT {b})"
             return self.make(node, template, "bool", True, a=a, b=b)
+        if a.type == b.type == "datetime":
+            # In time order whatever their UTC offsets (text sorts 10:30+02:00 after 09:00Z):
+            # julianday first (to the millisecond), then the text (same offset: time order).
+            order = ORDERING[type(op)]
+            template = f"coalesce((julianday({{a}}), {{a}}) {order} (julianday({{b}}), {{b}}), 0)"
+            return self.make(node, template, "bool", True, a=a, b=b)
         return self.make(node, f"coalesce({{a}} {ORDERING[type(op)]} {{b}}, 0)", "bool", True, a=a, b=b)
 
     def coerce(self, node: ast.AST, value: _Sql, other: str | None) -> _Sql:
