@@ -222,7 +222,7 @@ def parse_flat_header(header_text: str) -> dict[str, Any] | None:
         if match is None:
             return None
         key, raw = match.group(1), match.group(2) or ""
-        if key in header or key in _YAML_BOOL_OR_NULL:
+        if key in header or key in _YAML_BOOL_OR_NULL or len(key) > 1024:  # (YAML's longest simple key)
             return None
         value = _flat_scalar(raw)
         if value is _NOT_FLAT:

@@ -63,6 +63,8 @@ class RecordJson(RecordHeaderJson):
     body: str
 
 
+MAX_COUNT = 2**63 - 1  # recallCount's largest value: SQLite's largest integer
+
 class MemoryRecord(NamedTuple):
     name: str
     description: str
@@ -103,7 +105,8 @@ class MemoryRecord(NamedTuple):
         return data
 
     def recalled(self, when: str) -> MemoryRecord:
-        return self._replace(recall_count=self.recall_count + 1, last_recalled_at=when)
+        # (the count stops at the index's largest integer: a recall never breaks a good record)
+        return self._replace(recall_count=min(self.recall_count + 1, MAX_COUNT), last_recalled_at=when)
 
 
 def validate_type(value: str) -> str:
@@ -302,7 +305,7 @@ def parse_record(name: str, text: str, *, fast: bool = True) -> MemoryRecord:
     count = header.get("recallCount", 0)
     if count is None:
         count = 0
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
         raise MalformedRecord(name, f"recallCount is not a count: {count!r}")
     if looks_like_second_frontmatter(body) if fast else yaml_plumbing().handler.has_second_block(body):
         raise MalformedRecord(name, "a second frontmatter block follows the first (duplicate frontmatter)")
