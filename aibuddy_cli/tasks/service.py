@@ -144,6 +144,13 @@ def parse_message(line: bytes) -> TaskMessage:
     message = TaskMessage(**json.loads(line))
     if not isinstance(message.content, str) or message.role not in ROLES:
         raise TypeError("content must be text and role user, assistant or tool")
+    if _count(message.n) is None or message.n < 1:
+        raise TypeError("n must be a whole number from 1")
+    calls = message.tool_calls
+    if calls is not None and not (isinstance(calls, list) and all(isinstance(c, dict) for c in calls)):
+        raise TypeError("tool_calls must be a list of objects")
+    if message.source is not None and not isinstance(message.source, str):
+        raise TypeError("source must be text")
     if not isinstance(message.attached, list):
         message = message._replace(attached=[])
     return message
@@ -366,7 +373,10 @@ class TaskService:
             if task.status == "closed":
                 raise Conflict(f"task {task_id} is closed")
             key = self._key(task_id, "messages.jsonl")
-            count = task.messages if task.messages is not None else self._count_lines(key)
+            # (a task from before the count: the log's lines, or its last number when a line went)
+            count = task.messages
+            if count is None:
+                count = max(self._count_lines(key), self._last_number(key))
             importing = any(m.source for m in new)
             sources = {m.source for m in self.messages(task_id) if m.source} if importing else set()
             added: list[TaskMessage] = []

@@ -189,6 +189,8 @@ class Consolidator:
                 # this pass busy and gave up. Looked at after the release, so none falls between.
                 if len(passes) == done or not self._chunk_waiting(run, background):
                     break
+                if any(p.chunk in [q.chunk for q in passes[:done]] for p in passes[done:]):
+                    break  # a chunk again: the log no longer matches what was kept; never a loop
         except Busy:
             if not passes:
                 reason = "a consolidation pass of this task is running"

@@ -132,8 +132,8 @@ def _chunk_logged(tasks: TaskService, task_id: str, chunk: Chunk) -> bool:
     digest, first, last = chunk.digest, chunk.first, chunk.last
     if digest is None:
         return True  # a watermark from before digests: taken as it is
-    if first is not None:
-        longest = last - first + 1
+    if first is not None:  # (a chunk may hold a number twice: two clones' message kept by a merge)
+        longest = max(last - first + 1, tasks.vault.config.consolidation.every)
     else:
         longest = max(tasks.vault.config.consolidation.every, 50)
     parts: list[str] = []
