@@ -204,10 +204,10 @@ class Retrieval:
         """The document, if a retrieval with this task (or management view) may use it."""
         if status not in ("ready", "pending"):
             raise InvalidInput(f"invalid status {status!r}: use ready or pending")
-        self.sync.refresh()
+        index = self.sync.index()  # (refreshed)
         ref = self.access.resolve(spec)
         self.access.check(ref, self._usable(task, status))
-        if not self.sync.index().holds(ref.body_key):  # the refresh left it out (see its warning)
+        if not index.holds(ref.body_key):  # the refresh left it out (see its warning)
             raise NotAllowed(
                 f"{ref.qualified} changed since its review while a pending version exists: not served "
                 "until one of them is published"
