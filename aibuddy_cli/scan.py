@@ -24,13 +24,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import AibuddyError, InvalidInput, NotFound
+from .errors import AibuddyError, NotFound
 
 if TYPE_CHECKING:
     from .storage import WalkableStore
 
 VAULT_PARTS = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs")
 VAULT_FILES = ("aibuddy.toml",)
+READ_AT_ONCE = 200  # files a database scan reads in one go
 MAX_BYTES = 32 << 20  # larger files are not read (none of a vault's files is meant to be)
 HOOK_MARK = "# aibuddy pre-commit hook"
 
@@ -128,16 +129,14 @@ def scan_store(store: WalkableStore, root: Path) -> ScanResult:
     findings: list[ScanFinding] = []
     scanned = 0
     keys = [key for part in VAULT_PARTS for key in store.walk(part)]
-    for key in keys:
-        try:
-            data, _ = store.read(key)
-        except (NotFound, InvalidInput):
-            continue  # gone since the listing
-        text = _decoded(data) if len(data) <= MAX_BYTES else None
-        if text is None:
-            continue
-        scanned += 1
-        findings.extend(scan_text(key, text))
+    for start in range(0, len(keys), READ_AT_ONCE):  # (a query a batch, not one a file)
+        # (a file gone since the listing is left out of the answer)
+        for key, (data, _) in store.read_many(keys[start : start + READ_AT_ONCE]).items():
+            text = _decoded(data) if len(data) <= MAX_BYTES else None
+            if text is None:
+                continue
+            scanned += 1
+            findings.extend(scan_text(key, text))
     local = [scan_folder(root / name) for name in VAULT_FILES if (root / name).is_file()]
     for result in local:
         scanned += result.scanned
