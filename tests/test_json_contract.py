@@ -421,6 +421,18 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
         assert not problems, (name, problems)
 
 
+# A task as task list, show, plan and status answer it (show adds its consolidation).
+TASK: dict[str, Any] = {
+    "id": "*",
+    "goal": "*",
+    "created": "*",
+    "status": "*",
+    "attached": ["*"],
+    "plan": "*",
+    "recalled": {},
+    "messages": "*",
+    "in_use": ["*"],
+}
 PINNED: dict[str, Any] = {
     "memory save": {
         "path": "*",
@@ -593,55 +605,13 @@ PINNED: dict[str, Any] = {
         "messages": "*",
         "in_use": "*",
     },
-    "task list": {
-        "tasks": [
-            {
-                "id": "*",
-                "goal": "*",
-                "created": "*",
-                "status": "*",
-                "attached": ["*"],
-                "plan": "*",
-                "recalled": {},
-                "messages": "*",
-                "in_use": ["*"],
-            }
-        ]
-    },
+    "task list": {"tasks": [TASK]},
     "task show": {
-        "id": "*",
-        "goal": "*",
-        "created": "*",
-        "status": "*",
-        "attached": ["*"],
-        "plan": "*",
-        "recalled": {},
-        "messages": "*",
-        "in_use": ["*"],
+        **TASK,
         "consolidation": {"through": "*", "pending": "*", "running": "*", "summary": "*", "ahead": {}},
     },
-    "task plan": {
-        "id": "*",
-        "goal": "*",
-        "created": "*",
-        "status": "*",
-        "attached": ["*"],
-        "plan": "*",
-        "recalled": {},
-        "messages": "*",
-        "in_use": ["*"],
-    },
-    "task status": {
-        "id": "*",
-        "goal": "*",
-        "created": "*",
-        "status": "*",
-        "attached": ["*"],
-        "plan": "*",
-        "recalled": {},
-        "messages": "*",
-        "in_use": ["*"],
-    },
+    "task plan": TASK,
+    "task status": TASK,
     "task attach": {
         "id": "*",
         "goal": "*",
