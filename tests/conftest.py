@@ -29,6 +29,13 @@ from aibuddy_cli.vault import Vault, init_vault
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the child processes, which copy os.environ
 
+# The secret catalogue's compiled rules (redaction_catalog): compiling them costs seconds, so every
+# process of the run, and later runs, share one cache in the developer's cache folder instead of
+# compiling again under each test's own HOME.
+_RULE_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aibuddy-tests/kingfisher"
+_RULE_CACHE.mkdir(mode=0o700, parents=True, exist_ok=True)
+os.environ.setdefault("KF_RULE_CACHE_DIR", str(_RULE_CACHE))
+
 REPO = Path(__file__).resolve().parent.parent
 # The code these tests import (this checkout, or a copy under test); child processes run it too.
 CODE = Path(aibuddy_cli.__file__).resolve().parent.parent

@@ -13,6 +13,8 @@ from aibuddy_cli.vault import Vault, init_vault
 FIXTURES = Path(__file__).parent / "fixtures"
 AUTO_MEMORY = FIXTURES / "claude-code-memory"
 
+GITHUB_TOKEN = "ghp_" + "q7Rk2ZpX9mWv4Lb" + "T8sYc1Nf6Hd3Gj5Ua0E"  # made up, shaped like one
+
 
 def imported(cli, *args: str) -> dict:
     return ok(cli("import", *args, "--json"))
@@ -65,16 +67,14 @@ def test_mem0_and_plain_jsonl_come_in_the_same_way(cli, vault: Vault, tmp_path: 
                 "name": "key",
                 "type": "reference",
                 "description": "Deploy key",
-                "body": "ghp_0123456789abcdefghijklmnopqrstuvwxyZ",
+                "body": GITHUB_TOKEN,
             }
         )
         + "\n"
     )
     done = imported(cli, "jsonl", str(lines))
     assert sorted(done["written"]) == ["key", "standup"] and outcomes(done)["line 2: not JSON"] == "dropped"
-    assert (
-        "ghp_0123456789abcdefghijklmnopqrstuvwxyZ" not in (vault.root / "memory/demo/key.md").read_text()
-    )  # redacted
+    assert GITHUB_TOKEN not in (vault.root / "memory/demo/key.md").read_text()  # redacted
 
 
 def test_export_then_import_into_an_empty_vault_gives_the_same_files(

@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import random
+import string
 from collections import Counter
 
 import pytest
 
 from aibuddy_cli.redaction import describe, find, redact, redact_value, screen
 
-# Made up, shaped like the real thing (assembled so that no file holds a whole one).
-OPENAI = "sk-proj-" + "A1b2C3d4E5f6" * 3
-ANTHROPIC = "sk-ant-api03-" + "x9Y8z7W6v5U4" * 4 + "AA"
-AWS = "AKIA" + "IOSFODNN7EXAMPLE"
-GITHUB = "ghp_" + "aB3dE5gH7jK9" * 3
-GITHUB_PAT = "github_pat_" + "11ABCDEFG0" + "_abc123XYZ" * 6
-SLACK = "xoxb-" + "123456789012-1234567890123-" + "aBcDeFgHiJkLmNoP"
-GOOGLE = "AIza" + "SyA1234567890abcdefghijklmnopqrstuv"
-STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
-STRIPE_RESTRICTED = "rk_live_" + "51H8abcdefghijkl1234"
+# Made up, shaped like the real thing: random characters of each provider's alphabet and length,
+# assembled at run time so that no file holds a whole one.
+ALNUM = string.ascii_letters + string.digits
+URLSAFE = ALNUM + "_-"
+
+
+def fake(alphabet: str, n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+OPENAI = "sk-proj-" + fake(URLSAFE, 74, 1) + "T3BlbkFJ" + fake(URLSAFE, 74, 2)
+ANTHROPIC = "sk-ant-api03-" + fake(URLSAFE, 93, 3) + "AA"
+AWS = "AKIA" + fake(string.ascii_uppercase + "234567", 16, 4)
+ASIA = "ASIA" + fake(string.ascii_uppercase + "234567", 16, 5)
+GITHUB = "ghp_" + fake(ALNUM, 36, 6)
+GITHUB_PAT = "github_pat_" + fake(ALNUM + "_", 82, 7)
+SLACK = "xoxb-" + "123456789012-1234567890123-" + fake(ALNUM, 24, 8)
+GOOGLE = "AIza" + fake(URLSAFE, 35, 9)
+STRIPE = "sk_live_" + fake(ALNUM, 99, 10)
+STRIPE_RESTRICTED = "rk_live_" + fake(ALNUM, 99, 11)
 JWT = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
     ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkFkYSJ9"
@@ -35,10 +48,10 @@ POSITIVES = [
     (f"OPENAI_API_KEY={OPENAI}", "OPENAI_API_KEY=[redacted: api key]", "api key"),
     (f"use {ANTHROPIC} for claude", "use [redacted: api key] for claude", "api key"),
     (f"aws id {AWS} in us-east-1", "aws id [redacted: api key] in us-east-1", "api key"),
-    ("ASIA" + "Y34FZKBOKMUTVV7A", "[redacted: api key]", "api key"),
+    (ASIA, "[redacted: api key]", "api key"),
     (f"maps key {GOOGLE}.", "maps key [redacted: api key].", "api key"),
-    (f"stripe {STRIPE}", "stripe [redacted: api key]", "api key"),
-    (f"restricted {STRIPE_RESTRICTED}", "restricted [redacted: api key]", "api key"),
+    (f"stripe {STRIPE}", "stripe [redacted: token]", "token"),
+    (f"restricted {STRIPE_RESTRICTED}", "restricted [redacted: token]", "token"),
     (f"push with {GITHUB}", "push with [redacted: token]", "token"),
     (f"fine-grained {GITHUB_PAT}", "fine-grained [redacted: token]", "token"),
     (f"bot token {SLACK}", "bot token [redacted: token]", "token"),
@@ -86,7 +99,7 @@ POSITIVES = [
     ("密码为 Pa55word!", "密码为 [redacted: password]", "password"),
     ("令牌: tok_9f8e7d6c5b4a", "令牌: [redacted: token]", "token"),
     ("my api key is abcd1234efgh5678ijkl", "my api key is [redacted: api key]", "api key"),
-    ("secret key: abcd1234efgh5678ijkl", "secret key: [redacted: api key]", "api key"),
+    ("secret key: abcd1234efgh5678ijkl", "secret key: [redacted: secret]", "secret"),
     ("PGPASSWORD=hunter22 psql -h db", "PGPASSWORD=[redacted: password] psql -h db", "password"),
     ("MYSQL_PWD=hunter22", "MYSQL_PWD=[redacted: password]", "password"),
     ("密码是「abc123」", "密码是「[redacted: password]」", "password"),
@@ -151,12 +164,12 @@ def test_ordinary_sentences_are_left_as_they_are(text: str) -> None:
     assert find(text) == []
 
 
-def test_findings_carry_a_prefix_hint_and_never_the_value() -> None:
+def test_findings_carry_the_rule_or_prefix_as_a_hint_and_never_the_value() -> None:
     (finding,) = find(f"key {OPENAI}")
-    assert finding.kind == "api key" and finding.hint == "sk-…"
+    assert finding.kind == "api key" and finding.hint == "openai-api-key"
     assert OPENAI not in repr(finding)
     (bearer,) = find("Authorization: Bearer abcdef1234567890ABCDEF")
-    assert bearer.hint == "Bearer …"
+    assert bearer.hint == "Authorization: Bearer …"
 
 
 def test_several_values_in_one_text_are_counted_by_kind() -> None:

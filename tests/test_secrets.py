@@ -296,13 +296,15 @@ def test_an_explicit_save_keeps_the_key_warns_and_scan_finds_it(
     found = json.loads(clean.stdout)
     assert clean.returncode == 4, clean.stderr
     assert found == {
-        "findings": [{"path": "memory/demo/deploy-key.md", "line": 12, "kind": "api key", "hint": "sk-…"}],
+        "findings": [
+            {"path": "memory/demo/deploy-key.md", "line": 12, "kind": "api key", "hint": "sk-proj-…"}
+        ],
         "scanned": found["scanned"],
     }
     assert found["scanned"] >= 2 and KEY not in clean.stdout.decode()
     text = run_in_process("scan", str(vault.root), env=env)
     assert text.returncode == 4
-    assert text.stdout.decode().splitlines()[0] == "memory/demo/deploy-key.md:12: api key (sk-…)"
+    assert text.stdout.decode().splitlines()[0] == "memory/demo/deploy-key.md:12: api key (sk-proj-…)"
     run_in_process("memory", "update", "deploy-key", "--body", "key: in the team vault", env=env)
     after = run_in_process("scan", "--json", env=env)
     assert after.returncode == 0 and json.loads(after.stdout)["findings"] == []
@@ -345,7 +347,7 @@ def test_git_setup_installs_a_hook_that_refuses_a_record_with_a_key(
     git(repo, "add", "-A", env=env)
     refused = git(repo, "commit", "-qm", "key", env=env, check=False)
     assert refused.returncode != 0
-    assert "memory/demo/deploy-key.md:11: api key (sk-…)" in refused.stderr  # git shows hooks on stderr
+    assert "memory/demo/deploy-key.md:11: api key (sk-proj-…)" in refused.stderr  # git shows hooks on stderr
     assert "commit refused" in refused.stderr and "--no-verify" in refused.stderr
     assert KEY not in refused.stdout + refused.stderr
     assert git(repo, "log", "--oneline", env=env).stdout.count("\n") == 1
@@ -409,7 +411,7 @@ def test_the_hook_falls_back_to_aibuddy_on_path_and_refuses_when_there_is_none(
         (tools / name).symlink_to(shutil.which(name) or f"/usr/bin/{name}")
     on_path = {**env, "PATH": f"{bin_dir}:{tools}"}
     refused = git(repo, "commit", "-qm", "key", env=on_path, check=False)
-    assert refused.returncode != 0 and "k.md:1: api key (sk-…)" in refused.stderr
+    assert refused.returncode != 0 and "k.md:1: api key (sk-proj-…)" in refused.stderr
     nowhere = {**env, "PATH": str(tools)}
     missing = git(repo, "commit", "-qm", "key", env=nowhere, check=False)
     assert missing.returncode != 0 and "aibuddy is not installed here" in missing.stderr

@@ -11,7 +11,10 @@ import sys
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
-HEAVY = ("typer", "click", "rich", "pydantic", "litellm", "markdown_it", "watchdog", "frontmatter")
+HEAVY = (
+    "typer", "click", "rich", "pydantic", "litellm", "markdown_it", "watchdog", "frontmatter",
+    "kingfisher_sdk",
+)  # fmt: skip
 
 
 def heavy_after(code: str, env: dict[str, str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
@@ -40,6 +43,23 @@ def test_the_recall_fast_path_imports_no_heavy_module(vault: Vault, env: dict[st
         "assert code == 0 and '\"tea\"' in out.getvalue(), (code, out.getvalue())\n"
     )
     assert heavy_after(code, env) == []
+
+
+def test_a_sentence_saved_by_a_person_loads_no_secret_catalogue(tmp_path, env: dict[str, str]) -> None:
+    """An explicit save is screened (it warns about a key), but the catalogue's scanner (0.3 s to
+    load) is built only for a text that could hold a provider's key."""
+    code = (
+        "from aibuddy_cli.redaction import holds_secret\n"
+        "assert not holds_secret('Prefers concise weekly reports, due 2026-11-29 at https://example.com/x')\n"
+        "assert not holds_secret('我喜欢简洁的周报格式。密码需要至少8位。')\n"
+        "assert holds_secret('password: hunter22')\n"  # the rules of its own need no catalogue
+    )
+    assert heavy_after(code, env, ("kingfisher_sdk",)) == []
+    loaded = (
+        "from aibuddy_cli.redaction import holds_secret\n"
+        "assert holds_secret('my token ' + 'ghp_' + 'q7Rk2ZpX9mWv4LbT8sYc1Nf6Hd3Gj5Ua0E1x')\n"
+    )
+    assert "kingfisher_sdk" in heavy_after(loaded, env, ("kingfisher_sdk",))
 
 
 def test_the_kb_fast_path_imports_no_heavy_module(kb_vault: Vault, env: dict[str, str]) -> None:
