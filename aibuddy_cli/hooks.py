@@ -5,11 +5,12 @@
 
 - **SessionStart**: prints the context to inject (`hookSpecificOutput.additionalContext`): the
   memories a lexical recall finds for the project (its folder's name and the goal of its latest
-  session), at most five, and the map of the documents attached to the session's task, within
-  CONTEXT_BUDGET characters; nothing at all when nothing matches.
+  session with a request), at most five, and the map of the documents attached to the session's
+  task, within CONTEXT_BUDGET characters; nothing at all when nothing matches.
 - **UserPromptSubmit, Stop, SubagentStop, PreCompact, SessionEnd**: imports the transcript lines
   added since the last event into the task bound to the session (one task per session id, made
-  at its first import, its goal the session's first request). Turns are added by their own ids,
+  at the first event that brings a prompt or a turn, its goal the session's first request: an
+  empty session makes none). Turns are added by their own ids,
   so a replayed or duplicated event adds nothing; the task's consolidation runs every
   `[consolidation] every` messages, in the background.
 - **PreCompact and SessionEnd** also run automatic extraction over the latest three pairs (in a
@@ -29,9 +30,12 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InvalidInput, describe_failure
+
+if TYPE_CHECKING:
+    from .transcripts import Reading
 
 AGENT = "claude-code"
 EVENT_LIMIT = 1024 * 1024  # an event is a few hundred bytes; anything past a megabyte is not one
@@ -92,9 +96,9 @@ def handle(session: Any, event: Event, spawn: Any) -> Outcome:
     # One event of a session at a time, waiting less than the agent gives a hook (10 s): a busy
     # lock fails this event (logged), and the next one imports what it would have.
     with session.store.lock(f"hook-{AGENT}-{session.user}", timeout=LOCK_SECONDS):
-        task, binding = bound_task(session, event)
-        outcome = import_new(session, event, task, binding)
-    if event.name in EXTRACTING:
+        outcome = import_new(session, event, find_bound(session, event.session_id))
+    task = outcome.task
+    if task is not None and event.name in EXTRACTING:
         from .tasks.ending import extract_latest
 
         source = f"task {task} ({AGENT} {event.name})"
@@ -119,24 +123,14 @@ def find_bound(session: Any, session_id: str) -> tuple[str, dict[str, Any]] | No
     return None
 
 
-def bound_task(session: Any, event: Event) -> tuple[str, dict[str, Any]]:
-    found = find_bound(session, event.session_id)
-    if found is not None:
-        return found
-    project = event.cwd.name if event.cwd else "a project"
-    prompt = event.raw.get("prompt")
-    goal = prompt if isinstance(prompt, str) and prompt.strip() else f"{AGENT} session in {project}"
-    task = session.tasks.new(_goal(goal))
-    binding = {
-        "agent": AGENT,
-        "session_id": event.session_id,
-        "cwd": str(event.cwd) if event.cwd else None,
-        "transcript": None,
-        "offset": 0,
-        "line": 1,
-    }
-    session.tasks.keep_document(task.id, BINDING, binding)
-    return task.id, binding
+def _placeholder(project: str) -> str:
+    return f"{AGENT} session in {project}"
+
+
+def has_placeholder_goal(goal: str) -> bool:
+    """Whether a task's goal is the stand-in it got before its session's first request was seen:
+    it says nothing of the work."""
+    return goal.startswith(_placeholder(""))
 
 
 def _goal(text: str) -> str:
@@ -148,34 +142,60 @@ def _goal(text: str) -> str:
     return " ".join(redact(text)[0].split())[:200]
 
 
-def import_new(session: Any, event: Event, task: str, binding: dict[str, Any]) -> Outcome:
-    """The transcript's lines added since the binding's offset, as the task's messages."""
-    from .operations.task import import_turns
-    from .transcripts import read_transcript
+def _first_request(event: Event, reading: Reading) -> str | None:
+    """The session's request this event brings: the prompt of a UserPromptSubmit, else the first
+    user turn with text among the lines read; None when neither has any."""
+    prompt = event.raw.get("prompt")
+    if isinstance(prompt, str) and prompt.strip():
+        return prompt
+    return next((t.content for t in reading.turns if t.role == "user" and t.content.strip()), None)
 
+
+def import_new(session: Any, event: Event, found: tuple[str, dict[str, Any]] | None) -> Outcome:
+    """The transcript's lines added since the binding's offset, as the messages of the session's
+    task (found: it and its binding, None before the session has one). The task is made at the
+    first event that brings something of the conversation, a prompt or a turn: a session opened
+    and closed with nothing said, or a transcript_path that holds no transcript, makes none (it
+    would stand as the project's latest session, its goal a stand-in)."""
+    from .operations.task import import_turns
+    from .transcripts import Reading, read_transcript
+
+    task, binding = found if found is not None else (None, {})
+    reading = Reading([], {}, 0, 0, [])
+    kept: dict[str, Any] = {}
     path = event.transcript
-    if path is None:
-        return Outcome(task)
-    try:
-        status = os.stat(path)
-        identity = [status.st_dev, status.st_ino]  # a file written anew in its place is another one
-    except OSError:
-        identity = None
-    same = binding.get("transcript") == str(path) and binding.get("file", identity) == identity
-    offset = binding.get("offset", 0) if same else 0
-    line = binding.get("line", 1) if same else 1
-    lines, end, next_line = new_lines(path, offset, line, final=event.name == "SessionEnd")
-    reading = read_transcript(lines, first_line=line)
+    if path is not None:
+        try:
+            status = os.stat(path)
+            identity = [status.st_dev, status.st_ino]  # a file written anew in its place is another one
+        except OSError:
+            identity = None
+        same = binding.get("transcript") == str(path) and binding.get("file", identity) == identity
+        offset = binding.get("offset", 0) if same else 0
+        line = binding.get("line", 1) if same else 1
+        lines, end, next_line = new_lines(path, offset, line, final=event.name == "SessionEnd")
+        reading = read_transcript(lines, first_line=line)
+        kept = {"transcript": str(path), "file": identity, "offset": end, "line": next_line}
+    request = _first_request(event, reading)
+    if task is None:
+        if request is None and not reading.turns:
+            return Outcome(skipped_lines=reading.skipped)  # nothing said yet: nothing kept
+        project = event.cwd.name if event.cwd else "a project"
+        task = session.tasks.new(_goal(request or _placeholder(project))).id
+        binding = {
+            "agent": AGENT,
+            "session_id": event.session_id,
+            "cwd": str(event.cwd) if event.cwd else None,
+        }
     task_record = session.tasks.get(task)
     added = 0
     if reading.turns and task_record.status != "closed":  # open, blocked or done: it takes messages
         added = len(import_turns(session, task, reading).added)
-    if task_record.goal.startswith(f"{AGENT} session in"):  # made before its first request was seen
-        first = next((t.content for t in reading.turns if t.role == "user" and t.content.strip()), None)
-        if first:
-            session.tasks.set_goal(task, _goal(first))
-    kept = {"transcript": str(path), "file": identity, "offset": end, "line": next_line}
-    session.tasks.keep_document(task, BINDING, {**binding, **kept})
+    if request and has_placeholder_goal(task_record.goal):  # made before its first request was seen
+        session.tasks.set_goal(task, _goal(request))
+    session.tasks.keep_document(
+        task, BINDING, {"transcript": None, "offset": 0, "line": 1, **binding, **kept}
+    )
     return Outcome(task, added, skipped_lines=reading.skipped)
 
 
@@ -217,7 +237,9 @@ def session_start(session: Any, event: Event) -> Outcome:
     found = find_bound(session, event.session_id)
     task = found[0] if found else None
     project = event.cwd.name if event.cwd else ""
-    goal = recent_goal(session, event) if task is None else session.tasks.get(task).goal
+    goal = session.tasks.get(task).goal if task is not None else ""
+    if not goal or has_placeholder_goal(goal):
+        goal = recent_goal(session, event)
     query = " ".join(part for part in (project, goal) if part)
     parts: list[str] = []
     if query.strip():
@@ -232,12 +254,18 @@ def session_start(session: Any, event: Event) -> Outcome:
 
 
 def recent_goal(session: Any, event: Event) -> str:
-    """The goal of the project's latest session (a task bound to a session in the same folder)."""
+    """The goal of the project's latest session (a task bound to a session in the same folder)
+    that says what the work was: a stand-in goal is passed over (a task an empty session made
+    before this was fixed took the project's recall with it)."""
     tasks = session.tasks
+    if event.cwd is None:
+        return ""
     for task_id in reversed(tasks.ids()):
         binding = tasks.document(task_id, BINDING)
-        if binding is not None and event.cwd is not None and binding.get("cwd") == str(event.cwd):
-            return str(tasks.get(task_id).goal)
+        if binding is not None and binding.get("cwd") == str(event.cwd):
+            goal = str(tasks.get(task_id).goal)
+            if not has_placeholder_goal(goal):
+                return goal
     return ""
 
 

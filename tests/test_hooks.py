@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import in_vault, run_in_process, wait_for
+from conftest import in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.hook_settings import installed, uninstalled
@@ -246,6 +246,56 @@ def test_extraction_skips_a_turn_the_agent_saved_through_aibuddys_mcp_tools(env:
         {"step": "window", "outcome": "skipped", "detail": "the assistant already wrote memory explicitly"}
     ]
     assert b"line 17 skipped" in done.stderr
+
+
+def test_an_empty_session_makes_no_task_and_the_next_start_still_recalls_the_project(
+    vault: Vault, cli, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Sessions opened and closed with nothing said (no transcript written yet, or one of
+    metadata only) and a transcript_path that is no transcript make no task; a session joined
+    late, with no request of the user in it, keeps a stand-in goal. None of them takes the place
+    of the project's latest goal: the next SessionStart recalls what the last real session was
+    about (it injected nothing)."""
+    description = "Invoice retries need idempotency keys"
+    assert (
+        cli("memory", "save", "invoice-retries", "--type", "project", "--description", description).exit_code
+        == 0
+    )
+    worked = ClaudeCodeSession(tmp_path / "worked.jsonl")
+    worked.append(
+        worked.user("Fix the invoice retry job so it uses idempotency keys"), *worked.assistant("Done.")
+    )
+    hook(env, worked.event("SessionEnd", reason="prompt_input_exit"))
+
+    unwritten = ClaudeCodeSession(tmp_path / "unwritten.jsonl")
+    unwritten.path.unlink()  # Claude Code writes the transcript at the first message
+    for name, extra in (
+        ("SessionStart", {"source": "startup"}),
+        ("SessionEnd", {"reason": "prompt_input_exit"}),
+    ):
+        hook(env, unwritten.event(name, **extra))
+    metadata = ClaudeCodeSession(tmp_path / "metadata.jsonl")
+    metadata.append(json.dumps({"type": "file-history-snapshot", "messageId": "m1", "snapshot": {}}))
+    hook(env, metadata.event("Stop", stop_hook_active=False))
+    hook(env, metadata.event("SessionEnd", reason="other"))
+    notes = ClaudeCodeSession(tmp_path / "notes.md")
+    notes.path.write_text("# Notes\n\nnot a transcript\n")
+    hook(env, notes.event("SessionEnd", reason="other"))
+    hook(env, notes.event("UserPromptSubmit", prompt="   "))
+    assert [task["goal"] for task in ok(cli("task", "list", "--json"))["tasks"]] == [
+        "Fix the invoice retry job so it uses idempotency keys"
+    ]
+
+    late = ClaudeCodeSession(tmp_path / "late.jsonl")
+    late.append(*late.assistant("Picking up where the last session left off."))
+    hook(env, late.event("Stop", stop_hook_active=False))
+    assert ok(cli("task", "show", "t2", "--json"))["goal"] == "claude-code session in billing-service"
+
+    started = hook(env, ClaudeCodeSession(tmp_path / "next.jsonl").event("SessionStart", source="startup"))
+    assert started is not None and description in started["hookSpecificOutput"]["additionalContext"]
+    assert all(
+        line["outcome"] == "ok" for line in log_lines(vault) if line["session_id"] != unwritten.session_id
+    )
 
 
 def test_every_failure_exits_0_and_is_logged(vault: Vault, env: dict[str, str], tmp_path: Path) -> None:
