@@ -83,6 +83,7 @@ class Outcome(NamedTuple):
     context_chars: int = 0
     extraction: str | None = None  # foreground | background, at PreCompact and SessionEnd
     skipped_lines: int = 0
+    redacted: int = 0  # messages added whose credential-shaped values were redacted
     output: dict[str, Any] | None = None  # what the host reads on stdout
 
 
@@ -188,15 +189,16 @@ def import_new(session: Any, event: Event, found: tuple[str, dict[str, Any]] | N
             "cwd": str(event.cwd) if event.cwd else None,
         }
     task_record = session.tasks.get(task)
-    added = 0
+    added = redacted = 0
     if reading.turns and task_record.status != "closed":  # open, blocked or done: it takes messages
-        added = len(import_turns(session, task, reading).added)
+        imported = import_turns(session, task, reading)
+        added, redacted = len(imported.added), len(imported.redacted)
     if request and has_placeholder_goal(task_record.goal):  # made before its first request was seen
         session.tasks.set_goal(task, _goal(request))
     session.tasks.keep_document(
         task, BINDING, {"transcript": None, "offset": 0, "line": 1, **binding, **kept}
     )
-    return Outcome(task, added, skipped_lines=reading.skipped)
+    return Outcome(task, added, skipped_lines=reading.skipped, redacted=redacted)
 
 
 def new_lines(path: Path, offset: int, line: int, *, final: bool) -> tuple[list[str], int, int]:

@@ -233,6 +233,41 @@ def test_a_credential_in_the_transcript_never_reaches_the_task(
     hook(env, session.event("Stop"))
     stored = (vault.root / "tasks/demo/t1/messages.jsonl").read_text()
     assert key not in stored and "[redacted: api key]" in stored
+    assert log_lines(vault)[-1]["redacted"] == 1  # the log says so
+
+
+def test_task_import_redacts_what_the_transcript_holds_and_says_where(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    """An import is an automatic write, whatever shape the transcript has: a key in a request, in
+    a tool call's arguments or in a tool's output never reaches the vault (`aibuddy scan` finds
+    nothing), and stderr names the messages that held one; importing again adds and says nothing."""
+    key = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
+    transcript = tmp_path / "chat.jsonl"
+    arguments = json.dumps({"command": f"export OPENAI_API_KEY={key}"})
+    transcript.write_text(
+        "\n".join(
+            json.dumps(line)
+            for line in (
+                {"role": "user", "content": "Why does the deploy fail?"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": arguments}}
+                ]},
+                {"role": "tool", "content": "DB_URL=postgres://app:Hunter2-prod@db:5432/app"},
+                {"role": "assistant", "content": f"Your key {key} has expired."},
+            )
+        )
+        + "\n"
+    )  # fmt: skip
+    assert run_in_process("task", "new", "Deploy", env=env).returncode == 0
+    done = run_in_process("task", "import", "t1", "--transcript", str(transcript), "--json", env=env)
+    assert done.returncode == 0 and json.loads(done.stdout)["added"] == 4, done.stderr
+    assert b"credential-shaped values redacted in message(s) 2, 3, 4" in done.stderr
+    stored = (vault.root / "tasks/demo/t1/messages.jsonl").read_text()
+    assert key not in stored and "Hunter2-prod" not in stored and stored.count("[redacted: ") == 3
+    assert run_in_process("scan", str(vault.root), env=env).returncode == 0
+    again = run_in_process("task", "import", "t1", "--transcript", str(transcript), "--json", env=env)
+    assert json.loads(again.stdout)["added"] == 0 and b"redacted" not in again.stderr
 
 
 def test_extraction_skips_a_turn_the_agent_saved_through_aibuddys_mcp_tools(env: dict[str, str]) -> None:
