@@ -10,9 +10,9 @@
 - **UserPromptSubmit, Stop, SubagentStop, PreCompact, SessionEnd**: imports the transcript lines
   added since the last event into the task bound to the session (one task per session id, made
   at the first event that brings a prompt or a turn, its goal the session's first request: an
-  empty session makes none). Turns are added by their own ids,
-  so a replayed or duplicated event adds nothing; the task's consolidation runs every
-  `[consolidation] every` messages, in the background.
+  empty session makes none; a transcript not written yet is nothing to read). Turns are added
+  by their own ids, so a replayed or duplicated event adds nothing; the task's consolidation
+  runs every `[consolidation] every` messages, in the background.
 - **PreCompact and SessionEnd** also run automatic extraction over the latest three pairs (in a
   detached process when it needs the model): what the person stated for good becomes memory.
 
@@ -84,6 +84,7 @@ class Outcome(NamedTuple):
     extraction: str | None = None  # foreground | background, at PreCompact and SessionEnd
     skipped_lines: int = 0
     redacted: int = 0  # messages added whose credential-shaped values were redacted
+    transcript: str | None = None  # "not written yet": its path names no file so far
     output: dict[str, Any] | None = None  # what the host reads on stdout
 
 
@@ -152,6 +153,35 @@ def _first_request(event: Event, reading: Reading) -> str | None:
     return next((t.content for t in reading.turns if t.role == "user" and t.content.strip()), None)
 
 
+def read_new(event: Event, binding: Mapping[str, Any]) -> tuple[Reading, dict[str, Any] | None]:
+    """The turns of the transcript's lines after the binding's place, and the place after them;
+    None for the place when there is no transcript to read: no transcript_path, or a file not
+    written yet (Claude Code writes it at the session's first message, after SessionStart and
+    the first UserPromptSubmit: an empty session never writes one)."""
+    from .transcripts import Reading, read_transcript
+
+    nothing = Reading([], {}, 0, 0, [])
+    path = event.transcript
+    if path is None:
+        return nothing, None
+    try:
+        status = os.stat(path)
+        identity = [status.st_dev, status.st_ino]  # a file written anew in its place is another one
+    except FileNotFoundError:
+        return nothing, None
+    except OSError:
+        identity = None  # (new_lines says why)
+    same = binding.get("transcript") == str(path) and binding.get("file", identity) == identity
+    offset = binding.get("offset", 0) if same else 0
+    line = binding.get("line", 1) if same else 1
+    try:
+        lines, end, next_line = new_lines(path, offset, line, final=event.name == "SessionEnd")
+    except FileNotFoundError:  # gone since os.stat
+        return nothing, None
+    place = {"transcript": str(path), "file": identity, "offset": end, "line": next_line}
+    return read_transcript(lines, first_line=line), place
+
+
 def import_new(session: Any, event: Event, found: tuple[str, dict[str, Any]] | None) -> Outcome:
     """The transcript's lines added since the binding's offset, as the messages of the session's
     task (found: it and its binding, None before the session has one). The task is made at the
@@ -159,28 +189,14 @@ def import_new(session: Any, event: Event, found: tuple[str, dict[str, Any]] | N
     and closed with nothing said, or a transcript_path that holds no transcript, makes none (it
     would stand as the project's latest session, its goal a stand-in)."""
     from .operations.task import import_turns
-    from .transcripts import Reading, read_transcript
 
     task, binding = found if found is not None else (None, {})
-    reading = Reading([], {}, 0, 0, [])
-    kept: dict[str, Any] = {}
-    path = event.transcript
-    if path is not None:
-        try:
-            status = os.stat(path)
-            identity = [status.st_dev, status.st_ino]  # a file written anew in its place is another one
-        except OSError:
-            identity = None
-        same = binding.get("transcript") == str(path) and binding.get("file", identity) == identity
-        offset = binding.get("offset", 0) if same else 0
-        line = binding.get("line", 1) if same else 1
-        lines, end, next_line = new_lines(path, offset, line, final=event.name == "SessionEnd")
-        reading = read_transcript(lines, first_line=line)
-        kept = {"transcript": str(path), "file": identity, "offset": end, "line": next_line}
+    reading, place = read_new(event, binding)
+    unwritten = "not written yet" if event.transcript is not None and place is None else None
     request = _first_request(event, reading)
     if task is None:
         if request is None and not reading.turns:
-            return Outcome(skipped_lines=reading.skipped)  # nothing said yet: nothing kept
+            return Outcome(skipped_lines=reading.skipped, transcript=unwritten)  # nothing kept
         project = event.cwd.name if event.cwd else "a project"
         task = session.tasks.new(_goal(request or _placeholder(project))).id
         binding = {
@@ -195,10 +211,9 @@ def import_new(session: Any, event: Event, found: tuple[str, dict[str, Any]] | N
         added, redacted = len(imported.added), len(imported.redacted)
     if request and has_placeholder_goal(task_record.goal):  # made before its first request was seen
         session.tasks.set_goal(task, _goal(request))
-    session.tasks.keep_document(
-        task, BINDING, {"transcript": None, "offset": 0, "line": 1, **binding, **kept}
-    )
-    return Outcome(task, added, skipped_lines=reading.skipped, redacted=redacted)
+    kept = {"transcript": None, "offset": 0, "line": 1, **binding, **(place or {})}
+    session.tasks.keep_document(task, BINDING, kept)
+    return Outcome(task, added, skipped_lines=reading.skipped, redacted=redacted, transcript=unwritten)
 
 
 def new_lines(path: Path, offset: int, line: int, *, final: bool) -> tuple[list[str], int, int]:
@@ -210,10 +225,11 @@ def new_lines(path: Path, offset: int, line: int, *, final: bool) -> tuple[list[
 
     # (no FIFO or device: opening one would wait for a writer, and the agent with it)
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):  # (checked before fdopen, which names no path for a folder)
+        os.close(descriptor)
+        raise InvalidInput(f"{path} is not a regular file")
     with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise InvalidInput(f"{path} is not a regular file")
         size = status.st_size
         if size < offset:
             offset, line = 0, 1

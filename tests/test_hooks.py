@@ -328,23 +328,41 @@ def test_an_empty_session_makes_no_task_and_the_next_start_still_recalls_the_pro
 
     started = hook(env, ClaudeCodeSession(tmp_path / "next.jsonl").event("SessionStart", source="startup"))
     assert started is not None and description in started["hookSpecificOutput"]["additionalContext"]
-    assert all(
-        line["outcome"] == "ok" for line in log_lines(vault) if line["session_id"] != unwritten.session_id
-    )
+    assert all(line["outcome"] == "ok" for line in log_lines(vault))
+    assert [
+        line.get("transcript") for line in log_lines(vault) if line["session_id"] == unwritten.session_id
+    ] == [
+        None,  # SessionStart reads no transcript
+        "not written yet",
+    ]
+
+
+def test_a_first_prompt_before_the_transcript_is_written_makes_the_task(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Claude Code writes the transcript after the first UserPromptSubmit: the prompt makes the
+    task, its goal, and the next Stop imports the turns from the transcript's start."""
+    session = ClaudeCodeSession(tmp_path / "s.jsonl")
+    session.path.unlink()
+    request = "Why does the invoice retry job charge twice?"
+    hook(env, session.event("UserPromptSubmit", prompt=request))
+    session.path.write_text("")
+    session.append(session.user(request), *session.assistant("It has no idempotency key."))
+    hook(env, session.event("Stop", stop_hook_active=False))
+    assert [m["content"] for m in messages(vault, "t1")] == [request, "It has no idempotency key."]
+    assert json.loads((vault.root / "tasks/demo/t1/task.json").read_text())["goal"] == request
+    assert [line["outcome"] for line in log_lines(vault)] == ["ok", "ok"]
 
 
 def test_every_failure_exits_0_and_is_logged(vault: Vault, env: dict[str, str], tmp_path: Path) -> None:
     assert hook_raw(env, b"not json") == (0, b"", b"aibuddy hook: the hook event on stdin is not JSON\n")
-    event = {
-        "session_id": "s",
-        "transcript_path": str(tmp_path / "missing.jsonl"),
-        "cwd": CWD,
-        "hook_event_name": "Stop",
-    }
+    folder = tmp_path / "folder.jsonl"
+    folder.mkdir()
+    event = {"session_id": "s", "transcript_path": str(folder), "cwd": CWD, "hook_event_name": "Stop"}
     code, out, err = hook_raw(env, json.dumps(event).encode())
     assert (code, out, err) == (0, b"", b"")
     (failed,) = [line for line in log_lines(vault) if line["outcome"] == "failed"]
-    assert "missing.jsonl" in failed["error"] and failed["event"] == "Stop"
+    assert "folder.jsonl is not a regular file" in failed["error"] and failed["event"] == "Stop"
     code, out, _ = hook_raw(env, json.dumps({**event, "hook_event_name": "Notification"}).encode())
     assert (code, out) == (0, b"")  # an event aibuddy has nothing to do with
 
