@@ -386,6 +386,17 @@ def test_a_digest_cut_at_a_small_threshold_keeps_every_pointer(cli, vault: Vault
     assert "part-10," not in first and len(first) < 1000
 
 
+def test_a_tool_result_nested_past_jsons_depth_is_a_digest_line_like_any_other(cli, vault: Vault) -> None:
+    config = vault.root / "aibuddy.toml"
+    threshold = "compact_at_tokens = 100\nrecent_messages = 1"
+    config.write_text(config.read_text().replace("compact_at_tokens = 6000", threshold))
+    ok(cli("task", "new", "Parse the dump", "--json"))
+    _read(cli, "read_section", {"doc": "system/dump", "anchor": "format"}, "[" * 5000 + "]" * 5000)
+    _say(cli, "And now?")
+    text = ok(cli("task", "context", "t1", "--json"))["summary"]["text"]
+    assert "#2 tool result (read_section): ok (10000 chars); cites system/dump#format" in text
+
+
 def test_a_model_summary_keeps_the_section_a_call_read_whatever_its_result(
     vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

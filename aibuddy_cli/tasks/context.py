@@ -223,7 +223,7 @@ def _looks_failed(content: str) -> bool:
         return True
     try:
         data = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(data, dict) and bool(data.get("error"))
 
