@@ -5,13 +5,14 @@
 
 - **SessionStart**: prints the context to inject (`hookSpecificOutput.additionalContext`): the
   memories a lexical recall finds for the project (its folder's name and the goal of its latest
-  session), at most five, and the map of the documents attached to the session's task, within
-  CONTEXT_BUDGET characters; nothing at all when nothing matches.
+  session with a request), at most five, and the map of the documents attached to the session's
+  task, within CONTEXT_BUDGET characters; nothing at all when nothing matches.
 - **UserPromptSubmit, Stop, SubagentStop, PreCompact, SessionEnd**: imports the transcript lines
   added since the last event into the task bound to the session (one task per session id, made
-  at its first import, its goal the session's first request). Turns are added by their own ids,
-  so a replayed or duplicated event adds nothing; the task's consolidation runs every
-  `[consolidation] every` messages, in the background.
+  at the first event that brings a prompt or a turn, its goal the session's first request: an
+  empty session makes none; a transcript not written yet is nothing to read). Turns are added
+  by their own ids, so a replayed or duplicated event adds nothing; the task's consolidation
+  runs every `[consolidation] every` messages, in the background.
 - **PreCompact and SessionEnd** also run automatic extraction over the latest three pairs (in a
   detached process when it needs the model): what the person stated for good becomes memory.
 
@@ -29,9 +30,12 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InvalidInput, describe_failure
+
+if TYPE_CHECKING:
+    from .transcripts import Reading
 
 AGENT = "claude-code"
 EVENT_LIMIT = 1024 * 1024  # an event is a few hundred bytes; anything past a megabyte is not one
@@ -79,6 +83,8 @@ class Outcome(NamedTuple):
     context_chars: int = 0
     extraction: str | None = None  # foreground | background, at PreCompact and SessionEnd
     skipped_lines: int = 0
+    redacted: int = 0  # messages added whose credential-shaped values were redacted
+    transcript: str | None = None  # "not written yet": its path names no file so far
     output: dict[str, Any] | None = None  # what the host reads on stdout
 
 
@@ -92,9 +98,9 @@ def handle(session: Any, event: Event, spawn: Any) -> Outcome:
     # One event of a session at a time, waiting less than the agent gives a hook (10 s): a busy
     # lock fails this event (logged), and the next one imports what it would have.
     with session.store.lock(f"hook-{AGENT}-{session.user}", timeout=LOCK_SECONDS):
-        task, binding = bound_task(session, event)
-        outcome = import_new(session, event, task, binding)
-    if event.name in EXTRACTING:
+        outcome = import_new(session, event, find_bound(session, event.session_id))
+    task = outcome.task
+    if task is not None and event.name in EXTRACTING:
         from .tasks.ending import extract_latest
 
         source = f"task {task} ({AGENT} {event.name})"
@@ -119,24 +125,14 @@ def find_bound(session: Any, session_id: str) -> tuple[str, dict[str, Any]] | No
     return None
 
 
-def bound_task(session: Any, event: Event) -> tuple[str, dict[str, Any]]:
-    found = find_bound(session, event.session_id)
-    if found is not None:
-        return found
-    project = event.cwd.name if event.cwd else "a project"
-    prompt = event.raw.get("prompt")
-    goal = prompt if isinstance(prompt, str) and prompt.strip() else f"{AGENT} session in {project}"
-    task = session.tasks.new(_goal(goal))
-    binding = {
-        "agent": AGENT,
-        "session_id": event.session_id,
-        "cwd": str(event.cwd) if event.cwd else None,
-        "transcript": None,
-        "offset": 0,
-        "line": 1,
-    }
-    session.tasks.keep_document(task.id, BINDING, binding)
-    return task.id, binding
+def _placeholder(project: str) -> str:
+    return f"{AGENT} session in {project}"
+
+
+def has_placeholder_goal(goal: str) -> bool:
+    """Whether a task's goal is the stand-in it got before its session's first request was seen:
+    it says nothing of the work."""
+    return goal.startswith(_placeholder(""))
 
 
 def _goal(text: str) -> str:
@@ -148,35 +144,76 @@ def _goal(text: str) -> str:
     return " ".join(redact(text)[0].split())[:200]
 
 
-def import_new(session: Any, event: Event, task: str, binding: dict[str, Any]) -> Outcome:
-    """The transcript's lines added since the binding's offset, as the task's messages."""
-    from .operations.task import import_turns
-    from .transcripts import read_transcript
+def _first_request(event: Event, reading: Reading) -> str | None:
+    """The session's request this event brings: the prompt of a UserPromptSubmit, else the first
+    user turn with text among the lines read; None when neither has any."""
+    prompt = event.raw.get("prompt")
+    if isinstance(prompt, str) and prompt.strip():
+        return prompt
+    return next((t.content for t in reading.turns if t.role == "user" and t.content.strip()), None)
 
+
+def read_new(event: Event, binding: Mapping[str, Any]) -> tuple[Reading, dict[str, Any] | None]:
+    """The turns of the transcript's lines after the binding's place, and the place after them;
+    None for the place when there is no transcript to read: no transcript_path, or a file not
+    written yet (Claude Code writes it at the session's first message, after SessionStart and
+    the first UserPromptSubmit: an empty session never writes one)."""
+    from .transcripts import Reading, read_transcript
+
+    nothing = Reading([], {}, 0, 0, [])
     path = event.transcript
     if path is None:
-        return Outcome(task)
+        return nothing, None
     try:
         status = os.stat(path)
         identity = [status.st_dev, status.st_ino]  # a file written anew in its place is another one
+    except FileNotFoundError:
+        return nothing, None
     except OSError:
-        identity = None
+        identity = None  # (new_lines says why)
     same = binding.get("transcript") == str(path) and binding.get("file", identity) == identity
     offset = binding.get("offset", 0) if same else 0
     line = binding.get("line", 1) if same else 1
-    lines, end, next_line = new_lines(path, offset, line, final=event.name == "SessionEnd")
-    reading = read_transcript(lines, first_line=line)
+    try:
+        lines, end, next_line = new_lines(path, offset, line, final=event.name == "SessionEnd")
+    except FileNotFoundError:  # gone since os.stat
+        return nothing, None
+    place = {"transcript": str(path), "file": identity, "offset": end, "line": next_line}
+    return read_transcript(lines, first_line=line), place
+
+
+def import_new(session: Any, event: Event, found: tuple[str, dict[str, Any]] | None) -> Outcome:
+    """The transcript's lines added since the binding's offset, as the messages of the session's
+    task (found: it and its binding, None before the session has one). The task is made at the
+    first event that brings something of the conversation, a prompt or a turn: a session opened
+    and closed with nothing said, or a transcript_path that holds no transcript, makes none (it
+    would stand as the project's latest session, its goal a stand-in)."""
+    from .operations.task import import_turns
+
+    task, binding = found if found is not None else (None, {})
+    reading, place = read_new(event, binding)
+    unwritten = "not written yet" if event.transcript is not None and place is None else None
+    request = _first_request(event, reading)
+    if task is None:
+        if request is None and not reading.turns:
+            return Outcome(skipped_lines=reading.skipped, transcript=unwritten)  # nothing kept
+        project = event.cwd.name if event.cwd else "a project"
+        task = session.tasks.new(_goal(request or _placeholder(project))).id
+        binding = {
+            "agent": AGENT,
+            "session_id": event.session_id,
+            "cwd": str(event.cwd) if event.cwd else None,
+        }
     task_record = session.tasks.get(task)
-    added = 0
+    added = redacted = 0
     if reading.turns and task_record.status != "closed":  # open, blocked or done: it takes messages
-        added = len(import_turns(session, task, reading).added)
-    if task_record.goal.startswith(f"{AGENT} session in"):  # made before its first request was seen
-        first = next((t.content for t in reading.turns if t.role == "user" and t.content.strip()), None)
-        if first:
-            session.tasks.set_goal(task, _goal(first))
-    kept = {"transcript": str(path), "file": identity, "offset": end, "line": next_line}
-    session.tasks.keep_document(task, BINDING, {**binding, **kept})
-    return Outcome(task, added, skipped_lines=reading.skipped)
+        imported = import_turns(session, task, reading)
+        added, redacted = len(imported.added), len(imported.redacted)
+    if request and has_placeholder_goal(task_record.goal):  # made before its first request was seen
+        session.tasks.set_goal(task, _goal(request))
+    kept = {"transcript": None, "offset": 0, "line": 1, **binding, **(place or {})}
+    session.tasks.keep_document(task, BINDING, kept)
+    return Outcome(task, added, skipped_lines=reading.skipped, redacted=redacted, transcript=unwritten)
 
 
 def new_lines(path: Path, offset: int, line: int, *, final: bool) -> tuple[list[str], int, int]:
@@ -188,10 +225,11 @@ def new_lines(path: Path, offset: int, line: int, *, final: bool) -> tuple[list[
 
     # (no FIFO or device: opening one would wait for a writer, and the agent with it)
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):  # (checked before fdopen, which names no path for a folder)
+        os.close(descriptor)
+        raise InvalidInput(f"{path} is not a regular file")
     with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise InvalidInput(f"{path} is not a regular file")
         size = status.st_size
         if size < offset:
             offset, line = 0, 1
@@ -217,7 +255,9 @@ def session_start(session: Any, event: Event) -> Outcome:
     found = find_bound(session, event.session_id)
     task = found[0] if found else None
     project = event.cwd.name if event.cwd else ""
-    goal = recent_goal(session, event) if task is None else session.tasks.get(task).goal
+    goal = session.tasks.get(task).goal if task is not None else ""
+    if not goal or has_placeholder_goal(goal):
+        goal = recent_goal(session, event)
     query = " ".join(part for part in (project, goal) if part)
     parts: list[str] = []
     if query.strip():
@@ -232,12 +272,18 @@ def session_start(session: Any, event: Event) -> Outcome:
 
 
 def recent_goal(session: Any, event: Event) -> str:
-    """The goal of the project's latest session (a task bound to a session in the same folder)."""
+    """The goal of the project's latest session (a task bound to a session in the same folder)
+    that says what the work was: a stand-in goal is passed over (a task an empty session made
+    before this was fixed took the project's recall with it)."""
     tasks = session.tasks
+    if event.cwd is None:
+        return ""
     for task_id in reversed(tasks.ids()):
         binding = tasks.document(task_id, BINDING)
-        if binding is not None and event.cwd is not None and binding.get("cwd") == str(event.cwd):
-            return str(tasks.get(task_id).goal)
+        if binding is not None and binding.get("cwd") == str(event.cwd):
+            goal = str(tasks.get(task_id).goal)
+            if not has_placeholder_goal(goal):
+                return goal
     return ""
 
 

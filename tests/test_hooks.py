@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import in_vault, run_in_process, wait_for
+from conftest import in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.hook_settings import installed, uninstalled
@@ -233,6 +233,41 @@ def test_a_credential_in_the_transcript_never_reaches_the_task(
     hook(env, session.event("Stop"))
     stored = (vault.root / "tasks/demo/t1/messages.jsonl").read_text()
     assert key not in stored and "[redacted: api key]" in stored
+    assert log_lines(vault)[-1]["redacted"] == 1  # the log says so
+
+
+def test_task_import_redacts_what_the_transcript_holds_and_says_where(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    """An import is an automatic write, whatever shape the transcript has: a key in a request, in
+    a tool call's arguments or in a tool's output never reaches the vault (`aibuddy scan` finds
+    nothing), and stderr names the messages that held one; importing again adds and says nothing."""
+    key = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
+    transcript = tmp_path / "chat.jsonl"
+    arguments = json.dumps({"command": f"export OPENAI_API_KEY={key}"})
+    transcript.write_text(
+        "\n".join(
+            json.dumps(line)
+            for line in (
+                {"role": "user", "content": "Why does the deploy fail?"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": arguments}}
+                ]},
+                {"role": "tool", "content": "DB_URL=postgres://app:Hunter2-prod@db:5432/app"},
+                {"role": "assistant", "content": f"Your key {key} has expired."},
+            )
+        )
+        + "\n"
+    )  # fmt: skip
+    assert run_in_process("task", "new", "Deploy", env=env).returncode == 0
+    done = run_in_process("task", "import", "t1", "--transcript", str(transcript), "--json", env=env)
+    assert done.returncode == 0 and json.loads(done.stdout)["added"] == 4, done.stderr
+    assert b"credential-shaped values redacted in message(s) 2, 3, 4" in done.stderr
+    stored = (vault.root / "tasks/demo/t1/messages.jsonl").read_text()
+    assert key not in stored and "Hunter2-prod" not in stored and stored.count("[redacted: ") == 3
+    assert run_in_process("scan", str(vault.root), env=env).returncode == 0
+    again = run_in_process("task", "import", "t1", "--transcript", str(transcript), "--json", env=env)
+    assert json.loads(again.stdout)["added"] == 0 and b"redacted" not in again.stderr
 
 
 def test_extraction_skips_a_turn_the_agent_saved_through_aibuddys_mcp_tools(env: dict[str, str]) -> None:
@@ -248,18 +283,86 @@ def test_extraction_skips_a_turn_the_agent_saved_through_aibuddys_mcp_tools(env:
     assert b"line 17 skipped" in done.stderr
 
 
+def test_an_empty_session_makes_no_task_and_the_next_start_still_recalls_the_project(
+    vault: Vault, cli, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Sessions opened and closed with nothing said (no transcript written yet, or one of
+    metadata only) and a transcript_path that is no transcript make no task; a session joined
+    late, with no request of the user in it, keeps a stand-in goal. None of them takes the place
+    of the project's latest goal: the next SessionStart recalls what the last real session was
+    about (it injected nothing)."""
+    description = "Invoice retries need idempotency keys"
+    assert (
+        cli("memory", "save", "invoice-retries", "--type", "project", "--description", description).exit_code
+        == 0
+    )
+    worked = ClaudeCodeSession(tmp_path / "worked.jsonl")
+    worked.append(
+        worked.user("Fix the invoice retry job so it uses idempotency keys"), *worked.assistant("Done.")
+    )
+    hook(env, worked.event("SessionEnd", reason="prompt_input_exit"))
+
+    unwritten = ClaudeCodeSession(tmp_path / "unwritten.jsonl")
+    unwritten.path.unlink()  # Claude Code writes the transcript at the first message
+    for name, extra in (
+        ("SessionStart", {"source": "startup"}),
+        ("SessionEnd", {"reason": "prompt_input_exit"}),
+    ):
+        hook(env, unwritten.event(name, **extra))
+    metadata = ClaudeCodeSession(tmp_path / "metadata.jsonl")
+    metadata.append(json.dumps({"type": "file-history-snapshot", "messageId": "m1", "snapshot": {}}))
+    hook(env, metadata.event("Stop", stop_hook_active=False))
+    hook(env, metadata.event("SessionEnd", reason="other"))
+    notes = ClaudeCodeSession(tmp_path / "notes.md")
+    notes.path.write_text("# Notes\n\nnot a transcript\n")
+    hook(env, notes.event("SessionEnd", reason="other"))
+    hook(env, notes.event("UserPromptSubmit", prompt="   "))
+    assert [task["goal"] for task in ok(cli("task", "list", "--json"))["tasks"]] == [
+        "Fix the invoice retry job so it uses idempotency keys"
+    ]
+
+    late = ClaudeCodeSession(tmp_path / "late.jsonl")
+    late.append(*late.assistant("Picking up where the last session left off."))
+    hook(env, late.event("Stop", stop_hook_active=False))
+    assert ok(cli("task", "show", "t2", "--json"))["goal"] == "claude-code session in billing-service"
+
+    started = hook(env, ClaudeCodeSession(tmp_path / "next.jsonl").event("SessionStart", source="startup"))
+    assert started is not None and description in started["hookSpecificOutput"]["additionalContext"]
+    assert all(line["outcome"] == "ok" for line in log_lines(vault))
+    assert [
+        line.get("transcript") for line in log_lines(vault) if line["session_id"] == unwritten.session_id
+    ] == [
+        None,  # SessionStart reads no transcript
+        "not written yet",
+    ]
+
+
+def test_a_first_prompt_before_the_transcript_is_written_makes_the_task(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Claude Code writes the transcript after the first UserPromptSubmit: the prompt makes the
+    task, its goal, and the next Stop imports the turns from the transcript's start."""
+    session = ClaudeCodeSession(tmp_path / "s.jsonl")
+    session.path.unlink()
+    request = "Why does the invoice retry job charge twice?"
+    hook(env, session.event("UserPromptSubmit", prompt=request))
+    session.path.write_text("")
+    session.append(session.user(request), *session.assistant("It has no idempotency key."))
+    hook(env, session.event("Stop", stop_hook_active=False))
+    assert [m["content"] for m in messages(vault, "t1")] == [request, "It has no idempotency key."]
+    assert json.loads((vault.root / "tasks/demo/t1/task.json").read_text())["goal"] == request
+    assert [line["outcome"] for line in log_lines(vault)] == ["ok", "ok"]
+
+
 def test_every_failure_exits_0_and_is_logged(vault: Vault, env: dict[str, str], tmp_path: Path) -> None:
     assert hook_raw(env, b"not json") == (0, b"", b"aibuddy hook: the hook event on stdin is not JSON\n")
-    event = {
-        "session_id": "s",
-        "transcript_path": str(tmp_path / "missing.jsonl"),
-        "cwd": CWD,
-        "hook_event_name": "Stop",
-    }
+    folder = tmp_path / "folder.jsonl"
+    folder.mkdir()
+    event = {"session_id": "s", "transcript_path": str(folder), "cwd": CWD, "hook_event_name": "Stop"}
     code, out, err = hook_raw(env, json.dumps(event).encode())
     assert (code, out, err) == (0, b"", b"")
     (failed,) = [line for line in log_lines(vault) if line["outcome"] == "failed"]
-    assert "missing.jsonl" in failed["error"] and failed["event"] == "Stop"
+    assert "folder.jsonl is not a regular file" in failed["error"] and failed["event"] == "Stop"
     code, out, _ = hook_raw(env, json.dumps({**event, "hook_event_name": "Notification"}).encode())
     assert (code, out) == (0, b"")  # an event aibuddy has nothing to do with
 

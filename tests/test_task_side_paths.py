@@ -339,6 +339,87 @@ def test_a_model_summary_keeps_the_pointers(
     assert "system/deploy#rollback" in summary["text"] and "deploy-habit" in summary["text"]
 
 
+def _read(cli, name: str, arguments: dict, result: str) -> None:
+    calls = json.dumps([{"id": "c1", "function": {"name": name, "arguments": json.dumps(arguments)}}])
+    ok(cli("task", "add-message", "t1", "", "--role", "assistant", "--tool-calls", calls, "--json"))
+    ok(cli("task", "add-message", "t1", result, "--role", "tool", "--json"))
+
+
+def _say(cli, text: str) -> None:
+    ok(cli("task", "add-message", "t1", text + " more words" * 30, "--role", "user", "--json"))
+
+
+def test_a_digest_cut_at_a_small_threshold_keeps_every_pointer(cli, vault: Vault) -> None:
+    """At compact_at_tokens = 100 the digest shows a line or two and names the rest by number; the
+    sections those read (from a read_section call's own arguments, whatever its result: plain
+    text, an error, a page, a result nested past JSON's depth) and the memory records recalled
+    are listed with them, compactly and bounded (they were lost with the cut)."""
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 100"))
+    ok(cli("task", "new", "Roll back the deploy", "--json"))
+    _read(cli, "read_section", {"doc": "system/deploy", "anchor": "rollback"}, "# Rollback\nRun deployctl.")
+    _read(cli, "mcp__aibuddy__read_section", {"doc": "system/deploy#canary"}, "Error: no such section")
+    page = {"doc": "system/hiring", "anchor": "interviews", "text": "Two engineers.", "children": []}
+    _read(cli, "read_section", {"doc": "system/hiring", "anchor": "interviews"}, json.dumps(page))
+    _read(cli, "read_section", {"doc": "system/deploy", "anchor": "deep"}, "[" * 5000 + "]" * 5000)
+    recalled = {"method": "lexical", "records": [{"name": "deploy-habit", "body": "Roll back first."}]}
+    _read(cli, "memory_recall", {"query": "deploy"}, json.dumps(recalled))
+    for i in range(8):
+        _say(cli, f"Follow-up {i}:")
+    summary = ok(cli("task", "context", "t1", "--json"))["summary"]
+    assert summary["method"] == "digest"
+    first = summary["text"].splitlines()[0]
+    assert first.startswith("(messages 1-") and "not shown" in first
+    assert first.endswith(
+        "their pointers: sections read or cited: system/deploy#rollback, system/deploy#canary, "
+        "system/hiring#interviews, system/deploy#deep; memory records: deploy-habit)"
+    ), first
+
+    for i in range(30):  # many more sections read: the latest 20 are listed, the others counted
+        _read(cli, "read_section", {"doc": "system/guide", "anchor": f"part-{i}"}, "text")
+    _read(cli, "read_section", {"doc": "system/deploy", "anchor": "rollback"}, "read again")
+    for i in range(8):
+        _say(cli, f"Later {i}:")
+    first = ok(cli("task", "context", "t1", "--json"))["summary"]["text"].splitlines()[0]
+    assert "sections read or cited: 14 earlier, then system/guide#part-11, " in first, first
+    assert first.endswith("system/guide#part-29, system/deploy#rollback; memory records: deploy-habit)")
+    assert "part-10," not in first and len(first) < 1000
+
+
+def test_a_tool_result_nested_past_jsons_depth_is_a_digest_line_like_any_other(cli, vault: Vault) -> None:
+    config = vault.root / "aibuddy.toml"
+    threshold = "compact_at_tokens = 100\nrecent_messages = 1"
+    config.write_text(config.read_text().replace("compact_at_tokens = 6000", threshold))
+    ok(cli("task", "new", "Parse the dump", "--json"))
+    _read(cli, "read_section", {"doc": "system/dump", "anchor": "format"}, "[" * 5000 + "]" * 5000)
+    _say(cli, "And now?")
+    text = ok(cli("task", "context", "t1", "--json"))["summary"]["text"]
+    assert "#2 tool result (read_section): ok (10000 chars); cites system/dump#format" in text
+
+
+def test_a_model_summary_keeps_the_section_a_call_read_whatever_its_result(
+    vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_BASE", fake_openai.url)
+    tasks = _long_task_with_tool_results(vault)
+    read = {"doc": "system/deploy", "anchor": "canary"}
+    call = [{"function": {"name": "mcp__aibuddy__read_section", "arguments": json.dumps(read)}}]
+    tasks.new("Canary deploys")
+    tasks.add_message("t2", "assistant", "", call)
+    tasks.add_message("t2", "tool", "Canary first, then everyone. " * 20)  # plain text: no citation
+    for i in range(12):
+        tasks.add_message("t2", "user", f"Follow-up {i}: " + "more words " * 30)
+    fake_openai.enqueue(content="The user deploys through a canary.")
+    environ = {"AIBUDDY_MODEL_COMPACT": "openai/compact-test", "AIBUDDY_TIMEOUT": "30"}
+    summary = Session(Vault.open(vault.root), "demo", environ=environ).context.assemble("t2").summary
+    assert summary is not None and summary.method == "model"
+    assert summary.text == (
+        "The user deploys through a canary.\n\n"
+        "Pointers in the compacted messages: sections read or cited: system/deploy#canary"
+    )
+
+
 def test_tool_calls_are_checked_by_the_task_service() -> None:
     from aibuddy_cli.errors import InvalidInput
     from aibuddy_cli.tasks.service import parse_tool_calls

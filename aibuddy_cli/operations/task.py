@@ -158,6 +158,7 @@ class Imported(NamedTuple):
     task: str
     added: list[TaskMessage]
     reading: Reading
+    redacted: list[int] = []  # the numbers of the messages added whose credentials were redacted
 
     def to_json(self) -> ImportedJson:
         reading = self.reading
@@ -176,18 +177,33 @@ class Imported(NamedTuple):
 def import_turns(session: Session, task: str, reading: Reading) -> Imported:
     """reading's turns as the task's messages (those it has already skipped), then consolidation
     when they complete a chunk: what `task import` and the coding-agent hooks share. An agent's
-    log is captured wholesale, tool results and all: credential-shaped values in it are redacted
-    (`[redacted: api key]`), as in every write nobody typed by hand."""
+    log is captured wholesale, tool results and all, and nobody chose what it holds: an import is
+    an automatic write, so credential-shaped values in it are redacted (`[redacted: api key]`)
+    and a warning names the messages added that held them."""
     from ..redaction import redact, redacted
     from ..tasks.service import NewMessage
 
     new = [
         NewMessage(t.role, redact(t.content)[0], redacted(t.tool_calls), t.source_id) for t in reading.turns
     ]
+    held = {
+        turn.source_id
+        for turn, message in zip(reading.turns, new, strict=True)
+        if (message.content, message.tool_calls) != (turn.content, turn.tool_calls)
+    }
     added = session.tasks.add_messages(task, new)
     if added:
         session.consolidation.after_message(task, added[-1])  # a background pass per complete chunk
-    return Imported(task, added, reading)
+    numbers = [m.n for m in added if m.source in held]
+    if numbers:
+        listed = ", ".join(map(str, numbers[:10])) + (
+            f" and {len(numbers) - 10} more" if len(numbers) > 10 else ""
+        )
+        session.tasks.warnings.append(
+            f"task {task}: credential-shaped values redacted in message(s) {listed} (a transcript import "
+            "is an automatic write: such values are never stored)"
+        )
+    return Imported(task, added, reading, numbers)
 
 
 @operation("task", "import", uses="", effect=Effect.WRITE, model=False)

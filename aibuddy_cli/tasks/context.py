@@ -12,14 +12,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from bisect import bisect_left
 from typing import NamedTuple, TypedDict
 
 from ..errors import describe_failure
+from ..knowledge.documents import split_citation
 from ..knowledge.retrieval import MapEntryJson, UnavailableJson
 from ..knowledge.service import KnowledgeService, MapEntry
 from ..memory.records import MemoryRecord, RecordJson
 from ..memory.service import MemoryService
 from ..text import shorten
+from ..transcripts import aibuddy_tool
 from .service import Task, TaskMessage, TaskMessageJson, TaskService
 
 COMPACT_PROMPT = (
@@ -34,14 +37,17 @@ def estimate_tokens(text: str) -> int:
     return len(text) // 4 + 4
 
 
-def digest_line(message: TaskMessage, tool: str | None = None, found: Pointers | None = None) -> str:
-    """One line standing for a message in the deterministic digest. A tool result keeps its
-    pointers: the `doc#anchor` citations it carried, or the memory records it returned."""
+def digest_line(message: TaskMessage, call: ToolCall | None = None, found: Pointers | None = None) -> str:
+    """One line standing for a message in the deterministic digest (call: the one a tool result
+    answers). A tool result keeps its pointers: the section its call read, the `doc#anchor`
+    citations it carried, or the memory records it returned."""
     if message.role == "tool":
         status = "error" if _looks_failed(message.content) else "ok"
+        tool = call.name if call else None
         label = f"tool result ({tool})" if tool else "tool result"
         line = f"#{message.n} {label}: {status} ({len(message.content)} chars)"
-        found = found or pointers(message.content)
+        if found is None:
+            found = message_pointers(message, call)
         if found.citations:
             shown = ", ".join(found.citations[:MAX_POINTERS])
             more = len(found.citations) - MAX_POINTERS
@@ -55,7 +61,10 @@ def digest_line(message: TaskMessage, tool: str | None = None, found: Pointers |
     return f"#{message.n} {message.role}: {first}"
 
 
-MAX_POINTERS = 12
+MAX_POINTERS = 12  # on one tool result's digest line
+MAX_LISTED = 20  # of each kind in the list of the compacted messages' pointers (the latest)
+POINTER_CHARS = 100  # one pointer in that list, at most
+READING_TOOLS = frozenset({"read_section", "read_doc"})  # a call of these names what it reads
 _CITATION = re.compile(r"\[([^\[\]\s#]+#[^\]\s]+)\]")  # [doc#anchor], ids in any script
 
 
@@ -68,12 +77,37 @@ class Pointers(NamedTuple):
         return bool(self.citations) or self.memories is not None
 
 
+class ToolCall(NamedTuple):
+    """A call of an assistant turn, as the digest reads it."""
+
+    name: str | None
+    arguments: object  # parsed JSON where the call gave text, else what it gave
+
+    @property
+    def pointer(self) -> str | None:
+        """The section (doc#anchor) a read_section call reads, or the document a read_doc call
+        outlines, from the call's own arguments: a pointer whatever shape its result has (plain
+        text, an error, a page cut short)."""
+        tool = aibuddy_tool(self.name) if self.name else None
+        arguments = self.arguments
+        if tool not in READING_TOOLS or not isinstance(arguments, dict):
+            return None
+        doc, anchor = arguments.get("doc"), arguments.get("anchor")
+        if not isinstance(doc, str) or not doc.strip():
+            return None
+        if tool == "read_doc":
+            return doc
+        if isinstance(anchor, str) and anchor:
+            return f"{doc}#{anchor}"
+        return doc if split_citation(doc) else None  # read_section's DOC#ANCHOR form
+
+
 def pointers(content: str) -> Pointers:
     """What a tool result points at: read_section, read_doc, search_docs and kb ask results carry
     documents and sections; a memory_recall result carries record names."""
     try:
         data = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):  # text, or JSON nested past the interpreter's limit
         return Pointers(list(dict.fromkeys(_CITATION.findall(content))), None)
     citations: list[str] = []
     memories: list[str] | None = None
@@ -102,21 +136,85 @@ def pointers(content: str) -> Pointers:
     return Pointers(list(dict.fromkeys(citations)), memories)
 
 
-def tool_names(messages: list[TaskMessage]) -> dict[int, str]:
-    """Message number → the tool whose result it is, from the calls of the assistant turn before."""
-    names: dict[int, str] = {}
-    calls: tuple[str, ...] = ()
+def message_pointers(message: TaskMessage, call: ToolCall | None) -> Pointers:
+    """What a message points at: a tool result, what its content carries and the section its
+    call read; any other message, nothing."""
+    if message.role != "tool":
+        return Pointers([], None)
+    found = pointers(message.content)
+    read = call.pointer if call else None
+    if read is None or read in found.citations:
+        return found
+    return found._replace(citations=[read, *found.citations])
+
+
+def result_calls(messages: list[TaskMessage]) -> dict[int, ToolCall]:
+    """Message number → the call whose result it is: the calls of the assistant turn before, in
+    their order."""
+    answered: dict[int, ToolCall] = {}
+    calls: list[ToolCall] = []
     position = 0
     for message in messages:
         if message.role == "assistant":
-            calls, position = message.tool_names, 0
+            calls, position = _calls(message), 0
         elif message.role == "tool":
-            if position < len(calls) and calls[position]:
-                names[message.n] = calls[position]
+            if position < len(calls):
+                answered[message.n] = calls[position]
             position += 1
         else:
-            calls, position = (), 0
-    return names
+            calls, position = [], 0
+    return answered
+
+
+def _calls(message: TaskMessage) -> list[ToolCall]:
+    calls = []
+    for call in message.tool_calls or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue  # (no call: message.tool_names passes it over too)
+        name, arguments = function.get("name"), function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except (ValueError, RecursionError):
+                pass  # text that is no JSON: no pointer in it
+        calls.append(ToolCall(name if isinstance(name, str) and name else None, arguments))
+    return calls
+
+
+class PointersSeen(NamedTuple):
+    """The pointers of a run of messages, each with the indices of the messages that had it."""
+
+    citations: dict[str, list[int]]
+    memories: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, found: list[Pointers]) -> PointersSeen:
+        seen = cls({}, {})
+        for index, pointed in enumerate(found):
+            for citation in pointed.citations:
+                seen.citations.setdefault(citation, []).append(index)
+            for name in pointed.memories or ():
+                seen.memories.setdefault(name, []).append(index)
+        return seen
+
+    def listed(self, before: int | None = None) -> str:
+        """Those of the messages before index `before` (all: None) on one line, bounded: of each
+        kind the MAX_LISTED the latest of these messages had, each cut to POINTER_CHARS; "" when
+        there are none."""
+        parts = []
+        for label, kind in (("sections read or cited", self.citations), ("memory records", self.memories)):
+            last = {
+                item: indices[-1] if before is None else indices[bisect_left(indices, before) - 1]
+                for item, indices in kind.items()
+                if before is None or indices[0] < before
+            }
+            items = sorted(last, key=last.__getitem__)  # the latest last; ties in order of appearance
+            if items:
+                shown = ", ".join(shorten(item, POINTER_CHARS) for item in items[-MAX_LISTED:])
+                more = len(items) - MAX_LISTED
+                parts.append(f"{label}: " + (f"{more} earlier, then " if more > 0 else "") + shown)
+        return "; ".join(parts)
 
 
 def _looks_failed(content: str) -> bool:
@@ -125,7 +223,7 @@ def _looks_failed(content: str) -> bool:
         return True
     try:
         data = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(data, dict) and bool(data.get("error"))
 
@@ -331,28 +429,31 @@ class ContextAssembler:
 
     @staticmethod
     def _pointer_appendix(older: list[TaskMessage]) -> str:
-        """The compacted tool results' pointers, kept verbatim under a model's summary."""
-        tools = tool_names(older)
-        found = [(m, pointers(m.content)) for m in older if m.role == "tool"]
-        lines = [digest_line(m, tools.get(m.n), kept) for m, kept in found if kept.found]
-        if not lines:
-            return ""
-        if len(lines) > MAX_POINTERS:
-            lines = [f"({len(lines) - MAX_POINTERS} earlier tool results with pointers not shown)"] + lines[
-                -MAX_POINTERS:
-            ]
-        return "\n\nPointers from the compacted tool results:\n" + "\n".join(lines)
+        """The compacted messages' pointers, kept verbatim under a model's summary."""
+        calls = result_calls(older)
+        listed = PointersSeen.of([message_pointers(m, calls.get(m.n)) for m in older]).listed()
+        return f"\n\nPointers in the compacted messages: {listed}" if listed else ""
 
     def _digest(self, older: list[TaskMessage]) -> str:
-        """One line per message, newest kept first, within half the compaction threshold."""
+        """One line per message, newest kept first, within half the compaction threshold. The
+        messages left out are named by their numbers, with their pointers: those survive any cut
+        (bounded: PointersSeen.listed)."""
         budget = self.vault.config.context.compact_at_tokens // 2
-        tools = tool_names(older)
+        calls = result_calls(older)
+        found = [message_pointers(m, calls.get(m.n)) for m in older]
+        seen = PointersSeen.of(found)
+
+        def left_out(count: int) -> str:  # the first `count` messages, not shown
+            listed = seen.listed(before=count)
+            kept = f"; their pointers: {listed}" if listed else ""
+            return f"(messages {older[0].n}-{older[count - 1].n}: {count} more, not shown{kept})"
+
         lines: list[str] = []
-        for message in reversed(older):
-            line = digest_line(message, tools.get(message.n))
-            if lines and estimate_tokens("\n".join([line, *lines])) > budget:
-                skipped = message.n - older[0].n + 1
-                lines.insert(0, f"(messages {older[0].n}-{message.n}: {skipped} more, not shown)")
+        for index in range(len(older) - 1, -1, -1):
+            line = digest_line(older[index], calls.get(older[index].n), found[index])
+            shown = [left_out(index), line, *lines] if index else [line, *lines]
+            if lines and estimate_tokens("\n".join(shown)) > budget:
+                lines.insert(0, left_out(index + 1))  # what the step before measured
                 break
             lines.insert(0, line)
         return "\n".join(lines)
