@@ -50,6 +50,8 @@ bench: install
 	$(PY) bench/bench_mcp.py
 	$(PY) bench/bench_hooks.py
 	$(PY) bench/bench_store.py
+	$(PY) bench/fact_pair_rates.py
+	$(PY) bench/cue_gate_rates.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

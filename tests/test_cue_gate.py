@@ -8,6 +8,7 @@ turns are task requests, questions and pasted material. bench/cue_gate_rates.py 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from conftest import CODE
 
 from aibuddy_cli.memory.cues import CUE_KINDS, find_cues, normalise
 
@@ -109,7 +111,19 @@ def test_lasting_statements_open_the_gate(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["perfect, exactly what I wanted, keep doing it that way", "就这样写，很好", "That's the length I want."],
+    [
+        "perfect, exactly what I wanted, keep doing it that way",
+        "就这样写，很好",
+        "That's the length I want.",
+        # the issue's confirmations, which opened no cue
+        "Perfect, exactly what I wanted. Keep it up.",
+        "Great job, keep it up.",
+        "Love this format, keep it.",
+        # approval and "keep it as it is" in two sentences, in either language
+        "Perfect length. Keep it.",
+        "这个语气刚刚好，别改。",
+        "嗯，这种先给结论的写法很好，请沿用。",
+    ],
 )
 def test_a_confirmation_is_feedback(text: str) -> None:
     """An approach the user approves of and wants kept is feedback, as a correction is."""
@@ -117,7 +131,24 @@ def test_a_confirmation_is_feedback(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["Perfect, thanks!", "Great, that works.", "好的，谢谢。", "就这样吧，先这样。"]
+    "text",
+    [
+        "Perfect, thanks!",
+        "Great, that works.",
+        "好的，谢谢。",
+        "就这样吧，先这样。",
+        # praise that goes on with the task, and "keep" of the material at hand
+        "Great, now book the 7 pm one.",
+        "Perfect, next question.",
+        "Keep it up to date with the latest prices please.",
+        "Great, keep the first paragraph and cut the rest.",
+        "Yes, keep it.",
+        "Keep it.",
+        "很好，把第一段保留，其余删掉。",
+        "很好，保持这个文件其他部分不变。",
+        "正是我想要的信息，谢谢。",
+        "这段别改。",
+    ],
 )
 def test_thanks_alone_is_not_a_confirmation(text: str) -> None:
     assert find_cues([text]) == []
@@ -191,3 +222,14 @@ def test_the_module_imports_light() -> None:
     assert out.returncode == 0, out.stderr
     heavy, lazy = out.stdout.rsplit(" ", 1)
     assert heavy == "[]" and lazy.strip() == "True"
+
+
+def test_the_bench_script_says_when_the_dev_set_is_absent(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parent.parent / "bench" / "cue_gate_rates.py"
+    code = {**os.environ, "PYTHONPATH": str(CODE)}  # this code, not an installed copy
+    done = subprocess.run(
+        [sys.executable, str(script), "--devsets", str(tmp_path)], capture_output=True, text=True, env=code
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].split()[:2] == ["lang", "lasting"]
+    assert f"(no cue-gate dev set at {tmp_path}: only the table is measured)" in done.stdout

@@ -435,6 +435,29 @@ def test_a_different_fact_never_overwrites_an_auto_record(
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize(
+    ("existing", "stated"),
+    [
+        ("Staging cluster runs Kubernetes 1.27", "Production cluster now runs Kubernetes 1.29"),
+        (
+            "Rate limit for the billing service is 100 requests per minute",
+            "Rate limit for the search service is now 500 requests per minute",
+        ),
+    ],
+)
+def test_now_never_makes_another_subject_an_update(
+    memory: MemoryService, fake_openai: FakeOpenAI, existing: str, stated: str
+) -> None:
+    """The issue's runs: "now" made production's version overwrite staging's record."""
+    memory.create_auto("fact", type="project", description=existing, body=existing)
+    fake_openai.reply_json({"candidates": [candidate(type="project", name="fact", description=stated)]})
+    result = Extractor(memory).run(talk(f"FYI: {stated}.", "Noted."))
+    assert result.written == ["fact-2"] and result.decisions[-1].outcome == "created"
+    assert "is a different fact" in result.decisions[-1].detail
+    assert memory.show("fact").description == existing
+    assert memory.show("fact-2").description == stated
+
+
 def test_the_same_body_under_a_different_fact_is_not_a_no_op(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:

@@ -202,6 +202,11 @@ def test_a_merge_adds_only_what_the_kept_record_does_not_say() -> None:
         ("Drinks green tea", "Likes green tea", None),
         ("Deploys to staging on Mondays", "Deploys to production on Mondays", None),
         ("Prefers short answers", "Prefers concise answers", "duplicate"),
+        ("Prefers concise weekly reports", "Prefers concise reports every week", "duplicate"),
+        # two places differ, so one of them is what the fact is about: two flats, two clusters
+        ("Rent for the flat in Porto is 900 euros", "Rent for the flat in Lisbon is 1200 euros", None),
+        ("Staging cluster runs Kubernetes 1.27", "Production cluster now runs Kubernetes 1.29", None),
+        ("Staging cluster runs Kubernetes 1.27", "Staging cluster runs Kubernetes 1.29", "contradiction"),
     ],
 )
 def test_what_counts_as_a_contradiction_or_a_duplicate(

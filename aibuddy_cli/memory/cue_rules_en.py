@@ -332,11 +332,23 @@ FEEDBACK: tuple[Rule, ...] = (
     # keep doing it that way", "that's the length I want"), not a bare "perfect, thanks".
     rule(
         "feedback",
-        r"\bkeep (?:doing|using|writing|formatting) (?:it|that|this|them|things)\b|\bkeep (?:doing|using|"
-        r"writing|formatting)(?: it| that| this| them| things)? (?:that|this|the same) (?:way|approach|"
-        r"format|style)\b|\bkeep (?:it|them|things|(?:the|your) [\w-]+(?: [\w-]+)?) (?:like (?:this|that)|"
+        r"\bkeep (?:doing|using|writing|formatting)(?: exactly| just)? (?:it|that|this|them|things)\b|"
+        r"\bkeep (?:doing|using|writing|formatting)(?: it| that| this| them| things)? (?:that|this|the same) "
+        r"(?:way|approach|format|style)\b|\bkeep [\w-]+ing (?:[\w-]+ ){0,2}(?:like (?:this|that)|"
+        r"(?:this|that) way)\b|\bkeep (?:it|them|things|(?:the|your) [\w-]+(?: [\w-]+)?) (?:(?:[\w-]+ )?like "
+        r"(?:this|that)|"
         r"this (?:way|short|brief|concise|simple|tight)|that way)\b|\bstick (?:with|to) (?:it|this|that|"
-        r"(?:this|that|the same) [\w-]+)\s*(?:[.!;,]|$)|\bmore (?:of this|like this)\b",
+        r"(?:this|that|the same) [\w-]+)\s*(?:[.!;,]|$)|\bmore (?:of (?:this|that|these|those)|like this)\b|"
+        r"\b(?:carry on|go on|continue) (?:like (?:this|that)|(?:this|that) way)\b",
+    ),
+    rule(  # praise asking for more of the same: keep it up (not "up to date"), keep this style,
+        # more answers like this, I want all my reports like this
+        "feedback",
+        r"\bkeep (?:it|this|that) up\b(?! to\b)|\bkeep up the (?:good|great|nice|excellent|fine) work\b|"
+        r"\bkeep (?:this|that|the same|your) (?:style|format|formatting|tone|structure|layout|length|"
+        r"approach|voice|level of detail)\b|(?:^|[,.!;:\u2013\u2014-]\s*)more (?:answers|replies|responses|"
+        r"explanations|summaries)(?: [\w-]+)? like (?:this|that)\b|\bi(?: want| like| need|'d like| would "
+        r"like) (?:all|every)\b[^.!?]{0,40}?(?:like (?:this|that)|(?:this|that) way)\b",
     ),
     rule(
         "feedback",
@@ -345,9 +357,11 @@ FEEDBACK: tuple[Rule, ...] = (
     ),
     rule(
         "feedback",
-        r"\b(?:that|this)(?:'s| is)(?: exactly| precisely| just)? (?:how|what|the [\w-]+(?: [\w-]+)?) i "
-        r"(?:want|like|prefer)\b|\bexactly (?:how|what) i (?:want|like|prefer)\b|\b(?:that|this)(?:'s| is) "
-        r"the (?:right |correct |best )?way to (?:do|handle|write|format|structure|answer|reply)\b",
+        r"\b(?:that|this)(?:'s| is)(?: exactly| precisely| just)? (?:how|what|the [\w-]+(?: [\w-]+)?) "
+        r"i(?: want| like| prefer|'m after| am after)\b|\bexactly (?:how|what) i (?:want|like|prefer)\b|"
+        r"\b(?:that|this)(?:'s| is) the (?:right |correct |best )?way to (?:do|handle|write|format|"
+        r"structure|answer|reply)\b|"
+        r"\b(?:that|this)(?:'s| is) how (?:[\w-]+ ){1,3}should (?:look|be|read|sound)\b",
         statement=True,
     ),
     rule(
@@ -449,6 +463,25 @@ PROJECT: tuple[Rule, ...] = (
         soft=True,
         statement=True,
     ),
+)
+
+
+# A confirmation said in two parts, anywhere in one turn: approval of what the assistant did
+# ("Perfect length.", "Love the bullet points,") and a wish that it stay as it is ("Keep it.",
+# "please keep them", "don't change a thing", "stay this concise"). Either alone is no cue: "Yes,
+# keep it." answers a question, "Perfect, thanks!" closes a task.
+APPROVAL = LazyPattern(
+    r"(?<!not )(?<!n't )(?<!not so )\b(?:perfect|great|excellent|brilliant|awesome|amazing|wonderful|"
+    r"fantastic|superb|lovely|nice|good|helpful|just right|spot on|nailed it|well done|bravo|(?:much|way|"
+    r"far|so much) better|love (?:it|this|that|these|the|how)|like (?:it|this|that) a lot|exactly (?:right|"
+    r"what i|how i|like (?:this|that))|\d+/10)\b"
+)
+KEPT_AS_IS = LazyPattern(
+    r"(?:^|[,;:\u2013\u2014-]\s*|\b(?:please|pls|just|so|then|and)\s+)keep (?:it|them|this|that)(?: (?:as is|"
+    r"as it is|the same|there))?\s*[.!]*$|\bkeep (?:it|them|these|those|'em) coming\b|\b(?:don't|do not) "
+    r"change (?:a thing|anything|it|that|this|them)\b|\bstay (?:(?:this|that|so) [\w-]+|there\s*[.!]*$|"
+    r"like (?:this|that))|\bkeep (?:it|them|(?:the|your|these|those) [\w-]+(?: [\w-]+)?) (?:this|that|so) "
+    r"(?!way\b)[\w-]+\s*[.!]*$"
 )
 
 

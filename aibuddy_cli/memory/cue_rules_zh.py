@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .cue_rules import Rule, rule
+from .cue_rules import LazyPattern, Rule, rule
 
 # Chinese: adverbs between 我 and the verb, and the punctuation that delimits a clause.
 _ZADV = (
@@ -12,6 +12,12 @@ _ZADV = (
 _ZG = rf"(?:[\s,、!.~\u2026]*{_ZADV})*[\s,、!.~\u2026]*"
 _ZCS = r"(?:^|(?<=[,、:;!?.\"\s]))"  # start of a Chinese clause
 _ZME = r"(?<![帮给替让为叫请和跟对教问陪找])我"  # 我 as subject, not 帮我/给我/叫我…
+# How a thing is done, not what it is about: 保持这个风格 (a way of answering), not 保持这个文件 (an
+# edit), 正是我想要的格式, not 正是我想要的信息 (the answer's content).
+_ZMANNER = (
+    r"(?:风格|语气|格式|写法|长度|结构|语调|口吻|感觉|节奏|详细程度|水准|水平|状态|样子|习惯|力度|质量|思路|排版|"
+    r"篇幅|模板|效果|方式)"
+)
 
 
 PREFERENCE: tuple[Rule, ...] = (
@@ -181,9 +187,12 @@ FEEDBACK: tuple[Rule, ...] = (
     rule(
         "feedback",
         r"就(?:这样|这么|照这个|按这个|按照这个|照着这个)(?:[^,，。.!?！？]{0,4})?(?:写|做|改|排|来|办|回复|"
-        r"回答|处理|格式|思路|结构)|(?:继续|一直)(?:保持|这样|这么(?:做|写|来))|保持(?:下去|住|这样|这个)|"
-        r"(?:^|[,，])保持[。!！.]*$|(?:以后|下次|今后)(?:也|都|就)?(?:这样|这么|照这个|按这个)|就是(?:这个|这种|"
-        r"这样的)(?:风格|语气|格式|写法|长度|结构|语调|口吻|感觉|节奏|详细程度)|就是要这样|正是我(?:想要|要)的",
+        r"回答|处理|格式|思路|结构)|(?:继续|一直)(?:保持|这样|这么(?:做|写|来))|保持(?:下去|住|这样)|"
+        rf"保持这(?:个|种|样的){_ZMANNER}|(?:^|[,，])保持[。!！.]*$|(?:以后|下次|今后)(?:[^,，。.!?！？]{{0,6}}?"
+        rf"(?:也|都|就|还))?(?:像)?(?:这样|这么|照这个|按这个)|(?:^|(?<=[,、:;!?.\"\s请那就所且记]))(?:以后|今后)"
+        rf"[^,，。.!?！？]{{0,6}}?(?:也|都|就)(?:用|按|照)这个|都(?:这样|这么)(?:写|做|排|来|回复|回答|处理)|"
+        rf"就是(?:这个|这种|这样的){_ZMANNER}|就是要这(?:样|种|个)|"
+        rf"正是我(?:想要|要)的(?:{_ZMANNER}|(?=[,，。.!！\s]|$))",
     ),
     rule("feedback", rf"{_ZCS}(?:请)?记住|记好了|记得(?:以后|下次|每次)"),
     rule("feedback", r"(?<![他她它])你(?:应该|应当|必须|得)(?!是|也|会|知道|可以|能|没|已经|不会|还|很)"),
@@ -227,4 +236,17 @@ PROJECT: tuple[Rule, ...] = (
         soft=True,
         statement=True,
     ),
+)
+
+
+# A confirmation in two parts (cue_rules_en.APPROVAL): approval (很好, 完美, 刚刚好, 我很喜欢) and a
+# wish that it stay (别改, 保留, 请沿用); either alone is no cue (这段别改 edits the material at hand),
+# nor is 保留 with an object (把第一段保留: an edit).
+APPROVAL = LazyPattern(
+    r"(?<![不没])(?:很好|非常好|太好了|好极了|真好|不错|完美|太棒|很棒|真棒|棒极了|漂亮|满意|喜欢|很赞|真赞|"
+    r"刚刚好|刚好|正合适|恰到好处|到位|清楚|清晰|舒服|好评|赞|好多了|好看多了)"
+)
+KEPT_AS_IS = LazyPattern(
+    r"(?:别|不要|不用|无需)(?:再)?(?:改|动|变)|(?:^|[,，])(?:请|就)?保留(?:着|下来)?(?=[,，。.!！\s]|$)|沿用|"
+    r"就(?:按|照)这个(?:来)?(?=[,，。.!！\s]|$)|继续(?:用|这样)(?=[,，。.!！\s]|$)"
 )

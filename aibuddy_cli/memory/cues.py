@@ -38,6 +38,9 @@ does not count in a sentence about the here and now at all ("I usually get this 
 "durable" rule (I want / need) counts only with a durability marker. In English only, a turn that
 asks nothing also opens the gate on a first-person declarative sentence that is not a want, not
 in the progressive and not about the here and now ("I coach my son's team on Saturdays").
+A confirmation may come in two parts, anywhere in a turn: approval ("Perfect length.", 很好) and a
+wish that it stay as it is ("Keep it.", "don't change a thing", 别改, 请沿用); then it is feedback.
+Either part alone is no cue ("Yes, keep it." answers a question; 这段别改 edits the material).
 
 The rules are data, kept apart from this engine: cue_rules_en.py and cue_rules_zh.py, made of
 the parts in cue_rules.py.
@@ -245,10 +248,24 @@ def find_cues(texts: Iterable[str]) -> list[str]:
             found.add("identity")
         folded = _BARE_CONTRACTION.sub(_apostrophe, own.casefold())
         asks = bool(en.REQUEST.search(folded))
+        approved = kept = False
         for sentence in sentences(folded):
             found |= _kinds_in(sentence)
             if not found and not asks and _english_first_person(sentence):
                 found.add("preference")
             if len(found) == len(CUE_KINDS):
                 return list(CUE_KINDS)
+            if not QUESTION.search(sentence):
+                approved = approved or _approves(sentence)
+                kept = kept or _keeps(sentence)
+        if approved and kept:
+            found.add("feedback")
     return [kind for kind in CUE_KINDS if kind in found]
+
+
+def _approves(sentence: str) -> bool:
+    return bool(en.APPROVAL.search(sentence) or zh.APPROVAL.search(sentence))
+
+
+def _keeps(sentence: str) -> bool:
+    return bool(en.KEPT_AS_IS.search(sentence) or zh.KEPT_AS_IS.search(sentence))

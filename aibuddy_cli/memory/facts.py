@@ -18,12 +18,22 @@ The rule (`compare`): the words that carry the fact must agree.
   Friday, 3.11 / 3.12): a *differing key term*, so a different fact: the score is halved, below
   0.5, and never reaches the default threshold of 0.6.
 - Unless the candidate says it replaces something ("now", "moved to", "changed", "switched",
-  "instead", "no longer", "postponed", 改为, 现在, 不再, …): then the differing terms are the old and
-  the new value of the same subject and count once: score = agreeing / (agreeing + the larger
-  side's differing terms). "Weekly report due Friday" → "Weekly report now due Monday" is 0.75,
-  an update; "Deploys to staging on Mondays" → "Now deploys to production on Fridays" is 0.33,
-  a different fact. A changed value stated without such a word is kept as a separate record:
-  nothing is lost, the newer one is the more recently updated.
+  "instead", "no longer", "postponed", 改为, 现在, 不再, …) and what the fact is about agrees:
+  then the differing terms are the old and the new value of the same subject and count once:
+  score = agreeing / (agreeing + the larger side's differing terms). "Weekly report due Friday"
+  → "Weekly report now due Monday" is 0.75, an update. What the fact is about (its key) agrees
+  when the two differ in one place only (the agreeing words that keep their order are anchors;
+  differing words between the same anchors, with no other word between them, are one place)
+  and that place is not before a side's replacement word, where the sentence names its subject.
+  "Staging cluster runs Kubernetes 1.27" → "Production cluster now runs Kubernetes 1.29"
+  differs in two places (and in its subject): a different fact, 0.21; "Deploys to staging on
+  Mondays" → "Now deploys to production on Fridays", two places, 0.10. A changed value stated
+  without such a word is kept as a separate record: nothing is lost, the newer one is the more
+  recently updated.
+
+How often a thing happens reads the same as an adverb or as "every …" (weekly ~ every week,
+annually ~ every year), and aspect carries no fact: "still", "already", a tense (chose ~ has
+chosen, led ~ is leading), 已经, 正在, 仍然.
 
 The measure is asymmetric only in that the replacement words count on the candidate's side.
 tests/fixtures/fact_pairs.tsv holds the labelled pairs it is measured on (bench/fact_pair_rates.py).
@@ -55,11 +65,57 @@ _STOP = STOPWORDS | frozenset(
 # Words saying that the candidate replaces an earlier value: dropped from the terms on both sides,
 # noted on the candidate's. Past forms and adverbs only: "changes" and "new" are too often a noun
 # or part of a name ("small changes", "New York") to mark a replacement; they are stop words.
-# "no longer" is read as "anymore" ("longer" alone is a value: longer / shorter answers).
+# "no longer" is read as one word ("longer" alone is a value: longer / shorter answers).
 _REPLACES = frozenset(
     """now anymore instead moved changed switched replaced renamed postponed rescheduled delayed
-    updated became becomes currently nowadays""".split()
+    updated became becomes currently nowadays nolonger""".split()
 )
+# Those that close a sentence rather than stand between what it is about and the new value.
+_TRAILING_REPLACES = frozenset({"anymore", "instead"})
+# Irregular past forms, read as the verb (chose ~ choose, led ~ leading).
+_IRREGULAR = {
+    form: verb
+    for verb, forms in {
+        "choose": "chose chosen",
+        "lead": "led",
+        "spend": "spent",
+        "teach": "taught",
+        "buy": "bought",
+        "keep": "kept",
+        "run": "ran",
+        "begin": "began begun",
+        "take": "took taken",
+        "give": "gave given",
+        "know": "knew known",
+        "think": "thought",
+        "bring": "brought",
+        "catch": "caught",
+        "feel": "felt",
+        "build": "built",
+        "send": "sent",
+        "meet": "met",
+        "pay": "paid",
+        "sell": "sold",
+        "tell": "told",
+        "win": "won",
+        "lose": "lost",
+        "wear": "wore worn",
+        "drive": "drove driven",
+        "fly": "flew flown",
+        "grow": "grew grown",
+        "eat": "ate eaten",
+        "drink": "drank drunk",
+        "ride": "rode ridden",
+        "speak": "spoke spoken",
+        "break": "broke broken",
+        "forget": "forgot forgotten",
+        "hold": "held",
+        "understand": "understood",
+        "stand": "stood",
+        "sleep": "slept",
+    }.items()
+    for form in forms.split()
+}
 _SYNONYMS = {
     **dict.fromkeys(
         """like likes liked love loves loved enjoy enjoys enjoyed prefer prefers preferred favourite
@@ -72,7 +128,16 @@ _SYNONYMS = {
     **dict.fromkeys("name named names called".split(), "name"),
     **dict.fromkeys("write writes wrote written writing".split(), "write"),
     **dict.fromkeys("kid kids child children".split(), "child"),
+    **_IRREGULAR,
+    # How often, said as an adverb or as "every …": daily ~ every day, weekly ~ every week.
     "daily": "day",
+    "nightly": "night",
+    "hourly": "hour",
+    "weekly": "week",
+    "fortnightly": "fortnight",
+    "monthly": "month",
+    "quarterly": "quarter",
+    **dict.fromkeys("yearly annual annually".split(), "year"),
     **{
         word: str(number)
         for number, word in enumerate(
@@ -107,6 +172,14 @@ _CJK_REWORDINGS = (
     ("总是", ""),
     ("通常", ""),
     ("一下", ""),
+    # aspect, not fact: already, in progress, still (英 "already", "still" are stop words too)
+    ("已经", ""),
+    ("正在", ""),
+    ("仍然", ""),
+    ("依然", ""),
+    ("仍旧", ""),
+    ("每日", "每天"),
+    ("每晚", "每天晚上"),
 )
 _CJK_STOP = frozenset("的了是在和与及对把被都也很要就还又有个份每我你他她它们这那吗呢吧啊用为着得地给让请到")
 _CJK_DIGITS = {char: n for n, char in enumerate("零一二三四五六七八九十")} | {"两": 2}
@@ -140,6 +213,12 @@ class Terms(NamedTuple):
     terms: tuple[str, ...]  # distinct content terms, in order
     replaces: bool  # a word saying the text replaces an earlier value
     negated: bool = False  # "not", "never", "doesn't", 不, 没: the text denies what it names
+    # Where each term first stands among all the words (stop words counted): two differing
+    # terms with a word between them are two places, not one value.
+    positions: tuple[int, ...] = ()
+    # Where "now", "moved", 改为 … stands when content follows it: the words before it say what
+    # the fact is about ("Production cluster | now runs Kubernetes 1.29"); -1 when none does.
+    subject_end: int = -1
 
 
 # A denial: "User is vegetarian" and "User is not vegetarian" share every content word and state
@@ -154,8 +233,8 @@ def _stem(word: str) -> str:
     """Light English folding: plural, -ed and -ing endings, a final e (stage ~ staging)."""
     if len(word) <= 3:
         return word
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
+    if word.endswith(("ies", "ied")) and len(word) > 4:
+        return word[:-3] + "y"  # studies, studied ~ study
     elif word.endswith("sses") or word.endswith(("shes", "ches", "xes", "zes")):
         word = word[:-2]
     elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
@@ -193,27 +272,29 @@ def _word(raw: str) -> tuple[str | None, bool]:
 def fact_terms(text: str) -> Terms:
     """The content terms of a description or message (see the module docstring). Cached:
     reconcile weighs each candidate against every same-type record's description."""
-    lowered = text.lower().replace("no longer", "anymore")
-    replaces = False
+    lowered = re.sub(r"\bno longer\b", " nolonger ", text.lower())
     negated = _NEGATION.search(lowered) is not None
     if _CJK.search(lowered):
         for phrase in _CJK_REPLACES:
-            if phrase in lowered:
-                replaces = True
-                lowered = lowered.replace(phrase, " ")
+            lowered = lowered.replace(phrase, " now ")  # a replacement word where it stood
         for phrase, instead in _CJK_REWORDINGS:
             lowered = lowered.replace(phrase, f" {instead} ")
         lowered = _CJK_PIECE.sub(_cjk_piece, lowered)
-    terms: list[str] = []
-    for raw in _TERM.findall(lowered):
+    replaces = False
+    marker = -1
+    positions: dict[str, int] = {}
+    for position, raw in enumerate(_TERM.findall(lowered)):
         if _CJK.fullmatch(raw):
             term: str | None = None if raw in _CJK_STOP else raw
         else:
             term, replacing = _word(raw)
             replaces = replaces or replacing
+            if replacing and marker < 0 and raw not in _TRAILING_REPLACES:
+                marker = position
         if term is not None:
-            terms.append(term)
-    return Terms(tuple(dict.fromkeys(terms)), replaces, negated)
+            positions.setdefault(term, position)
+    subject_end = marker if any(at > marker for at in positions.values()) else -1
+    return Terms(tuple(positions), replaces, negated, tuple(positions.values()), subject_end)
 
 
 def agree(a: str, b: str) -> bool:
@@ -236,6 +317,17 @@ class Comparison(NamedTuple):
     only_candidate: tuple[str, ...]  # and the other way round
     replacement: bool  # scored as a changed value of the same subject
     flipped: bool = False  # one side denies what the other states, with no word of replacement
+    # Separate places where each side has words the other lacks (between the same agreeing
+    # words, no other word between them): staging … 1.27 / production … 1.29 are two.
+    places: int = 0
+    # A differing place lies in what a description is about (before its "now", "moved", 改为):
+    # "Production cluster now runs …" against "Staging cluster runs …".
+    subject_differs: bool = False
+
+    @property
+    def one_value(self) -> bool:
+        """What the fact is about agrees: the two differ, if at all, in one value of it."""
+        return self.places <= 1 and not self.subject_differs
 
     @property
     def differing(self) -> bool:
@@ -261,32 +353,77 @@ def compare(existing: str, candidate: str, *, replacement: bool = True) -> Compa
     if not left.terms or not right.terms:
         same = not left.terms and not right.terms and existing.split() == candidate.split()
         return Comparison(1.0 if same else 0.0, 0, left.terms, right.terms, False)
-    exact = set(left.terms).intersection(right.terms)
-    unmatched = [term for term in right.terms if term not in exact]
-    only_left: list[str] = []
-    agreeing = len(exact)
-    for term in left.terms:
-        if term in exact:
-            continue
-        match = next((other for other in unmatched if agree(term, other)), None)
+    exact = {term: number for number, term in enumerate(right.terms)}
+    free = [number for number, term in enumerate(right.terms) if term not in left.terms]
+    pairs: list[tuple[int, int]] = []  # (left term, right term) that agree
+    for number, term in enumerate(left.terms):
+        match = exact.get(term)
         if match is None:
-            only_left.append(term)
-        else:
-            unmatched.remove(match)
-            agreeing += 1
-    only_right = tuple(unmatched)
+            match = next((other for other in free if agree(term, right.terms[other])), None)
+            if match is not None:
+                free.remove(match)
+        if match is not None:
+            pairs.append((number, match))
+    paired_left = {a for a, _ in pairs}
+    only_left = tuple(term for number, term in enumerate(left.terms) if number not in paired_left)
+    only_right = tuple(right.terms[number] for number in free)
+    agreeing = len(pairs)
+    places, subject_differs = _places(left, right, pairs, free)
     replacing = replacement and right.replaces
     if left.negated != right.negated and not replacing:
         # "vegetarian" and "not vegetarian": opposite facts, never one record ("User no longer
         # eats meat" says it replaces, and may update "User eats meat").
         score = agreeing / (agreeing + len(only_left) + len(only_right)) / 2
-        return Comparison(score, agreeing, tuple(only_left), only_right, False, flipped=True)
+        return Comparison(score, agreeing, only_left, only_right, False, True, places, subject_differs)
     differing = bool(only_left and only_right)
-    if differing and replacing:
+    if differing and replacing and places <= 1 and not subject_differs:
         score = agreeing / (agreeing + max(len(only_left), len(only_right)))
-        return Comparison(score, agreeing, tuple(only_left), only_right, True)
+        return Comparison(score, agreeing, only_left, only_right, True, False, places, subject_differs)
     score = agreeing / (agreeing + len(only_left) + len(only_right))
-    return Comparison(score / 2 if differing else score, agreeing, tuple(only_left), only_right, False)
+    score = score / 2 if differing else score
+    return Comparison(score, agreeing, only_left, only_right, False, False, places, subject_differs)
+
+
+def _places(left: Terms, right: Terms, pairs: list[tuple[int, int]], free: list[int]) -> tuple[int, bool]:
+    """(how many separate places the two differ in, whether one is in what a side is about).
+
+    The agreeing terms that keep their order on both sides are anchors; the terms only one side
+    has fall into the gaps between them, a run of adjacent words being one place. A gap holding
+    terms of both sides is a changed place (min of the two sides' runs: the rest is a qualifier
+    one side adds)."""
+    anchors = _in_order(sorted((left.positions[a], right.positions[b]) for a, b in pairs))
+    paired_left = {a for a, _ in pairs}
+    sides = (
+        (left, [left.positions[n] for n in range(len(left.terms)) if n not in paired_left], 0),
+        (right, [right.positions[n] for n in free], 1),
+    )
+    runs: list[dict[int, list[int]]] = []  # per side: gap -> the first position of each run
+    for _, spots, side in sides:
+        gaps: dict[int, list[int]] = {}
+        previous = -2
+        for spot in sorted(spots):
+            if spot != previous + 1:
+                gap = sum(anchor[side] < spot for anchor in anchors)
+                gaps.setdefault(gap, []).append(spot)
+            previous = spot
+        runs.append(gaps)
+    places = 0
+    subject_differs = False
+    for gap in runs[0].keys() & runs[1].keys():
+        places += min(len(runs[0][gap]), len(runs[1][gap]))
+        for terms, _, side in sides:
+            if terms.subject_end >= 0 and runs[side][gap][0] < terms.subject_end:
+                subject_differs = True
+    return places, subject_differs
+
+
+def _in_order(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest run of pairs increasing on both sides (pairs sorted by the first)."""
+    best: list[list[tuple[int, int]]] = []
+    for pair in pairs:
+        chain = max((chain for chain in best if chain[-1][1] < pair[1]), key=len, default=[])
+        best.append([*chain, pair])
+    return max(best, key=len, default=[])
 
 
 def similarity(existing: str, candidate: str, *, replacement: bool = True) -> float:

@@ -10,9 +10,11 @@ gives the same ids, and an id stops matching once one of its records changed) an
   other says: the newer (`updated`) is kept, the other deleted. The rule is deterministic, over
   facts.py's content terms: each description has terms the other lacks, they are *values* (they
   hold a digit, name a day or month, or are written with a capital letter inside the
-  description: a place, a person, a product), and at least as many terms agree as the larger side
-  has differing ones. "Allergic to peanuts" / "allergic to shellfish" or "drinks tea" / "likes
-  tea" differ in words that are no values, and are left alone: two facts, or a rewording.
+  description: a place, a person, a product), they stand in one place of the sentence (not in
+  what it is about: "Rent for the flat in Porto is 900 euros" / "… in Lisbon is 1200 euros" are
+  two flats), and at least as many terms agree as the larger side has differing ones. "Allergic
+  to peanuts" / "allergic to shellfish" or "drinks tea" / "likes tea" differ in words that are no
+  values, and are left alone: two facts, or a rewording.
 - duplicate (`merge`): two records of one type state the same fact (facts.compare ≥ similarity, no
   differing key term). The one kept is a person's over extraction's, then the more recently used;
   the other's body is added to its body unless it already says it, then the other is deleted.
@@ -217,7 +219,7 @@ def _contradicts(found: Comparison, a: str, b: str) -> bool:
     """Descriptions a and b give one subject two values (module docstring)."""
     if found.flipped:
         return not found.only_existing and not found.only_candidate and found.agreeing > 0
-    if not found.differing:
+    if not found.differing or not found.one_value:  # two places differ: one is the subject
         return False
     differing = max(len(found.only_existing), len(found.only_candidate))
     return (
