@@ -1,0 +1,178 @@
+"""A team's remote never receives personal data, and a person's records stay theirs, whatever order
+people set up, clone, save, pull and commit in. Each case was a leak or a loss an issue found; each
+is played with real git, a bare remote and two users on two "machines" (HOME, XDG_DATA_HOME), as
+tests/test_team_vault.py does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import child_env, run_in_process
+from test_team_vault import TEAM, commit_all, git, personal_keys
+
+from aibuddy_cli.vault import init_vault
+
+
+def aibuddy(clone: Path, env: dict[str, str], *args: str, cwd: Path | None = None) -> tuple[int, dict, str]:
+    """A command in clone (in this process, as the other team tests run it): exit code, its JSON
+    answer (or {}), and what it said on stderr."""
+    done = run_in_process("--vault", str(clone), *args, "--json", env=env, cwd=cwd)
+    try:
+        document = json.loads(done.stdout) if done.stdout else {}
+    except ValueError:
+        document = {}
+    return done.returncode, document, done.stderr.decode("utf-8", "replace")
+
+
+def ok(clone: Path, env: dict[str, str], *args: str) -> tuple[dict, str]:
+    code, document, said = aibuddy(clone, env, *args)
+    assert code == 0, (args, document, said)
+    return document, said
+
+
+def unset_team_remote(tmp_path: Path) -> Path:
+    """A team vault alice made and pushed before anyone ran `aibuddy git setup` in it."""
+    origin = tmp_path / "origin"
+    init_vault(origin, "alice")
+    (origin / "aibuddy.toml").write_text((origin / "aibuddy.toml").read_text() + TEAM)
+    env = child_env(origin, "alice", HOME=str(tmp_path / "admin"))
+    git(origin, "init", "-q", "-b", "main", env=env)
+    commit_all(origin, "vault", env)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(origin), str(remote)], check=True, env=env)
+    return remote
+
+
+def clone_for(tmp_path: Path, remote: Path, user: str) -> tuple[Path, dict[str, str], Path]:
+    """user's clone on their own machine, no set-up run: the clone, its environment, and where
+    that machine keeps personal vaults."""
+    home = tmp_path / f"home-{user}"
+    home.mkdir()
+    clone = tmp_path / f"clone-{user}"
+    env = child_env(clone, user, HOME=str(home))
+    subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True, env=env)
+    return clone, env, home / ".local" / "share" / "aibuddy" / "vaults"
+
+
+def remote_paths(tmp_path: Path, remote: Path, env: dict[str, str]) -> list[str]:
+    """Every path any commit of the remote ever held."""
+    fresh = tmp_path / "fresh-look"
+    if fresh.exists():
+        subprocess.run(["rm", "-rf", str(fresh)], check=True)
+    subprocess.run(["git", "clone", "-q", str(remote), str(fresh)], check=True, env=env)
+    return git(fresh, "log", "--all", "--name-only", "--format=", env=env).stdout.split()
+
+
+# --- 1. memories saved before the vault_id arrives ------------------------------------------------
+
+
+def test_a_memory_saved_before_the_vault_id_arrived_is_still_yours_after_the_pull(tmp_path: Path) -> None:
+    """bob clones before alice's `git setup` commit reaches him and saves a memory (into a folder
+    named after his clone's path); once he pulls her vault_id, `memory list` still shows it (moved
+    into the vault id's folder, and said so), `git setup` has nothing left to move, and `doctor`
+    finds no personal folder the vault does not use."""
+    remote = unset_team_remote(tmp_path)
+    b, bob, bob_vaults = clone_for(tmp_path, remote, "bob")
+    _, said = ok(b, bob, "memory", "save", "coffee", "--type", "user", "--description", "Bob takes no coffee")
+    assert "has no vault_id" in said
+    early = [folder for folder in bob_vaults.iterdir() if folder.is_dir()]
+    assert [f.name.startswith("clone-bob-") for f in early] == [True]
+
+    a, alice, _ = clone_for(tmp_path, remote, "alice")
+    vault_id = ok(a, alice, "git", "setup")[0]["team"]["vault_id"]
+    commit_all(a, "a team vault", alice)
+    git(a, "push", "-q", env=alice)
+    git(b, "pull", "-q", "--no-rebase", env=bob)
+
+    listed, said = ok(b, bob, "memory", "list")
+    assert [r["name"] for r in listed["records"]] == ["coffee"]
+    assert "moved 1 personal file(s)" in said and str(early[0]) in said
+    assert (bob_vaults / vault_id / "memory" / "bob" / "coffee.md").is_file()
+    assert not early[0].exists()
+    setup = ok(b, bob, "git", "setup")[0]["team"]
+    assert setup["moved_folder"] is None and setup["stranded_folder"] is None
+    report = aibuddy(b, bob, "doctor")[1]
+    assert report["unused_personal_folders"] == []
+    assert git(b, "status", "--porcelain", env=bob).stdout == ""
+    assert personal_keys(remote_paths(tmp_path, remote, bob)) == []
+
+
+def test_git_setup_run_first_after_the_pull_moves_the_early_folder_and_says_so(tmp_path: Path) -> None:
+    """The same, when the first command after the pull is `git setup`: its answer names the folder
+    it moved (`moved_folder`), and the record is listed."""
+    remote = unset_team_remote(tmp_path)
+    b, bob, bob_vaults = clone_for(tmp_path, remote, "bob")
+    ok(b, bob, "memory", "save", "coffee", "--type", "user", "--description", "Bob takes no coffee")
+    [early] = list(bob_vaults.iterdir())
+    a, alice, _ = clone_for(tmp_path, remote, "alice")
+    ok(a, alice, "git", "setup")
+    commit_all(a, "a team vault", alice)
+    git(a, "push", "-q", env=alice)
+    git(b, "pull", "-q", "--no-rebase", env=bob)
+
+    setup = ok(b, bob, "git", "setup")[0]["team"]
+    assert setup["moved_folder"] == str(early) and setup["stranded_folder"] is None
+    assert setup["vault_id_added"] is False
+    assert [r["name"] for r in ok(b, bob, "memory", "list")[0]["records"]] == ["coffee"]
+
+
+def test_a_record_both_folders_hold_differently_is_kept_and_named_until_someone_chooses(
+    tmp_path: Path,
+) -> None:
+    """bob saves `coffee` in a clone made before the vault_id, and another `coffee` in a second
+    clone made after it: when the first clone pulls the vault_id, the other records move, that
+    one stays in the early folder (never overwritten, never merged blindly), every command says
+    so, `git setup` names the folder and `doctor` lists what is in it."""
+    remote = unset_team_remote(tmp_path)
+    b, bob, bob_vaults = clone_for(tmp_path, remote, "bob")
+    for name, description in (("coffee", "No coffee after noon"), ("tea", "Green tea")):
+        ok(b, bob, "memory", "save", name, "--type", "user", "--description", description)
+    [early] = list(bob_vaults.iterdir())
+    a, alice, _ = clone_for(tmp_path, remote, "alice")
+    vault_id = ok(a, alice, "git", "setup")[0]["team"]["vault_id"]
+    commit_all(a, "a team vault", alice)
+    git(a, "push", "-q", env=alice)
+    second = tmp_path / "clone-bob-2"
+    subprocess.run(["git", "clone", "-q", str(remote), str(second)], check=True, env=bob)
+    ok(second, bob, "memory", "save", "coffee", "--type", "user", "--description", "Two coffees a day")
+
+    git(b, "pull", "-q", "--no-rebase", env=bob)
+    listed, said = ok(b, bob, "memory", "list")
+    assert sorted((r["name"], r["description"]) for r in listed["records"]) == [
+        ("coffee", "Two coffees a day"), ("tea", "Green tea")
+    ]
+    assert "moved 1 personal file(s)" in said and f"{early} still holds 1 personal file(s)" in said
+    assert "No coffee after noon" in (early / "memory" / "bob" / "coffee.md").read_text()
+    setup = ok(b, bob, "git", "setup")[0]["team"]
+    assert setup["stranded_folder"] == str(early)
+    report = aibuddy(b, bob, "doctor")[1]
+    assert report["unused_personal_folders"] == [
+        {"path": str(early), "why": "this clone's, from before the vault had its vault_id",
+         "files": ["memory/bob/coffee.md"]}
+    ]
+    assert (bob_vaults / vault_id / "memory" / "bob" / "tea.md").is_file()
+
+
+def test_doctor_names_the_vault_ids_folder_while_the_environment_names_another_and_moves_it(
+    tmp_path: Path,
+) -> None:
+    """alice's records are in the vault id's folder; she then sets AIBUDDY_PERSONAL_VAULT. doctor
+    names the folder she no longer uses (with its files), `doctor --move` moves them into the one
+    she does, and her records are listed again."""
+    remote = unset_team_remote(tmp_path)
+    a, alice, alice_vaults = clone_for(tmp_path, remote, "alice")
+    vault_id = ok(a, alice, "git", "setup")[0]["team"]["vault_id"]
+    ok(a, alice, "memory", "save", "tea", "--type", "user", "--description", "Green tea")
+    mine = {**alice, "AIBUDDY_PERSONAL_VAULT": str(tmp_path / "mine")}
+    assert ok(a, mine, "memory", "list")[0]["records"] == []
+    by_id = alice_vaults / vault_id
+    report = aibuddy(a, mine, "doctor")[1]
+    assert [(f["path"], f["files"]) for f in report["unused_personal_folders"]] == [
+        (str(by_id), ["memory/alice/tea.md"])
+    ]
+    code, moved, said = aibuddy(a, mine, "doctor", "--move", "--yes")
+    assert moved["moved"] == [f"{by_id}/memory/alice/tea.md"] and moved["unused_personal_folders"] == []
+    assert [r["name"] for r in ok(a, mine, "memory", "list")[0]["records"]] == ["tea"]
+    assert not by_id.exists()
