@@ -6,6 +6,7 @@ tests/test_team_vault.py does."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -176,3 +177,68 @@ def test_doctor_names_the_vault_ids_folder_while_the_environment_names_another_a
     assert moved["moved"] == [f"{by_id}/memory/alice/tea.md"] and moved["unused_personal_folders"] == []
     assert [r["name"] for r in ok(a, mine, "memory", "list")[0]["records"]] == ["tea"]
     assert not by_id.exists()
+
+
+# --- 2. a committed .aibuddy symlink ------------------------------------------------------------------
+
+
+def set_up_team(tmp_path: Path) -> tuple[Path, tuple[Path, dict[str, str]], tuple[Path, dict[str, str]]]:
+    """The remote of a team vault alice set up and pushed, and alice's and bob's clones, set up."""
+    remote = unset_team_remote(tmp_path)
+    a, alice, _ = clone_for(tmp_path, remote, "alice")
+    ok(a, alice, "git", "setup")
+    commit_all(a, "a team vault", alice)
+    git(a, "push", "-q", env=alice)
+    b, bob, _ = clone_for(tmp_path, remote, "bob")
+    ok(b, bob, "git", "setup")
+    return remote, (a, alice), (b, bob)
+
+
+def test_a_committed_aibuddy_symlink_never_carries_the_indexes_to_the_remote(tmp_path: Path) -> None:
+    """alice links `.aibuddy` to a tracked folder: `git add -A` leaves the link out (the ignore rule
+    matches a link too); forced in and pulled by bob, git swaps bob's cache folder for it, and
+    every command of bob's refuses to run (exit 6, saying what to do) rather than write his
+    indexes, which hold his records' text and contact rows, where his next `git add -A` takes them."""
+    remote, (a, alice), (b, bob) = set_up_team(tmp_path)
+    ok(b, bob, "memory", "save", "coffee", "--type", "user", "--description", "bob-secret-record")
+    ok(b, bob, "table", "create", "contacts", "-c", "name:str", "-c", "bio:str")
+    ok(b, bob, "table", "add", "contacts", "--row", json.dumps({"name": "Carol", "bio": "bob-secret-bio"}))
+    ok(b, bob, "memory", "recall", "coffee")
+    assert (b / ".aibuddy" / "index" / "memory-bob.sqlite").is_file()
+
+    (a / "docs").mkdir()
+    (a / "docs" / "README.md").write_text("# Docs\n")
+    shutil.rmtree(a / ".aibuddy")
+    (a / ".aibuddy").symlink_to("docs")
+    git(a, "add", "-A", env=alice)
+    assert git(a, "diff", "--cached", "--name-only", env=alice).stdout.split() == ["docs/README.md"]
+    git(a, "add", "-f", ".aibuddy", env=alice)
+    git(a, "-c", "core.hooksPath=/dev/null", "commit", "-qm", "docs, and the cache linked there", env=alice)
+    git(a, "push", "-q", env=alice)
+    git(b, "pull", "-q", "--no-rebase", env=bob)
+    assert (b / ".aibuddy").is_symlink()
+
+    for command in (("memory", "list"), ("memory", "recall", "coffee"), ("table", "filter", "contacts")):
+        code, document, said = aibuddy(b, bob, *command)
+        assert code == 6, (command, document, said)
+        assert f"{b / '.aibuddy'} is a symlink to docs, not a folder" in json.dumps(document) + said
+    assert sorted(p.name for p in (b / "docs").iterdir()) == ["README.md"]
+    git(b, "add", "-A", env=bob)
+    assert git(b, "diff", "--cached", "--name-only", env=bob).stdout == ""
+
+
+def test_a_cache_folder_that_is_a_file_or_holds_a_linked_index_folder_is_refused(tmp_path: Path) -> None:
+    """The same refusal for a `.aibuddy` that is a file, and for its index/ linked elsewhere."""
+    root = init_vault(tmp_path / "v", "demo").root
+    env = child_env(root)
+    shutil.rmtree(root / ".aibuddy", ignore_errors=True)
+    (root / ".aibuddy").write_text("not a folder\n")
+    code, document, said = aibuddy(root, env, "memory", "list")
+    assert code == 6 and "/.aibuddy is a file, not a folder" in json.dumps(document) + said
+    (root / ".aibuddy").unlink()
+    (root / "docs").mkdir()
+    (root / ".aibuddy").mkdir()
+    (root / ".aibuddy" / "index").symlink_to("../docs")
+    code, document, said = aibuddy(root, env, "memory", "list")
+    assert code == 6 and "/.aibuddy/index is a symlink to ../docs" in json.dumps(document) + said
+    assert list((root / "docs").iterdir()) == []
