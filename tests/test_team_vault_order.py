@@ -242,3 +242,40 @@ def test_a_cache_folder_that_is_a_file_or_holds_a_linked_index_folder_is_refused
     code, document, said = aibuddy(root, env, "memory", "list")
     assert code == 6 and "/.aibuddy/index is a symlink to ../docs" in json.dumps(document) + said
     assert list((root / "docs").iterdir()) == []
+
+
+# --- 4. the pre-commit check and force-added files ------------------------------------------------
+
+
+def test_the_pre_commit_check_refuses_a_force_added_personal_file_and_the_cache(tmp_path: Path) -> None:
+    """In a team vault the .gitignore keeps personal folders out of `git add -A`; `git add -f` puts
+    one in anyway, and the pre-commit check refuses it (and anything under .aibuddy), naming each;
+    `git commit --no-verify` bypasses it as usual, and a commit that takes a personal file out of
+    git (what `doctor --move` leaves to commit) passes."""
+    remote, (a, alice), (b, bob) = set_up_team(tmp_path)
+    ok(a, alice, "memory", "recall", "anything")  # builds alice's index under .aibuddy/
+    (a / "memory" / "alice").mkdir(parents=True)
+    (a / "memory" / "alice" / "x.md").write_text("---\nname: x\n---\nalice-secret-record\n")
+    git(a, "add", "-A", env=alice)
+    assert git(a, "diff", "--cached", "--name-only", env=alice).stdout == ""
+    git(a, "add", "-f", "memory/alice/x.md", ".aibuddy/index/memory-alice.sqlite", env=alice)
+    refused = git(a, "commit", "-qm", "mine", env=alice, check=False)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0, said
+    assert "memory/alice/x.md: never committed: a personal file" in said
+    assert ".aibuddy/index/memory-alice.sqlite: never committed: aibuddy's derived cache" in said
+    assert git(a, "log", "--format=%s", env=alice).stdout.split("\n")[0] == "a team vault"
+
+    git(a, "reset", "-q", env=alice)
+    ok(a, alice, "table", "create", "team/eng/vendors", "-c", "name:str")
+    git(a, "add", "-A", env=alice)
+    git(a, "commit", "-qm", "vendors", env=alice)  # through the check: nothing personal staged
+    git(a, "push", "-q", env=alice)
+    git(b, "pull", "-q", "--no-rebase", env=bob)
+    assert (b / "tables" / "team" / "eng" / "vendors.csv").is_file() and not (b / "memory" / "alice").exists()
+    assert personal_keys(remote_paths(tmp_path, remote, bob)) == []
+
+    git(a, "add", "-f", "memory/alice/x.md", env=alice)
+    git(a, "commit", "--no-verify", "-qm", "mine, knowingly", env=alice)  # the usual bypass
+    git(a, "rm", "-q", "--cached", "memory/alice/x.md", env=alice)
+    git(a, "commit", "-qm", "out of git again", env=alice)  # a deletion passes the check
