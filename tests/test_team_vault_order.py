@@ -279,3 +279,41 @@ def test_the_pre_commit_check_refuses_a_force_added_personal_file_and_the_cache(
     git(a, "commit", "--no-verify", "-qm", "mine, knowingly", env=alice)  # the usual bypass
     git(a, "rm", "-q", "--cached", "memory/alice/x.md", env=alice)
     git(a, "commit", "-qm", "out of git again", env=alice)  # a deletion passes the check
+
+
+# --- 3. Claude Code's project settings --------------------------------------------------------------
+
+
+def test_hook_install_for_the_project_makes_git_ignore_the_settings_file(tmp_path: Path) -> None:
+    """`hook install claude-code --project` in a clone writes .claude/settings.local.json with this
+    machine's paths and alice's --user: git is made to ignore it first (a line in the clone's own
+    .git/info/exclude, as Claude Code does for the file it makes), so `git add -A` leaves it out
+    and bob never receives it. A settings file git already tracks is refused (exit 4), unwritten."""
+    remote, (a, alice), (b, bob) = set_up_team(tmp_path)
+    install = ("hook", "install", "claude-code", "--project", "--yes")
+    done = run_in_process(*install, "--json", env=alice, cwd=a)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    settings = a / ".claude" / "settings.local.json"
+    assert answer["written"] and "--user alice" in settings.read_text()
+    assert answer["git_ignored"] == {"repository": str(a), "added_to": str(a / ".git" / "info" / "exclude")}
+    assert "**/.claude/settings.local.json" in (a / ".git" / "info" / "exclude").read_text().splitlines()
+    git(a, "add", "-A", env=alice)
+    assert git(a, "status", "--porcelain", env=alice).stdout == ""
+    said = run_in_process(*install, env=alice, cwd=a).stdout.decode()
+    assert "has aibuddy's hooks already; git ignores it already" in said
+
+    (b / ".claude").mkdir()
+    (b / ".claude" / "settings.local.json").write_text("{}\n")
+    git(b, "add", "-f", ".claude/settings.local.json", env=bob)
+    git(b, "-c", "core.hooksPath=/dev/null", "commit", "-qm", "a project's local settings", env=bob)
+    refused = run_in_process(*install, "--json", env=bob, cwd=b)
+    assert refused.returncode == 4, refused.stdout
+    assert b"git tracks" in refused.stdout and b"git rm --cached" in refused.stdout
+    assert (b / ".claude" / "settings.local.json").read_text() == "{}\n"
+
+    outside = tmp_path / "no-repository"
+    outside.mkdir()
+    done = run_in_process(*install, "--json", env=alice, cwd=outside)
+    assert done.returncode == 0 and json.loads(done.stdout)["git_ignored"] is None
+    assert personal_keys(remote_paths(tmp_path, remote, bob)) == []
