@@ -317,3 +317,18 @@ def test_hook_install_for_the_project_makes_git_ignore_the_settings_file(tmp_pat
     done = run_in_process(*install, "--json", env=alice, cwd=outside)
     assert done.returncode == 0 and json.loads(done.stdout)["git_ignored"] is None
     assert personal_keys(remote_paths(tmp_path, remote, bob)) == []
+
+
+# --- 6. git setup in a fresh clone ------------------------------------------------------------------
+
+
+def test_git_setup_in_a_fresh_clone_does_not_tell_to_run_itself(tmp_path: Path) -> None:
+    """bob clones a vault alice set up and pushed: his `git setup` registers the driver and says
+    nothing about running `git setup`; the next command does not either, nor doctor."""
+    remote, (a, alice), _ = set_up_team(tmp_path)
+    b, bob, _ = clone_for(tmp_path, remote, "carol")
+    _, said = ok(b, bob, "git", "setup")
+    assert "git setup" not in said, said
+    _, said = ok(b, bob, "memory", "list")
+    assert said == ""
+    assert "git setup" not in aibuddy(b, bob, "doctor")[2]

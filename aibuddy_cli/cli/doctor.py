@@ -22,14 +22,16 @@ app = typer.Typer()
 
 
 def session_reporting_itself(state: AppState) -> Session:
-    """The run's session, for a command that reports (or fixes) an unfinished team vault itself:
-    the notices every other command gives about it are left out."""
+    """The run's session, for a command that reports (or fixes) an unfinished set-up itself (`git
+    setup`, `doctor`): the notices every other command gives about it (an unfinished team vault,
+    a clone whose git lacks the merge driver) are left out."""
     if state._session is None:
-        from .. import team
+        from .. import gitmerge, team
         from ..session import Session
 
         state._session = Session.locate(state.vault_option, state.user_option, warnings=state.warnings)
-        state.warnings[:] = [w for w in state.warnings if not w.startswith(team.NOTICE)]
+        said_itself = [w for w in state.warnings if w.startswith(team.NOTICE) or w == gitmerge.HINT]
+        state.warnings[:] = [w for w in state.warnings if w not in said_itself]
         state.report_warnings()
     return state._session
 
