@@ -251,7 +251,7 @@ def test_the_pre_commit_check_refuses_a_force_added_personal_file_and_the_cache(
     """In a team vault the .gitignore keeps personal folders out of `git add -A`; `git add -f` puts
     one in anyway, and the pre-commit check refuses it (and anything under .aibuddy), naming each;
     `git commit --no-verify` bypasses it as usual, and a commit that takes a personal file out of
-    git (what `doctor --move` leaves to commit) passes."""
+    git (what `doctor --move` leaves to commit) passes. doctor fails when git tracks the cache."""
     remote, (a, alice), (b, bob) = set_up_team(tmp_path)
     ok(a, alice, "memory", "recall", "anything")  # builds alice's index under .aibuddy/
     (a / "memory" / "alice").mkdir(parents=True)
@@ -279,6 +279,13 @@ def test_the_pre_commit_check_refuses_a_force_added_personal_file_and_the_cache(
     git(a, "commit", "--no-verify", "-qm", "mine, knowingly", env=alice)  # the usual bypass
     git(a, "rm", "-q", "--cached", "memory/alice/x.md", env=alice)
     git(a, "commit", "-qm", "out of git again", env=alice)  # a deletion passes the check
+    # An index forced past the check too: doctor says git tracks the cache, and how to stop it.
+    assert next(c for c in aibuddy(a, alice, "doctor")[1]["checks"] if c["name"] == "derived cache")["ok"]
+    git(a, "add", "-f", ".aibuddy/index/memory-alice.sqlite", env=alice)
+    git(a, "commit", "--no-verify", "-qm", "an index, knowingly", env=alice)
+    code, report, _ = aibuddy(a, alice, "doctor")
+    cache = next(c for c in report["checks"] if c["name"] == "derived cache")
+    assert code == 4 and not cache["ok"] and "git rm -r --cached .aibuddy" in cache["detail"], cache
 
 
 # --- 3. Claude Code's project settings --------------------------------------------------------------
