@@ -70,6 +70,7 @@ class Vault(NamedTuple):
         written (a read-only mount or snapshot, someone else's folder), a per-user folder named
         after the vault: $XDG_CACHE_HOME/aibuddy/<vault name>-<hash of its path>."""
         own = self.root / CACHE_DIR
+        check_cache_folder(self.root)  # again: a long-running process outlives a pull that swaps it
         probe = own if os.path.isdir(own) else self.root
         if os.access(probe, os.W_OK | os.X_OK):
             return own

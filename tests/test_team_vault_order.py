@@ -13,7 +13,9 @@ from pathlib import Path
 from conftest import child_env, run_in_process
 from test_team_vault import TEAM, commit_all, git, personal_keys
 
-from aibuddy_cli.vault import init_vault
+from aibuddy_cli.errors import InvalidInput
+from aibuddy_cli.session import Session
+from aibuddy_cli.vault import Vault, init_vault
 
 
 def aibuddy(clone: Path, env: dict[str, str], *args: str, cwd: Path | None = None) -> tuple[int, dict, str]:
@@ -339,3 +341,20 @@ def test_git_setup_in_a_fresh_clone_does_not_tell_to_run_itself(tmp_path: Path) 
     _, said = ok(b, bob, "memory", "list")
     assert said == ""
     assert "git setup" not in aibuddy(b, bob, "doctor")[2]
+
+
+def test_a_cache_folder_swapped_for_a_symlink_under_a_running_session_is_refused(tmp_path: Path) -> None:
+    """A long-running process (the MCP server, kb watch) opened the vault before a pull swapped its
+    .aibuddy for a link: the next index it opens is refused too, nothing lands where the link leads."""
+    root = init_vault(tmp_path / "v", "demo").root
+    (root / "docs").mkdir()
+    with Session(Vault.open(root), "demo", environ={}) as session:
+        shutil.rmtree(root / ".aibuddy", ignore_errors=True)
+        (root / ".aibuddy").symlink_to("docs")
+        try:
+            session.memory.list_records()
+        except InvalidInput as refused:
+            assert "is a symlink to docs, not a folder" in refused.message
+        else:
+            raise AssertionError("the index was opened through the link")
+    assert list((root / "docs").iterdir()) == []
