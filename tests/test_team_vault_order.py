@@ -62,8 +62,7 @@ def clone_for(tmp_path: Path, remote: Path, user: str) -> tuple[Path, dict[str, 
 def remote_paths(tmp_path: Path, remote: Path, env: dict[str, str]) -> list[str]:
     """Every path any commit of the remote ever held."""
     fresh = tmp_path / "fresh-look"
-    if fresh.exists():
-        subprocess.run(["rm", "-rf", str(fresh)], check=True)
+    shutil.rmtree(fresh, ignore_errors=True)
     subprocess.run(["git", "clone", "-q", str(remote), str(fresh)], check=True, env=env)
     return git(fresh, "log", "--all", "--name-only", "--format=", env=env).stdout.split()
 
