@@ -2,7 +2,8 @@
 
 One `Check` per thing a person would otherwise find out the hard way: the vault (and how it was
 found), the user, the configuration (unknown keys named), where the files are kept (whether a
-database that keeps them answers), git's merge driver, each model role's model (asked for one
+database that keeps them answers), git's merge driver, whether git tracks the derived cache,
+each model role's model (asked for one
 token, within a bound), the model worker, the derived indexes (SQLite's own check) and the memory
 records (malformed ones named). Nothing here prints or repairs: the front
 end shows the lines, and a check that fails says what to run.
@@ -50,6 +51,7 @@ def checks(session: Session, vault_from: str, user_from: str) -> list[Check]:
         config_check(session),
         store_check(session),
         merge_driver_check(session.vault.root),
+        cache_check(session.vault.root),
         *model_checks(session),
         worker_check(session.environ),
         *index_checks(session),
@@ -95,6 +97,32 @@ def merge_driver_check(root: Path) -> Check:
         "merge driver",
         False,
         "this clone's git config lacks the aibuddy merge driver: run `aibuddy git setup`",
+    )
+
+
+def cache_check(root: Path) -> Check:
+    """Whether git tracks anything under .aibuddy (forced in, or committed by an older set-up):
+    aibuddy's indexes and logs, copies of the vault's text, would then go with the next commit."""
+    import subprocess
+
+    from .vault import CACHE_DIR
+
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--", CACHE_DIR], capture_output=True, text=True
+        )
+    except OSError:
+        listed = None
+    if listed is None or listed.returncode != 0:
+        return Check("derived cache", True, f"{root / CACHE_DIR} (not in a git repository)")
+    files = [name for name in listed.stdout.split("\0") if name]
+    if not files:
+        return Check("derived cache", True, f"{root / CACHE_DIR}, which git does not track")
+    return Check(
+        "derived cache",
+        False,
+        f"git tracks {len(files)} file(s) of {CACHE_DIR} ({files[0]}{', …' if len(files) > 1 else ''}), "
+        f"where aibuddy keeps indexes and logs of your text: `git rm -r --cached {CACHE_DIR}` and commit",
     )
 
 

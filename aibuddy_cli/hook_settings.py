@@ -3,8 +3,11 @@ Claude Code's `settings.json`, keeping everything else in it.
 
 Where: `--user` (the default) is `~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR/settings.json`
 when that is set), so every session of this person feeds the one vault; `--project` is the
-project's `.claude/settings.local.json`, the file Claude Code keeps out of git (an absolute path
-to this machine's aibuddy and vault has no place in a file a team shares).
+project's `.claude/settings.local.json`, a file git must never commit (an absolute path to this
+machine's aibuddy and vault, and the person's --user, have no place in a file a team shares).
+Claude Code keeps it out of git only when Claude Code made it (with a line in the person's global
+git ignore file), so `keep_out_of_git` makes sure before it is written: a line in the clone's own
+`.git/info/exclude`, which is never committed and touches nothing outside this repository.
 
 What: one hook per event (SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd), each the
 command `<absolute aibuddy> --vault V --user U hook claude-code`. A hook counts as aibuddy's when
@@ -17,11 +20,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from .errors import InvalidInput
+from .errors import Conflict, InvalidInput
 from .mcp_clients import json_object
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
@@ -108,3 +112,61 @@ def uninstalled(path: Path, current: str | None) -> str | None:
     if hooks:
         updated["hooks"] = hooks
     return json.dumps(updated, indent=2, ensure_ascii=False) + "\n"
+
+
+# The line `keep_out_of_git` adds: Claude Code's own, for every project folder of the repository.
+EXCLUDE_LINE = "**/.claude/settings.local.json"
+
+
+class GitIgnored(NamedTuple):
+    """How git keeps a project's settings file out of commits."""
+
+    repository: str  # the repository holding it
+    added_to: str | None  # the exclude file the line went into; None: git ignored it already
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+    def line(self) -> str:
+        if self.added_to is None:
+            return f"git ignores it already in {self.repository}"
+        return f"git ignores it: `{EXCLUDE_LINE}` added to {self.added_to} (this clone's, never committed)"
+
+
+def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True)
+
+
+def keep_out_of_git(path: Path) -> GitIgnored | None:
+    """Make sure git ignores the settings file at path (a project's .claude/settings.local.json):
+    already ignored, or a line added to its repository's .git/info/exclude. None when path is in
+    no repository. Conflict when git tracks it (a line cannot untrack it) or still would not
+    ignore it (a `!` rule of the project's own)."""
+    project = path.parent.parent
+    try:
+        found = _git(project, "rev-parse", "--show-toplevel")
+    except OSError:
+        return None  # no git here: nothing commits the file
+    if found.returncode != 0:
+        return None
+    top = Path(found.stdout.strip())
+    name = (project.resolve() / path.parent.name / path.name).relative_to(top.resolve()).as_posix()
+    if _git(top, "ls-files", "--error-unmatch", "--", name).returncode == 0:
+        raise Conflict(
+            f"git tracks {path}: your paths and --user would be committed with it; "
+            f"`git rm --cached {name}` and commit, or install with --user"
+        )
+    if _git(top, "check-ignore", "-q", "--", name).returncode == 0:
+        return GitIgnored(str(top), None)
+    where = _git(top, "rev-parse", "--git-path", "info/exclude").stdout.strip()
+    exclude = Path(where) if Path(where).is_absolute() else top / where
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    from .gitfiles import add_lines
+
+    add_lines(exclude, [EXCLUDE_LINE])
+    if _git(top, "check-ignore", "-q", "--", name).returncode != 0:
+        raise Conflict(
+            f"git does not ignore {path} even with `{EXCLUDE_LINE}` in {exclude} (a rule of the "
+            "project's .gitignore un-ignores it): nothing was written; install with --user"
+        )
+    return GitIgnored(str(top), str(exclude))

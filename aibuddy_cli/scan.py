@@ -8,6 +8,12 @@ most its provider prefix, `sk-…`); a vault served from a database is read ther
 `.git`). `--staged` reads the blobs git would commit (`git diff --cached` and the index), so the
 pre-commit hook judges what is committed, not what the working tree holds now.
 
+`--staged` also refuses files that must never be committed, whatever they hold (`unshared`):
+anything under `.aibuddy` (the derived indexes and logs, which hold copies of the vault's text),
+and in a team vault anything under a personal folder (`memory/`, `tasks/`, `knowledge/personal/`,
+`tables/personal/`): its .gitignore keeps those out of `git add -A`, and this catches a `git add
+-f` or a file git tracked from before. A deletion is no such file: `doctor --move` commits them.
+
 `install_pre_commit` writes that hook (`aibuddy git setup` calls it): a shell script that runs
 `aibuddy scan --staged` and refuses the commit when something is found. `git commit
 --no-verify` bypasses it, as it does every pre-commit hook.
@@ -46,14 +52,28 @@ class ScanFinding(NamedTuple):
         return {"path": self.path, "line": self.line, "kind": self.kind, "hint": self.hint}
 
 
+class Unshared(NamedTuple):
+    """A staged file that must not be committed, whatever it holds, and why."""
+
+    path: str  # relative to the scanned folder, with /
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+
 class ScanResult(NamedTuple):
     root: str
     staged: bool
     scanned: int  # files read
     findings: list[ScanFinding]
+    unshared: list[Unshared] = []  # (--staged only)
 
     def to_json(self) -> dict[str, Any]:
-        return {"findings": [f.to_json() for f in self.findings], "scanned": self.scanned}
+        data: dict[str, Any] = {"findings": [f.to_json() for f in self.findings], "scanned": self.scanned}
+        if self.staged:
+            data["unshared"] = [u.to_json() for u in self.unshared]
+        return data
 
     def joined(self, other: ScanResult) -> ScanResult:
         """This scan and one of another folder (a team vault's personal vault), whose findings
@@ -189,20 +209,49 @@ def _staged_blobs(root: Path, paths: list[str]) -> Iterator[tuple[str, bytes]]:
         at += size + 1
 
 
+CACHE_REASON = "aibuddy's derived cache (indexes, logs), which holds copies of the vault's text"
+PERSONAL_REASON = "a personal file, which a team vault keeps in its owner's personal vault"
+
+
+def unshared(relative: str, team: bool) -> str | None:
+    """Why the vault file at relative must never be committed (None: it may be)."""
+    from .composed import PERSONAL_FOLDERS
+    from .vault import CACHE_DIR
+
+    if relative == CACHE_DIR or relative.startswith(f"{CACHE_DIR}/"):
+        return CACHE_REASON
+    if team and relative.startswith(tuple(f"{folder}/" for folder in PERSONAL_FOLDERS)):
+        return PERSONAL_REASON
+    return None
+
+
+def _is_team_vault(root: Path) -> bool:
+    from .vault import Vault
+
+    return Vault.open(root).config.team_vault
+
+
 def scan_staged(root: Path) -> ScanResult:
-    """The findings in the vault files staged for the next commit of root's repository."""
+    """The findings in the vault files staged for the next commit of root's repository, and the
+    staged files that must not be committed at all (`unshared`)."""
     top = Path(_git(root, "rev-parse", "--show-toplevel").decode("utf-8").strip())
     prefix = _git(root, "rev-parse", "--show-prefix").decode("utf-8").strip()
     # (T too: a symlink that became a file holding a key is a change of type)
     names = _git(top, "diff", "--cached", "--name-only", "-z", "--diff-filter=ACMRT").decode(
         "utf-8", "replace"
     )
+    is_vault = (root / "aibuddy.toml").is_file()
+    team = is_vault and _is_team_vault(root)
     staged: list[tuple[str, str]] = []  # (path in the repository, path in the vault)
+    refused: list[Unshared] = []
     for name in filter(None, names.split("\0")):
         if not name.startswith(prefix):
             continue
         relative = name[len(prefix) :]
-        if _in_vault(relative) or not (root / "aibuddy.toml").is_file():
+        reason = unshared(relative, team) if is_vault else None
+        if reason is not None:
+            refused.append(Unshared(relative, reason))
+        if _in_vault(relative) or not is_vault:
             staged.append((name, relative))
     findings: list[ScanFinding] = []
     scanned = 0
@@ -213,7 +262,7 @@ def scan_staged(root: Path) -> ScanResult:
             continue
         scanned += 1
         findings.extend(scan_text(inside[name], text))
-    return ScanResult(str(root), True, scanned, findings)
+    return ScanResult(str(root), True, scanned, findings, refused)
 
 
 class HookResult(NamedTuple):
@@ -234,7 +283,8 @@ def hook_script(vault_prefix: str) -> str:
     return f"""#!/bin/sh
 {HOOK_MARK} (written by `aibuddy git setup`; it rewrites this file, leave the line above).
 # Refuses a commit whose staged vault files hold credential-shaped values (API keys, private
-# keys, passwords, tokens): `aibuddy scan --staged`. Bypass once: git commit --no-verify
+# keys, passwords, tokens), or are files never to be shared (aibuddy's cache; in a team vault a
+# personal file): `aibuddy scan --staged`. Bypass once: git commit --no-verify
 top=$(git rev-parse --show-toplevel) || exit 1
 vault="$top/"{vault}
 if [ -x {interpreter} ] && {interpreter} -c 'import aibuddy_cli' >/dev/null 2>&1; then
@@ -250,8 +300,9 @@ fi
 status=$?
 if [ "$status" -eq 4 ]; then
     echo "aibuddy pre-commit: commit refused: the staged vault files above hold" \
-        "credential-shaped values. Remove them (edit the files, aibuddy memory update," \
-        "table update-rows), or commit anyway with git commit --no-verify" >&2
+        "credential-shaped values (remove them: edit the files, aibuddy memory update," \
+        "table update-rows) or must not be shared (git rm --cached them)," \
+        "or commit anyway with git commit --no-verify" >&2
     exit 1
 elif [ "$status" -ne 0 ]; then
     echo "aibuddy pre-commit: aibuddy scan failed (exit $status);" \

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .tasks.consolidation import Consolidator
     from .tasks.context import ContextAssembler
     from .tasks.service import TaskService
+    from .team import Adopted
     from .tokens import TokenService
 
 
@@ -69,10 +70,12 @@ class Session:
         self.warnings: list[str] = list(vault.config.warnings) if warnings is None else warnings
         if store is None:
             store = database_store(vault, self.environ)
+        # In a team vault: what the composition moved into the personal vault (`team.compose`).
+        self.adopted: Adopted | None = None
         if store is None and vault.config.team_vault:
             from .team import compose
 
-            store = compose(vault, self.user, self.environ, self.warnings, watch)
+            store, self.adopted = compose(vault, self.user, self.environ, self.warnings, watch)
         self.store: Store = store or FileStore(vault.root, vault.locks_dir(), watch)
 
     @classmethod

@@ -16,7 +16,10 @@ vault* on their own machine, which the session composes with the shared one at r
    because a history rewrite (a purge with `git filter-repo`) changes every commit and must not
    move anyone's personal vault.
 3. A team vault that has no vault_id yet uses a folder named after this clone's path, and says
-   so once; `aibuddy git setup` gives the vault its id and moves that folder to the id's.
+   so once; `aibuddy git setup` gives the vault its id and moves that folder's files to the
+   id's. A command that finds the id arrived by a pull instead (a teammate's `git setup`) moves
+   them too, so what a person saved before stays theirs and visible; a file the id's folder
+   holds differently stays where it was, and `doctor` names that folder (`unused_folders`).
 
 The personal vault has the vault's own layout (`memory/<user>/…`), a `.gitignore` for its
 `.aibuddy/` and the merge driver's `.gitattributes`, so its owner can make it a git repository
@@ -40,7 +43,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -48,7 +52,7 @@ from .composed import PERSONAL_FOLDERS, RoutedStore
 from .config import CONFIG_FILE
 from .errors import AibuddyError, Conflict, InvalidInput, NotFound, UsageError
 from .folder_watch import FolderWatch
-from .storage import TEMP_PREFIX, FileStore, atomic_write
+from .storage import TEMP_PREFIX, FileStore, Store, atomic_write
 from .vault import CACHE_DIR, GITIGNORE_LINES, Vault, add_lines, is_user_name
 
 PERSONAL_VAULT_ENV = "AIBUDDY_PERSONAL_VAULT"
@@ -166,18 +170,21 @@ def _private_folder(folder: Path) -> None:
 
 def compose(
     vault: Vault, user: str, environ: Mapping[str, str], warnings: list[str], watch: FolderWatch | None = None
-) -> RoutedStore:
+) -> tuple[RoutedStore, Adopted | None]:
     """The store of user in a team vault (the session asks only for one): its folder composed
-    with the user's personal vault. What needs the user's attention goes to warnings; watch: see
-    FileStore."""
+    with the user's personal vault; and what it moved there from the folder this clone used
+    before the vault had its vault_id (`adopt_folder`), if that folder was still there. What
+    needs the user's attention goes to warnings; watch: see FileStore."""
     chosen = personal_vault(vault, environ)
     if chosen.source == "clone path":  # made by the first write, if any before `git setup` moves it
         _private_folder(chosen.root.parent)
     else:
         prepare_personal_vault(chosen.root)
+    adopted = _adopt_clone_folder(vault, environ, chosen, warnings)
     warnings.extend(_notices(vault, user, chosen))
     shared = FileStore(vault.root, vault.locks_dir(), watch)
-    return RoutedStore(shared, FileStore(chosen.root, chosen.root / CACHE_DIR / "locks", watch), user)
+    personal = FileStore(chosen.root, chosen.root / CACHE_DIR / "locks", watch)
+    return RoutedStore(shared, personal, user), adopted
 
 
 def _notices(vault: Vault, user: str, chosen: PersonalVault) -> list[str]:
@@ -334,8 +341,8 @@ class TeamSetup(NamedTuple):
     vault_id: str
     vault_id_added: bool
     gitignore_added: list[str]
-    moved_folder: str | None  # the clone-path personal vault, moved to the vault id's folder
-    stranded_folder: str | None  # one that could not be moved: the vault id's folder exists
+    moved_folder: str | None  # the clone-path personal vault, whose files moved to the vault id's folder
+    stranded_folder: str | None  # that folder, still holding files the personal vault holds differently
     personal_files: dict[str, int]  # user -> files of theirs still in the shared tree
 
     def to_json(self) -> dict[str, Any]:
@@ -350,7 +357,10 @@ class TeamSetup(NamedTuple):
         if self.moved_folder:
             said.append(f"moved {self.moved_folder} there")
         if self.stranded_folder:
-            said.append(f"{self.stranded_folder} holds this clone's earlier personal files: move them")
+            said.append(
+                f"{self.stranded_folder} still holds personal files of this clone that your personal "
+                "vault holds differently: `aibuddy doctor` lists them"
+            )
         for owner, count in self.personal_files.items():
             fix = "`aibuddy doctor --move` moves them"
             if owner != user:
@@ -359,29 +369,29 @@ class TeamSetup(NamedTuple):
         return said
 
 
-def secure_shared_vault(vault: Vault, user: str, environ: Mapping[str, str]) -> TeamSetup | None:
-    """In a team vault: give it a vault_id, make its .gitignore list the personal folders, and
-    say whose personal files are still in its tree. None for a single-person vault."""
+def secure_shared_vault(
+    vault: Vault, user: str, environ: Mapping[str, str], adopted: Adopted | None = None
+) -> TeamSetup | None:
+    """In a team vault: give it a vault_id, make its .gitignore list the personal folders, move
+    this clone's earlier personal folder into the personal vault, and say whose personal files
+    are still in its tree. adopted: what the session moved already (reported as moved here).
+    None for a single-person vault."""
     if not is_team_vault(vault):
         return None
     added = False
-    moved = stranded = None
     vault_id = vault.config.vault_id
     if not vault_id:
-        before = personal_vault(vault, environ)
         vault_id = assign_vault_id(vault)
         vault = Vault.open(vault.root, vault.environ)
-        after = personal_vault(vault, environ)
         added = True
-        if before.source == "clone path" and before.root.is_dir():
-            if after.root.exists():  # two clones on this machine, each with files: never merged blindly
-                stranded = str(before.root)
-            else:
-                _private_folder(after.root.parent)
-                os.replace(before.root, after.root)
-                moved = str(before.root)
-        prepare_personal_vault(after.root)
     chosen = personal_vault(vault, environ)
+    prepare_personal_vault(chosen.root)
+    done = [adopted] if adopted is not None else []
+    earlier = _clone_folder(vault, environ, chosen)
+    if earlier is not None and earlier.is_dir():
+        done.append(adopt_folder(earlier, chosen.root))
+    moved = next((item.folder for item in done if item.moved), None)
+    stranded = next((item.folder for item in done if item.kept), None)
     missing = missing_ignore_lines(vault.root)
     add_lines(vault.root / ".gitignore", missing)
     counts = {owner: len(personal_files(vault.root, owner)) for owner in personal_owners(vault.root)}
@@ -419,13 +429,15 @@ class Report(NamedTuple):
     gitignore_missing: list[str]
     personal_files: dict[str, list[str]]  # user -> their files in the shared tree (tracked or not)
     tracked: list[str]  # which of those git tracks (in the team's history from the next push on)
-    moved: list[str]
+    moved: list[str]  # keys from the shared tree; absolute paths from an unused personal folder
     skipped: list[Skipped]
     dry_run: bool
+    unused_personal_folders: list[UnusedFolder]
 
     def to_json(self) -> dict[str, Any]:
         data = self._asdict()
         data["skipped"] = [s._asdict() for s in self.skipped]
+        data["unused_personal_folders"] = [folder.to_json() for folder in self.unused_personal_folders]
         return data
 
     def lines(self) -> list[str]:
@@ -444,10 +456,18 @@ class Report(NamedTuple):
         for owner, keys in self.personal_files.items():
             said.append(f"the shared folder holds {len(keys)} personal file(s) of {owner}:")
             said += [f"  {key}{' (tracked by git)' if key in self.tracked else ''}" for key in keys]
+        for folder in self.unused_personal_folders:
+            said.append(
+                f"{folder.path} is a personal folder this vault does not use ({folder.why}); "
+                f"it holds {len(folder.files)} personal file(s):"
+            )
+            said += [f"  {key}" for key in folder.files]
         if not any(self.personal_files.values()) and not self.moved:
             said.append("no personal files in the shared folder")
-        elif self.user in self.personal_files and not self.dry_run:
-            said.append("`aibuddy doctor --move` moves yours (`--dry-run` lists them first)")
+        if (self.user in self.personal_files or self.unused_personal_folders) and not self.dry_run:
+            said.append(
+                "`aibuddy doctor --move` moves yours into your personal vault (`--dry-run` lists them first)"
+            )
         if self.moved and not self.dry_run:
             said.append(
                 "commit the removal; the files stay in the git history: README.md, \"Team vaults\", "
@@ -457,18 +477,26 @@ class Report(NamedTuple):
 
 
 def doctor(vault: Vault, user: str, environ: Mapping[str, str], *, move: bool, dry_run: bool) -> Report:
-    """Report where the team vault's personal files are; with move, move the user's own (after
-    `secure_shared_vault`, so they go to the personal vault the vault id names)."""
+    """Report where the team vault's personal files are, and the personal folders of this vault it
+    does not use; with move, move the user's own files from the shared tree and everything in
+    those folders into the personal vault (after `secure_shared_vault`, so it is the one the
+    vault id names)."""
     if not is_team_vault(vault):
-        return Report(str(vault.root), user, False, None, [], {}, [], [], [], dry_run)
+        return Report(str(vault.root), user, False, None, [], {}, [], [], [], dry_run, [])
     moved: list[str] = []
     skipped: list[Skipped] = []
     if move and not dry_run:
         secure_shared_vault(vault, user, environ)
         vault = Vault.open(vault.root, vault.environ)
-        moved, skipped = move_personal_files(vault, user, personal_vault(vault, environ).root)
+        root = personal_vault(vault, environ).root
+        moved, skipped = move_personal_files(vault, user, root)
+        for folder in unused_folders(vault, environ):
+            done = adopt_folder(Path(folder.path), root)
+            moved += [f"{done.folder}/{key}" for key in done.moved]
+            skipped += [Skipped(f"{done.folder}/{kept.key}", kept.reason) for kept in done.kept]
     elif move:
         moved = personal_files(vault.root, user)
+        moved += [f"{folder.path}/{key}" for folder in unused_folders(vault, environ) for key in folder.files]
     files = {owner: personal_files(vault.root, owner) for owner in personal_owners(vault.root)}
     chosen = personal_vault(vault, environ)
     return Report(
@@ -482,6 +510,7 @@ def doctor(vault: Vault, user: str, environ: Mapping[str, str], *, move: bool, d
         moved,
         skipped,
         dry_run,
+        unused_folders(vault, environ),
     )
 
 
@@ -504,6 +533,66 @@ def unit_of(key: str) -> str:
     return "/".join([*parts[:-1], name])
 
 
+def _copy_units(
+    source: FileStore, target: FileStore, user: str, keys: list[str], stuck: Mapping[str, str]
+) -> tuple[list[str], list[Skipped]]:
+    """Copy keys (user's personal files, sorted) from source to target, checking each copy; the caller
+    removes the originals of the keys copied. Files that only make sense together (a task's
+    folder, a record and its history, a document and its sidecar, a table and its schema) go
+    together or not at all: a unit target holds with other files or bytes is kept back whole (an
+    old t1's messages must never join the new t1 a personal vault numbered from 1 again), and so
+    is one stuck names (with its reason). A file already in target with the same bytes counts as
+    copied; nothing in target is ever overwritten."""
+    theirs: dict[str, list[str]] = {}
+    for key in personal_files(target.root, user):
+        theirs.setdefault(unit_of(key), []).append(key)
+    refused = {
+        unit
+        for unit, found in theirs.items()
+        if any(key not in keys or target.read(key)[0] != source.read(key)[0] for key in found)
+    }
+    copied: list[str] = []
+    skipped: list[Skipped] = []
+    for key in keys:
+        unit = unit_of(key)
+        if unit in refused:
+            skipped.append(Skipped(key, f"the personal vault holds a different {unit}"))
+            continue
+        if unit in stuck:
+            skipped.append(Skipped(key, f"{unit} {stuck[unit]}"))
+            continue
+        try:
+            data, entry = source.read(key)
+        except (AibuddyError, OSError) as exc:
+            skipped.append(Skipped(key, getattr(exc, "message", None) or str(exc)))
+            continue
+        try:
+            if target.exists(key):
+                if target.read(key)[0] != data:
+                    skipped.append(Skipped(key, "the personal vault holds a different file there"))
+                    continue
+            else:
+                target.write(key, data, create=True)
+                # Keep the file time: records without header dates are ordered by it.
+                os.utime(target.path(key), ns=(entry.mtime_ns, entry.mtime_ns))
+            if hashlib.sha256(target.read(key)[0]).digest() != hashlib.sha256(data).digest():
+                skipped.append(Skipped(key, "the copy in the personal vault does not match"))
+                continue
+        except (AibuddyError, OSError) as exc:
+            skipped.append(Skipped(key, getattr(exc, "message", None) or str(exc)))
+            continue
+        copied.append(key)
+    return copied, skipped
+
+
+def _delete(store: FileStore, keys: Iterable[str]) -> None:
+    for key in keys:
+        try:
+            store.delete(key)
+        except NotFound:
+            pass
+
+
 def move_personal_files(vault: Vault, user: str, personal_root: Path) -> tuple[list[str], list[Skipped]]:
     """Copy user's files from the shared tree to the personal vault at personal_root, check each
     copy, then take the original out of git's index and the work tree. A file the personal vault
@@ -513,68 +602,31 @@ def move_personal_files(vault: Vault, user: str, personal_root: Path) -> tuple[l
     shared = FileStore(vault.root, vault.locks_dir())
     personal = FileStore(personal_root, personal_root / CACHE_DIR / "locks")
     store = RoutedStore(shared, personal, user)
-    keys = personal_files(vault.root, user)
-    moved: list[str] = []
-    skipped: list[Skipped] = []
-    with (
-        store.lock(f"memory-{user}"),
-        store.lock(f"tasks-{user}"),
-        store.lock("knowledge"),
-        store.lock("tables"),
-    ):
-        # Files that only make sense together (a task's folder, a record and its history, a
-        # document and its sidecar, a table and its schema) move together or not at all: an old
-        # t1's messages must never join the new t1 the personal vault numbered from 1 again.
-        theirs: dict[str, list[str]] = {}
-        for key in personal_files(personal_root, user):
-            theirs.setdefault(unit_of(key), []).append(key)
-        refused = {
-            unit
-            for unit, found in theirs.items()
-            if any(key not in keys or personal.read(key)[0] != shared.read(key)[0] for key in found)
-        }
-        stuck = {unit_of(key) for key in staged_apart(vault.root, keys)}
-        for key in keys:
-            if unit_of(key) in refused:
-                skipped.append(Skipped(key, f"the personal vault holds a different {unit_of(key)}"))
-                continue
-            if unit_of(key) in stuck:
-                why = "has changes staged apart from the file: git restore --staged, then run this again"
-                skipped.append(Skipped(key, f"{unit_of(key)} {why}"))
-                continue
-            try:
-                data, entry = shared.read(key)
-            except (AibuddyError, OSError) as exc:
-                skipped.append(Skipped(key, getattr(exc, "message", None) or str(exc)))
-                continue
-            try:
-                if personal.exists(key):
-                    if personal.read(key)[0] != data:
-                        skipped.append(Skipped(key, "the personal vault holds a different file there"))
-                        continue
-                else:
-                    personal.write(key, data, create=True)
-                    # Keep the file time: records without header dates are ordered by it.
-                    os.utime(personal.path(key), ns=(entry.mtime_ns, entry.mtime_ns))
-                if hashlib.sha256(personal.read(key)[0]).digest() != hashlib.sha256(data).digest():
-                    skipped.append(Skipped(key, "the copy in the personal vault does not match"))
-                    continue
-            except (AibuddyError, OSError) as exc:
-                skipped.append(Skipped(key, getattr(exc, "message", None) or str(exc)))
-                continue
-            moved.append(key)
+    with _locks_of(store, user):
+        keys = personal_files(vault.root, user)
+        why = "has changes staged apart from the file: git restore --staged, then run this again"
+        stuck = {unit_of(key): why for key in staged_apart(vault.root, keys)}
+        moved, skipped = _copy_units(shared, personal, user, keys, stuck)
         in_git = tracked(vault.root, moved)
         if in_git:
             removed = _git(vault.root, "--literal-pathspecs", "rm", "--cached", "-q", "--", *sorted(in_git))
             if removed.returncode != 0:
                 raise AibuddyError(f"git rm --cached failed: {removed.stderr.strip()}")
-        for key in moved:
-            try:
-                shared.delete(key)
-            except NotFound:
-                pass
+        _delete(shared, moved)
         _remove_empty_folders(vault.root, user)
     return moved, skipped
+
+
+@contextmanager
+def _locks_of(store: Store, user: str, timeout: float = 30.0) -> Iterator[None]:
+    """The locks every writer of user's personal files takes, held on store."""
+    with (
+        store.lock(f"memory-{user}", timeout),
+        store.lock(f"tasks-{user}", timeout),
+        store.lock("knowledge", timeout),
+        store.lock("tables", timeout),
+    ):
+        yield
 
 
 def _remove_empty_folders(root: Path, user: str) -> None:
@@ -587,3 +639,132 @@ def _remove_empty_folders(root: Path, user: str) -> None:
                 os.rmdir(current)
             except OSError:
                 pass  # not empty: something was kept
+
+
+# --- personal folders this vault does not use ----------------------------------------------------
+
+
+class UnusedFolder(NamedTuple):
+    """A personal folder of this vault that is not its personal vault now (`doctor` names it)."""
+
+    path: str
+    why: str
+    files: list[str]  # the personal files in it (keys)
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+class Adopted(NamedTuple):
+    """What `adopt_folder` moved from a personal folder the vault does not use into its personal
+    vault, and what it kept there."""
+
+    folder: str
+    moved: list[str]
+    kept: list[Skipped]
+
+
+def _clone_folder(vault: Vault, environ: Mapping[str, str], chosen: PersonalVault) -> Path | None:
+    """The folder this clone's personal files went to before the vault had a vault_id, when its
+    personal vault is another one now. This clone's alone (its path names it), so whatever is in
+    it is this person's, from this clone."""
+    if chosen.source == "clone path":
+        return None
+    try:
+        folder = personal_vaults_home(environ) / clone_id(vault.root)
+    except UsageError:
+        return None
+    return None if folder == chosen.root else folder
+
+
+def _all_personal_files(root: Path) -> list[str]:
+    return sorted(key for owner in personal_owners(root) for key in personal_files(root, owner))
+
+
+def unused_folders(vault: Vault, environ: Mapping[str, str]) -> list[UnusedFolder]:
+    """The personal folders of this vault on this machine that hold files and are not its personal
+    vault now: this clone's from before the vault had a vault_id, and the vault id's while
+    AIBUDDY_PERSONAL_VAULT names another."""
+    chosen = personal_vault(vault, environ)
+    candidates: list[tuple[Path, str]] = []
+    earlier = _clone_folder(vault, environ, chosen)
+    if earlier is not None:
+        candidates.append((earlier, "this clone's, from before the vault had its vault_id"))
+    if chosen.source == "environment" and vault.config.vault_id:
+        try:
+            by_id = personal_vaults_home(environ) / vault.config.vault_id
+        except UsageError:
+            by_id = chosen.root
+        if by_id != chosen.root:
+            candidates.append((by_id, f"the vault id's, unused while {PERSONAL_VAULT_ENV} names another"))
+    found = [UnusedFolder(str(folder), why, _all_personal_files(folder)) for folder, why in candidates]
+    return [folder for folder in found if folder.files]
+
+
+def adopt_folder(folder: Path, personal_root: Path, timeout: float = 30.0) -> Adopted:
+    """Move every user's personal files from folder, a personal folder this vault does not use,
+    into its personal vault at personal_root, unit by unit as `doctor --move` does (a unit the
+    personal vault holds differently stays where it is), holding both folders' locks. folder is
+    removed once nothing is left in it but its locks and set-up files (never a git repository)."""
+    prepare_personal_vault(personal_root)
+    source = FileStore(folder, folder / CACHE_DIR / "locks")
+    target = FileStore(personal_root, personal_root / CACHE_DIR / "locks")
+    moved: list[str] = []
+    kept: list[Skipped] = []
+    for user in personal_owners(folder):
+        with _locks_of(target, user, timeout), _locks_of(source, user, timeout):
+            copied, skipped = _copy_units(source, target, user, personal_files(folder, user), {})
+            _delete(source, copied)
+            _remove_empty_folders(folder, user)
+        moved += copied
+        kept += skipped
+    _remove_if_spent(folder)
+    return Adopted(str(folder), moved, kept)
+
+
+def _remove_if_spent(folder: Path) -> None:
+    """Remove a personal folder that holds nothing but aibuddy's locks and set-up files."""
+    import shutil
+
+    if (folder / ".git").exists():
+        return
+    for current, dirs, files in os.walk(folder):
+        relative = Path(current).relative_to(folder).as_posix()
+        if relative == ".":
+            dirs[:] = [d for d in dirs if d != CACHE_DIR]
+            files = [name for name in files if name not in (".gitignore", ".gitattributes")]
+        if files:
+            return
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _adopt_clone_folder(
+    vault: Vault, environ: Mapping[str, str], chosen: PersonalVault, warnings: list[str]
+) -> Adopted | None:
+    """At every command: the files this clone saved before the vault had its vault_id (a
+    teammate's `git setup` pulled since) move into the personal vault, so they stay visible."""
+    earlier = _clone_folder(vault, environ, chosen)
+    if earlier is None or not earlier.is_dir():
+        return None
+    try:
+        adopted = adopt_folder(earlier, chosen.root, timeout=5.0)
+    except (AibuddyError, OSError) as exc:
+        reason = getattr(exc, "message", None) or str(exc)
+        warnings.append(
+            f"{NOTICE}: the personal files this clone saved before it had its vault_id, in {earlier}, "
+            f"could not be moved to your personal vault {chosen.root} now ({reason}): `aibuddy doctor --move`"
+        )
+        return None
+    if adopted.moved:
+        warnings.append(
+            f"moved {len(adopted.moved)} personal file(s) this clone saved before the team vault had its "
+            f"vault_id from {earlier} to your personal vault {chosen.root}"
+        )
+    if adopted.kept:
+        first = adopted.kept[0].key
+        warnings.append(
+            f"{NOTICE}: {earlier} still holds {len(adopted.kept)} personal file(s) this clone saved before "
+            f"it had its vault_id ({first}{', …' if len(adopted.kept) > 1 else ''}), which your personal "
+            f"vault {chosen.root} holds differently: `aibuddy doctor` lists them; keep one by hand"
+        )
+    return adopted

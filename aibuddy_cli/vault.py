@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -35,8 +36,13 @@ from .names import (  # noqa: F401 - re-exported: the name rules as they were im
 from .storage import TEMP_PREFIX, atomic_write
 
 CACHE_DIR = ".aibuddy"
-# The derived cache, and temp files an interrupted atomic write may leave behind.
-GITIGNORE_LINES = (f"{CACHE_DIR}/", f"{TEMP_PREFIX}*")
+# The derived cache (as a folder, a file or a link: `.aibuddy/` would match only a folder, and a
+# link committed in its place would go to the remote), and temp files an interrupted atomic write
+# may leave behind.
+GITIGNORE_LINES = (CACHE_DIR, f"{TEMP_PREFIX}*")
+# The folders of the cache that files are opened in by their path (SQLite, lock files, the
+# config's parse), not through the store, which refuses a symlink on the way itself.
+CACHE_FOLDERS = (CACHE_DIR, f"{CACHE_DIR}/index", f"{CACHE_DIR}/locks")
 
 class Vault(NamedTuple):
     root: Path
@@ -55,6 +61,7 @@ class Vault(NamedTuple):
     def open(cls, root: Path, environ: Mapping[str, str] = os.environ) -> Vault:
         """environ: the session's (`locate_vault`); the process's for a vault opened on its own."""
         root = root.resolve()
+        check_cache_folder(root)
         return cls(root=root, config=_load_config(root, environ), environ=environ)
 
     @property
@@ -63,6 +70,7 @@ class Vault(NamedTuple):
         written (a read-only mount or snapshot, someone else's folder), a per-user folder named
         after the vault: $XDG_CACHE_HOME/aibuddy/<vault name>-<hash of its path>."""
         own = self.root / CACHE_DIR
+        check_cache_folder(self.root)  # again: a long-running process outlives a pull that swaps it
         probe = own if os.path.isdir(own) else self.root
         if os.access(probe, os.W_OK | os.X_OK):
             return own
@@ -79,6 +87,27 @@ class Vault(NamedTuple):
 
     def locks_dir(self) -> Path:
         return self.cache_dir / "locks"
+
+
+def check_cache_folder(root: Path) -> None:
+    """Refuse a vault whose .aibuddy (or its index/ or locks/) is there but is not a real folder of
+    it: a symlink a teammate committed (git replaces the ignored folder with it at the next pull)
+    would send the indexes, which hold whole records and table rows, into the folder it names,
+    which git may track and push."""
+    for relative in CACHE_FOLDERS:
+        path = root / relative
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return  # not there (aibuddy makes it), so nothing below it is either
+        if stat.S_ISDIR(mode):
+            continue
+        what = f"a symlink to {os.readlink(path)}" if stat.S_ISLNK(mode) else "a file"
+        fix = f"git rm --cached {relative} and commit if git tracks it, then remove it"
+        raise InvalidInput(
+            f"{path} is {what}, not a folder: aibuddy keeps indexes and logs of your records there, "
+            f"and whatever it leads to may be committed and pushed; {fix} (aibuddy makes the folder again)"
+        )
 
 
 def user_cache_dir(root: Path, environ: Mapping[str, str]) -> Path | None:

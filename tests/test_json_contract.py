@@ -744,6 +744,7 @@ PINNED: dict[str, Any] = {
         "moved": [],
         "skipped": [],
         "dry_run": "*",
+        "unused_personal_folders": [],
         "checks": [{"name": "*", "ok": "*", "detail": "*"}],
         "ok": "*",
     },

@@ -289,7 +289,7 @@ def test_the_personal_vault_is_under_xdg_data_home_or_where_the_environment_says
         session.tasks.new("mine")
     assert (tmp_path / "p" / "tasks" / "eve" / "t1" / "task.json").is_file()
     assert not any((team_vault.root / folder / "eve").exists() for folder in ("memory", "tasks"))
-    assert (tmp_path / "p" / ".gitignore").read_text().splitlines()[0] == ".aibuddy/"
+    assert (tmp_path / "p" / ".gitignore").read_text().splitlines()[0] == ".aibuddy"
 
 
 def test_a_team_table_with_a_mistake_still_keeps_personal_files_out_of_the_shared_folder(

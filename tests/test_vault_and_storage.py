@@ -31,7 +31,7 @@ def test_init_creates_the_layout_and_refuses_to_overwrite(tmp_path: Path) -> Non
         "tasks",
     ):
         assert (vault.root / folder).is_dir()
-    assert ".aibuddy/" in (vault.root / ".gitignore").read_text()
+    assert ".aibuddy" in (vault.root / ".gitignore").read_text().split()
     assert vault.config.default_user == "alice" and vault.config.admins == ("alice",)
     with pytest.raises(Conflict):
         init_vault(tmp_path / "v", "alice")
@@ -183,7 +183,7 @@ def test_config_edits_take_effect_despite_the_parse_cache(tmp_path: Path) -> Non
 
 def test_init_ignores_the_cache_and_interrupted_writes(vault: Vault) -> None:
     lines = (vault.root / ".gitignore").read_text().split()
-    assert ".aibuddy/" in lines and ".aibuddy-tmp-*" in lines
+    assert ".aibuddy" in lines and ".aibuddy-tmp-*" in lines
 
 
 def test_a_folder_swapped_for_a_symlink_is_refused_even_in_a_long_running_process(

@@ -22,14 +22,16 @@ app = typer.Typer()
 
 
 def session_reporting_itself(state: AppState) -> Session:
-    """The run's session, for a command that reports (or fixes) an unfinished team vault itself:
-    the notices every other command gives about it are left out."""
+    """The run's session, for a command that reports (or fixes) an unfinished set-up itself (`git
+    setup`, `doctor`): the notices every other command gives about it (an unfinished team vault,
+    a clone whose git lacks the merge driver) are left out."""
     if state._session is None:
-        from .. import team
+        from .. import gitmerge, team
         from ..session import Session
 
         state._session = Session.locate(state.vault_option, state.user_option, warnings=state.warnings)
-        state.warnings[:] = [w for w in state.warnings if not w.startswith(team.NOTICE)]
+        said_itself = [w for w in state.warnings if w.startswith(team.NOTICE) or w == gitmerge.HINT]
+        state.warnings[:] = [w for w in state.warnings if w not in said_itself]
         state.report_warnings()
     return state._session
 
@@ -53,14 +55,15 @@ def doctor(
     session = session_reporting_itself(state)
     if move and not dry_run and team.is_team_vault(session.vault):
         pending = team.personal_files(session.vault.root, session.user)
-        if pending and not yes:
+        unused = team.unused_folders(session.vault, session.environ)
+        elsewhere = [key for folder in unused for key in folder.files]
+        if (pending or elsewhere) and not yes:
             if not stdin_is_terminal():
                 raise UsageError("refusing to move files without --yes when stdin is not a terminal")
             where = team.personal_vault(session.vault, session.environ).root
-            question = (
-                f"Move {len(pending)} personal file(s) of {session.user} to {where}? They leave the "
-                "shared folder and git's index, not its history."
-            )
+            question = f"Move {len(pending) + len(elsewhere)} personal file(s) to {where}?"
+            if pending:
+                question += " Those in the shared folder leave it and git's index, not its history."
             if not typer.confirm(question, default=False, err=True):  # stdout may be JSON
                 raise Aborted("nothing moved")
     report = team.doctor(session.vault, session.user, session.environ, move=move, dry_run=dry_run)
@@ -94,7 +97,7 @@ def team_setup(state: AppState) -> tuple[dict[str, Any], list[str]]:
     from .. import team
 
     session = session_reporting_itself(state)
-    done = team.secure_shared_vault(session.vault, session.user, session.environ)
+    done = team.secure_shared_vault(session.vault, session.user, session.environ, session.adopted)
     if done is None:
         return {}, []
     return {"team": done.to_json()}, done.lines(session.user)

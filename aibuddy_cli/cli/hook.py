@@ -52,7 +52,7 @@ def _scope(project: bool, user: bool) -> str:
 
 
 ProjectOption = typer.Option(
-    False, "--project", help="This project's .claude/settings.local.json (kept out of git)."
+    False, "--project", help="This project's .claude/settings.local.json (git made to ignore it)."
 )
 UserOption = typer.Option(
     False, "--user", help="~/.claude/settings.json: every session of yours (the default)."
@@ -72,20 +72,32 @@ def install(
 ) -> None:
     """Merge aibuddy's hooks into the agent's settings (this vault and user, an absolute command),
     keeping everything already there; shows the change and asks first."""
-    from ..hook_settings import hook_command, installed, settings_path
+    from ..hook_settings import hook_command, installed, keep_out_of_git, settings_path
     from ..mcp_clients import server_command
 
     _agent(agent)
     state = state_of(ctx, json)
     session = state.session()
-    path = settings_path(_scope(project, user), state.environ, Path.cwd())
+    scope = _scope(project, user)
+    path = settings_path(scope, state.environ, Path.cwd())
     command = hook_command(server_command(sys.argv[0], sys.executable), session.vault.root, session.user)
     current = path.read_text(encoding="utf-8") if path.exists() else None
     changed = installed(path, current, command)
+    # Before the file is written: never a moment git could commit it (Claude Code ignores it
+    # only when Claude Code made it).
+    ignored = keep_out_of_git(path) if scope == "project" else None
     if changed != current:
         write_after_asking(path, current, changed, yes)
     said = f"wrote {path}" if changed != current else f"{path} has aibuddy's hooks already"
-    document = {"agent": agent, "path": str(path), "command": command, "written": changed != current}
+    if ignored is not None:
+        said += f"; {ignored.line()}"
+    document = {
+        "agent": agent,
+        "path": str(path),
+        "command": command,
+        "written": changed != current,
+        **({"git_ignored": ignored.to_json() if ignored else None} if scope == "project" else {}),
+    }
     output.render(state.json, lambda: document, lambda: said, lambda: output.emit_text(said))
 
 

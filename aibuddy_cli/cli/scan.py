@@ -34,7 +34,8 @@ def scan(
 ) -> None:
     """Report credential-shaped values (API keys, private keys, passwords, tokens, JWTs) in the
     vault's memory, knowledge, tables, tasks and logs: file, line and kind, never the value.
-    Exit 0 when none is found, 4 when some are."""
+    With --staged, also the staged files never to be committed (aibuddy's cache; a team vault's
+    personal files). Exit 0 when none is found, 4 when some are."""
     from .. import scan as scanning
     from ..vault import locate_vault
 
@@ -68,7 +69,10 @@ def scan(
         if result.findings
         else f"no credential-shaped values in {result.scanned} {what} scanned"
     )
+    lines += [f"{u.path}: never committed: {u.reason} (git rm --cached it)" for u in result.unshared]
+    if result.unshared:
+        summary += f"; {len(result.unshared)} staged file(s) must not be committed"
     text = "\n".join([*lines, summary])
     output.render(state.json, result.to_json, lambda: text, lambda: output.emit_text(text))
-    if result.findings:
+    if result.findings or result.unshared:
         raise typer.Exit(FOUND_EXIT)
