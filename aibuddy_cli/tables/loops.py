@@ -299,7 +299,7 @@ class TableAgent:
         run = f"{utc_now()}-{secrets.token_hex(3)}"
         messages = self._opening(kind, request, instructions, document, dry_run, previous)
 
-        def started() -> None:  # journaled before the run's first change: undo finds the run by it
+        def started() -> None:  # journaled before the run's first line: what it was asked
             from ..redaction import redact  # before the cut, which could hide a key's shape
 
             asked = {"request": redact(request)[0][:200]}
