@@ -412,6 +412,7 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
             [
                 {"tool": "update_rows", "arguments": {"table": "people"}, "applied": True, "result": {}},
                 {"tool": "add_rows", "arguments": {}, "applied": False},
+                {"tool": "add_rows", "arguments": {"table": "pets"}, "applied": False, "error": "no table 'pets'"},
             ],
         ),
         "table undo": Undone("r1", ["tables/u/people.csv"]),
@@ -904,6 +905,7 @@ PINNED: dict[str, Any] = {
         "operations": [
             {"tool": "*", "arguments": {"table": "*", "filter": "*", "values": {"city": "*"}}, "applied": "*"}
         ],
+        "not_applied": [],
         "interrupted": "*",
         "continues": "*",
     },
