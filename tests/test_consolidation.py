@@ -448,10 +448,11 @@ def test_an_item_that_cannot_be_written_is_dropped_and_logged_and_the_rest_appli
     outcomes = [(d["step"], d.get("name"), d["outcome"]) for d in done["decisions"]]
     assert ("memory", "diet", "created") in outcomes and ("contacts", "Maria Lopez", "created") in outcomes
     dropped = [d for d in done["decisions"] if d["outcome"] == "dropped" and "not valid text" in d["detail"]]
-    assert [d["step"] for d in dropped] == ["memory", "contacts"]
+    assert [(d["step"], d["name"]) for d in dropped] == [("memory", "diet-\ufffd"), ("contacts", "Maria \ufffd Lopez")]
     assert watermark(vault)["last"] == 4
     entry = log(vault)[-1]
-    assert entry["applied"] is True and sum("not valid text" in d["detail"] for d in entry["decisions"]) == 2
+    logged = [(d["step"], d.get("name")) for d in entry["decisions"] if "not valid text" in d["detail"]]
+    assert entry["applied"] is True and logged == [("memory", "diet-\ufffd"), ("contacts", "Maria \ufffd Lopez")]
     assert consolidate(environ={"AIBUDDY_CONSOLIDATE_CONTACTS": "1"})["passes"] == []  # nothing left to retry
 
 
@@ -759,3 +760,23 @@ def test_the_shields_row_tool_names_are_the_registrys() -> None:
         for name in op.tools.values()
     }
     assert names == ROW_TOOLS
+
+
+def test_one_value_no_file_can_hold_never_costs_the_log_its_line(vault: Vault) -> None:
+    """A decision whose name or detail holds a lone surrogate (a failure's message quoting the
+    model's value) is logged with U+FFFD in its place; the pass's line and its other decisions
+    are all there (the line was lost whole)."""
+    from aibuddy_cli.memory.extraction import Decision
+    from aibuddy_cli.tasks.consolidation.log import log_pass
+
+    decisions = [
+        Decision("contacts", "failed", "no table 'x\udc00'", "Ana \ud83d"),
+        Decision("memory", "created", "new record", "tea"),
+    ]
+    with Session.locate(str(vault.root), "demo", environ={}) as session:
+        log_pass(session.tasks, "t1", [1, 2], decisions, applied=True, categories=["memory", "contacts"])
+    (entry,) = log(vault)
+    assert entry["decisions"] == [
+        {"step": "contacts", "outcome": "failed", "detail": "no table 'x\ufffd'", "name": "Ana \ufffd"},
+        {"step": "memory", "outcome": "created", "detail": "new record", "name": "tea"},
+    ]
