@@ -387,6 +387,7 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
         "subject": "s",
         "type": None,
         "description": None,
+        "body": None,
     }
     copied = Change("copy_column", "people", {"column": "city", "to_table": "cities", "matched": 2})
     deleted = Change("delete_column", "people", {"column": "city", "type": "str"})
