@@ -413,7 +413,7 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
             [
                 {"tool": "update_rows", "arguments": {"table": "people"}, "applied": True, "result": {}},
                 {"tool": "add_rows", "arguments": {}, "applied": False},
-                {"tool": "add_rows", "arguments": {"table": "pets"}, "applied": False, "error": "no table 'pets'"},
+                {"tool": "add_rows", "arguments": {"table": "x"}, "applied": False, "error": "no table 'x'"},
             ],
         ),
         "table undo": Undone("r1", ["tables/u/people.csv"]),

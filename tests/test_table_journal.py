@@ -179,7 +179,8 @@ def test_every_change_that_cannot_be_journaled_leaves_the_tables_as_they_were(cl
     ok(cli("table", "create", "people", "-c", "name:str", "-c", "age:int", "--json"))
     ok(cli("table", "create", "cities", "-c", "city:str", "--json"))
     many = vault.root.parent / "many.jsonl"
-    many.write_text("".join(json.dumps({"name": f"p{n}", "age": n}) + "\n" for n in range(1200)), encoding="utf-8")
+    rows = [{"name": f"p{n}", "age": n} for n in range(1200)]  # more than a journal line holds
+    many.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     ok(cli("table", "add", "people", "--file", str(many), "--json"))
     ok(cli("table", "add", "cities", "--row", '{"city": "Oslo"}', "--json"))
     before = tables_files(vault)

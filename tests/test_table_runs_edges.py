@@ -300,7 +300,8 @@ def test_an_answer_claiming_rows_a_refused_call_never_added_exits_8_and_says_so(
     assert text.stdout.startswith("Added 2 people.\n")
     assert "refused\tadd_rows\t" in text.stdout and "no table 'people'" in text.stdout
     assert "not applied: 1 change(s) the model called were refused" in text.stdout
-    assert (stocked.root / VENDORS).read_bytes() == before and not (stocked.root / "tables/personal/demo/people.csv").exists()
+    assert (stocked.root / VENDORS).read_bytes() == before
+    assert not (stocked.root / "tables/personal/demo/people.csv").exists()
 
 
 def test_a_refused_call_the_model_made_good_later_leaves_the_run_a_success(stocked: Vault) -> None:

@@ -259,7 +259,8 @@ def test_an_undo_whose_restore_failed_is_not_taken_for_done(
         patched.setattr(FileStore, "write", full_disk)
         with pytest.raises(OSError):
             undo_last(state)
-    lines = [json.loads(line) for line in (stocked.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()]
+    journal = (stocked.root / ".aibuddy/logs/tables.jsonl").read_text()
+    lines = [json.loads(line) for line in journal.splitlines()]
     assert [line["op"] for line in lines[-2:]] == ["undo", "failed"]
     run = lines[-2]["args"]["run"]
     assert undo_last(state).run == run
