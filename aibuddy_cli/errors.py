@@ -17,6 +17,10 @@ class ExitCode(IntEnum):
     NOT_ALLOWED = 5
     INVALID_INPUT = 6
     MODEL_UNAVAILABLE = 7
+    # A model's run (`table update`, `table refactor`) that answered, but changes it called were
+    # refused and not applied: its answer may claim them. Not an error (what was applied stands,
+    # the answer is printed); a code of its own so that no script takes it for a success.
+    NOT_APPLIED = 8
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
 
 

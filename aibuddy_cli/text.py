@@ -8,6 +8,7 @@ without any word segmenter.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits; a CJK run comes out whole and is split below
 # Hiragana/katakana, CJK ideographs (with extension A and compatibility), Hangul syllables.
@@ -87,3 +88,18 @@ def query_terms(query: str) -> list[str]:
 def shorten(text: str, limit: int) -> str:
     """text cut to at most limit characters, an ellipsis marking the cut (model echoes, digests)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(value: Any) -> Any:
+    """value (a text, or lists and objects of them) with each lone surrogate (a `\\ud800` escape
+    a model's JSON can hold, which no UTF-8 text can) as U+FFFD: fit to log and print."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list | tuple):
+        return [printable(item) for item in value]
+    if isinstance(value, dict):
+        return {printable(key): printable(item) for key, item in value.items()}
+    return value

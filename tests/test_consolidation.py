@@ -385,13 +385,16 @@ def test_a_pass_journals_its_changes_without_changing_the_table_services_state(
     assert [json.loads(line)["source"] for line in journal] == ["consolidation", "consolidation", "cli"]
 
 
-def test_knowledge_rows_and_the_task_plan(cli, vault: Vault, model: ScriptedModel, consolidate) -> None:
+@pytest.mark.parametrize("tool", ["add_rows", "mcp__aibuddy__table_add_rows"])
+def test_knowledge_rows_and_the_task_plan(
+    cli, vault: Vault, model: ScriptedModel, consolidate, tool: str
+) -> None:
+    """The chunk's own call added Hall A (by the table loops' name, or the MCP server's as Claude
+    Code's transcript gives it): the pass does not add it a second time."""
     every(vault, 2)
     ok(cli("table", "create", "venues", "-c", "name:str", "-c", "city:str", "--json"))
     ok(cli("task", "new", "Offsite", "--json"))
-    done = [
-        {"function": {"name": "add_rows", "arguments": {"table": "venues", "rows": [{"name": "Hall A"}]}}}
-    ]
+    done = [{"function": {"name": tool, "arguments": {"table": "venues", "rows": [{"name": "Hall A"}]}}}]
     options = "Hall A and Villa B in Lisbon are options."
     ok(cli("task", "add-message", "t1", options, "--role", "user", "--json"))
     added = ["task", "add-message", "t1", "Added Hall A.", "--role", "assistant"]
@@ -445,10 +448,12 @@ def test_an_item_that_cannot_be_written_is_dropped_and_logged_and_the_rest_appli
     outcomes = [(d["step"], d.get("name"), d["outcome"]) for d in done["decisions"]]
     assert ("memory", "diet", "created") in outcomes and ("contacts", "Maria Lopez", "created") in outcomes
     dropped = [d for d in done["decisions"] if d["outcome"] == "dropped" and "not valid text" in d["detail"]]
-    assert [d["step"] for d in dropped] == ["memory", "contacts"]
+    named = [("memory", "diet-\ufffd"), ("contacts", "Maria \ufffd Lopez")]  # U+FFFD for the surrogate
+    assert [(d["step"], d["name"]) for d in dropped] == named
     assert watermark(vault)["last"] == 4
     entry = log(vault)[-1]
-    assert entry["applied"] is True and sum("not valid text" in d["detail"] for d in entry["decisions"]) == 2
+    logged = [(d["step"], d.get("name")) for d in entry["decisions"] if "not valid text" in d["detail"]]
+    assert entry["applied"] is True and logged == named
     assert consolidate(environ={"AIBUDDY_CONSOLIDATE_CONTACTS": "1"})["passes"] == []  # nothing left to retry
 
 
@@ -717,3 +722,62 @@ def test_the_shield_knows_aibuddys_tools_by_the_names_claude_code_gives_them() -
     shield = Shield([TaskMessage(1, "assistant", "", "2026-11-30T09:00:00Z", [], calls)])
     assert shield.handles("memory", {"name": "tabs"}) and shield.handles("memory", {"name": "old"})
     assert not shield.handles("memory", {"name": "theirs"})
+
+
+@pytest.mark.parametrize(
+    "tool", ["add_rows", "table_add_rows", "mcp__aibuddy__table_add_rows", "update_rows", "table_update_rows"]
+)
+def test_the_shield_knows_the_row_tools_by_every_name_aibuddy_gives_them(tool: str) -> None:
+    """A row the chunk's own call wrote (the table loops' `add_rows`, the MCP server's
+    `table_add_rows`, as Claude Code's transcript names it too) is not added a second time."""
+    from aibuddy_cli.tasks.consolidation.shield import Shield
+    from aibuddy_cli.tasks.service import TaskMessage
+
+    row = {"name": "Maria Lopez", "bio": "Runs the venue"}
+    if "add_rows" in tool:
+        arguments: dict[str, Any] = {"table": "contacts", "rows": [row]}
+    else:
+        arguments = {"table": "contacts", "filter": 'name == "Maria"', "values": row}
+    calls = [{"type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}]
+    shield = Shield([TaskMessage(1, "assistant", "", "2026-11-30T09:00:00Z", [], calls)])
+    assert shield.handles("contacts", {"name": "Maria  Lopez"})
+    assert shield.handles("knowledge", {"table": "contacts", "rows": [row]})
+    other = Shield([TaskMessage(1, "assistant", "", "2026-11-30T09:00:00Z", [], [
+        {"type": "function", "function": {"name": f"mcp__notes__{tool}", "arguments": json.dumps(arguments)}}
+    ])])
+    assert not other.handles("contacts", {"name": "Maria Lopez"})  # another server's tool
+
+
+def test_the_shields_row_tool_names_are_the_registrys() -> None:
+    """Each name the shield knows is the `add_rows` or `update_rows` operation's, for the MCP
+    server or the table loops, so a renamed tool cannot leave it behind."""
+    from aibuddy_cli.operations.registry import operations
+    from aibuddy_cli.tasks.consolidation.shield import ROW_TOOLS
+
+    names = {
+        name: op.tools["table_write"]
+        for op in operations("table")
+        if op.tools.get("table_write") in ("add_rows", "update_rows")
+        for name in op.tools.values()
+    }
+    assert names == ROW_TOOLS
+
+
+def test_one_value_no_file_can_hold_never_costs_the_log_its_line(vault: Vault) -> None:
+    """A decision whose name or detail holds a lone surrogate (a failure's message quoting the
+    model's value) is logged with U+FFFD in its place; the pass's line and its other decisions
+    are all there (the line was lost whole)."""
+    from aibuddy_cli.memory.extraction import Decision
+    from aibuddy_cli.tasks.consolidation.log import log_pass
+
+    decisions = [
+        Decision("contacts", "failed", "no table 'x\udc00'", "Ana \ud83d"),
+        Decision("memory", "created", "new record", "tea"),
+    ]
+    with Session.locate(str(vault.root), "demo", environ={}) as session:
+        log_pass(session.tasks, "t1", [1, 2], decisions, applied=True, categories=["memory", "contacts"])
+    (entry,) = log(vault)
+    assert entry["decisions"] == [
+        {"step": "contacts", "outcome": "failed", "detail": "no table 'x\ufffd'", "name": "Ana \ufffd"},
+        {"step": "memory", "outcome": "created", "detail": "new record", "name": "tea"},
+    ]

@@ -387,6 +387,7 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
         "subject": "s",
         "type": None,
         "description": None,
+        "body": None,
     }
     copied = Change("copy_column", "people", {"column": "city", "to_table": "cities", "matched": 2})
     deleted = Change("delete_column", "people", {"column": "city", "type": "str"})
@@ -412,6 +413,7 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
             [
                 {"tool": "update_rows", "arguments": {"table": "people"}, "applied": True, "result": {}},
                 {"tool": "add_rows", "arguments": {}, "applied": False},
+                {"tool": "add_rows", "arguments": {"table": "x"}, "applied": False, "error": "no table 'x'"},
             ],
         ),
         "table undo": Undone("r1", ["tables/u/people.csv"]),
@@ -905,6 +907,7 @@ PINNED: dict[str, Any] = {
         "operations": [
             {"tool": "*", "arguments": {"table": "*", "filter": "*", "values": {"city": "*"}}, "applied": "*"}
         ],
+        "not_applied": [],
         "interrupted": "*",
         "continues": "*",
     },

@@ -119,3 +119,33 @@ def test_a_version_that_held_a_key_goes_into_the_history_redacted(
     memory.update_auto("deploy", description="Deploys now use the vault key", body="from the vault")
     assert memory.history("deploy")[0]["body"] == "key [redacted: api key]"
     assert key not in history_file(vault, "deploy").read_text()
+
+
+def test_memory_history_shows_what_each_committed_version_said(cli, vault: Vault) -> None:
+    """"What did this say before?": each commit of the record comes with its body (`--json`:
+    `body`); a commit that changed only the header points to the older version's body."""
+
+    def commit(message: str) -> None:
+        git = ["git", "-C", str(vault.root), "-c", "user.name=T", "-c", "user.email=t@example.org"]
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-q", "--no-verify", "-m", message], check=True)
+
+    subprocess.run(["git", "init", "-q", str(vault.root)], check=True)
+    memory = Session(vault, "demo", environ={}).memory
+    memory.save("due", type="project", description="Report due on Friday", body="Due Friday.\nAsk Ana.\n")
+    commit("first")
+    memory.update("due", body="Due Monday.\n")
+    commit("moved")
+    memory.update("due", description="The weekly report is due on Monday")
+    commit("reworded")
+    found = json.loads(cli("memory", "history", "due", "--json").stdout)
+    assert [(c["subject"], c["description"], c["body"]) for c in found["commits"]] == [
+        ("reworded", "The weekly report is due on Monday", "Due Monday.\n"),
+        ("moved", "Report due on Friday", "Due Monday.\n"),
+        ("first", "Report due on Friday", "Due Friday.\nAsk Ana.\n"),
+    ]
+    moved = found["commits"][1]["commit"][:12]
+    lines = cli("memory", "history", "due").stdout.splitlines()
+    assert lines[1:2] == [f"    (the body of {moved})"]
+    assert lines[2].endswith("\tReport due on Friday") and lines[3:4] == ["    Due Monday."]
+    assert lines[5:7] == ["    Due Friday.", "    Ask Ana."]

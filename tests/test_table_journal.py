@@ -5,13 +5,17 @@ size, with credential-shaped values redacted; `table undo` still finds its runs 
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
+import pytest
 from conftest import ok, run_aibuddy
 from scripted_model import ScriptedModel
 
+from aibuddy_cli.errors import DiskFull, as_aibuddy_error
 from aibuddy_cli.session import Session
+from aibuddy_cli.storage import Entry, FileStore
 from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.vault import Vault
 
@@ -148,3 +152,100 @@ def test_the_journal_of_a_column_copy_names_its_target(cli, vault: Vault, tmp_pa
     copy, delete = journal(vault)[-2:]
     assert copy["op"] == "copy_column" and copy["args"] == {"column": "n", "to_table": "b", "move": True}
     assert delete["op"] == "delete_column" and delete["args"] == {"column": "n"}
+
+
+# --- the journal first: a change that cannot be journaled is not made -------------------------
+
+
+def tables_files(vault: Vault) -> dict[str, bytes]:
+    root = vault.root / "tables"
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def unwritable_logs(vault: Vault) -> None:
+    """`.aibuddy/logs` as a file: the folder the journal goes in cannot be made (as on a full or
+    read-only disk, which a test running as root cannot make of a folder)."""
+    logs = vault.root / ".aibuddy/logs"
+    for path in sorted(logs.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    logs.rmdir()
+    logs.write_text("not a folder\n", encoding="utf-8")
+
+
+def test_every_change_that_cannot_be_journaled_leaves_the_tables_as_they_were(cli, vault: Vault) -> None:
+    """A table change journals first: with `.aibuddy/logs` unwritable, each write command (rows,
+    columns, renames, deletions, many rows whose values go to a file of their own) fails with a
+    message that says nothing changed, and the tables' files are byte for byte as they were."""
+    ok(cli("table", "create", "people", "-c", "name:str", "-c", "age:int", "--json"))
+    ok(cli("table", "create", "cities", "-c", "city:str", "--json"))
+    many = vault.root.parent / "many.jsonl"
+    rows = [{"name": f"p{n}", "age": n} for n in range(1200)]  # more than a journal line holds
+    many.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    ok(cli("table", "add", "people", "--file", str(many), "--json"))
+    ok(cli("table", "add", "cities", "--row", '{"city": "Oslo"}', "--json"))
+    before = tables_files(vault)
+    unwritable_logs(vault)
+    commands = [
+        ("table", "create", "pets", "-c", "name:str"),
+        ("table", "add", "people", "--row", '{"name": "Ada", "age": 36}'),
+        ("table", "update-rows", "people", "--where", "age < 10", "--set", '{"age": 99}'),
+        ("table", "update-rows", "people", "--where", "True", "--set", '{"name": "x"}'),  # 1,200 before
+        ("table", "delete-rows", "people", "--where", "age > 5", "--yes"),
+        ("table", "rename", "people", "persons"),
+        ("table", "delete", "cities", "--yes"),
+        ("table", "column", "add", "people", "email", "str"),
+        ("table", "column", "derive", "people", "decade", "age // 10"),
+        ("table", "column", "rename", "people", "age", "years"),
+        ("table", "column", "transform", "people", "age", "--type", "float"),
+        ("table", "column", "delete", "people", "age", "--yes"),
+        ("table", "column", "copy", "people", "name", "cities"),
+        ("table", "column", "move", "people", "name", "cities", "--lossy", "drop", "--yes"),
+    ]
+    for command in commands:
+        result = cli(*command, "--json")
+        assert result.exit_code == 1, (command, result.stdout, result.stderr)
+        error = json.loads(result.stdout)["error"]
+        assert error["message"].startswith("nothing changed: the table journal cannot be written"), command
+        assert ".aibuddy/logs" in error["message"], command
+        assert tables_files(vault) == before, command
+    assert (vault.root / ".aibuddy/logs").read_text(encoding="utf-8") == "not a folder\n"
+
+
+FAILING = {
+    "add_rows": lambda changes: changes.add_rows("people", [{"name": "Bob", "email": "b@x.org"}]),
+    "update_rows": lambda changes: changes.update_rows("people", "True", {"name": "Bo"}),
+    "delete_rows": lambda changes: changes.delete_rows("people", "True"),
+    "create_empty_column": lambda changes: changes.add_column("people", "email", "str"),
+    "create_derived_column": lambda changes: changes.derive_column("people", "n", "len(name)"),
+    "create_table": lambda changes: changes.create("pets"),
+}
+
+
+@pytest.mark.parametrize("op", list(FAILING))
+def test_a_change_that_fails_after_its_journal_line_is_journaled_as_failed_and_changes_nothing(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, op: str
+) -> None:
+    """The journal says what happened: a write that fails after its line (here the disk fills
+    as the rows are written) is followed by a "failed" line naming it; the schema written just
+    before is put back, so the table is as it was; and the error reaches the caller (a full disk)."""
+    session = Session(Vault.open(vault.root), "demo", environ={})
+    session.tables.changes.create("people")
+    session.tables.changes.add_rows("people", [{"name": "Ada"}])
+    before = tables_files(vault)
+    real_write = FileStore.write
+
+    def full_disk(self: FileStore, key: str, data: bytes, *, create: bool = False) -> Entry:
+        if key.endswith(".csv"):
+            raise OSError(errno.ENOSPC, "No space left on device", key)
+        return real_write(self, key, data, create=create)
+
+    monkeypatch.setattr(FileStore, "write", full_disk)
+    with pytest.raises(OSError) as raised:
+        FAILING[op](session.tables.changes)
+    assert isinstance(as_aibuddy_error(raised.value), DiskFull)
+    assert tables_files(vault) == before
+    made, failed = journal(vault)[-2:]
+    assert made["op"] == op
+    assert failed["op"] == "failed" and failed["table"] == made["table"]
+    assert failed["args"] == {"op": op, "at": made["at"]}
+    assert "the disk is full" in failed["changed"]["error"]

@@ -100,7 +100,8 @@ def test_update_requires_ask_first_applies_and_journals_the_run(stocked: Vault) 
     assert "call ask first" in refused["error"]
     assert asked == {"answer": "Globex is in Paris (row 2)."}
     assert applied["updated"] == 1
-    assert [op["applied"] for op in run.operations] == [True] and run.summary == "Moved Globex to Lyon."
+    assert [(op["applied"], "error" in op) for op in run.operations] == [(False, True), (True, False)]
+    assert run.not_applied == [] and run.summary == "Moved Globex to Lyon."  # the refused one made good
     assert "2,Globex,Lyon,2" in rows_file(stocked).read_text()
     journal = [json.loads(x) for x in (stocked.root / ".aibuddy/logs/tables.jsonl").read_text().splitlines()]
     assert (
@@ -303,4 +304,5 @@ def test_update_refuses_mutating_tool_arguments_of_the_wrong_kind_and_applies_no
     results = model.tool_results()[1:]  # after ask's answer
     for result, (call, says) in zip(results, odd, strict=True):
         assert result["error"].startswith(f"bad arguments for {call[0]}: {says}"), (call, result)
-    assert run.operations == [] and rows_file(stocked).read_bytes() == before
+    assert not any(o["applied"] for o in run.operations) and rows_file(stocked).read_bytes() == before
+    assert [o["tool"] for o in run.not_applied] == [call[0] for call, _ in odd]  # each listed as refused

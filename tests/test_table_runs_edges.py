@@ -113,11 +113,13 @@ def test_a_tool_call_with_nan_arguments_is_a_tool_error_not_the_end_of_a_json_ru
     model_server.call_tools(("delete_rows", {"table": "vendors", "filter": float("nan")}))
     model_server.enqueue(content="Nothing changed.")
     result = cli("table", "update", "Drop nothing", "--json")
-    assert result.exit_code == 0, result.stderr[-2000:]
+    assert result.exit_code == 8, result.stderr[-2000:]  # the refused delete_rows was never made good
     run = json.loads(result.stdout)
     assert run["summary"] == "Nothing changed."
+    assert [o["tool"] for o in run["not_applied"]] == ["delete_rows"]
     for line in result.stderr.splitlines():  # every progress line is strict JSON
-        assert loads(line), line
+        if not line.startswith("warning: "):  # (the warning that delete_rows was not applied)
+            assert loads(line), line
 
 
 def test_a_nan_argument_does_not_break_the_progress_of_a_run_in_process(
@@ -263,3 +265,81 @@ def test_a_journal_line_naming_no_run_id_does_not_block_undo(cli: Any, stocked: 
     result = cli("table", "undo", "--yes", "--json")
     assert result.exit_code == 3, result.stdout  # nothing to undo, said as such
     assert "nothing to undo" in json.loads(result.stdout)["error"]["message"]
+
+
+# --- what a run reports is what it applied --------------------------------------------------------
+
+
+def test_an_answer_claiming_rows_a_refused_call_never_added_exits_8_and_says_so(
+    cli, stocked: Vault, model_server: FakeOpenAI, tmp_path: Any
+) -> None:
+    """The model adds the document's rows to a table that does not exist, reads "no table
+    'people'", and answers "Added 2 people.": the command still prints the answer, and lists the
+    refused call, warns on stderr and exits 8 (never 0, which a script would believe); the JSON
+    (the MCP tool's answer too) lists it under `not_applied`."""
+    people = tmp_path / "people.csv"
+    people.write_text("name,city\nAda,London\nAlan,Wilmslow\n", encoding="utf-8")
+    before = (stocked.root / VENDORS).read_bytes()
+    rows = [{"name": "Ada", "city": "London"}, {"name": "Alan", "city": "Wilmslow"}]
+    for _ in range(2):
+        model_server.call_tools(("ask", {"question": "Which tables are there?"}))
+        model_server.enqueue(content="vendors")
+        model_server.call_tools(("add_rows", {"table": "people", "rows": rows}))
+        model_server.enqueue(content="Added 2 people.")
+    result = cli("table", "update", "Add these people", "--file", str(people), "--json")
+    assert result.exit_code == 8, result.stderr[-2000:]
+    run = json.loads(result.stdout)
+    assert run["summary"] == "Added 2 people."
+    refused = {"tool": "add_rows", "arguments": {"table": "people", "rows": rows}, "applied": False}
+    assert run["operations"] == [{**refused, "error": "no table 'people'"}]
+    assert run["not_applied"] == run["operations"]
+    assert "1 change(s) the model called were refused and not applied" in result.stderr
+    assert "add_rows people: no table 'people'" in result.stderr
+    text = cli("table", "update", "Add these people", "--file", str(people))
+    assert text.exit_code == 8
+    assert text.stdout.startswith("Added 2 people.\n")
+    assert "refused\tadd_rows\t" in text.stdout and "no table 'people'" in text.stdout
+    assert "not applied: 1 change(s) the model called were refused" in text.stdout
+    assert (stocked.root / VENDORS).read_bytes() == before
+    assert not (stocked.root / "tables/personal/demo/people.csv").exists()
+
+
+def test_a_refused_call_the_model_made_good_later_leaves_the_run_a_success(stocked: Vault) -> None:
+    """The model reads "no table", creates it and adds the rows again: the refused call is listed
+    with its error, and nothing is left not applied."""
+    model = ScriptedModel()
+    model.call(("ask", {"question": "tables?"}))
+    model.answer("vendors")
+    model.call(("add_rows", {"table": "people", "rows": [{"name": "Ada"}]}))
+    model.call(("create_table", {"name": "people", "columns": {"name": "str"}}))
+    model.call(("add_rows", {"table": "people", "rows": [{"name": "Ada"}]}))
+    model.answer("Added Ada.")
+    run = agent(stocked, model).change("update", "Ada is a person")
+    assert [(o["tool"], o["applied"], o.get("error")) for o in run.operations] == [
+        ("add_rows", False, "no table 'people'"),
+        ("create_table", True, None),
+        ("add_rows", True, None),
+    ]
+    assert run.not_applied == [] and run.to_json()["not_applied"] == []
+
+
+def test_a_run_whose_journal_cannot_be_written_changes_nothing_and_says_so(stocked: Vault) -> None:
+    """Each change of the run is refused before it is made ("nothing changed: the table journal
+    cannot be written"), which the model reads; the tables are as they were, and the run's
+    answer comes with the changes it did not apply."""
+    from test_table_journal import unwritable_logs
+
+    before = (stocked.root / VENDORS).read_bytes()
+    unwritable_logs(stocked)
+    model = ScriptedModel()
+    model.call(("ask", {"question": "vendors?"}))
+    model.answer("Acme, Globex, Initech")
+    model.call(("delete_rows", {"table": "vendors", "filter": 'name == "Globex"'}))
+    model.answer("Dropped Globex.")
+    tables = agent(stocked, model)
+    run = tables.change("update", "Globex is gone")
+    assert (stocked.root / VENDORS).read_bytes() == before
+    (refused,) = run.not_applied
+    assert refused["tool"] == "delete_rows"
+    assert refused["error"].startswith("nothing changed: the table journal cannot be written")
+    assert any("refused and not applied" in warning for warning in tables.warnings)

@@ -212,3 +212,56 @@ def test_a_snapshot_written_by_an_earlier_version_is_undone_and_one_naming_other
     refused = cli("table", "undo", "--yes")
     assert refused.exit_code == 6 and "not one of your tables" in refused.stderr
     assert not secret.exists()
+
+
+def test_an_undo_that_cannot_be_journaled_puts_nothing_back(
+    stocked: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`table undo` journals first too: when the journal cannot take its line (a full disk), it
+    fails saying nothing changed and the files stay as the run left them; then it works."""
+    import errno
+
+    from aibuddy_cli.errors import DiskFull
+
+    rate_acme(stocked, 1)
+    after_run = (stocked.root / VENDORS).read_bytes()
+    state = Session(Vault.open(stocked.root), "demo", environ={}).tables.state
+
+    def full_disk(self: FileStore, key: str, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", key)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(FileStore, "append", full_disk)
+        with pytest.raises(DiskFull, match="nothing changed: the table journal cannot be written"):
+            undo_last(state)
+    assert (stocked.root / VENDORS).read_bytes() == after_run
+    undo_last(state)
+    assert b"Acme,4" in (stocked.root / VENDORS).read_bytes()
+
+
+def test_an_undo_whose_restore_failed_is_not_taken_for_done(
+    stocked: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The undo's line is followed by a "failed" one when putting the files back fails: the run
+    is still the one `table undo` undoes next, and then it is undone."""
+    import errno
+
+    rate_acme(stocked, 1)
+    state = Session(Vault.open(stocked.root), "demo", environ={}).tables.state
+    real_write = FileStore.write
+
+    def full_disk(self: FileStore, key: str, data: bytes, *, create: bool = False):  # type: ignore[no-untyped-def]
+        if key == VENDORS:
+            raise OSError(errno.ENOSPC, "No space left on device", key)
+        return real_write(self, key, data, create=create)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(FileStore, "write", full_disk)
+        with pytest.raises(OSError):
+            undo_last(state)
+    journal = (stocked.root / ".aibuddy/logs/tables.jsonl").read_text()
+    lines = [json.loads(line) for line in journal.splitlines()]
+    assert [line["op"] for line in lines[-2:]] == ["undo", "failed"]
+    run = lines[-2]["args"]["run"]
+    assert undo_last(state).run == run
+    assert b"Acme,4" in (stocked.root / VENDORS).read_bytes()

@@ -143,7 +143,8 @@ def test_a_model_transform_is_refused_whole_and_lossy_only_when_it_asks(cli, vau
     refused, dropped = model.tool_results()[-2:]
     assert "not transformed" in refused["error"] and "79.5" in refused["error"]
     assert dropped["not_converted"]["count"] == 1
-    assert [op["applied"] for op in run.operations] == [True]
+    assert [op["applied"] for op in run.operations] == [False, True]
+    assert run.not_applied == []  # the refused transform was made good by the lossy one
     assert table_file(vault, "items").read_text() == "row_id,price\n1,149\n2,\n"
     assert before != table_file(vault, "items").read_bytes()
     assert ok(cli("table", "undo", "--yes", "--json"))["run"] == run.run
@@ -392,7 +393,8 @@ def test_a_model_tool_call_with_nan_is_a_tool_error_and_writes_nothing(gear: Pat
     _, nan, infinity, dumped = model.tool_results()  # after ask's answer
     assert "NaN is not a JSON number" in nan["error"] and "Infinity is not a JSON number" in infinity["error"]
     assert "Infinity is not a JSON number" in dumped["error"]  # json.dumps wrote it, the parse refuses it
-    assert run.operations == [] and gear.read_bytes() == before
+    assert not any(op["applied"] for op in run.operations) and gear.read_bytes() == before
+    assert [op["tool"] for op in run.not_applied] == ["add_rows", "update_rows", "add_rows"]
 
 
 def test_json_output_never_holds_nan_and_says_so_instead(capsys: pytest.CaptureFixture[str]) -> None:

@@ -114,17 +114,32 @@ def exported_text(exported: Any) -> str:
     return f"exported {len(exported.lines)} record(s) of {exported.user} to {exported.output}"
 
 
+def _indented(body: str) -> list[str]:
+    return [f"    {line}" for line in body.rstrip("\n").split("\n")]
+
+
 def history_text(versions: Any) -> str:
-    """`memory history`: one line a commit (date, commit, description), then the versions
-    automatic memory (or a revert) replaced, numbered as `memory revert --to N` takes them, each
-    with its dates and its body indented."""
+    """`memory history`: one line a commit (date, commit, description) with the body the record
+    had then indented (or a line saying it is the older version's, when only the header changed),
+    then the versions automatic memory (or a revert) replaced, numbered as `memory revert --to N`
+    takes them, each with its dates and its body indented."""
     if not versions.git:
         lines = [f"{versions.path}: not in a git repository"]
     else:
-        lines = [
-            "\t".join(one_line(v) for v in (c["date"], c["commit"][:12], c["description"] or "(unreadable)"))
-            for c in versions.commits
-        ] or [f"{versions.path}: no commits yet"]
+        lines = []
+        commits = versions.commits
+        for number, c in enumerate(commits):
+            fields = (c["date"], c["commit"][:12], c["description"] or "(unreadable)")
+            lines.append("\t".join(one_line(v) for v in fields))
+            body = c.get("body")
+            older = commits[number + 1] if number + 1 < len(commits) else None
+            if not isinstance(body, str):
+                continue
+            if older is not None and older.get("body") == body:
+                lines.append(f"    (the body of {older['commit'][:12]})")
+            elif body.strip():
+                lines += _indented(body)
+        lines = lines or [f"{versions.path}: no commits yet"]
     for number, entry in enumerate(versions.replaced, 1):
         by = {"auto": "by automatic memory", "revert": "by a revert"}.get(str(entry.get("by")), "")
         written = entry.get("updated") or entry.get("created") or "-"
@@ -140,7 +155,7 @@ def history_text(versions: Any) -> str:
         )
         body = entry.get("body")
         if isinstance(body, str) and body.strip():
-            lines += [f"    {line}" for line in body.rstrip("\n").split("\n")]
+            lines += _indented(body)
     if versions.replaced:
         lines.append(f"(put one back: aibuddy memory revert {versions.path.rsplit('/', 1)[-1][:-3]} --to N)")
     return "\n".join(lines)

@@ -159,10 +159,18 @@ def run_text(run: Any) -> str:
     lines = [run.summary, ""]
     for operation in run.operations:
         arguments = one_line(json_text(operation["arguments"]))
+        if "error" in operation:
+            lines.append(f"refused\t{operation['tool']}\t{arguments}\t{one_line(operation['error'])}")
+            continue
         applied = "applied" if operation["applied"] else "not applied"
         lines.append(f"{applied}\t{operation['tool']}\t{arguments}")
     if run.dry_run:
         lines.append("(dry run: nothing applied)")
+    if run.not_applied:
+        lines.append(
+            f"not applied: {len(run.not_applied)} change(s) the model called were refused, whatever "
+            f"the answer above says ({run.applied} applied)"
+        )
     lines.append(f"run {run.run}" + (f" (continues {run.continues})" if run.continues else ""))
     if run.interrupted and run.applied:
         lines.append(f"undo what it applied: aibuddy table undo {run.run} --yes")
@@ -171,11 +179,14 @@ def run_text(run: Any) -> str:
     return "\n".join(lines).strip()
 
 
-def _interrupted(run: Any, json_mode: bool) -> int:
-    """A run stopped by Ctrl-C exits 130 once it has said what it applied."""
+def _run_exit(run: Any, json_mode: bool) -> int:
+    """Once a run has said what it applied: 130 when Ctrl-C stopped it, 8 when changes the model
+    called were refused and never made good (its answer may claim them), else 0."""
     from ..errors import ExitCode
 
-    return int(ExitCode.INTERRUPTED) if run.interrupted else 0
+    if run.interrupted:
+        return int(ExitCode.INTERRUPTED)
+    return int(ExitCode.NOT_APPLIED) if run.not_applied else 0
 
 
 # --- a natural-language run's steps as they happen ----------------------------------------------
@@ -276,7 +287,7 @@ RENDERS = {
     "table column transform": _CHANGES,
     "table column vectorize": _CHANGES,
     "table ask": Render(answer_text, steps=_steps),
-    "table update": Render(run_text, exit_code=_interrupted, steps=_steps),
-    "table refactor": Render(run_text, exit_code=_interrupted, steps=_steps),
+    "table update": Render(run_text, exit_code=_run_exit, steps=_steps),
+    "table refactor": Render(run_text, exit_code=_run_exit, steps=_steps),
     "table undo": Render(lambda r: f"undid run {r.run}: " + ", ".join(r.files)),
 }

@@ -1,5 +1,5 @@
-"""`memory history NAME`: a record's versions from git (when its folder is in a repository), and
-what automatic memory replaced (`.history/NAME.jsonl`)."""
+"""`memory history NAME`: a record's versions from git (when its folder is in a repository), each
+with what it said then, and what automatic memory replaced (`.history/NAME.jsonl`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ class CommitJson(TypedDict):
     subject: str
     type: str | None  # None: the record could not be read at that commit
     description: str | None
+    body: str | None  # what the record said then
 
 
 class VersionsJson(TypedDict):
@@ -65,14 +66,21 @@ def _commit(file: Path, commit: str, date: str, subject: str, name: str) -> Comm
     from .records import parse_record
 
     shown = _git(file.parent, "show", f"{commit}:./{file.name}")
-    kind = description = None
+    kind = description = body = None
     if shown is not None:
         try:
             record = parse_record(name, shown)
-            kind, description = record.type, record.description
+            kind, description, body = record.type, record.description, record.body
         except MalformedRecord:
             pass  # a version git holds that is no record (a conflict committed by hand): said as None
-    return {"commit": commit, "date": date, "subject": subject, "type": kind, "description": description}
+    return {
+        "commit": commit,
+        "date": date,
+        "subject": subject,
+        "type": kind,
+        "description": description,
+        "body": body,
+    }
 
 
 def _file_of(store: Any, key: str) -> Path | None:

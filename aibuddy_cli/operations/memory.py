@@ -184,8 +184,8 @@ def show(memory: MemoryService, name: Annotated[str, Arg("The record to show.")]
     tools={"mcp": "memory_history"},
 )
 def history(memory: MemoryService, name: Annotated[str, Arg("The record.")]) -> RecordVersions:
-    """A record's versions, newest first: its commits when the vault is a git repository, and
-    what automatic memory replaced."""
+    """A record's versions, newest first: its commits when the vault is a git repository (each
+    with what the record said then), and what automatic memory replaced."""
     from ..memory.versions import record_versions
 
     return record_versions(memory, name)

@@ -816,7 +816,8 @@ def ask(
     tools={"mcp": "table_update"},
     tool_help="Bring the user's knowledge tables to the end state the request describes (not steps); "
     "document: material (Markdown, text, CSV or JSON) to turn into rows; dry_run lists the operations "
-    "without applying them; continue_run goes on with an earlier run in its conversation.",
+    "without applying them; continue_run goes on with an earlier run in its conversation. not_applied "
+    "lists the changes the model called that were refused and not applied, whatever its summary says.",
 )
 def update(
     tables: TableService,
@@ -865,7 +866,15 @@ def update(
     )
 
 
-@operation("table", "refactor", uses="tables", effect=Effect.WRITE, tools={"mcp": "table_refactor"})
+@operation(
+    "table",
+    "refactor",
+    uses="tables",
+    effect=Effect.WRITE,
+    tools={"mcp": "table_refactor"},
+    tool_help="Restructure tables and columns (a model with table tools; journaled). not_applied lists "
+    "the changes the model called that were refused and not applied, whatever its summary says.",
+)
 def refactor(
     tables: TableService,
     request: Annotated[str, Arg("How the tables should be structured.")],

@@ -1,7 +1,9 @@
 """Changing tables: create, add, update and delete rows, rename and delete tables, and the column
 operations. Every change holds the tables lock, checks everything before it writes (a refused
-value writes nothing of that call), writes the files atomically, keeps the index in step, and
-appends what it was asked and what it changed to the journal (.aibuddy/logs/tables.jsonl).
+value writes nothing of that call), works out what it will change, appends that and what it was
+asked to the journal (.aibuddy/logs/tables.jsonl), and only then writes the files, atomically,
+keeping the index in step: a journal that cannot be written leaves the tables as they were, and
+every change made is journaled (a write that fails after its line gets a "failed" line).
 A change of rows, and a new empty column, touch only those rows' lines (see edits.py); the
 other column operations rewrite every row.
 """
@@ -9,12 +11,13 @@ other column operations rewrite every row.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, Required, TypedDict
+from functools import partial
+from typing import Any, NamedTuple, Required, TypedDict, TypeVar
 
 from ..errors import Conflict, InvalidInput, ModelUnavailable, NotFound, Option
 from . import csvfile
 from .access import TableRef
-from .edits import StaleIndex, write_rows
+from .edits import RowsEdit, StaleIndex, plan_rows
 from .filters import compile_expression
 from .index import IndexedTable, from_sql
 from .schema import (
@@ -36,7 +39,7 @@ from .schema import (
     parse_value,
     same_value,
 )
-from .state import TableInfo, TablesState, bounded
+from .state import TableInfo, TablesState, bounded, undone_on_failure
 
 Row = dict[str, Any]
 MAX_REPORTED = 50  # values a transform could not convert, listed in its answer
@@ -133,6 +136,7 @@ class Changes(NamedTuple):
 
 
 Reshaped = tuple[Change, TableSchema]  # what a column operation did, and the table's new schema
+Planned = TypeVar("Planned")  # what a change works out before it writes (the change, its edit)
 
 
 class TableChanges:
@@ -150,11 +154,16 @@ class TableChanges:
         with self.state.lock():
             if self.state.store.exists(ref.schema_key) or self.state.store.exists(ref.rows_key):
                 raise Conflict(f"table {ref.qualified} exists")
-            self.state.store.write(ref.schema_key, schema.encode(), create=True)
-            self.state.store.write(ref.rows_key, csvfile.encode(schema, []), create=True)
             columns_asked = [c.to_json() for c in columns]
             asked = {"name": name, "description": description, "key": key, "columns": columns_asked}
-            self._journal(Change("create_table", ref.qualified, {"schema": schema.to_json()}, asked=asked))
+
+            def write() -> None:
+                self.state.store.write(ref.schema_key, schema.encode(), create=True)
+                with undone_on_failure(lambda: self.state.store.delete(ref.schema_key)):
+                    self.state.store.write(ref.rows_key, csvfile.encode(schema, []), create=True)
+
+            change = Change("create_table", ref.qualified, {"schema": schema.to_json()}, asked=asked)
+            self._applied(change, write)
         return TableInfo(ref, schema, 0)
 
     def rename(self, old: str, new: str) -> Change:
@@ -167,11 +176,15 @@ class TableChanges:
             self.state.schema(ref)
             if self.state.store.exists(target.schema_key) or self.state.store.exists(target.rows_key):
                 raise Conflict(f"table {target.qualified} exists")
-            self.state.store.move(ref.rows_key, target.rows_key)
-            self.state.store.move(ref.schema_key, target.schema_key)
-            self.state.index.forget(ref)
             change = Change("rename_table", ref.qualified, {"new": target.qualified})
-            self._journal(change._replace(asked={"new": new}))
+
+            def write() -> None:
+                self.state.store.move(ref.rows_key, target.rows_key)
+                with undone_on_failure(lambda: self.state.store.move(target.rows_key, ref.rows_key)):
+                    self.state.store.move(ref.schema_key, target.schema_key)
+                self.state.index.forget(ref)
+
+            self._applied(change._replace(asked={"new": new}), write)
         return change
 
     def delete(self, specs: Sequence[str]) -> list[Change]:
@@ -185,17 +198,22 @@ class TableChanges:
                     data, _ = self.state.store.read(ref.rows_key)
                 except NotFound:
                     data = b""
-                self.state.store.delete(ref.schema_key)
-                if data or self.state.store.exists(ref.rows_key):
-                    self.state.store.delete(ref.rows_key)
-                self.state.index.forget(ref)
                 kept = (
                     data.decode("utf-8", "replace")
                     if len(data) <= 1 << 20
                     else f"({len(data)} bytes, kept in {self.state.keep_removed('csv', data)})"
                 )
                 change = Change("delete_table", ref.qualified, {"schema": schema.to_json(), "csv": kept})
-                self._journal(change._replace(asked={"tables": list(specs)}))
+
+                def write(ref: TableRef = ref, data: bytes = data) -> None:
+                    schema_data, _ = self.state.store.read(ref.schema_key)
+                    self.state.store.delete(ref.schema_key)
+                    with undone_on_failure(lambda: self.state.store.write(ref.schema_key, schema_data)):
+                        if data or self.state.store.exists(ref.rows_key):
+                            self.state.store.delete(ref.rows_key)
+                    self.state.index.forget(ref)
+
+                self._applied(change._replace(asked={"tables": list(specs)}), write)
                 changes.append(change)
         return changes
 
@@ -210,12 +228,14 @@ class TableChanges:
         with self.state.lock():
             table = self.state.open(spec)
             rows = self._screened(rows, "add", spec, "a row")
-            change = self._retried(table, lambda table: self._add(table, rows, from_text))
+            change, edit = self._retried(table, lambda table: self._add(table, rows, from_text))
             asked: dict[str, Any] = {"rows": rows, **({"from_text": True} if from_text else {})}
-            self._journal(change._replace(asked=asked))
+            self._applied(change._replace(asked=asked), edit.write)
         return change
 
-    def _add(self, table: IndexedTable, rows: Sequence[Mapping[str, Any]], from_text: bool) -> Change:
+    def _add(
+        self, table: IndexedTable, rows: Sequence[Mapping[str, Any]], from_text: bool
+    ) -> tuple[Change, RowsEdit]:
         schema = table.schema
         new_columns = self._new_columns(schema, rows, from_text)
         if schema.key in {name for row in rows for name in row}:
@@ -234,17 +254,19 @@ class TableChanges:
         for offset, row in enumerate(parsed):
             row[schema.key] = start + offset
         grown = grown._replace(next_key=start + len(parsed))
-        write_rows(self.state, table, grown, added=parsed, new_columns=new_columns)
+        edit = plan_rows(self.state, table, grown, added=parsed, new_columns=new_columns)
         keys = [row[schema.key] for row in parsed]
-        return Change(
+        change = Change(
             "add_rows",
             table.ref.qualified,
             {"added": len(keys), "keys": bounded(keys), "new_columns": [c.to_json() for c in new_columns]},
         )
+        return change, edit
 
-    def _retried(self, table: IndexedTable, work: Callable[[IndexedTable], Change]) -> Change:
+    def _retried(self, table: IndexedTable, work: Callable[[IndexedTable], Planned]) -> Planned:
         """work(table); once more on the table read again from its file when the index turns out
-        to have missed an edit of it (edits.StaleIndex; a second one is the caller's, exit 4)."""
+        to have missed an edit of it (edits.StaleIndex, raised before anything is written; a
+        second one is the caller's, exit 4)."""
         try:
             return work(table)
         except StaleIndex:
@@ -286,12 +308,14 @@ class TableChanges:
         with self.state.lock():
             table = self.state.open(spec)
             values = self._screened(values, "update-rows", spec, "a value")
-            change = self._retried(table, lambda table: self._update(table, where, values))
-            if change.kept is not None:
-                self._journal(change._replace(asked={"where": where, "set": values}))
+            change, edit = self._retried(table, lambda table: self._update(table, where, values))
+            if edit is not None:
+                self._applied(change._replace(asked={"where": where, "set": values}), edit.write)
         return change
 
-    def _update(self, table: IndexedTable, where: str, values: Mapping[str, Any]) -> Change:
+    def _update(
+        self, table: IndexedTable, where: str, values: Mapping[str, Any]
+    ) -> tuple[Change, RowsEdit | None]:
         schema = table.schema
         if schema.key in values:
             raise InvalidInput(f"the key column {schema.key} is assigned by aibuddy and cannot be set")
@@ -314,37 +338,35 @@ class TableChanges:
             if old:
                 before.append({"key": row[schema.key], "values": old})
                 replaced.append((row, new))
-        if replaced:
-            write_rows(self.state, table, schema, replaced=replaced)
         change = Change(
             "update_rows",
             table.ref.qualified,
             {"matched": len(matched), "updated": len(before), "before": bounded(before)},
         )
-        if not before:
-            return change
+        if not replaced:
+            return change, None
+        edit = plan_rows(self.state, table, schema, replaced=replaced)
         keys = [entry["key"] for entry in before]
-        return change._replace(kept={"keys": bounded(keys), "before": self.state.removed(before)})
+        return change._replace(kept={"keys": bounded(keys), "before": self.state.removed(before)}), edit
 
     def delete_rows(self, spec: str, where: str) -> Change:
         with self.state.lock():
             table = self.state.open(spec)
-            change = self._retried(table, lambda table: self._delete(table, where))
-            if change.kept is not None:
-                self._journal(change._replace(asked={"where": where}))
+            change, edit = self._retried(table, lambda table: self._delete(table, where))
+            if edit is not None:
+                self._applied(change._replace(asked={"where": where}), edit.write)
         return change
 
-    def _delete(self, table: IndexedTable, where: str) -> Change:
+    def _delete(self, table: IndexedTable, where: str) -> tuple[Change, RowsEdit | None]:
         deleted = self._matching(table, where)
-        if deleted:
-            write_rows(self.state, table, table.schema, deleted=deleted)
         change = Change(
             "delete_rows", table.ref.qualified, {"deleted": len(deleted), "rows": bounded(deleted)}
         )
         if not deleted:
-            return change
+            return change, None
+        edit = plan_rows(self.state, table, table.schema, deleted=deleted)
         keys = [row[table.schema.key] for row in deleted]
-        return change._replace(kept={"keys": bounded(keys), "rows": self.state.removed(deleted)})
+        return change._replace(kept={"keys": bounded(keys), "rows": self.state.removed(deleted)}), edit
 
     def _matching(self, table: IndexedTable, where: str) -> list[Row]:
         """The rows where `where` holds, as the index has them, by key."""
@@ -374,19 +396,19 @@ class TableChanges:
             raise InvalidInput(f"unknown type {type_!r}: use {', '.join(COLUMN_TYPES)}")
         added = ColumnSpec(column, type_, description)
 
-        def add(table: IndexedTable) -> Change:
+        def add(table: IndexedTable) -> tuple[Change, RowsEdit]:
             if column in table.schema.types:
                 raise Conflict(f"column {column} exists in {table.ref.qualified}")
             if len(table.schema.columns) >= MAX_COLUMNS:
                 raise InvalidInput(f"a table has at most {MAX_COLUMNS} columns")
             schema = table.schema.with_columns([*table.schema.columns, added])
-            write_rows(self.state, table, schema, new_columns=[added])
-            return Change("create_empty_column", table.ref.qualified, {"column": column, "type": type_})
+            edit = plan_rows(self.state, table, schema, new_columns=[added])
+            return Change("create_empty_column", table.ref.qualified, {"column": column, "type": type_}), edit
 
         with self.state.lock():
-            change = self._retried(self.state.open(spec), add)
+            change, edit = self._retried(self.state.open(spec), add)
             asked = {"column": column, "type": type_, **({"description": description} if description else {})}
-            self._journal(change._replace(asked=asked))
+            self._applied(change._replace(asked=asked), edit.write)
         return change
 
     def derive_column(
@@ -540,7 +562,6 @@ class TableChanges:
                         'changed. Copy the column instead, or ask for lossy "drop" to leave them out'
                     )
             grown = target.schema.with_columns([*target.schema.columns, spec_])
-            self._write(target.ref, grown, target_rows)
             changes = [
                 Change(
                     "copy_column",
@@ -549,7 +570,8 @@ class TableChanges:
                 )
             ]
             asked = {"column": column, "to_table": to_table, **_given(move=move or None, lossy=lossy)}
-            self._journal(changes[0]._replace(asked=asked))
+            write = partial(self._write, target.ref, grown, target_rows)
+            self._applied(changes[0]._replace(asked=asked), write)
         if move:
             changes.append(self.delete_column(spec, column))
         return changes
@@ -581,11 +603,14 @@ class TableChanges:
                 raise ModelUnavailable(f"{column} not vectorized: {call.failure}")
             columns = [c._replace(vectorized=True) if c.name == column else c for c in table.schema.columns]
             schema = table.schema.with_columns(columns)
-            schema_entry = self.state.store.write(table.ref.schema_key, schema.encode())
-            table.schema = schema
-            self.state.index.apply(table, (self.state.rows_entry(table.ref), schema_entry))
             change = Change("vectorize_column", table.ref.qualified, {"column": column, "values": made})
-            self._journal(change._replace(asked={"column": column}))
+
+            def write() -> None:
+                schema_entry = self.state.store.write(table.ref.schema_key, schema.encode())
+                table.schema = schema
+                self.state.index.apply(table, (self.state.rows_entry(table.ref), schema_entry))
+
+            self._applied(change._replace(asked={"column": column}), write)
         return change
 
     # --- shared steps --------------------------------------------------------------------------
@@ -651,20 +676,25 @@ class TableChanges:
             table = self.state.open(spec)
             rows = self.state.read_rows(table.ref, table.schema)
             change, schema = reshape(table, rows)
-            self._write(table.ref, schema, rows)
-            self._journal(change._replace(asked=asked))
+            self._applied(change._replace(asked=asked), partial(self._write, table.ref, schema, rows))
         return change
 
     def _write(self, ref: TableRef, schema: TableSchema, rows: list[Row]) -> None:
         """The table's files rewritten, every row in the schema's order (the file's line ending
         kept); the next read rebuilds the table's index."""
         ending = csvfile.line_ending(self.state.store.read(ref.rows_key)[0])
-        self.state.store.write(ref.schema_key, schema.encode())
-        self.state.store.write(ref.rows_key, csvfile.encode(schema, rows, ending))
+        self.state.write_table(ref, schema.encode(), csvfile.encode(schema, rows, ending))
 
-    def _journal(self, change: Change) -> None:
+    def _applied(self, change: Change, write: Callable[[], None]) -> None:
+        """The change journaled, then made by write(): when the journal cannot be written, nothing
+        is (the error says so); when write() fails, its line is followed by a "failed" one."""
         changed = {**change.changed, **(change.kept or {})}
-        self.state.journal(change.op, change.table, change.asked or {}, changed)
+        line = self.state.journal(change.op, change.table, change.asked or {}, changed)
+        try:
+            write()
+        except Exception as error:
+            self.state.journal_failure(line, error)
+            raise
 
 
 def _given(**options: Any) -> dict[str, Any]:

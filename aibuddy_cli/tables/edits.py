@@ -44,7 +44,37 @@ class Edited(NamedTuple):
     rows: list[Row]  # the rows written anew, as they now are
 
 
-def write_rows(
+class RowsEdit(NamedTuple):
+    """A change of a table's rows worked out and checked against its file (`plan_rows`), nothing
+    written yet: `write` writes it and brings the index along. So a caller journals the change
+    between the two, and a journal that cannot be written leaves the table as it was."""
+
+    state: TablesState
+    table: IndexedTable
+    schema: TableSchema
+    edited: Edited
+    added: Sequence[Row]
+    deleted: Sequence[Row]
+    new_columns: Sequence[ColumnSpec]
+
+    def write(self) -> None:
+        """Write the table's files (state.write_table) and apply the edit to the index."""
+        state, table, schema = self.state, self.table, self.schema
+        changed = None if schema == table.schema else schema.encode()
+        rows_entry, schema_entry = state.write_table(table.ref, changed, b"".join(self.edited.pieces))
+        table.schema = schema
+        state.index.apply(
+            table,
+            (rows_entry, schema_entry),
+            upserts=[*self.edited.rows, *self.added],
+            deletes=[row[schema.key] for row in self.deleted],
+            spans=self.edited.spans,
+            moves=self.edited.moves,
+            columns=self.new_columns,
+        )
+
+
+def plan_rows(
     state: TablesState,
     table: IndexedTable,
     schema: TableSchema,
@@ -53,12 +83,12 @@ def write_rows(
     deleted: Sequence[Row] = (),
     added: Sequence[Row] = (),
     new_columns: Sequence[ColumnSpec] = (),
-) -> None:
-    """Write the table's files: for each (row, values) of replaced, the row with those values
-    set, and the deleted rows cut; or new_columns (already in schema) added, empty, to every
-    row; then the added rows at the end. The index follows. The rows are as the index has them,
-    to check the file by; what a replaced row keeps is what the file holds (SQLite, for one,
-    reads -0.0 back as 0.0)."""
+) -> RowsEdit:
+    """The table's files as they are to be: for each (row, values) of replaced, the row with
+    those values set, and the deleted rows cut; or new_columns (already in schema) added, empty,
+    to every row; then the added rows at the end. The rows are as the index has them, to check
+    the file by (StaleIndex when it disagrees); what a replaced row keeps is what the file holds
+    (SQLite, for one, reads -0.0 back as 0.0). Nothing is written until the edit's `write`."""
     ref = table.ref
     data, _ = state.store.read(ref.rows_key)
     try:
@@ -84,22 +114,7 @@ def write_rows(
     if edited is None:
         raise StaleIndex(table)
     append(edited, layout, schema, header, added)
-    schema_entry = (
-        state.store.stat(ref.schema_key)
-        if schema == table.schema
-        else state.store.write(ref.schema_key, schema.encode())
-    )
-    rows_entry = state.store.write(ref.rows_key, b"".join(edited.pieces))
-    table.schema = schema
-    state.index.apply(
-        table,
-        (rows_entry, schema_entry),
-        upserts=[*edited.rows, *added],
-        deletes=[row[key] for row in deleted],
-        spans=edited.spans,
-        moves=edited.moves,
-        columns=new_columns,
-    )
+    return RowsEdit(state, table, schema, edited, added, deleted, new_columns)
 
 
 def splice(

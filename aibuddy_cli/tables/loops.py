@@ -36,7 +36,16 @@ from .documents import Document
 from .queries import SearchHit, SearchHitJson, TableQueries
 from .runs import Conversation, Interrupts, Progress, RunEvent, loop_event
 from .service import TableService
-from .tools import ASK_TOOL, CHANGING, READ_TOOLS, WRITE_TOOLS, TableWork, ToolCallJson
+from .tools import (
+    ASK_TOOL,
+    CHANGING,
+    READ_TOOLS,
+    WRITE_TOOLS,
+    TableWork,
+    ToolCallJson,
+    not_made_good,
+    refusal,
+)
 from .undo import SnapshotStore, undone_runs
 
 if TYPE_CHECKING:
@@ -113,6 +122,7 @@ class TableRunJson(TypedDict):
     dry_run: bool
     summary: str
     operations: list[ToolCallJson]
+    not_applied: list[ToolCallJson]
     interrupted: bool
     continues: str | None
 
@@ -131,6 +141,12 @@ class TableRun(NamedTuple):
     def applied(self) -> int:
         return sum(1 for operation in self.operations if operation["applied"])
 
+    @property
+    def not_applied(self) -> list[ToolCallJson]:
+        """The changes the model called that were refused and never made good (tools.not_made_good):
+        its summary may claim them; `table update` warns and exits 8."""
+        return not_made_good(self.operations)
+
     def to_json(self) -> TableRunJson:
         return {
             "kind": self.kind,
@@ -139,6 +155,7 @@ class TableRun(NamedTuple):
             "dry_run": self.dry_run,
             "summary": self.summary,
             "operations": self.operations,
+            "not_applied": self.not_applied,
             "interrupted": self.interrupted,
             "continues": self.continues,
         }
@@ -173,14 +190,31 @@ class TableAgent:
 
     @staticmethod
     def _observer(
-        loop: str, depth: int, interrupts: Interrupts, progress: Progress | None
+        loop: str,
+        depth: int,
+        interrupts: Interrupts,
+        progress: Progress | None,
+        work: TableWork | None = None,
     ) -> Callable[[LoopEvent], None]:
-        """What a loop tells: a progress event each turn and tool call; then, if Ctrl-C came while
-        an operation was applied, the run stops (the operation's result is in the conversation)."""
+        """What a loop tells: a progress event each turn and tool call, and to work's operations
+        each change refused (whatever refused it: its arguments, the rules of the run, the change
+        itself); then, if Ctrl-C came while an operation was applied, the run stops (the
+        operation's result is in the conversation)."""
 
         def observe(event: LoopEvent) -> None:
+            shown = loop_event(event, loop, depth, CHANGING)
+            if work is not None and event.tool in CHANGING and not shown["ok"]:
+                arguments = shown["arguments"]
+                work.operations.append(
+                    {
+                        "tool": event.tool,
+                        "arguments": arguments if isinstance(arguments, dict) else {},
+                        "applied": False,
+                        "error": str(shown["error"]),
+                    }
+                )
             if progress is not None:
-                progress(loop_event(event, loop, depth, CHANGING))
+                progress(shown)
             interrupts.check()
 
         return observe
@@ -299,7 +333,7 @@ class TableAgent:
         run = f"{utc_now()}-{secrets.token_hex(3)}"
         messages = self._opening(kind, request, instructions, document, dry_run, previous)
 
-        def started() -> None:  # journaled before the run's first change: undo finds the run by it
+        def started() -> None:  # journaled before the run's first line: what it was asked
             from ..redaction import redact  # before the cut, which could hide a key's shape
 
             asked = {"request": redact(request)[0][:200]}
@@ -333,7 +367,7 @@ class TableAgent:
                 max_steps=steps,
                 budget_tokens=self.settings.tool_budget_tokens,
                 agent="tables",
-                observe=self._observer(kind, 0, interrupts, progress),
+                observe=self._observer(kind, 0, interrupts, progress, work),
                 transcript=transcript,
             )
 
@@ -364,6 +398,13 @@ class TableAgent:
             if progress is not None:
                 progress({"event": "interrupted", "loop": kind, "run": run, "applied": result.applied})
             return result._replace(summary=f"Stopped (Ctrl-C) after {result.applied} applied operation(s).")
+        if summary is not None and result.not_applied:
+            refused = "; ".join(refusal(operation) for operation in result.not_applied[:3])
+            more = f"; and {len(result.not_applied) - 3} more" if len(result.not_applied) > 3 else ""
+            self.warnings.append(
+                f"table {kind} run {run}: {len(result.not_applied)} change(s) the model called were "
+                f"refused and not applied, whatever its answer says ({refused}{more})"
+            )
         if summary is None:
             undo = f"'aibuddy table undo {run}' puts them back, " if result.applied else ""
             raise ModelUnavailable(

@@ -4,13 +4,13 @@ one lock for every table write, the journal, and reading a table's schema and ro
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
-from ..errors import NotFound
+from ..errors import AibuddyError, NotFound, as_aibuddy_error
 from ..storage import Entry, Store
 from ..vault import Vault
 from .access import SUFFIX_SCHEMA, TableAccess, TableRef
@@ -131,6 +131,18 @@ class TablesState:
         files = (rows_entry, schema_entry)
         return self.index.ensure(ref, schema, files, lambda: self.read_records(ref, schema))
 
+    def write_table(self, ref: TableRef, schema: bytes | None, rows: bytes) -> tuple[Entry, Entry]:
+        """A table's files written: its schema (None: as it is), then its rows. When the rows
+        cannot be written, the schema is put back as it was (so a full disk leaves the table
+        as it was, not half changed). The rows' entry and the schema's."""
+        if schema is None:
+            return self.store.write(ref.rows_key, rows), self.store.stat(ref.schema_key)
+        old, _ = self.store.read(ref.schema_key)
+        schema_entry = self.store.write(ref.schema_key, schema)
+        with undone_on_failure(lambda: self.store.write(ref.schema_key, old)):
+            rows_entry = self.store.write(ref.rows_key, rows)
+        return rows_entry, schema_entry
+
     def refs(self) -> Iterator[TableRef]:
         """Every table the user may see, by folder (their own first, then their teams'), by name."""
         for folder in self.access.folders():
@@ -139,10 +151,12 @@ class TablesState:
 
     # --- the journal ------------------------------------------------------------------------
 
-    def journal(self, op: str, table: str, args: dict[str, Any], changed: dict[str, Any]) -> None:
-        """One applied operation appended to .aibuddy/logs/tables.jsonl: what it was asked
-        (args: redacted and cut to size, see `asked`) and what it changed. An automatic run's
-        line is redacted whole; a person's keeps the values their change removed, as they were."""
+    def journal(self, op: str, table: str, args: dict[str, Any], changed: dict[str, Any]) -> dict[str, Any]:
+        """One operation appended to .aibuddy/logs/tables.jsonl before it is made: what it was
+        asked (args: redacted and cut to size, see `asked`) and what it changes. An automatic
+        run's line is redacted whole; a person's keeps the values their change removes, as they
+        are. The line, as written; a journal that cannot be written is an error that says the
+        change was not made (the caller makes none)."""
         if self.source != "cli":  # an automatic run's line: no credential-shaped value in the log
             from ..redaction import redacted
 
@@ -157,7 +171,35 @@ class TablesState:
             "args": asked(args),
             "changed": changed,
         }
-        self.store.append(JOURNAL, (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+        self._log(JOURNAL, line)
+        return line
+
+    def journal_failure(self, line: Mapping[str, Any], error: BaseException) -> None:
+        """After `journal(...)` gave line, the change itself failed: a line saying so (op
+        "failed", naming the op and the time of the line it follows, and the error). Best
+        effort: when even this cannot be written, a warning says the journal's line stands."""
+        from ..errors import describe_failure
+
+        reason = describe_failure(error) if isinstance(error, Exception) else type(error).__name__
+        failed = {
+            **{key: line[key] for key in ("user", "source", "run", "table")},
+            "at": utc_now(),
+            "op": "failed",
+            "args": {"op": line["op"], "at": line["at"]},
+            "changed": {"error": " ".join(reason.split())},
+        }
+        try:
+            self._log(JOURNAL, failed)
+        except AibuddyError as exc:
+            said = f"{line['op']} {line['table']}".strip()
+            self.warnings.append(f"{JOURNAL} says {said} was made, but it failed ({exc.message})")
+
+    def _log(self, key: str, line: Mapping[str, Any]) -> None:
+        text = json.dumps(line, ensure_ascii=False, default=str) + "\n"
+        try:
+            self.store.append(key, text.encode("utf-8"))
+        except OSError as exc:
+            raise not_logged(key, exc) from exc
 
     def removed(self, items: list[Any]) -> Any:
         """What a change removed (rows, values), for its journal line: whole when short, else
@@ -179,8 +221,31 @@ class TablesState:
 
             data = redact(data.decode("utf-8", "surrogateescape"))[0].encode("utf-8", "surrogateescape")
         key = f"{REMOVED}/{utc_now().replace(':', '')}-{secrets.token_hex(4)}.{suffix}"
-        self.store.write(key, data, create=True)
+        try:
+            self.store.write(key, data, create=True)
+        except OSError as exc:
+            raise not_logged(key, exc) from exc
         return key
+
+
+@contextmanager
+def undone_on_failure(undo: Callable[[], Any]) -> Iterator[None]:
+    """The block's failure undoes the step before it (best effort: what the block could not do,
+    undo may not either), so a change that fails leaves its table as it was."""
+    try:
+        yield
+    except BaseException:
+        with suppress(AibuddyError, OSError):
+            undo()
+        raise
+
+
+def not_logged(key: str, error: OSError) -> AibuddyError:
+    """A journal (or a file of what a change removes) the file system refuses, as the error of the
+    change, which is not made: its code and exit code are the file system's (a full disk: 1,
+    a read-only one: 5)."""
+    found = as_aibuddy_error(error)
+    return type(found)(f"nothing changed: the table journal cannot be written ({key}: {found.message})")
 
 
 def bounded(items: list[Any]) -> Any:

@@ -25,12 +25,45 @@ from .queries import TableQueries
 
 
 class ToolCallJson(TypedDict):
-    """A mutating tool call of a run, as `table update --json` lists it."""
+    """A mutating tool call of a run, as `table update --json` lists it: applied, chosen in a dry
+    run, or refused (with the error the model was given)."""
 
     tool: str
-    arguments: dict[str, Any]  # as the model gave them (checked against the tool's schema)
+    arguments: dict[str, Any]  # as the model gave them (refused: redacted and cut, as progress shows them)
     applied: bool
     result: NotRequired[Any]  # the tool's answer (an operation's JSON), when applied
+    error: NotRequired[str]  # why it was refused: nothing of it was applied
+
+
+def target(arguments: dict[str, Any]) -> Any:
+    """The table (or tables) a mutating call names, as the model spelled it."""
+    for name in ("table", "name", "old"):
+        if isinstance(arguments.get(name), str):
+            return arguments[name]
+    tables = arguments.get("tables")
+    return tuple(map(str, tables)) if isinstance(tables, list) else None
+
+
+def refusal(operation: ToolCallJson) -> str:
+    """A refused call in a line: its tool, the table it names, why it was refused."""
+    aim = target(operation["arguments"])
+    named = ", ".join(aim) if isinstance(aim, tuple) else aim
+    return f"{operation['tool']}{' ' + named if named else ''}: {operation.get('error', '')}"
+
+
+def not_made_good(operations: list[ToolCallJson]) -> list[ToolCallJson]:
+    """The refused calls no later call of the same tool on the same table went through for (the
+    model retried after creating the table, or with a value that fits): what the run's answer
+    may claim though it did not happen."""
+    left: list[ToolCallJson] = []
+    for number, operation in enumerate(operations):
+        if "error" not in operation:
+            continue
+        aim = (operation["tool"], target(operation["arguments"]))
+        later = operations[number + 1 :]
+        if not any("error" not in o and (o["tool"], target(o["arguments"])) == aim for o in later):
+            left.append(operation)
+    return left
 
 
 @dataclass

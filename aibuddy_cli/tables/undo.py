@@ -5,9 +5,10 @@ written, moved or deleted, its bytes are kept in `.aibuddy/undo/<run>/<n>` (its 
 and before every change of a file `.aibuddy/undo/<run>.json` notes the hash it is about to
 have, beside the hash it has now.
 So the record is complete whenever the run ends: a clean exit, an error, Ctrl-C, SIGTERM, SIGHUP
-or SIGKILL between any two steps, even between noting a change and making it. The first change
-also journals the run's start, so `table undo` finds a run that ended before it journaled an
-operation. `table undo` puts the files back as they were before the run, but only when each is
+or SIGKILL between any two steps, even between noting a change and making it. A change is
+journaled before it is made (changes.py), and the run's first journal line comes after one of
+its start (`start_run`); a run with no snapshot changed nothing, so the last run to undo is the
+last with one. `table undo` puts the files back as they were before the run, but only when each is
 as the run left it (or as it was just before the run's last change of it, or as it was before
 the run): a later edit is never lost to an undo (exit 4 then). The files it replaces are kept
 in `.aibuddy/undo/<run>.undone.json`, and it refuses (exit 5) a run that changed tables of a
@@ -64,7 +65,7 @@ class SnapshotStore(StoreView):
     def __init__(self, store: Store, run: str, started: Callable[[], None] | None = None) -> None:
         super().__init__(store)
         self.run = run
-        self.started = started  # called once, before the run's first change
+        self.started = started  # called once, before the run's first journal line
         self.before: dict[str, str | None] = {}  # each file's kept bytes (a key), None: absent
         self.after: dict[str, str | None] = {}  # each file's hash once the change being made is made
         self.prior: dict[str, str | None] = {}  # each file's hash before that change
@@ -78,7 +79,6 @@ class SnapshotStore(StoreView):
         outcomes = {key: data for key, data in outcomes.items() if key.startswith("tables/")}
         if not outcomes:
             return
-        starting = not self.before
         for key, data in outcomes.items():
             if key not in self.before:
                 first = _current(self._store, key)
@@ -91,8 +91,6 @@ class SnapshotStore(StoreView):
             self.prior[key] = self.after[key]
             self.after[key] = _sha(data)
         self._save()
-        if starting and self.started is not None:  # after the snapshot exists, before any change
-            self.started()
 
     def _save(self) -> None:
         document = {"run": self.run, "kept": self.before, "after": self.after, "prior": self.prior}
@@ -112,6 +110,16 @@ class SnapshotStore(StoreView):
                 self.after[key] = self.prior[key] = actual
         if changed:
             self._save()
+
+    def append(self, key: str, data: bytes) -> None:
+        if key == JOURNAL and self.started is not None:  # the run's first line: its start first
+            started, self.started = self.started, None
+            try:
+                started()
+            except BaseException:
+                self.started = started
+                raise
+        super().append(key, data)
 
     def write(self, key: str, data: bytes, *, create: bool = False) -> Entry:
         self._noting({key: data})
@@ -169,15 +177,19 @@ def undo_last(state: TablesState, run: str | None = None) -> Undone:
         replaced = {key: _text(data) for key, data in current.items()}
         kept = f"{UNDO_FOLDER}/{run}.undone.json"
         state.store.write(kept, json.dumps({"run": run, "replaced": replaced}, ensure_ascii=False).encode())
-        for key, data in before.items():
-            if data is None:
-                if state.store.exists(key):
-                    state.store.delete(key)
-            else:
-                state.store.write(key, data)
-            if key.endswith(".csv"):
-                state.index.forget_key(key)
-        state.journal("undo", "", {"run": run}, {"files": sorted(before), "replaced": kept})
+        line = state.journal("undo", "", {"run": run}, {"files": sorted(before), "replaced": kept})
+        try:
+            for key, data in before.items():
+                if data is None:
+                    if state.store.exists(key):
+                        state.store.delete(key)
+                else:
+                    state.store.write(key, data)
+                if key.endswith(".csv"):
+                    state.index.forget_key(key)
+        except Exception as error:
+            state.journal_failure(line, error)
+            raise
     return Undone(run, sorted(before))
 
 
@@ -233,7 +245,17 @@ def _entries(state: TablesState) -> list[dict[str, Any]]:
 
 
 def _undone(entries: list[dict[str, Any]]) -> set[str]:
-    return {str((entry.get("args") or {}).get("run")) for entry in entries if entry.get("op") == "undo"}
+    """The runs undone: an "undo" line not followed by a "failed" line naming it."""
+    failed = {
+        (args.get("op"), args.get("at"))
+        for entry in entries
+        if entry.get("op") == "failed" and isinstance(args := entry.get("args"), dict)
+    }
+    return {
+        str((entry.get("args") or {}).get("run"))
+        for entry in entries
+        if entry.get("op") == "undo" and ("undo", entry.get("at")) not in failed
+    }
 
 
 def _natural(entry: dict[str, Any]) -> bool:
@@ -258,9 +280,14 @@ def _named_run(state: TablesState, run: str) -> str:
 
 
 def _last_run(state: TablesState) -> str:
+    """The user's last run not undone yet that changed a file (has a snapshot: a run journals a
+    change before its snapshot notes it, and one that failed there changed nothing)."""
     entries = _entries(state)
     undone = _undone(entries)
+    seen: set[str] = set()
     for entry in reversed(entries):
-        if _natural(entry) and entry["run"] not in undone:
-            return str(entry["run"])
+        if _natural(entry) and entry["run"] not in undone | seen:
+            seen.add(entry["run"])
+            if state.store.exists(f"{UNDO_FOLDER}/{entry['run']}.json"):
+                return str(entry["run"])
     raise NotFound("nothing to undo: no table update or refactor of yours is left to undo")

@@ -10,6 +10,7 @@ from ...clock import utc_now
 from ...errors import AibuddyError
 from ...memory.extraction import Decision
 from ...redaction import redacted
+from ...text import printable
 from ..service import TaskService
 
 LOG = "consolidation"  # .aibuddy/logs/consolidation.jsonl
@@ -34,7 +35,9 @@ def log_pass(
         "applied": applied,
         "decisions": [d.to_json() for d in decisions],
     }
+    # Whole whatever it holds: a value no UTF-8 can hold (a lone surrogate) made printable, one
+    # JSON cannot (never expected) as text, so one bad value never costs the pass its line.
     try:
-        tasks.append_log(LOG, json.dumps(redacted(entry), ensure_ascii=False) + "\n")
-    except (AibuddyError, OSError, ValueError):  # ValueError: text that cannot be encoded
+        tasks.append_log(LOG, json.dumps(printable(redacted(entry)), ensure_ascii=False, default=str) + "\n")
+    except (AibuddyError, OSError, ValueError):
         pass

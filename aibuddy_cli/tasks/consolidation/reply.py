@@ -81,8 +81,8 @@ class Cited(NamedTuple):
     @classmethod
     def from_reply(cls, value: Any, numbers: set[int]) -> Cited:
         problem = not_text(value)
-        if problem is not None:  # nothing could store it, nor log its name
-            raise Rejected(problem)
+        if problem is not None:  # nothing could store it: logged by its name, made printable
+            raise Rejected(problem, _named(value))
         if not isinstance(value, dict):
             raise Rejected("not an object")
         evidence = value.get("evidence")
@@ -109,6 +109,17 @@ def not_text(value: Any) -> str | None:
         if (found := not_text(part)) is not None:
             return found
     return None
+
+
+def _named(value: Any) -> str | None:
+    """The name an item is logged by (a record's or contact's name, else its table), its lone
+    surrogates as U+FFFD."""
+    from ...text import printable
+
+    if not isinstance(value, dict):
+        return None
+    name = next((value[key] for key in ("name", "table") if isinstance(value.get(key), str)), None)
+    return None if name is None else printable(" ".join(name.split()))
 
 
 def _text(value: Any) -> str | None:

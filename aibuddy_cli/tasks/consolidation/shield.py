@@ -12,7 +12,15 @@ from ..service import TaskMessage
 
 CONTACTS = "contacts"  # the personal table of the people the conversations mention
 MEMORY_TOOLS = ("memory_save", "memory_update")
-ROW_TOOLS = ("add_rows", "update_rows")
+# The row tools by each name aibuddy gives them, as the design's tool names: the table loops'
+# (`add_rows`) and the MCP server's (`table_add_rows`; Claude Code's transcript names it
+# `mcp__aibuddy__table_add_rows`, which aibuddy_tool reads). A test checks them against the registry.
+ROW_TOOLS = {
+    "add_rows": "add_rows",
+    "table_add_rows": "add_rows",
+    "update_rows": "update_rows",
+    "table_update_rows": "update_rows",
+}
 
 
 class Shield:
@@ -28,7 +36,9 @@ class Shield:
                 if not isinstance(function, dict):
                     continue
                 name, args = function.get("name"), _arguments(function.get("arguments"))
-                name = aibuddy_tool(name) if isinstance(name, str) else name  # mcp__aibuddy__memory_save
+                if not isinstance(name, str):
+                    continue
+                name = aibuddy_tool(name)  # mcp__aibuddy__memory_save
                 target = args.get("name")
                 if name in MEMORY_TOOLS and isinstance(target, str):
                     self.memory_written.add(target)
@@ -36,7 +46,7 @@ class Shield:
                     self.memory_deleted.add(target)
                 elif name in ROW_TOOLS and isinstance(args.get("table"), str):
                     table = args["table"]
-                    rows = args.get("rows") if name == "add_rows" else [args.get("values")]
+                    rows = args.get("rows") if ROW_TOOLS[name] == "add_rows" else [args.get("values")]
                     for row in rows if isinstance(rows, list) else []:
                         if isinstance(row, dict):
                             self.rows.append((table, row))
