@@ -35,7 +35,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model calls", ("agent", "models", "model_roles", "model_workers", "worker", "worker_client",
                      "tool_arguments")),  # fmt: skip
     ("foundations", ("vault", "config", "storage", "composed", "cache_db", "background", "scan",
-                     "redaction", "redaction_rules", "redaction_catalog", "merging", "conflict_markers", "gitfiles", "inputs", "names",
+                     "redaction", "redaction_rules", "redaction_catalog", "merging", "conflict_markers",
+                     "gitfiles", "inputs", "names",
                      "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch",
                      "transcripts", "hook_settings", "dates", "pgstore", "")),  # fmt: skip  ("": __init__)
 )
