@@ -211,7 +211,8 @@ class RawServer:
         pipe = subprocess.PIPE
         self.process = subprocess.Popen([*aibuddy_exe, "mcp"], env=env, stdin=pipe, stdout=pipe, stderr=pipe)
         self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         self.request({"method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}
         }}, 1)  # fmt: skip
@@ -238,6 +239,15 @@ class RawServer:
     def request(self, message: dict[str, Any], request_id: int) -> dict[str, Any]:
         self.send_line(json.dumps({"jsonrpc": "2.0", "id": request_id, **message}))
         return self.reply()
+
+    def replies_until_exit(self) -> list[dict[str, Any]]:
+        """Every reply not read yet, once the server has exited (its input closed)."""
+        self.process.wait(timeout=120)
+        self.reader.join(timeout=120)
+        replies = []
+        while not self.lines.empty():
+            replies.append(json.loads(self.lines.get_nowait()))
+        return replies
 
     def close(self) -> str:
         """The server's stderr, once it has exited on the end of its input."""
@@ -283,6 +293,46 @@ def test_a_line_the_server_cannot_read_is_answered_and_the_next_one_works(
         stderr = server.close()
     assert "Traceback" not in stderr
     assert [p.name for p in (vault.root / "memory/demo").glob("*.md")] == ["tea.md"]
+
+
+def test_requests_under_way_when_the_input_ends_are_all_answered(
+    aibuddy_exe: list[str], vault: Vault, env: dict[str, str], fake_openai: FakeOpenAI, cli
+) -> None:
+    """A client that writes its requests and closes its input (a script piping into `aibuddy mcp`,
+    a client shutting down) gets an answer to each: also to a recall still waiting on its model
+    when the input ended, and to the saves queued behind it."""
+    import threading
+
+    ok(cli("memory", "save", "tea", "-t", "user", "-d", "Drinks green tea", "--json"))
+    held = threading.Event()
+    fake_openai.enqueue(content='{"selected": ["tea"]}', hold=held)
+    model_env = {
+        **env,
+        "AIBUDDY_MODEL_RECALL": "openai/recall-test",
+        "AIBUDDY_TIMEOUT": "60",
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_API_BASE": fake_openai.url,
+    }
+    server = RawServer(aibuddy_exe, model_env)
+    recall = {"name": "memory_recall", "arguments": {"query": "tea"}}
+    server.send_line(json.dumps({"jsonrpc": "2.0", "id": "recall", "method": "tools/call", "params": recall}))
+    saves = range(100, 140)
+    for number in saves:
+        save = {"name": f"note-{number}", "type": "project", "description": f"Note {number}"}
+        call = {"name": "memory_save", "arguments": save}
+        server.send_line(json.dumps({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": call}))
+    assert server.process.stdin is not None
+    server.process.stdin.close()
+    try:  # the recall is under way (its model call waits) after the input ended
+        assert wait_for(lambda: fake_openai.requests or server.process.poll() is not None)
+    finally:
+        held.set()
+    replies = {reply["id"]: reply for reply in server.replies_until_exit()}
+    assert set(replies) == {"recall", *saves}
+    assert [reply for reply in replies.values() if "error" in reply or reply["result"]["isError"]] == []
+    recalled = json.loads(replies["recall"]["result"]["content"][0]["text"])
+    assert recalled["method"] == "model" and [r["name"] for r in recalled["records"]] == ["tea"]
+    assert len(list((vault.root / "memory/demo").glob("note-*.md"))) == len(saves)
 
 
 def test_a_tool_that_crashes_is_a_tool_error_without_a_traceback(
