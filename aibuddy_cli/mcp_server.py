@@ -15,8 +15,10 @@ request's token's), and so is knowledge_ask's task: no tool argument can name an
 Each worker thread keeps its own Session per user (services and SQLite handles are per thread),
 so concurrent calls share nothing mutable but the vault's locks, and a call pays no connect; the
 FolderWatch tells the memory index what changed since the last call instead of a folder scan.
-Whatever a call raises is a tool error (`isError`), never an exception the SDK would answer with
-"Error executing tool" and a traceback: its text is
+A call's arguments are checked against the tool's schema before it runs (tool_arguments, not the
+SDK's pydantic validation, which takes `true` for the number 1). Whatever a call raises, a
+refused argument included, is a tool error (`isError`), never an exception the SDK would answer
+with "Error executing tool" and a traceback: its text is
 the CLI's error document (`{"error": {"code", "message"}}`), the message in the tools' terms
 (`errors.tool_words`: "use the memory_update tool", not a command line); the next call works.
 A line that is no readable message is answered too (mcp_stdio). The process stays up, so litellm
@@ -35,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from .errors import EXPECTED, AibuddyError, as_aibuddy_error, describe_failure, tool_words
+from .errors import EXPECTED, AibuddyError, InvalidInput, as_aibuddy_error, describe_failure, tool_words
 from .mcp_stdio import json_text, wire_json
 from .session import Session
 
@@ -183,17 +185,35 @@ class Server:
 
         return [op for op in offered("mcp") if self.knowledge or not self.fixed(op)]
 
+    def run_tool(self, op: Operation, arguments: Mapping[str, Any]) -> Any:
+        """The CallToolResult of op called as a tool with arguments as the client sent them: each
+        checked against the tool's schema first (tool_arguments: a bool is no whole number, "5" no
+        number, an argument the tool lacks is refused), so a wrong one is a tool error the model
+        reads, the CLI's error document like any refusal, and nothing runs."""
+        from .operations.schemas import input_schema
+        from .tool_arguments import check_arguments, json_text_read
+
+        fixed, schema = self.fixed(op), input_schema(op)
+
+        def run(session: Session) -> Any:
+            try:  # the values of an enum are the tool's to refuse, in its words
+                checked = check_arguments(schema, json_text_read(schema, dict(arguments)), values=False)
+            except ValueError as error:
+                raise InvalidInput(str(error)) from None
+            # from_tool inside the call: a value it cannot convert is a tool error the model reads
+            return op(session, **{**op.from_tool(checked), **fixed})
+
+        return self.call(op.tools["mcp"], run)
+
     def tool(self, op: Operation) -> Callable[..., Any]:
-        """op as a function the SDK reads: its signature is the tool's arguments."""
-        name = op.tools["mcp"]
-        fixed = self.fixed(op)
+        """op as a function the SDK reads: its signature is the tool's arguments, as published;
+        calls come to run_tool (mcp_app), not through the SDK's own validation."""
 
         def run(**arguments: Any) -> Any:
-            # from_tool inside the call: a value it cannot convert is a tool error the model reads
-            return self.call(name, lambda session: op(session, **{**op.from_tool(arguments), **fixed}))
+            return self.run_tool(op, {name: value for name, value in arguments.items() if value is not None})
 
         run.__signature__ = inspect.Signature(_sdk_parameters(op))  # type: ignore[attr-defined]
-        run.__name__ = name
+        run.__name__ = op.tools["mcp"]
         run.__doc__ = op.description
         return run
 
@@ -265,7 +285,13 @@ def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
 
 def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -> Any:
     """The SDK's MCPServer offering server's tools, resources and prompts; tokens (an SDK
-    TokenVerifier) and url (where it is served) for HTTP, where every request needs a token."""
+    TokenVerifier) and url (where it is served) for HTTP, where every request needs a token.
+
+    A call of one of server's tools goes to Server.run_tool with the arguments as sent: the SDK's
+    own validation (pydantic, in lax mode) would take `true` as the number 1, read a string
+    argument that looks like JSON as a list, and refuse in its words ("Error executing tool …
+    errors.pydantic.dev") instead of the tool error document."""
+    import anyio
     from mcp.server.mcpserver import MCPServer
 
     from . import __version__
@@ -280,7 +306,16 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
         # No authorization server: tokens come from `aibuddy token create`, so no OAuth routes
         # or protected-resource metadata are published (resource_server_url None).
         auth = AuthSettings(issuer_url=AnyHttpUrl(url), resource_server_url=None)
-    app = MCPServer(
+    ours = {op.tools["mcp"]: op for op in server.operations()}
+
+    class App(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            op = ours.get(name)
+            if op is None:  # not one of ours (none is, today): the SDK's
+                return await super().call_tool(name, arguments, context)
+            return await anyio.to_thread.run_sync(server.run_tool, op, arguments)
+
+    app = App(
         "aibuddy",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -288,7 +323,7 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
         token_verifier=tokens,
         auth=auth,
     )
-    for op in server.operations():
+    for op in ours.values():
         tool = server.tool(op)
         hints = tool_annotations(op)
         app.add_tool(tool, name=tool.__name__, title=op.title, annotations=hints, structured_output=False)

@@ -295,6 +295,45 @@ def test_a_line_the_server_cannot_read_is_answered_and_the_next_one_works(
     assert [p.name for p in (vault.root / "memory/demo").glob("*.md")] == ["tea.md"]
 
 
+def test_an_argument_of_the_wrong_kind_is_a_tool_error_and_text_stays_text(
+    aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
+) -> None:
+    """Over stdio, a real server: `limit: true` is no number, `description: 5` no text, each a tool
+    error whose text is the error document naming the argument, and nothing is written. A body
+    that looks like JSON is text as sent (the SDK's validation read "[1, 2]" as a list and refused
+    it, and "null" as no body); a list sent as its JSON text where only a list is taken is read."""
+    server = RawServer(aibuddy_exe, env)
+
+    def call(number: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = {"name": tool, "arguments": arguments}
+        reply = server.request({"method": "tools/call", "params": params}, number)
+        assert reply["id"] == number, reply
+        return reply["result"]
+
+    def refusal(result: dict[str, Any]) -> dict[str, Any]:
+        assert result["isError"] is True, result
+        return json.loads(result["content"][0]["text"])["error"]
+
+    try:
+        limit = refusal(call(2, "memory_recall", {"query": "tea", "limit": True}))
+        assert limit == {"code": "invalid_input", "message": "limit must be a whole number, not true/false"}
+        text = refusal(call(3, "memory_save", {"name": "tea", "type": "user", "description": 5}))
+        assert text == {"code": "invalid_input", "message": "description must be a string, not 5"}
+        assert not (vault.root / "memory/demo/tea.md").exists()
+        for number, body in [(4, "[1, 2]"), (5, "null")]:
+            save = {"name": f"json-{number}", "type": "user", "description": "JSON", "body": body}
+            assert call(number, "memory_save", save)["isError"] is False
+            shown = call(number + 10, "memory_show", {"name": f"json-{number}"})
+            assert json.loads(shown["content"][0]["text"])["body"] == body
+        assert call(6, "task_new", {"goal": "Plan the offsite"})["isError"] is False
+        only = {"task": "t1", "only": '["memory"]', "dry_run": True}
+        consolidated = call(7, "task_consolidate", only)
+        assert consolidated["isError"] is False, consolidated
+    finally:
+        stderr = server.close()
+    assert "Traceback" not in stderr
+
+
 def test_requests_under_way_when_the_input_ends_are_all_answered(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str], fake_openai: FakeOpenAI, cli
 ) -> None:
