@@ -6,7 +6,9 @@ server as an exception, and the server drops it: the client would wait for an an
 `AnsweredReads` stands between the two and answers such a line itself, as JSON-RPC 2.0 says:
 
 - a line that is not JSON: parse error (-32700) with id null;
-- JSON that is not one request or notification: invalid request (-32600), to its id if it has one;
+- JSON that is not one request or notification: invalid request (-32600), to its id if it has one
+  (id null when its id is no string or integer: over HTTP, see answer_to; the SDK's stdio reader
+  takes such a line for a notification);
 - a `tools/call` whose arguments hold a lone surrogate: a tool error (the model can resend the
   argument), the CLI's error document as for any refused call;
 - any other request holding one: invalid params (-32602), to its id.
@@ -59,7 +61,8 @@ def _shown(text: str) -> str:
     return text.encode("ascii", "backslashreplace").decode("ascii")
 
 
-def _request_id(message: dict[str, Any]) -> str | int | None:
+def valid_id(message: dict[str, Any]) -> str | int | None:
+    """The message's id when it is one a request may have (a string or an integer), else None."""
     found = message.get("id")
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
@@ -75,22 +78,16 @@ def _unreadable(problem: Exception) -> Any:
     return found
 
 
+def _error(request_id: str | int | None, code: int, message: str) -> Any:
+    from mcp_types import ErrorData, JSONRPCError
+
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+
+
 def answer_for(problem: Exception) -> Any:
     """The JSON-RPC message (an mcp_types model) that answers a line the SDK could not read, or
     None when JSON-RPC wants no answer (a notification, a response)."""
-    from mcp_types import (
-        INVALID_PARAMS,
-        INVALID_REQUEST,
-        PARSE_ERROR,
-        CallToolResult,
-        ErrorData,
-        JSONRPCError,
-        JSONRPCResponse,
-        TextContent,
-    )
-
-    def error(request_id: str | int | None, code: int, message: str) -> JSONRPCError:
-        return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+    from mcp_types import PARSE_ERROR
 
     sent = _unreadable(problem)
     if sent is None or isinstance(sent, str):
@@ -99,17 +96,29 @@ def answer_for(problem: Exception) -> Any:
         except (ValueError, RecursionError):
             sent = None
         if sent is None:
-            return error(None, PARSE_ERROR, "Parse error: the line is not JSON")
+            return _error(None, PARSE_ERROR, "Parse error: the line is not JSON")
+    return answer_to(sent)
+
+
+def answer_to(sent: Any) -> Any:
+    """The answer to a message the SDK cannot take, given as the JSON value sent (see the module's
+    docstring), or None when JSON-RPC wants none. A request whose id is no string or integer
+    (null, true, 1.5, an object) is an invalid request answered with id null: its id cannot be
+    named back, and MCP allows no other."""
+    from mcp_types import INVALID_PARAMS, INVALID_REQUEST, CallToolResult, JSONRPCResponse, TextContent
+
     if not isinstance(sent, dict):
-        return error(None, INVALID_REQUEST, "Invalid Request: a message is one JSON-RPC 2.0 object")
-    request_id, method = _request_id(sent), sent.get("method")
+        return _error(None, INVALID_REQUEST, "Invalid Request: a message is one JSON-RPC 2.0 object")
+    request_id, method = valid_id(sent), sent.get("method")
+    if "method" not in sent and ("result" in sent or "error" in sent):
+        return None  # a response to the server: never answered
+    if "id" in sent and request_id is None:
+        return _error(None, INVALID_REQUEST, "Invalid Request: a request's id is a string or an integer")
     where = surrogate_at(sent)
     if where is None or not isinstance(method, str):
         if "id" not in sent and isinstance(method, str):
             return None  # a notification that the SDK found malformed: nothing to answer
-        if "method" not in sent and ("result" in sent or "error" in sent):
-            return None  # a response to the server: never answered
-        return error(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
+        return _error(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
     if "id" not in sent:
         return None
     not_text = "is not valid Unicode text (it holds a lone surrogate, such as \\ud800): send it as UTF-8"
@@ -121,7 +130,7 @@ def answer_for(problem: Exception) -> Any:
         result = CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         wire = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=wire)
-    return error(request_id, INVALID_PARAMS, f"Invalid params: {_shown(where)} {not_text}")
+    return _error(request_id, INVALID_PARAMS, f"Invalid params: {_shown(where)} {not_text}")
 
 
 class Unanswered:

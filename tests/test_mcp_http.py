@@ -86,12 +86,13 @@ async def client_session(
             return await body(client)
 
 
-def post(url: str, body: dict[str, Any], **headers: str) -> tuple[int, str]:
-    """One raw JSON-RPC POST: its status and text (what a client that is not the SDK sees)."""
+def post(url: str, body: Any, **headers: str) -> tuple[int, str]:
+    """One raw JSON-RPC POST: its status and text (what a client that is not the SDK sees). body
+    is sent as Python's JSON writes it (a lone surrogate as its \\u escape)."""
     import httpx2
 
     sent = {"content-type": "application/json", "accept": "application/json, text/event-stream", **headers}
-    response = httpx2.post(url, json=body, headers=sent, timeout=60)
+    response = httpx2.post(url, content=json.dumps(body).encode("ascii"), headers=sent, timeout=60)
     return response.status_code, response.text
 
 
@@ -167,6 +168,62 @@ def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
     )
     assert status == 200 and '"isError":true' not in text.replace(" ", "")
     assert (vault.root / "memory/bob/intruder.md").is_file()
+
+
+@pytest.mark.parametrize("era", [None, "2025-06-18", "2026-07-28"])
+def test_every_request_is_answered_as_json_rpc_says(
+    server: HttpServer, users: dict[str, str], vault: Vault, era: str | None
+) -> None:
+    """A request whose id is no string or integer is an invalid request answered with id null (the
+    SDK took `"id": {}` for a notification: an empty 202); a body that is no request is one too,
+    in words, not pydantic's; wrong-kinded or unreadable tool arguments are the tool error
+    document, as on stdio. Without a token it is still 401, and nothing is written."""
+    headers = {"authorization": f"Bearer {users['alice']}"}
+    if era is not None:
+        headers["mcp-protocol-version"] = era
+    if era == "2026-07-28":  # a request of this revision carries its own envelope
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": era,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        headers |= {"mcp-method": "tools/call", "mcp-name": "memory_save"}
+    else:
+        meta = {}
+
+    def call(request_id: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = {"name": name, "arguments": arguments, **({"_meta": meta} if meta else {})}
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+    intruder = {"name": "intruder", "type": "user", "description": "x"}
+    for request_id in ({}, None, True, 1.5, [1]):
+        status, text = post(server.url, call(request_id, "memory_save", intruder), **headers)
+        assert status == 400, (request_id, status, text)
+        assert json.loads(text) == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": "Invalid Request: a request's id is a string or an integer"},
+        }
+    assert post(server.url, call({}, "memory_save", intruder))[0] == 401
+    status, text = post(server.url, {"jsonrpc": "2.0", "id": 3}, **headers)
+    assert status == 400 and json.loads(text)["error"]["code"] == -32600 and "pydantic" not in text
+    status, text = post(server.url, [call(4, "memory_save", intruder)], **headers)
+    assert status == 400 and json.loads(text)["id"] is None and json.loads(text)["error"]["code"] == -32600
+    assert not list(vault.root.glob("memory/*/intruder.md"))
+
+    def tool_error(arguments: dict[str, Any], name: str = "memory_recall") -> dict[str, Any]:
+        status, text = post(server.url, call(5, name, arguments), **headers)
+        assert status == 200, text
+        result = json.loads(text)["result"]
+        assert json.loads(text)["id"] == 5 and result["isError"] is True, text
+        return json.loads(result["content"][0]["text"])["error"]
+
+    if era == "2026-07-28":
+        headers["mcp-name"] = "memory_recall"
+    limit = tool_error({"query": "tea", "limit": True})
+    assert limit == {"code": "invalid_input", "message": "limit must be a whole number, not true/false"}
+    assert tool_error({"query": 5}) == {"code": "invalid_input", "message": "query must be a string, not 5"}
+    assert "argument 'query' is not valid Unicode text" in tool_error({"query": "\ud800"})["message"]
 
 
 def test_host_and_origin_are_checked_against_the_allow_list(
