@@ -71,9 +71,10 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
     async def body(client: Any) -> None:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         offered = {op.tools["mcp"]: op for op in operations() if op.model and "mcp" in op.tools}
-        # Every operation a model may use, but no task: no knowledge_ask. Never a tool that clears
-        # memory, undoes a table run or reads documents outside knowledge_ask.
-        assert set(tools) == set(offered) - {"knowledge_ask"}
+        # Every operation a model may use (knowledge_ask with the task in the call). Never a tool
+        # that clears memory, undoes a table run or reads documents outside knowledge_ask.
+        assert set(tools) == set(offered)
+        assert tools["knowledge_ask"].input_schema["required"] == ["question", "task"]
         wanted = {"table_filter", "table_add_rows", "table_refactor", "task_add_message", "task_end"}
         assert wanted <= set(tools)
         assert not {"memory_clear", "table_undo", "kb_search", "kb_read", "read_section"} & set(tools)
@@ -122,30 +123,41 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
     assert set(shown) == {"user", "query", "method", "records", "dropped", "warnings", "problems"}
 
 
-def test_knowledge_ask_is_offered_only_for_a_task_with_usable_documents(
+def test_knowledge_ask_answers_from_the_task_the_call_names_or_the_servers(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str], cli
 ) -> None:
+    """knowledge_ask answers from the documents attached to the task its call names; a server
+    started with `--task` answers from that task when a call names none (its schema says so),
+    and an unknown `--task` stops the server at start."""
     ok(cli("task", "new", "Read the guide", "--json"))
+    ok(cli("task", "new", "Nothing attached", "--json"))
     with pytest.raises(Exception):  # noqa: B017, PT011 - a task that does not exist: the server does not start
         run_in_memory(env, lambda client: client.list_tools(), "t9")
-
-    async def names(client: Any) -> set[str]:
-        return {tool.name for tool in (await client.list_tools()).tools}
-
-    assert "knowledge_ask" not in run_in_memory(env, names, "t1")
-    guide = FIXTURE_DOCS / "body.md"
-    ok(cli("kb", "import", str(guide), "--scope", "system", "--json"))
+    ok(cli("kb", "import", str(FIXTURE_DOCS / "body.md"), "--scope", "system", "--json"))
     ok(cli("kb", "publish", "body", "--json"))
     ok(cli("task", "attach", "t1", "body", "--json"))
+    question = "How do I declare a request body?"
 
-    async def ask(client: Any) -> Any:
-        assert "knowledge_ask" in await names(client)
-        return answer(
-            await client.call_tool("knowledge_ask", {"question": "How do I declare a request body?"})
-        )
+    async def ask(client: Any) -> dict[str, Any]:
+        (tool,) = [tool for tool in (await client.list_tools()).tools if tool.name == "knowledge_ask"]
+        return {
+            "schema": tool.input_schema,
+            "description": tool.description,
+            "named": answer(await client.call_tool("knowledge_ask", {"question": question, "task": "t1"})),
+            "other": answer(await client.call_tool("knowledge_ask", {"question": question, "task": "t2"})),
+            "unnamed": await client.call_tool("knowledge_ask", {"question": question}),
+        }
 
-    result = run_in_memory(env, ask, "t1")
-    assert result["method"] == "extractive" and result["citations"]
+    anywhere = run_in_memory(env, ask)
+    assert "the task the call names" in anywhere["description"]
+    assert anywhere["named"]["method"] == "extractive" and anywhere["named"]["citations"]
+    assert anywhere["other"]["citations"] == []  # t2 has no documents: nothing to consult
+    unnamed = json.loads(error(anywhere["unnamed"]))["error"]["message"]
+    assert unnamed == "task must be a string (it is required)"
+    served = run_in_memory(env, ask, "t2")
+    assert served["schema"]["required"] == ["question"]
+    assert served["schema"]["properties"]["task"]["default"] == "t2"
+    assert answer(served["unnamed"])["citations"] == [] and served["named"]["citations"]
 
 
 def test_the_server_survives_failures_and_concurrent_calls(

@@ -117,6 +117,8 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("task_status", {"task": "t1", "status": "closed"}, True),
     ("task_attach", {"task": "t1", "docs": ["body"]}, False),
     ("task_attach", {"task": "t1", "docs": ["missing-doc"]}, True),
+    ("knowledge_ask", {"question": "How do I declare a request body?", "task": "t1"}, False),
+    ("knowledge_ask", {"question": "How do I declare a request body?", "task": "t99"}, True),
     ("task_detach", {"task": "t1", "docs": ["body"]}, False),
     ("task_detach", {"task": "t99", "docs": ["body"]}, True),
     ("task_add_message", {"task": "t1", "text": "Book the venue", "role": "user"}, False),
@@ -132,13 +134,12 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("memory_delete", {"name": "tea"}, False),
     ("memory_delete", {"name": "tea"}, True),
 ]
-# No argument, nothing to refuse; knowledge_ask is offered only with a task (test_mcp.py calls it).
+# No argument, nothing to refuse.
 NO_REFUSAL = {"memory_list", "table_list", "task_list"}
-ELSEWHERE = {"knowledge_ask"}
 
 
 def test_every_tool_has_a_case() -> None:
-    tools = {op.tools["mcp"] for op in offered("mcp")} - ELSEWHERE
+    tools = {op.tools["mcp"] for op in offered("mcp")}
     happy = {tool for tool, _, refused in CASES if not refused}
     refusals = {tool for tool, _, refused in CASES if refused}
     assert tools - happy == set()

@@ -9,10 +9,11 @@ import asyncio
 import json
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_in_process, wait_for
+from conftest import FIXTURE_DOCS, run_in_process, wait_for
 
 from aibuddy_cli.operations.registry import operations
 from aibuddy_cli.vault import Vault
@@ -122,7 +123,7 @@ def test_both_protocol_eras_reach_every_tool_as_the_tokens_user(
         return {"tools": tools, "saved": saved, "recalled": recalled}
 
     found = with_client(server.url, users["alice"], body, mode)
-    offered = {op.tools["mcp"] for op in operations() if op.model and "mcp" in op.tools} - {"knowledge_ask"}
+    offered = {op.tools["mcp"] for op in operations() if op.model and "mcp" in op.tools}
     assert found["tools"] == offered
     assert found["saved"]["path"] == f"memory/alice/tea-{mode}.md"
     assert [r["name"] for r in found["recalled"]["records"]] == [f"tea-{mode}"]
@@ -150,6 +151,60 @@ def test_a_token_for_bob_never_reads_alices_memory(server: HttpServer, users: di
         seen["shown"].is_error and "no memory record 'salary' for user bob" in seen["shown"].content[0].text
     )
     assert "salary" not in seen["manifest"].contents[0].text
+
+
+def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
+    server: HttpServer, users: dict[str, str], env: dict[str, str], tmp_path: Path
+) -> None:
+    """Over HTTP knowledge_ask takes the task in the call. alice gets an answer from the documents
+    attached to her task (a system one and her personal one); bob naming her task gets what a task
+    that exists nowhere gets, not found in the same words, and never her documents, not even
+    through his own task of the same id."""
+    note = tmp_path / "salary.md"
+    note.write_text("# Salary\n\nAlice's salary review: the secret figure is 123,456.\n")
+    alice_env = {**env, "AIBUDDY_USER": "alice"}
+    for args, as_user in [
+        (("kb", "import", str(FIXTURE_DOCS / "body.md"), "--scope", "system"), env),
+        (("kb", "publish", "body"), env),
+        (("kb", "import", str(note)), alice_env),
+        (("kb", "publish", "salary"), alice_env),
+    ]:
+        done = run_in_process(*args, env=as_user)
+        assert done.returncode == 0, done.stderr
+    question = "What is the secret salary figure?"
+
+    async def alice(client: Any) -> tuple[str, Any, dict[str, Any]]:
+        task = answer(await client.call_tool("task_new", {"goal": "Review salaries"}))["id"]
+        attach = {"task": task, "docs": ["body", "personal/alice/salary"]}
+        answer(await client.call_tool("task_attach", attach))
+        (tool,) = [tool for tool in (await client.list_tools()).tools if tool.name == "knowledge_ask"]
+        asked = answer(await client.call_tool("knowledge_ask", {"question": question, "task": task}))
+        return task, tool, asked
+
+    task, tool, asked = with_client(server.url, users["alice"], alice)
+    assert tool.input_schema["required"] == ["question", "task"]
+    assert "the task the call names, one of the user's own" in tool.description
+    assert "personal/alice/salary" in [c["doc"] for c in asked["citations"]] and "123,456" in asked["answer"]
+
+    async def bob(client: Any) -> dict[str, Any]:
+        found = {
+            "theirs": await client.call_tool("knowledge_ask", {"question": question, "task": task}),
+            "nowhere": await client.call_tool("knowledge_ask", {"question": question, "task": "t9"}),
+            "own": answer(await client.call_tool("task_new", {"goal": "Bob's own review"}))["id"],
+        }
+        mine = {"question": question, "task": found["own"]}
+        found["mine"] = answer(await client.call_tool("knowledge_ask", mine))
+        attach = {"task": found["own"], "docs": ["personal/alice/salary"]}
+        found["attach"] = await client.call_tool("task_attach", attach)
+        return found
+
+    seen = with_client(server.url, users["bob"], bob)
+    theirs, nowhere = (json.loads(seen[key].content[0].text)["error"] for key in ("theirs", "nowhere"))
+    assert theirs == {"code": "not_found", "message": f"no task {task!r} for user bob"}
+    assert nowhere == {"code": "not_found", "message": "no task 't9' for user bob"}
+    assert seen["own"] == task and seen["mine"]["citations"] == []  # his own t1: nothing attached
+    assert json.loads(seen["attach"].content[0].text)["error"]["code"] == "not_found"
+    assert "123,456" not in json.dumps(seen, default=str)
 
 
 def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
