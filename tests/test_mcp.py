@@ -16,6 +16,7 @@ import pytest
 from conftest import FIXTURE_DOCS, environment, in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.operations.registry import offered as offered_to
 from aibuddy_cli.operations.registry import operations
 from aibuddy_cli.operations.schemas import output_schema
 from aibuddy_cli.vault import Vault
@@ -92,6 +93,11 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
             assert published == {k: v for k, v in output_schema(op).items() if k != "type"}, name
         assert tools["memory_delete"].annotations.destructive_hint is True
         assert tools["memory_save"].annotations.destructive_hint is False
+        # table_update and table_refactor give their model the table_write tools, which delete
+        # rows, columns and tables: they are as destructive as those.
+        assert any(op.destructive for op in offered_to("table_write"))
+        assert tools["table_update"].annotations.destructive_hint is True
+        assert tools["table_refactor"].annotations.destructive_hint is True
         assert tools["memory_recall"].input_schema["properties"]["limit"]["minimum"] == 1
         assert "task" in tools["task_add_message"].input_schema["required"]
         assert tools["memory_recall"].input_schema["properties"]["limit"]["minimum"] == 1
@@ -435,19 +441,25 @@ def test_tool_errors_speak_in_the_tools_terms(
     async def body(client: Any) -> list[str]:
         save = {"name": "tea", "type": "user", "description": "Tea"}
         answer(await client.call_tool("memory_save", save))
+        task = answer(await client.call_tool("task_new", {"goal": "Plan the offsite"}))["id"]
         return [
             error(await client.call_tool("memory_save", save)),
             error(await client.call_tool("memory_update", {"name": "tea"})),
             error(await client.call_tool("memory_recall", {"query": "tea", "limit": 0})),
+            error(await client.call_tool("task_status", {"task": task, "status": "closed"})),
         ]
 
-    exists, nothing, limit = [json.loads(text)["error"] for text in run_in_memory(env, body)]
+    exists, nothing, limit, closing = [json.loads(text)["error"] for text in run_in_memory(env, body)]
     assert exists == {
         "code": "conflict",
         "message": "memory record 'tea' already exists; use the memory_update tool",
     }
     assert nothing == {"code": "usage", "message": "nothing to update: give type, description or body"}
     assert limit == {"code": "invalid_input", "message": "limit must be at least 1"}
+    assert closing == {  # the tool that closes a task, not a command to run
+        "code": "usage",
+        "message": "a task is closed by the task_end tool, which also extracts memory",
+    }
     # The command line keeps its own words.
     updated = cli("memory", "update", "tea", "--json")
     shown = json.loads(updated.stdout)["error"]["message"]

@@ -812,7 +812,7 @@ def ask(
     "table",
     "update",
     uses="tables",
-    effect=Effect.WRITE,
+    effect=Effect.DESTRUCTIVE,  # its model has the table_write tools: delete rows, columns, tables
     tools={"mcp": "table_update"},
     tool_help="Bring the user's knowledge tables to the end state the request describes (not steps); "
     "document: material (Markdown, text, CSV or JSON) to turn into rows; dry_run lists the operations "
@@ -865,7 +865,13 @@ def update(
     )
 
 
-@operation("table", "refactor", uses="tables", effect=Effect.WRITE, tools={"mcp": "table_refactor"})
+@operation(
+    "table",
+    "refactor",
+    uses="tables",
+    effect=Effect.DESTRUCTIVE,  # as table update's: the same table_write tools
+    tools={"mcp": "table_refactor"},
+)
 def refactor(
     tables: TableService,
     request: Annotated[str, Arg("How the tables should be structured.")],
