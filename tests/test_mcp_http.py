@@ -183,7 +183,8 @@ def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
 
     task, tool, asked = with_client(server.url, users["alice"], alice)
     assert tool.input_schema["required"] == ["question", "task"]
-    assert "the task the call names, one of the user's own" in tool.description
+    assert "the task the call names; the task is one of the user's own" in tool.description
+    assert tool.title == "Answer a question from the reviewed documents attached to the task the call names"
     assert "personal/alice/salary" in [c["doc"] for c in asked["citations"]] and "123,456" in asked["answer"]
 
     async def bob(client: Any) -> dict[str, Any]:

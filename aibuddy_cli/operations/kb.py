@@ -243,9 +243,9 @@ def read(
     effect=Effect.READ,
     idempotent=True,
     tools={"mcp": "knowledge_ask"},
-    tool_help="Answer a question from the reviewed documents attached to the task the call names, "
-    "one of the user's own (another user's task is not found, as an unknown one), with section "
-    "citations (doc#anchor) and the gaps the documents leave.",
+    tool_help="Answer a question from the reviewed documents attached to the task the call names; "
+    "the task is one of the user's own (another user's is not found, as an unknown one). The answer "
+    "has section citations (doc#anchor) and the gaps the documents leave.",
 )
 def ask(
     knowledge: KnowledgeService,
