@@ -141,6 +141,7 @@ class AnsweredPosts:
         self.app, self.security = app, TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from mcp_types import JSONRPCError
         from starlette.requests import Request
         from starlette.responses import Response
 
@@ -156,7 +157,7 @@ class AnsweredPosts:
         if refused is not None and refused.answer is None:
             await Response(status_code=202)(scope, receive, send)
         elif refused is not None:
-            status = 400 if getattr(refused.answer, "error", None) is not None else 200
+            status = 400 if isinstance(refused.answer, JSONRPCError) else 200  # a tool error: 200
             text = refused.answer.model_dump_json(by_alias=True, exclude_unset=True)
             await Response(text, status_code=status, media_type="application/json")(scope, receive, send)
         else:

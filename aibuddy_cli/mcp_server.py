@@ -318,7 +318,7 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
     class App(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             op = ours.get(name)
-            if op is None:  # not one of ours (none is, today): the SDK's
+            if op is None:  # a tool this server does not have: the SDK's "Unknown tool" answer
                 return await super().call_tool(name, arguments, context)
             return await anyio.to_thread.run_sync(server.run_tool, op, arguments)
 
