@@ -13,11 +13,16 @@ warm server serves several clients, users and machines.
   the server through a name it controls): the loopback names and the address bound, at the port
   bound, and what --allow-host and --allow-origin add. A request without Origin (not from a
   browser) passes that check; a wrong Host is 421, a wrong Origin 403.
+- Every request is answered as JSON-RPC says (AnsweredPosts): a body that is no JSON-RPC message
+  the SDK takes is an invalid request (-32600; id null when the id is no string or integer: the
+  SDK took `"id": {}` for a notification and answered 202, nothing), a tool argument holding a
+  lone surrogate a tool error naming it, as on stdio (mcp_stdio.answer_to), not pydantic's text.
 - It binds 127.0.0.1 unless told otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import Mapping, Sequence
@@ -25,6 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import InvalidInput, UsageError
+from .mcp_stdio import answer_to, surrogate_at, valid_id
 from .storage import Store
 from .tokens import find_token, read_tokens
 
@@ -95,6 +101,93 @@ class VaultTokens:
         return AccessToken(token=token, client_id=found.name, scopes=[], subject=found.user)
 
 
+class Refused(NamedTuple):
+    """What a POST body the SDK would answer wrongly gets: answer (an mcp_types message), or None
+    for a notification or a response, which JSON-RPC never answers (202, dropped)."""
+
+    answer: Any
+
+
+def refusal(body: bytes) -> Refused | None:
+    """How a POST body that is JSON but no message the SDK takes as it is gets answered (see the
+    module's docstring); None to let the SDK answer (a readable message, or no JSON at all: its
+    parse error)."""
+    from mcp_types import jsonrpc_message_adapter
+    from pydantic import ValidationError
+
+    try:
+        sent = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(sent, dict) and "id" in sent and valid_id(sent) is None:
+        return Refused(answer_to(sent))  # the SDK takes it for a notification: 202, no answer
+    if surrogate_at(sent) is not None:
+        return Refused(answer_to(sent))  # the SDK's parser refuses it: "Parse error"
+    try:
+        jsonrpc_message_adapter.validate_python(sent, by_name=False)
+    except ValidationError:
+        return Refused(answer_to(sent))  # the SDK says -32602 with pydantic's text
+    return None
+
+
+class AnsweredPosts:
+    """ASGI: the MCP endpoint behind the bearer check, with the POST bodies the SDK would answer
+    wrongly answered here (refusal), once Host, Origin and Content-Type pass the SDK's own checks
+    (else the SDK answers 421, 403 or 400). Bodies come bounded (RequestBodyLimitMiddleware)."""
+
+    def __init__(self, app: Any, security: Any) -> None:
+        from mcp.server.transport_security import TransportSecurityMiddleware
+
+        self.app, self.security = app, TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from mcp_types import JSONRPCError
+        from starlette.requests import Request
+        from starlette.responses import Response
+
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        if await self.security.validate_request(request, is_post=True) is not None:
+            await self.app(scope, receive, send)
+            return
+        body = await request.body()
+        refused = refusal(body)
+        if refused is not None and refused.answer is None:
+            await Response(status_code=202)(scope, receive, send)
+        elif refused is not None:
+            status = 400 if isinstance(refused.answer, JSONRPCError) else 200  # a tool error: 200
+            text = refused.answer.model_dump_json(by_alias=True, exclude_unset=True)
+            await Response(text, status_code=status, media_type="application/json")(scope, receive, send)
+        else:
+            await self.app(scope, _replaying(body, receive), send)
+
+
+def _replaying(body: bytes, receive: Any) -> Any:
+    """An ASGI receive that gives body first (already read), then what receive gives."""
+    given = False
+
+    async def replay() -> Any:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def answering(starlette: Any, security: Any) -> None:
+    """starlette (the SDK's app) with its MCP endpoint behind AnsweredPosts, inside the bearer
+    check: a request without a valid token is still 401, before its body is read."""
+    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
+
+    (route,) = [route for route in starlette.routes if getattr(route, "path", None) == PATH]
+    guard = route.app  # the SDK's RequireAuthMiddleware around its endpoint
+    guard.app = RequestBodyLimitMiddleware(AnsweredPosts(guard.app, security), DEFAULT_MAX_REQUEST_BODY_SIZE)
+
+
 def listen(address: Address) -> socket.socket:
     """The listening socket. Its connections send without Nagle's delay (Linux passes TCP_NODELAY
     on to them): an answer's last small segment would otherwise wait for the client's delayed
@@ -136,13 +229,15 @@ def serve_http(
     url = f"http://{address.name}:{port}{PATH}"
     tokens = database_store(opened, environ) or FileStore(opened.root, opened.locks_dir())
     app = mcp_app(server, VaultTokens(tokens), url)
+    security = allow_list(address, port, hosts, origins)
     starlette = app.streamable_http_app(
         streamable_http_path=PATH,
         stateless_http=True,
         json_response=True,
-        transport_security=allow_list(address, port, hosts, origins),
+        transport_security=security,
         host=address.host,
     )
+    answering(starlette, security)
     warm_models(environ, opened.config.models)
     print(
         f"aibuddy: serving MCP at {url} (streamable HTTP, stateless) for the vault {opened.root}; "

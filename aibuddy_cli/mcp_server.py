@@ -5,18 +5,22 @@ Tools: the registry's `mcp` operations (operations/*.py), every one a model may 
 (`memory_save`, `memory_recall`, …; no tool clears memory), tables with and without a second
 model (`table_filter`, `table_add_rows`, …, `table_ask`, `table_update`, `table_refactor`), tasks
 (`task_new`, `task_add_message`, `task_end`, …: an agent's own conversation reaches consolidation
-and extraction), and `knowledge_ask` (only when the server's task has attached, usable
-documents: the main agent never gets the low-level document tools). Their arguments,
+and extraction), and `knowledge_ask` (the knowledge subagent over the documents attached to the
+task the call names, one of the caller's own; stdio's `--task` is the one a call leaves out: the
+main agent never gets the low-level document tools). Their arguments,
 descriptions, annotations and output schemas come from the registry; each answers with the
 `to_json()` of the same result type the CLI prints with `--json`, as text and as structured
 content. The vault and the user are fixed when the server starts (over HTTP the user is each
-request's token's), and so is knowledge_ask's task: no tool argument can name another user.
+request's token's): no tool argument can name another user, and a task argument names one of
+the caller's own tasks (tasks are per user: another's is "not found", as an unknown one).
 
 Each worker thread keeps its own Session per user (services and SQLite handles are per thread),
 so concurrent calls share nothing mutable but the vault's locks, and a call pays no connect; the
 FolderWatch tells the memory index what changed since the last call instead of a folder scan.
-Whatever a call raises is a tool error (`isError`), never an exception the SDK would answer with
-"Error executing tool" and a traceback: its text is
+A call's arguments are checked against the tool's schema before it runs (tool_arguments, not the
+SDK's pydantic validation, which takes `true` for the number 1). Whatever a call raises, a
+refused argument included, is a tool error (`isError`), never an exception the SDK would answer
+with "Error executing tool" and a traceback: its text is
 the CLI's error document (`{"error": {"code", "message"}}`), the message in the tools' terms
 (`errors.tool_words`: "use the memory_update tool", not a command line); the next call works.
 A line that is no readable message is answered too (mcp_stdio). The process stays up, so litellm
@@ -35,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from .errors import EXPECTED, AibuddyError, as_aibuddy_error, describe_failure, tool_words
+from .errors import EXPECTED, AibuddyError, InvalidInput, as_aibuddy_error, describe_failure, tool_words
 from .mcp_stdio import json_text, wire_json
 from .session import Session
 
@@ -45,11 +49,12 @@ if TYPE_CHECKING:
 
 INSTRUCTIONS = """aibuddy keeps the user's long-term memory and knowledge. Call memory_recall before
 work that may depend on the user's preferences or past decisions; save what the user asks you to
-remember with memory_save (one fact per record). knowledge_ask answers from the task's reviewed
-documents with citations. The table_* tools read and change the user's knowledge tables directly
-(table_filter, table_add_rows, ...); table_ask and table_update do it from a described question
-or end state. To let aibuddy learn from a conversation by itself, open it with task_new, add each
-turn with task_add_message and close it with task_end."""
+remember with memory_save (one fact per record). knowledge_ask answers from the reviewed
+documents attached to one of the user's tasks, with citations. The table_* tools read and change
+the user's knowledge tables directly (table_filter, table_add_rows, ...); table_ask and
+table_update do it from a described question or end state. To let aibuddy learn from a
+conversation by itself, open it with task_new, add each turn with task_add_message and close it
+with task_end."""
 
 
 class Server:
@@ -72,7 +77,6 @@ class Server:
         self.vault, self.user, self.task, self.environ, self.cwd = vault, user, task, environ, cwd
         self.http, self.watch = http, watch
         self._threads = threading.local()  # each worker thread's sessions, by user
-        self.knowledge = False
         if http:
             from .errors import UsageError
             from .vault import locate_vault
@@ -90,7 +94,6 @@ class Server:
             self.vault = str(self.root)
             if task is not None:
                 session.tasks.get(task)
-            self.knowledge = task is not None and bool(session.knowledge.map(task)[0])
 
     def caller(self) -> str | None:
         """The user this call acts as: the server's, or over HTTP its bearer token's."""
@@ -170,30 +173,52 @@ class Server:
 
     # --- the tools: the registry's `mcp` operations ----------------------------------------
 
-    def fixed(self, op: Operation) -> dict[str, Any]:
-        """The arguments of op the server sets and no tool call can: the server's task, for an
-        operation that takes a task a model is never offered (`knowledge_ask`). The task tools
-        take their task as an argument: a task is the user's own, and the user is the server's."""
-        return {a.name: self.task for a in op.arguments if a.name == "task" and not a.param.model}
+    def defaults(self, op: Operation) -> dict[str, Any]:
+        """The tool arguments of op a call may leave out because the server gives them: its task
+        (stdio `--task`), for the knowledge operation (`knowledge_ask`). The task tools name their
+        task in every call. Either way a task is one of the caller's own: tasks are per user."""
+        if self.task is None or op.words[0] != "kb":
+            return {}
+        return {a.tool_name: self.task for a in op.arguments if a.name == "task" and a.param.model}
 
     def operations(self) -> list[Operation]:
-        """The operations offered as tools: every `mcp` one, and one that needs the server's task
-        (`knowledge_ask`) only when that task has attached, usable documents."""
+        """The operations offered as tools: every `mcp` one."""
         from .operations.registry import offered
 
-        return [op for op in offered("mcp") if self.knowledge or not self.fixed(op)]
+        return offered("mcp")
+
+    def run_tool(self, op: Operation, arguments: Mapping[str, Any]) -> Any:
+        """The CallToolResult of op called as a tool with arguments as the client sent them: each
+        checked against the tool's schema first (tool_arguments: a bool is no whole number, "5" no
+        number, an argument the tool lacks is refused), so a wrong one is a tool error the model
+        reads, the CLI's error document like any refusal, and nothing runs."""
+        from .operations.schemas import input_schema
+        from .tool_arguments import check_arguments, json_text_read
+
+        schema, given = input_schema(op), dict(arguments)
+        for name, value in self.defaults(op).items():
+            if given.get(name) is None:
+                given[name] = value
+
+        def run(session: Session) -> Any:
+            try:  # the values of an enum are the tool's to refuse, in its words
+                checked = check_arguments(schema, json_text_read(schema, given), values=False)
+            except ValueError as error:
+                raise InvalidInput(str(error)) from None
+            # from_tool inside the call: a value it cannot convert is a tool error the model reads
+            return op(session, **op.from_tool(checked))
+
+        return self.call(op.tools["mcp"], run)
 
     def tool(self, op: Operation) -> Callable[..., Any]:
-        """op as a function the SDK reads: its signature is the tool's arguments."""
-        name = op.tools["mcp"]
-        fixed = self.fixed(op)
+        """op as a function the SDK reads: its signature is the tool's arguments, as published;
+        calls come to run_tool (mcp_app), not through the SDK's own validation."""
 
         def run(**arguments: Any) -> Any:
-            # from_tool inside the call: a value it cannot convert is a tool error the model reads
-            return self.call(name, lambda session: op(session, **{**op.from_tool(arguments), **fixed}))
+            return self.run_tool(op, {name: value for name, value in arguments.items() if value is not None})
 
-        run.__signature__ = inspect.Signature(_sdk_parameters(op))  # type: ignore[attr-defined]
-        run.__name__ = name
+        run.__signature__ = inspect.Signature(_sdk_parameters(op, self.defaults(op)))  # type: ignore[attr-defined]
+        run.__name__ = op.tools["mcp"]
         run.__doc__ = op.description
         return run
 
@@ -206,8 +231,9 @@ class Server:
         return [self.tool(op) for op in self.operations()]
 
 
-def _sdk_parameters(op: Operation) -> list[inspect.Parameter]:
-    """The tool arguments of op as parameters whose annotations the SDK turns into its schema."""
+def _sdk_parameters(op: Operation, defaults: Mapping[str, Any]) -> list[inspect.Parameter]:
+    """The tool arguments of op as parameters whose annotations the SDK turns into its schema; one
+    in defaults (the server's task) is optional, its default published."""
     from pydantic import Field, WithJsonSchema
 
     from .operations.schemas import argument_schema
@@ -219,10 +245,11 @@ def _sdk_parameters(op: Operation) -> list[inspect.Parameter]:
         # A value a model shapes differently from the function (`from_tool`: table_create's
         # columns as an object) is checked by its schema here and converted by from_tool.
         declared = Any if argument.param.from_tool is not None else argument.type
-        kind = declared if argument.required else declared | None
+        required = argument.required and argument.tool_name not in defaults
+        kind = declared if required else declared | None
         schema = WithJsonSchema(argument_schema(argument))
         annotation = Annotated[kind, Field(description=argument.param.help or None), schema]  # type: ignore[valid-type]
-        default = inspect.Parameter.empty if argument.required else None
+        default = inspect.Parameter.empty if required else defaults.get(argument.tool_name)
         parameter = inspect.Parameter(
             argument.tool_name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
         )
@@ -265,7 +292,13 @@ def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
 
 def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -> Any:
     """The SDK's MCPServer offering server's tools, resources and prompts; tokens (an SDK
-    TokenVerifier) and url (where it is served) for HTTP, where every request needs a token."""
+    TokenVerifier) and url (where it is served) for HTTP, where every request needs a token.
+
+    A call of one of server's tools goes to Server.run_tool with the arguments as sent: the SDK's
+    own validation (pydantic, in lax mode) would take `true` as the number 1, read a string
+    argument that looks like JSON as a list, and refuse in its words ("Error executing tool …
+    errors.pydantic.dev") instead of the tool error document."""
+    import anyio
     from mcp.server.mcpserver import MCPServer
 
     from . import __version__
@@ -280,7 +313,16 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
         # No authorization server: tokens come from `aibuddy token create`, so no OAuth routes
         # or protected-resource metadata are published (resource_server_url None).
         auth = AuthSettings(issuer_url=AnyHttpUrl(url), resource_server_url=None)
-    app = MCPServer(
+    ours = {op.tools["mcp"]: op for op in server.operations()}
+
+    class App(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            op = ours.get(name)
+            if op is None:  # a tool this server does not have: the SDK's "Unknown tool" answer
+                return await super().call_tool(name, arguments, context)
+            return await anyio.to_thread.run_sync(server.run_tool, op, arguments)
+
+    app = App(
         "aibuddy",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -288,7 +330,7 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
         token_verifier=tokens,
         auth=auth,
     )
-    for op in server.operations():
+    for op in ours.values():
         tool = server.tool(op)
         hints = tool_annotations(op)
         app.add_tool(tool, name=tool.__name__, title=op.title, annotations=hints, structured_output=False)

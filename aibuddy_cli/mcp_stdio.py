@@ -6,12 +6,20 @@ server as an exception, and the server drops it: the client would wait for an an
 `AnsweredReads` stands between the two and answers such a line itself, as JSON-RPC 2.0 says:
 
 - a line that is not JSON: parse error (-32700) with id null;
-- JSON that is not one request or notification: invalid request (-32600), to its id if it has one;
+- JSON that is not one request or notification: invalid request (-32600), to its id if it has one
+  (id null when its id is no string or integer: over HTTP, see answer_to; the SDK's stdio reader
+  takes such a line for a notification);
 - a `tools/call` whose arguments hold a lone surrogate: a tool error (the model can resend the
   argument), the CLI's error document as for any refused call;
 - any other request holding one: invalid params (-32602), to its id.
 
 A notification (or a response) is never answered; it is noted on stderr.
+
+When the client closes its input, the requests it sent are still answered: the end of the input
+reaches the server only once every request handed to it has its answer written (or was
+cancelled by the client, which JSON-RPC leaves unanswered). The SDK would otherwise cancel them,
+answering -32000 "Connection closed" or nothing. (aibuddy's server never asks the client
+anything, so no request waits on input that can no longer come.)
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from types import TracebackType
 from typing import Any
 
@@ -52,7 +61,8 @@ def _shown(text: str) -> str:
     return text.encode("ascii", "backslashreplace").decode("ascii")
 
 
-def _request_id(message: dict[str, Any]) -> str | int | None:
+def valid_id(message: dict[str, Any]) -> str | int | None:
+    """The message's id when it is one a request may have (a string or an integer), else None."""
     found = message.get("id")
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
@@ -68,22 +78,16 @@ def _unreadable(problem: Exception) -> Any:
     return found
 
 
+def _error(request_id: str | int | None, code: int, message: str) -> Any:
+    from mcp_types import ErrorData, JSONRPCError
+
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+
+
 def answer_for(problem: Exception) -> Any:
     """The JSON-RPC message (an mcp_types model) that answers a line the SDK could not read, or
     None when JSON-RPC wants no answer (a notification, a response)."""
-    from mcp_types import (
-        INVALID_PARAMS,
-        INVALID_REQUEST,
-        PARSE_ERROR,
-        CallToolResult,
-        ErrorData,
-        JSONRPCError,
-        JSONRPCResponse,
-        TextContent,
-    )
-
-    def error(request_id: str | int | None, code: int, message: str) -> JSONRPCError:
-        return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+    from mcp_types import PARSE_ERROR
 
     sent = _unreadable(problem)
     if sent is None or isinstance(sent, str):
@@ -92,17 +96,29 @@ def answer_for(problem: Exception) -> Any:
         except (ValueError, RecursionError):
             sent = None
         if sent is None:
-            return error(None, PARSE_ERROR, "Parse error: the line is not JSON")
+            return _error(None, PARSE_ERROR, "Parse error: the line is not JSON")
+    return answer_to(sent)
+
+
+def answer_to(sent: Any) -> Any:
+    """The answer to a message the SDK cannot take, given as the JSON value sent (see the module's
+    docstring), or None when JSON-RPC wants none. A request whose id is no string or integer
+    (null, true, 1.5, an object) is an invalid request answered with id null: its id cannot be
+    named back, and MCP allows no other."""
+    from mcp_types import INVALID_PARAMS, INVALID_REQUEST, CallToolResult, JSONRPCResponse, TextContent
+
     if not isinstance(sent, dict):
-        return error(None, INVALID_REQUEST, "Invalid Request: a message is one JSON-RPC 2.0 object")
-    request_id, method = _request_id(sent), sent.get("method")
+        return _error(None, INVALID_REQUEST, "Invalid Request: a message is one JSON-RPC 2.0 object")
+    request_id, method = valid_id(sent), sent.get("method")
+    if "method" not in sent and ("result" in sent or "error" in sent):
+        return None  # a response to the server: never answered
+    if "id" in sent and request_id is None:
+        return _error(None, INVALID_REQUEST, "Invalid Request: a request's id is a string or an integer")
     where = surrogate_at(sent)
     if where is None or not isinstance(method, str):
         if "id" not in sent and isinstance(method, str):
             return None  # a notification that the SDK found malformed: nothing to answer
-        if "method" not in sent and ("result" in sent or "error" in sent):
-            return None  # a response to the server: never answered
-        return error(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
+        return _error(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
     if "id" not in sent:
         return None
     not_text = "is not valid Unicode text (it holds a lone surrogate, such as \\ud800): send it as UTF-8"
@@ -114,15 +130,81 @@ def answer_for(problem: Exception) -> Any:
         result = CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         wire = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=wire)
-    return error(request_id, INVALID_PARAMS, f"Invalid params: {_shown(where)} {not_text}")
+    return _error(request_id, INVALID_PARAMS, f"Invalid params: {_shown(where)} {not_text}")
+
+
+class Unanswered:
+    """The requests handed to the server that it has not answered yet, by id as the SDK pairs a
+    request with its answer ("7" and 7 are one)."""
+
+    def __init__(self) -> None:
+        self.waiting: Counter[Any] = Counter()
+        self.changed: Any = None  # an anyio.Event while the end of the input waits
+
+    def handed(self, message: Any) -> None:
+        """message, which the server is about to get: a request waits for its answer; a
+        cancellation settles its request (it is never answered)."""
+        from mcp.shared.dispatcher import as_request_id, coerce_request_id
+        from mcp_types import JSONRPCNotification, JSONRPCRequest
+
+        if isinstance(message, JSONRPCRequest):
+            self.waiting[coerce_request_id(message.id)] += 1
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            cancelled = as_request_id((message.params or {}).get("requestId"))
+            if cancelled is not None:
+                self.settled(cancelled)
+
+    def settled(self, request_id: Any) -> None:
+        from mcp.shared.dispatcher import coerce_request_id
+
+        key = coerce_request_id(request_id)
+        if self.waiting[key] > 0:
+            self.waiting[key] -= 1
+        if self.changed is not None:
+            self.changed.set()
+
+    async def none_left(self) -> None:
+        import anyio
+
+        while self.waiting.total():
+            self.changed = anyio.Event()
+            await self.changed.wait()
+
+
+class NotedWrites:
+    """The SDK's write stream, each answer it carries settling its request in unanswered."""
+
+    def __init__(self, writes: Any, unanswered: Unanswered) -> None:
+        self.writes, self.unanswered = writes, unanswered
+
+    async def send(self, item: Any) -> None:
+        from mcp_types import JSONRPCError, JSONRPCResponse
+
+        await self.writes.send(item)
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            self.unanswered.settled(message.id)
+
+    async def aclose(self) -> None:
+        await self.writes.aclose()
+
+    async def __aenter__(self) -> NotedWrites:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
 
 class AnsweredReads:
     """The SDK's read stream with the lines it could not read answered (see the module's
-    docstring) instead of handed on; the server sees only readable messages."""
+    docstring) instead of handed on, and its end held back until every request handed on is
+    answered (unanswered: see NotedWrites); the server sees only readable messages."""
 
-    def __init__(self, reads: Any, writes: Any) -> None:
+    def __init__(self, reads: Any, writes: Any, unanswered: Unanswered | None = None) -> None:
         self.reads, self.writes = reads, writes
+        self.unanswered = Unanswered() if unanswered is None else unanswered
         self.last_context: Any = None  # the sender's context of the last message, as the SDK's stream
 
     async def receive(self) -> Any:
@@ -130,9 +212,14 @@ class AnsweredReads:
         from mcp.shared.message import SessionMessage
 
         while True:
-            item = await self.reads.receive()
+            try:
+                item = await self.reads.receive()
+            except anyio.EndOfStream:
+                await self.unanswered.none_left()
+                raise
             self.last_context = getattr(self.reads, "last_context", None)
             if not isinstance(item, Exception):
+                self.unanswered.handed(item.message)
                 return item
             reply = answer_for(item)
             if reply is None:
@@ -168,7 +255,8 @@ class AnsweredReads:
 
 
 async def serve_stdio(app: Any) -> None:
-    """Run app (an MCPServer) on stdin/stdout, as `MCPServer.run("stdio")` does, every line answered."""
+    """Run app (an MCPServer) on stdin/stdout, as `MCPServer.run("stdio")` does, every line
+    answered, also those still under way when the input ends."""
     from mcp.server.stdio import stdio_server
 
     server = getattr(app, "_lowlevel_server", None)  # what run("stdio") drives: no hook on its reads
@@ -176,7 +264,10 @@ async def serve_stdio(app: Any) -> None:
         await app.run_stdio_async()
         return
     async with stdio_server() as (reads, writes):
-        await server.run(AnsweredReads(reads, writes), writes, server.create_initialization_options())
+        unanswered = Unanswered()
+        noted = NotedWrites(writes, unanswered)
+        answered = AnsweredReads(reads, noted, unanswered)
+        await server.run(answered, noted, server.create_initialization_options())
 
 
 def wire_json(document: Any) -> Any:

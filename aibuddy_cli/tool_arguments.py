@@ -6,11 +6,13 @@ this one check, derived from that declaration, refuses what does not fit with a 
 can act on ("filter must be a string, not a number"), so no tool meets a value of a kind it does
 not expect. The subset of JSON schema the tools use: type (string, integer, number, boolean,
 array, object), items, properties, required, enum, anyOf. Numeric bounds (minimum, maximum) are
-the tools' own: they clamp or refuse with their own words.
+the tools' own: they clamp or refuse with their own words; so are the values of an enum, for a
+caller that leaves them to the tools (the MCP server: `values=False`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -26,9 +28,12 @@ _KINDS = {
 }
 
 
-def check_arguments(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+def check_arguments(
+    schema: Mapping[str, Any], arguments: dict[str, Any], *, values: bool = True
+) -> dict[str, Any]:
     """arguments, checked against a tool's parameters schema (an object schema): ValueError naming
-    the first argument that does not fit. Whole numbers sent as 5.0 come back as 5."""
+    the first argument that does not fit. Whole numbers sent as 5.0 come back as 5. values=False:
+    the kinds only, an enum's values left to the tool (which refuses them in its own words)."""
     properties = schema.get("properties") or {}
     unknown = [name for name in arguments if name not in properties]
     if unknown:
@@ -38,17 +43,44 @@ def check_arguments(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dic
         if arguments.get(name) is None:
             raise ValueError(f"{name} must be {_expected(properties.get(name) or {})} (it is required)")
     return {
-        name: value if value is None else _checked(properties[name], value, name)
+        name: value if value is None else _checked(properties[name], value, name, values)
         for name, value in arguments.items()
     }
 
 
-def _checked(schema: Mapping[str, Any], value: Any, path: str) -> Any:
+def json_text_read(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """arguments with a list or an object sent as its JSON text (the string '["a"]': some MCP
+    clients, Claude Desktop among them, send them so) read as that value, for an argument whose
+    schema takes no string; any other value as it came."""
+    properties = schema.get("properties") or {}
+    read = dict(arguments)
+    for name, value in arguments.items():
+        declared = properties.get(name)
+        if not isinstance(value, str) or declared is None or _takes_string(declared):
+            continue
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(parsed, list | dict):
+            read[name] = parsed
+    return read
+
+
+def _takes_string(schema: Mapping[str, Any]) -> bool:
+    if "anyOf" in schema:
+        return any(_takes_string(option) for option in schema["anyOf"])
+    if "enum" in schema:
+        return any(isinstance(choice, str) for choice in schema["enum"])
+    return schema.get("type") in (None, "string")
+
+
+def _checked(schema: Mapping[str, Any], value: Any, path: str, values: bool = True) -> Any:
     if "anyOf" in schema:
         refusals: list[tuple[Mapping[str, Any], ValueError]] = []
         for option in schema["anyOf"]:
             try:
-                return _checked(option, value, path)
+                return _checked(option, value, path, values)
             except ValueError as exc:
                 refusals.append((option, exc))
         for option, refusal in refusals:  # a list, but of the wrong items: say which item
@@ -58,15 +90,15 @@ def _checked(schema: Mapping[str, Any], value: Any, path: str) -> Any:
     wanted = schema.get("type")
     if wanted is not None:
         value = _of_type(wanted, value, path, schema)
-    if "enum" in schema and value not in schema["enum"]:
+    if values and "enum" in schema and value not in schema["enum"]:
         listed = ", ".join(repr(choice) for choice in schema["enum"])
         raise ValueError(f"{path} must be one of {listed}, not {value!r}")
     if wanted == "array" and "items" in schema:
-        return [_checked(schema["items"], item, f"{path}[{at}]") for at, item in enumerate(value)]
+        return [_checked(schema["items"], item, f"{path}[{at}]", values) for at, item in enumerate(value)]
     if wanted == "object" and "properties" in schema:
         declared = schema["properties"]
         return {
-            key: item if item is None else _checked(declared.get(key, {}), item, f"{path}.{key}")
+            key: item if item is None else _checked(declared.get(key, {}), item, f"{path}.{key}", values)
             for key, item in value.items()
         }
     return value

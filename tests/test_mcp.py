@@ -16,6 +16,7 @@ import pytest
 from conftest import FIXTURE_DOCS, environment, in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.operations.registry import offered as offered_to
 from aibuddy_cli.operations.registry import operations
 from aibuddy_cli.operations.schemas import output_schema
 from aibuddy_cli.vault import Vault
@@ -71,9 +72,10 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
     async def body(client: Any) -> None:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         offered = {op.tools["mcp"]: op for op in operations() if op.model and "mcp" in op.tools}
-        # Every operation a model may use, but no task: no knowledge_ask. Never a tool that clears
-        # memory, undoes a table run or reads documents outside knowledge_ask.
-        assert set(tools) == set(offered) - {"knowledge_ask"}
+        # Every operation a model may use (knowledge_ask with the task in the call). Never a tool
+        # that clears memory, undoes a table run or reads documents outside knowledge_ask.
+        assert set(tools) == set(offered)
+        assert tools["knowledge_ask"].input_schema["required"] == ["question", "task"]
         wanted = {"table_filter", "table_add_rows", "table_refactor", "task_add_message", "task_end"}
         assert wanted <= set(tools)
         assert not {"memory_clear", "table_undo", "kb_search", "kb_read", "read_section"} & set(tools)
@@ -91,6 +93,11 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
             assert published == {k: v for k, v in output_schema(op).items() if k != "type"}, name
         assert tools["memory_delete"].annotations.destructive_hint is True
         assert tools["memory_save"].annotations.destructive_hint is False
+        # table_update and table_refactor give their model the table_write tools, which delete
+        # rows, columns and tables: they are as destructive as those.
+        assert any(op.destructive for op in offered_to("table_write"))
+        assert tools["table_update"].annotations.destructive_hint is True
+        assert tools["table_refactor"].annotations.destructive_hint is True
         assert tools["memory_recall"].input_schema["properties"]["limit"]["minimum"] == 1
         assert "task" in tools["task_add_message"].input_schema["required"]
         assert tools["memory_recall"].input_schema["properties"]["limit"]["minimum"] == 1
@@ -122,30 +129,41 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
     assert set(shown) == {"user", "query", "method", "records", "dropped", "warnings", "problems"}
 
 
-def test_knowledge_ask_is_offered_only_for_a_task_with_usable_documents(
+def test_knowledge_ask_answers_from_the_task_the_call_names_or_the_servers(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str], cli
 ) -> None:
+    """knowledge_ask answers from the documents attached to the task its call names; a server
+    started with `--task` answers from that task when a call names none (its schema says so),
+    and an unknown `--task` stops the server at start."""
     ok(cli("task", "new", "Read the guide", "--json"))
+    ok(cli("task", "new", "Nothing attached", "--json"))
     with pytest.raises(Exception):  # noqa: B017, PT011 - a task that does not exist: the server does not start
         run_in_memory(env, lambda client: client.list_tools(), "t9")
-
-    async def names(client: Any) -> set[str]:
-        return {tool.name for tool in (await client.list_tools()).tools}
-
-    assert "knowledge_ask" not in run_in_memory(env, names, "t1")
-    guide = FIXTURE_DOCS / "body.md"
-    ok(cli("kb", "import", str(guide), "--scope", "system", "--json"))
+    ok(cli("kb", "import", str(FIXTURE_DOCS / "body.md"), "--scope", "system", "--json"))
     ok(cli("kb", "publish", "body", "--json"))
     ok(cli("task", "attach", "t1", "body", "--json"))
+    question = "How do I declare a request body?"
 
-    async def ask(client: Any) -> Any:
-        assert "knowledge_ask" in await names(client)
-        return answer(
-            await client.call_tool("knowledge_ask", {"question": "How do I declare a request body?"})
-        )
+    async def ask(client: Any) -> dict[str, Any]:
+        (tool,) = [tool for tool in (await client.list_tools()).tools if tool.name == "knowledge_ask"]
+        return {
+            "schema": tool.input_schema,
+            "description": tool.description,
+            "named": answer(await client.call_tool("knowledge_ask", {"question": question, "task": "t1"})),
+            "other": answer(await client.call_tool("knowledge_ask", {"question": question, "task": "t2"})),
+            "unnamed": await client.call_tool("knowledge_ask", {"question": question}),
+        }
 
-    result = run_in_memory(env, ask, "t1")
-    assert result["method"] == "extractive" and result["citations"]
+    anywhere = run_in_memory(env, ask)
+    assert "the task the call names" in anywhere["description"]
+    assert anywhere["named"]["method"] == "extractive" and anywhere["named"]["citations"]
+    assert anywhere["other"]["citations"] == []  # t2 has no documents: nothing to consult
+    unnamed = json.loads(error(anywhere["unnamed"]))["error"]["message"]
+    assert unnamed == "task must be a string (it is required)"
+    served = run_in_memory(env, ask, "t2")
+    assert served["schema"]["required"] == ["question"]
+    assert served["schema"]["properties"]["task"]["default"] == "t2"
+    assert answer(served["unnamed"])["citations"] == [] and served["named"]["citations"]
 
 
 def test_the_server_survives_failures_and_concurrent_calls(
@@ -211,7 +229,8 @@ class RawServer:
         pipe = subprocess.PIPE
         self.process = subprocess.Popen([*aibuddy_exe, "mcp"], env=env, stdin=pipe, stdout=pipe, stderr=pipe)
         self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         self.request({"method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}
         }}, 1)  # fmt: skip
@@ -238,6 +257,15 @@ class RawServer:
     def request(self, message: dict[str, Any], request_id: int) -> dict[str, Any]:
         self.send_line(json.dumps({"jsonrpc": "2.0", "id": request_id, **message}))
         return self.reply()
+
+    def replies_until_exit(self) -> list[dict[str, Any]]:
+        """Every reply not read yet, once the server has exited (its input closed)."""
+        self.process.wait(timeout=120)
+        self.reader.join(timeout=120)
+        replies = []
+        while not self.lines.empty():
+            replies.append(json.loads(self.lines.get_nowait()))
+        return replies
 
     def close(self) -> str:
         """The server's stderr, once it has exited on the end of its input."""
@@ -283,6 +311,85 @@ def test_a_line_the_server_cannot_read_is_answered_and_the_next_one_works(
         stderr = server.close()
     assert "Traceback" not in stderr
     assert [p.name for p in (vault.root / "memory/demo").glob("*.md")] == ["tea.md"]
+
+
+def test_an_argument_of_the_wrong_kind_is_a_tool_error_and_text_stays_text(
+    aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
+) -> None:
+    """Over stdio, a real server: `limit: true` is no number, `description: 5` no text, each a tool
+    error whose text is the error document naming the argument, and nothing is written. A body
+    that looks like JSON is text as sent (the SDK's validation read "[1, 2]" as a list and refused
+    it, and "null" as no body); a list sent as its JSON text where only a list is taken is read."""
+    server = RawServer(aibuddy_exe, env)
+
+    def call(number: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = {"name": tool, "arguments": arguments}
+        reply = server.request({"method": "tools/call", "params": params}, number)
+        assert reply["id"] == number, reply
+        return reply["result"]
+
+    def refusal(result: dict[str, Any]) -> dict[str, Any]:
+        assert result["isError"] is True, result
+        return json.loads(result["content"][0]["text"])["error"]
+
+    try:
+        limit = refusal(call(2, "memory_recall", {"query": "tea", "limit": True}))
+        assert limit == {"code": "invalid_input", "message": "limit must be a whole number, not true/false"}
+        text = refusal(call(3, "memory_save", {"name": "tea", "type": "user", "description": 5}))
+        assert text == {"code": "invalid_input", "message": "description must be a string, not 5"}
+        assert not (vault.root / "memory/demo/tea.md").exists()
+        for number, body in [(4, "[1, 2]"), (5, "null")]:
+            save = {"name": f"json-{number}", "type": "user", "description": "JSON", "body": body}
+            assert call(number, "memory_save", save)["isError"] is False
+            shown = call(number + 10, "memory_show", {"name": f"json-{number}"})
+            assert json.loads(shown["content"][0]["text"])["body"] == body
+        assert call(6, "task_new", {"goal": "Plan the offsite"})["isError"] is False
+        only = {"task": "t1", "only": '["memory"]', "dry_run": True}
+        consolidated = call(7, "task_consolidate", only)
+        assert consolidated["isError"] is False, consolidated
+    finally:
+        stderr = server.close()
+    assert "Traceback" not in stderr
+
+
+def test_requests_under_way_when_the_input_ends_are_all_answered(
+    aibuddy_exe: list[str], vault: Vault, env: dict[str, str], fake_openai: FakeOpenAI, cli
+) -> None:
+    """A client that writes its requests and closes its input (a script piping into `aibuddy mcp`,
+    a client shutting down) gets an answer to each: also to a recall still waiting on its model
+    when the input ended, and to the saves queued behind it."""
+    import threading
+
+    ok(cli("memory", "save", "tea", "-t", "user", "-d", "Drinks green tea", "--json"))
+    held = threading.Event()
+    fake_openai.enqueue(content='{"selected": ["tea"]}', hold=held)
+    model_env = {
+        **env,
+        "AIBUDDY_MODEL_RECALL": "openai/recall-test",
+        "AIBUDDY_TIMEOUT": "60",
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_API_BASE": fake_openai.url,
+    }
+    server = RawServer(aibuddy_exe, model_env)
+    recall = {"name": "memory_recall", "arguments": {"query": "tea"}}
+    server.send_line(json.dumps({"jsonrpc": "2.0", "id": "recall", "method": "tools/call", "params": recall}))
+    saves = range(100, 140)
+    for number in saves:
+        save = {"name": f"note-{number}", "type": "project", "description": f"Note {number}"}
+        call = {"name": "memory_save", "arguments": save}
+        server.send_line(json.dumps({"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": call}))
+    assert server.process.stdin is not None
+    server.process.stdin.close()
+    try:  # the recall is under way (its model call waits) after the input ended
+        assert wait_for(lambda: fake_openai.requests or server.process.poll() is not None)
+    finally:
+        held.set()
+    replies = {reply["id"]: reply for reply in server.replies_until_exit()}
+    assert set(replies) == {"recall", *saves}
+    assert [reply for reply in replies.values() if "error" in reply or reply["result"]["isError"]] == []
+    recalled = json.loads(replies["recall"]["result"]["content"][0]["text"])
+    assert recalled["method"] == "model" and [r["name"] for r in recalled["records"]] == ["tea"]
+    assert len(list((vault.root / "memory/demo").glob("note-*.md"))) == len(saves)
 
 
 def test_a_tool_that_crashes_is_a_tool_error_without_a_traceback(
@@ -334,19 +441,25 @@ def test_tool_errors_speak_in_the_tools_terms(
     async def body(client: Any) -> list[str]:
         save = {"name": "tea", "type": "user", "description": "Tea"}
         answer(await client.call_tool("memory_save", save))
+        task = answer(await client.call_tool("task_new", {"goal": "Plan the offsite"}))["id"]
         return [
             error(await client.call_tool("memory_save", save)),
             error(await client.call_tool("memory_update", {"name": "tea"})),
             error(await client.call_tool("memory_recall", {"query": "tea", "limit": 0})),
+            error(await client.call_tool("task_status", {"task": task, "status": "closed"})),
         ]
 
-    exists, nothing, limit = [json.loads(text)["error"] for text in run_in_memory(env, body)]
+    exists, nothing, limit, closing = [json.loads(text)["error"] for text in run_in_memory(env, body)]
     assert exists == {
         "code": "conflict",
         "message": "memory record 'tea' already exists; use the memory_update tool",
     }
     assert nothing == {"code": "usage", "message": "nothing to update: give type, description or body"}
     assert limit == {"code": "invalid_input", "message": "limit must be at least 1"}
+    assert closing == {  # the tool that closes a task, not a command to run
+        "code": "usage",
+        "message": "a task is closed by the task_end tool, which also extracts memory",
+    }
     # The command line keeps its own words.
     updated = cli("memory", "update", "tea", "--json")
     shown = json.loads(updated.stdout)["error"]["message"]

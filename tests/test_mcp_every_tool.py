@@ -117,6 +117,8 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("task_status", {"task": "t1", "status": "closed"}, True),
     ("task_attach", {"task": "t1", "docs": ["body"]}, False),
     ("task_attach", {"task": "t1", "docs": ["missing-doc"]}, True),
+    ("knowledge_ask", {"question": "How do I declare a request body?", "task": "t1"}, False),
+    ("knowledge_ask", {"question": "How do I declare a request body?", "task": "t99"}, True),
     ("task_detach", {"task": "t1", "docs": ["body"]}, False),
     ("task_detach", {"task": "t99", "docs": ["body"]}, True),
     ("task_add_message", {"task": "t1", "text": "Book the venue", "role": "user"}, False),
@@ -132,17 +134,28 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("memory_delete", {"name": "tea"}, False),
     ("memory_delete", {"name": "tea"}, True),
 ]
-# No argument, nothing to refuse; knowledge_ask is offered only with a task (test_mcp.py calls it).
+# No argument, nothing to refuse.
 NO_REFUSAL = {"memory_list", "table_list", "task_list"}
-ELSEWHERE = {"knowledge_ask"}
 
 
 def test_every_tool_has_a_case() -> None:
-    tools = {op.tools["mcp"] for op in offered("mcp")} - ELSEWHERE
+    tools = {op.tools["mcp"] for op in offered("mcp")}
     happy = {tool for tool, _, refused in CASES if not refused}
     refusals = {tool for tool, _, refused in CASES if refused}
     assert tools - happy == set()
     assert tools - refusals == NO_REFUSAL
+
+
+def is_error_document(text: str) -> bool:
+    """Whether text is the CLI's error document, `{"error": {"code": …, "message": …}}`."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and set(document) == {"error"} and set(document["error"]) == {
+        "code",
+        "message",
+    }
 
 
 def script_models(fake: FakeOpenAI) -> None:
@@ -189,7 +202,7 @@ def test_every_tool_answers_its_happy_path_and_refuses_with_a_readable_error(
                     failures.append(
                         f"{tool} {arguments}: {'refused' if result.is_error else 'answered'}: {text}"
                     )
-                elif refused and not ('"error"' in text or "validation error" in text):
+                elif refused and not is_error_document(text):
                     failures.append(f"{tool} {arguments}: a refusal a model cannot read: {text}")
                 elif not refused and result.structured_content != json.loads(text):
                     failures.append(f"{tool} {arguments}: structured content differs from the text")
@@ -199,3 +212,58 @@ def test_every_tool_answers_its_happy_path_and_refuses_with_a_readable_error(
     assert failures == []
     schema = json.loads((vault.root / "tables/personal/demo/people.schema.json").read_text())
     assert "years" in json.dumps(schema)  # the refactor the model asked for was applied
+
+
+def wrong_kind(schema: dict[str, Any]) -> Any:
+    """A value the schema does not take: a bool where a string, a number, a list or an object is
+    due (pydantic took true as the number 1), a string where a bool is."""
+    kinds = {option.get("type") for option in schema.get("anyOf", [schema])}
+    return "yes" if "boolean" in kinds else True
+
+
+def test_an_argument_of_the_wrong_kind_is_the_tool_error_document_for_every_tool(
+    vault: Vault, env: dict[str, str]
+) -> None:
+    """Every argument of every tool, as the client sees it listed, sent of the wrong kind, and
+    every required one left out, and one the tool does not have: each is refused before the tool
+    runs, as the error document naming the argument, and nothing is written."""
+    from mcp import Client
+
+    from aibuddy_cli.mcp_server import Server, mcp_app
+
+    happy = {}
+    for tool, arguments, refused in CASES:
+        if not refused:
+            happy.setdefault(tool, arguments)
+    before = sorted(str(path) for path in vault.root.rglob("*") if ".aibuddy" not in path.parts)
+    failures: list[str] = []
+
+    async def main() -> int:
+        calls = 0
+        async with Client(mcp_app(Server(None, None, None, os.environ, Path.cwd()))) as client:
+            for listed in (await client.list_tools()).tools:
+                schema, base = listed.input_schema, happy.get(listed.name, {})
+                unknown = ({**base, "user": "bob"}, "unknown argument 'user'")
+                sent: list[tuple[dict[str, Any], str]] = [unknown]
+                for name, declared in schema.get("properties", {}).items():
+                    sent.append(({**base, name: wrong_kind(declared)}, f"{name} must be "))
+                for name in schema.get("required", []):
+                    left_out = {key: value for key, value in base.items() if key != name}
+                    sent.append((left_out, f"{name} must be "))
+                for arguments, expected in sent:
+                    calls += 1
+                    result = await client.call_tool(listed.name, arguments)
+                    text = result.content[0].text if result.content else ""
+                    document = json.loads(text) if is_error_document(text) else None
+                    if not result.is_error or document is None:
+                        failures.append(f"{listed.name} {arguments}: not the error document: {text}")
+                    elif document["error"]["code"] != "invalid_input" or not document["error"][
+                        "message"
+                    ].startswith(expected):
+                        failures.append(f"{listed.name} {arguments}: {document['error']}")
+        return calls
+
+    with environment(env):
+        calls = asyncio.run(main())
+    assert failures == [] and calls > 100
+    assert sorted(str(path) for path in vault.root.rglob("*") if ".aibuddy" not in path.parts) == before

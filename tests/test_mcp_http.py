@@ -9,10 +9,11 @@ import asyncio
 import json
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_in_process, wait_for
+from conftest import FIXTURE_DOCS, run_in_process, wait_for
 
 from aibuddy_cli.operations.registry import operations
 from aibuddy_cli.vault import Vault
@@ -86,12 +87,13 @@ async def client_session(
             return await body(client)
 
 
-def post(url: str, body: dict[str, Any], **headers: str) -> tuple[int, str]:
-    """One raw JSON-RPC POST: its status and text (what a client that is not the SDK sees)."""
+def post(url: str, body: Any, **headers: str) -> tuple[int, str]:
+    """One raw JSON-RPC POST: its status and text (what a client that is not the SDK sees). body
+    is sent as Python's JSON writes it (a lone surrogate as its \\u escape)."""
     import httpx2
 
     sent = {"content-type": "application/json", "accept": "application/json, text/event-stream", **headers}
-    response = httpx2.post(url, json=body, headers=sent, timeout=60)
+    response = httpx2.post(url, content=json.dumps(body).encode("ascii"), headers=sent, timeout=60)
     return response.status_code, response.text
 
 
@@ -121,7 +123,7 @@ def test_both_protocol_eras_reach_every_tool_as_the_tokens_user(
         return {"tools": tools, "saved": saved, "recalled": recalled}
 
     found = with_client(server.url, users["alice"], body, mode)
-    offered = {op.tools["mcp"] for op in operations() if op.model and "mcp" in op.tools} - {"knowledge_ask"}
+    offered = {op.tools["mcp"] for op in operations() if op.model and "mcp" in op.tools}
     assert found["tools"] == offered
     assert found["saved"]["path"] == f"memory/alice/tea-{mode}.md"
     assert [r["name"] for r in found["recalled"]["records"]] == [f"tea-{mode}"]
@@ -151,6 +153,61 @@ def test_a_token_for_bob_never_reads_alices_memory(server: HttpServer, users: di
     assert "salary" not in seen["manifest"].contents[0].text
 
 
+def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
+    server: HttpServer, users: dict[str, str], env: dict[str, str], tmp_path: Path
+) -> None:
+    """Over HTTP knowledge_ask takes the task in the call. alice gets an answer from the documents
+    attached to her task (a system one and her personal one); bob naming her task gets what a task
+    that exists nowhere gets, not found in the same words, and never her documents, not even
+    through his own task of the same id."""
+    note = tmp_path / "salary.md"
+    note.write_text("# Salary\n\nAlice's salary review: the secret figure is 123,456.\n")
+    alice_env = {**env, "AIBUDDY_USER": "alice"}
+    for args, as_user in [
+        (("kb", "import", str(FIXTURE_DOCS / "body.md"), "--scope", "system"), env),
+        (("kb", "publish", "body"), env),
+        (("kb", "import", str(note)), alice_env),
+        (("kb", "publish", "salary"), alice_env),
+    ]:
+        done = run_in_process(*args, env=as_user)
+        assert done.returncode == 0, done.stderr
+    question = "What is the secret salary figure?"
+
+    async def alice(client: Any) -> tuple[str, Any, dict[str, Any]]:
+        task = answer(await client.call_tool("task_new", {"goal": "Review salaries"}))["id"]
+        attach = {"task": task, "docs": ["body", "personal/alice/salary"]}
+        answer(await client.call_tool("task_attach", attach))
+        (tool,) = [tool for tool in (await client.list_tools()).tools if tool.name == "knowledge_ask"]
+        asked = answer(await client.call_tool("knowledge_ask", {"question": question, "task": task}))
+        return task, tool, asked
+
+    task, tool, asked = with_client(server.url, users["alice"], alice)
+    assert tool.input_schema["required"] == ["question", "task"]
+    assert "the task the call names; the task is one of the user's own" in tool.description
+    assert tool.title == "Answer a question from the reviewed documents attached to the task the call names"
+    assert "personal/alice/salary" in [c["doc"] for c in asked["citations"]] and "123,456" in asked["answer"]
+
+    async def bob(client: Any) -> dict[str, Any]:
+        found = {
+            "theirs": await client.call_tool("knowledge_ask", {"question": question, "task": task}),
+            "nowhere": await client.call_tool("knowledge_ask", {"question": question, "task": "t9"}),
+            "own": answer(await client.call_tool("task_new", {"goal": "Bob's own review"}))["id"],
+        }
+        mine = {"question": question, "task": found["own"]}
+        found["mine"] = answer(await client.call_tool("knowledge_ask", mine))
+        attach = {"task": found["own"], "docs": ["personal/alice/salary"]}
+        found["attach"] = await client.call_tool("task_attach", attach)
+        return found
+
+    seen = with_client(server.url, users["bob"], bob)
+    theirs, nowhere = (json.loads(seen[key].content[0].text)["error"] for key in ("theirs", "nowhere"))
+    assert theirs == {"code": "not_found", "message": f"no task {task!r} for user bob"}
+    assert nowhere == {"code": "not_found", "message": "no task 't9' for user bob"}
+    assert seen["own"] == task and seen["mine"]["citations"] == []  # his own t1: nothing attached
+    assert json.loads(seen["attach"].content[0].text)["error"]["code"] == "not_found"
+    assert "123,456" not in json.dumps(seen, default=str)
+
+
 def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
     server: HttpServer, users: dict[str, str], vault: Vault, env: dict[str, str]
 ) -> None:
@@ -167,6 +224,62 @@ def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
     )
     assert status == 200 and '"isError":true' not in text.replace(" ", "")
     assert (vault.root / "memory/bob/intruder.md").is_file()
+
+
+@pytest.mark.parametrize("era", [None, "2025-06-18", "2026-07-28"])
+def test_every_request_is_answered_as_json_rpc_says(
+    server: HttpServer, users: dict[str, str], vault: Vault, era: str | None
+) -> None:
+    """A request whose id is no string or integer is an invalid request answered with id null (the
+    SDK took `"id": {}` for a notification: an empty 202); a body that is no request is one too,
+    in words, not pydantic's; wrong-kinded or unreadable tool arguments are the tool error
+    document, as on stdio. Without a token it is still 401, and nothing is written."""
+    headers = {"authorization": f"Bearer {users['alice']}"}
+    if era is not None:
+        headers["mcp-protocol-version"] = era
+    if era == "2026-07-28":  # a request of this revision carries its own envelope
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": era,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        headers |= {"mcp-method": "tools/call", "mcp-name": "memory_save"}
+    else:
+        meta = {}
+
+    def call(request_id: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = {"name": name, "arguments": arguments, **({"_meta": meta} if meta else {})}
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+    intruder = {"name": "intruder", "type": "user", "description": "x"}
+    for request_id in ({}, None, True, 1.5, [1]):
+        status, text = post(server.url, call(request_id, "memory_save", intruder), **headers)
+        assert status == 400, (request_id, status, text)
+        assert json.loads(text) == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": "Invalid Request: a request's id is a string or an integer"},
+        }
+    assert post(server.url, call({}, "memory_save", intruder))[0] == 401
+    status, text = post(server.url, {"jsonrpc": "2.0", "id": 3}, **headers)
+    assert status == 400 and json.loads(text)["error"]["code"] == -32600 and "pydantic" not in text
+    status, text = post(server.url, [call(4, "memory_save", intruder)], **headers)
+    assert status == 400 and json.loads(text)["id"] is None and json.loads(text)["error"]["code"] == -32600
+    assert not list(vault.root.glob("memory/*/intruder.md"))
+
+    def tool_error(arguments: dict[str, Any], name: str = "memory_recall") -> dict[str, Any]:
+        status, text = post(server.url, call(5, name, arguments), **headers)
+        assert status == 200, text
+        result = json.loads(text)["result"]
+        assert json.loads(text)["id"] == 5 and result["isError"] is True, text
+        return json.loads(result["content"][0]["text"])["error"]
+
+    if era == "2026-07-28":
+        headers["mcp-name"] = "memory_recall"
+    limit = tool_error({"query": "tea", "limit": True})
+    assert limit == {"code": "invalid_input", "message": "limit must be a whole number, not true/false"}
+    assert tool_error({"query": 5}) == {"code": "invalid_input", "message": "query must be a string, not 5"}
+    assert "argument 'query' is not valid Unicode text" in tool_error({"query": "\ud800"})["message"]
 
 
 def test_host_and_origin_are_checked_against_the_allow_list(

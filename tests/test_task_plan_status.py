@@ -57,7 +57,7 @@ def test_the_status_says_where_the_work_stands_and_only_task_end_closes(cli, vau
     closing = cli("task", "status", task, "closed")
     assert closing.exit_code == 2
     assert closing.stderr.strip().endswith(
-        "a task is closed by `aibuddy task end t1`, which also extracts memory"
+        "a task is closed by 'aibuddy task end t1', which also extracts memory"
     )
     refused = cli("task", "status", task, "finished", "--json")
     assert refused.exit_code == 6

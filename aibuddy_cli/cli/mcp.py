@@ -24,7 +24,9 @@ app = typer.Typer(
 @app.callback()
 def mcp(
     ctx: typer.Context,
-    task: str | None = typer.Option(None, "--task", help="Offer knowledge_ask over this task's documents."),
+    task: str | None = typer.Option(
+        None, "--task", help="The task knowledge_ask answers from when a call names none."
+    ),
     http: str | None = typer.Option(
         None,
         "--http",

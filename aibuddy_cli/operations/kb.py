@@ -1,6 +1,7 @@
 """The knowledge operations: import, review and publish documents; map, outline, search and read
 them; ask the knowledge subagent (see registry.py for the form). The `knowledge` tools are the
-subagent's own (`kb ask`): the task is the loop's, never an argument a model gives."""
+subagent's own (`kb ask`): the task is the loop's, never an argument a model gives. The subagent
+itself is the MCP tool `knowledge_ask`, whose call names the task (one of its user's own)."""
 
 from __future__ import annotations
 
@@ -242,13 +243,25 @@ def read(
     effect=Effect.READ,
     idempotent=True,
     tools={"mcp": "knowledge_ask"},
-    tool_help="Answer a question from the task's attached, reviewed documents, with section "
-    "citations (doc#anchor) and the gaps the documents leave.",
+    tool_help="Answer a question from the reviewed documents attached to the task the call names; "
+    "the task is one of the user's own (another user's is not found, as an unknown one). The answer "
+    "has section citations (doc#anchor) and the gaps the documents leave.",
 )
 def ask(
     knowledge: KnowledgeService,
     question: Annotated[str, Arg("What you want to know from the task's documents.")],
-    task: Annotated[str, Opt("--task", help="Answer from the documents attached to this task.", model=False)],
+    task: Annotated[
+        str,
+        Opt(
+            "--task",
+            help="Answer from the documents attached to this task.",
+            tool_schema={
+                "type": "string",
+                "description": "The task whose attached documents answer, by its id, as task_new and "
+                "task_list give it.",
+            },
+        ),
+    ],
 ) -> Answer:
     """Knowledge subagent: an answer with checked citations and gaps (excerpts without a model)."""
     from ..knowledge.ask import KnowledgeAgent

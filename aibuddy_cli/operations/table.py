@@ -812,7 +812,7 @@ def ask(
     "table",
     "update",
     uses="tables",
-    effect=Effect.WRITE,
+    effect=Effect.DESTRUCTIVE,  # its model has the table_write tools: delete rows, columns, tables
     tools={"mcp": "table_update"},
     tool_help="Bring the user's knowledge tables to the end state the request describes (not steps); "
     "document: material (Markdown, text, CSV or JSON) to turn into rows; dry_run lists the operations "
@@ -870,7 +870,7 @@ def update(
     "table",
     "refactor",
     uses="tables",
-    effect=Effect.WRITE,
+    effect=Effect.DESTRUCTIVE,  # as table update's: the same table_write tools
     tools={"mcp": "table_refactor"},
     tool_help="Restructure tables and columns (a model with table tools; journaled). not_applied lists "
     "the changes the model called that were refused and not applied, whatever its summary says.",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from ..clock import utc_now
-from ..errors import Conflict, InvalidInput, NotFound, UsageError
+from ..errors import Conflict, InvalidInput, NotFound, Operation, UsageError
 from ..storage import Store
 from ..vault import Vault, validate_record_name, validate_user_name
 
@@ -177,7 +177,8 @@ def _plan(plan: str | None) -> str | None:
 
 def _work_status(status: str, task_id: str) -> None:
     if status == "closed":
-        raise UsageError(f"a task is closed by `aibuddy task end {task_id}`, which also extracts memory")
+        closing = Operation("task end", task_id)
+        raise UsageError("a task is closed by ", closing, ", which also extracts memory")
     if status not in WORK_STATUSES:
         raise InvalidInput(f"invalid status {status!r}: use {', '.join(WORK_STATUSES)}")
 
