@@ -72,7 +72,11 @@ def find(text: str) -> list[Finding]:
     if not text:
         return []
     catalog = redaction_catalog.find(text) if _may_hold_key(text) else []
-    spans: list[Finding] = [Finding(f.kind, f.start, f.end, f.hint) for f in catalog or ()]
+    spans = [
+        Finding(f.kind, f.start, f.end, f.hint)
+        for f in catalog or ()
+        if not redaction_rules.placeholder(f.value, True)  # `user:password@localhost` in a manual
+    ]
     for found in redaction_rules.find(text, with_fallback=catalog is None):
         spans.append(Finding(*found))
     if not spans:

@@ -44,6 +44,7 @@ class CatalogFinding(NamedTuple):
     start: int  # character offsets in the text scanned
     end: int
     hint: str  # the rule's name, `huggingface-access-token`: never a character of the value
+    value: str  # what the rule captured (`password` in a URL from a manual is a stand-in)
 
 
 _lock = threading.Lock()
@@ -108,6 +109,20 @@ def _as_code(data: bytes) -> bytes:
     return _SENTENCE_END.sub(b" ", data.translate(_NON_ASCII_AS_SPACE))
 
 
+# A secret shorter than this is a rule's capture of a piece of what it matched (Betterleaks'
+# Teams webhook captures one group of a UUID): the whole word around it is redacted instead.
+_SHORTEST = 8
+_WORD_END = frozenset(b" \t\r\n\"'`<>()[]{},;")
+
+
+def _enclosing_word(data: bytes, start: int, end: int) -> tuple[int, int]:
+    while start > 0 and data[start - 1] not in _WORD_END and data[start - 1] < 0x80:
+        start -= 1
+    while end < len(data) and data[end] not in _WORD_END and data[end] < 0x80:
+        end += 1
+    return start, end
+
+
 def find(text: str) -> list[CatalogFinding] | None:
     """The provider credentials in text, by character offsets (they may overlap: `redaction.find`
     joins them), or None where the catalogue cannot be had."""
@@ -125,7 +140,10 @@ def find(text: str) -> list[CatalogFinding] | None:
         start, end = location["start_offset"], location["end_offset"]
         if not 0 <= start < end <= len(data):
             continue
-        found.append((finding.rule_id, start, end))
+        captured = finding.secret
+        if end - start < _SHORTEST:  # a rule that captured a piece of its match (a URL's segment)
+            start, end = _enclosing_word(data, start, end)
+        found.append((finding.rule_id, start, end, captured))
     if not found:
         return []
     ascii_only = len(data) == len(text)
@@ -139,6 +157,6 @@ def find(text: str) -> list[CatalogFinding] | None:
             return len(data[:at].decode("utf-8", "ignore"))
 
     return [
-        CatalogFinding(kind_of(rule_id), char_offset(start), char_offset(end), rule_name(rule_id))
-        for rule_id, start, end in found
+        CatalogFinding(kind_of(rule_id), char_offset(start), char_offset(end), rule_name(rule_id), captured)
+        for rule_id, start, end, captured in found
     ]

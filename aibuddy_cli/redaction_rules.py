@@ -5,22 +5,30 @@ and a key of a provider no rule knows is recognised only by what stands before i
 read that context, in English and Chinese:
 
 - a value after a credential's name: "password is X", "the password for the staging db is X",
-  "password is: X", "pw: X", "use X as the password", `DB_PASS=X`, `"pass": "X"`,
-  `client_secret: X`, `--password X`, `<password>X</password>`, 密码是X, 密码是：X, 密码为 X,
-  口令、密钥、令牌；a login given as a pair ("login is alice / X", 账号 alice 密码 X);
+  "password is: X", "Password → X", "set the root password to X", "pw: X", "use X as the
+  password", `DB_PASS=X`, `"pass": "X"`, `AppSecret: X`, `--password X`, `<password>X</password>`,
+  `sig=X` in a URL's query; 密码是X, 密码是：X, 密码改成了 X, 用 X 这个密码, 口令、密钥、令牌、授权码;
+- a login given as a pair: "login is alice / X", "creds: admin/X", "log in as admin with X",
+  账号 alice 密码 X, 账号密码都是 admin / X; a `.pgpass` line;
+- the password options of the common command-line tools (`mysql -pX`, `docker login -p X`,
+  `sshpass -p X`, `redis-cli -a X`, `keytool -storepass X`, `openssl … -passout pass:X`,
+  `unzip -P X`, `curl -u user:X`, `htpasswd -b FILE USER X`, `net user NAME X`, `vault login X`);
 - HTTP authorization: `Authorization: Basic|Bearer|Token … X`, `X-Api-Key: X`, "bearer X";
-- a password in a URL of any scheme (`redis://:X@host`, `https://user:X@host`), `curl -u user:X`,
-  `mysql -pX`;
+- a password in a URL of any scheme (`redis://:X@host`, `https://user:X@host`);
 - PEM private keys, also cut off before their END line, and JWTs;
-- a key-shaped token: a vendor's short prefix and a long generated body (`sk-…`, `whsec_…`), the
-  shape most providers give their keys, whether a rule knows the provider or not (an identifier
-  made of words, a UUID or a payment's object id, `pi_` and 24 characters, is not one);
+- a key-shaped token: a vendor's short prefix and a long generated body (`sk-…`, `whsec_…`,
+  `hvs.…`), the shape most providers give their keys, whether a rule knows the provider or not (an
+  identifier made of words, a UUID, a payment's object id, `pi_` and 24 characters, a publishable
+  `pk_…` key or a hash's `sha512-…` are not one); an AWS key id (`AKIA…`), and a secret access key
+  beside one;
 - where the catalogue cannot be had, the common providers' prefixes (`FALLBACK_PREFIXES`).
 
 Prose stays prose: "I forgot my password", "the token budget", "password: must contain a digit",
-`password=${DB_PASSWORD}`, `api_key: <your key here>` change nothing, since a value must look like
-one (`looks_like_value`). A value runs to the next space or quote; a closing bracket, a CJK mark
-or a query string's `&name=` ends it, and a sentence's last full stop is not part of it.
+`password=${DB_PASSWORD}`, `api_key: <your key here>`, `token = request.headers.get(…)`,
+`ghp_XXXX…`, `postgres://user:password@localhost` change nothing, since a value must look like one
+(`looks_like_value`). A value runs to the next space or quote; a closing bracket at its end that
+it did not open, a CJK mark or a query string's `&name=` ends it, and a sentence's last full stop
+is not part of it.
 """
 
 from __future__ import annotations
@@ -49,30 +57,41 @@ class RuleFinding(NamedTuple):
     hint: str | None
 
 
-# The words that name a credential, by kind. A name is an identifier or phrase whose last part is
-# one of these (`DB_PASS`, `stripe-webhook-secret`, `GITHUB_TOKEN`, `api key`, `ClientSecret`).
+# --- names -----------------------------------------------------------------------------------
+
+# The words that name a credential, by kind. A name is the end of an identifier or phrase
+# (`DB_PASS`, `stripe-webhook-secret`, `GITHUB_TOKEN`, `api key`, `AppSecret`).
 _NAMES = {
     # PGPASSWORD, MYSQLPWD: an environment variable's prefix may run into the word.
     PASSWORD: r"(?:[a-z]{2,12}(?=password|passwd|pwd))?"
     r"(?:password|passwd|passphrase|pass[ _-]?code|pass|pwd|pword|pw)",
     SECRET: r"secret(?:[ _-]?access)?(?:[ _-]?key)?|client[ _-]?secret|signing[ _-]?secret",
-    API_KEY: r"api[ _-]?key|apikey|access[ _-]?key(?:[ _-]?id)?|key|(?:private|signing|encryption|master|"
-    r"license|app|client|account|storage|service|consumer|auth|secret|admin|write|read|deploy|"
-    r"webhook|sas|shared)[ _-]?key",
+    API_KEY: r"api[ _-]?key|apikey|access[ _-]?key(?:[ _-]?id)?|secret[ _-]?id|key|(?:private|signing|"
+    r"encryption|master|license|app|client|account|storage|service|consumer|secret|admin|write|"
+    r"read|deploy|webhook|sas|shared)[ _-]?key",
     TOKEN: r"(?:auth|access|refresh|api|bearer|session|id|bot|app|personal[ _-]?access|deploy|"
-    r"webhook|oauth|csrf|xsrf|security|service|admin|user)?[ _-]?token",
+    r"webhook|oauth|csrf|xsrf|security|service|admin|user)?[ _-]?token|auth",
 }
-# Qualifiers before a name that make it something else: `max_tokens` is a number, `sort_key` a
-# column, `public_key` public, `token_count` not the token (the name must end the identifier).
+# A part of an identifier or phrase that makes the name something else: `max_tokens` is a number,
+# `sort_key` a column, `public_key`, `STRIPE_PUBLISHABLE_KEY` and `NEXT_PUBLIC_…` are public,
+# `next_token` pages through a listing.
 _NOT_SECRET_QUALIFIERS = frozenset(
-    """public primary foreign sort partition cache hash row idempotency unique composite lookup
-    object map dict registry routing range cluster shard group max min num total count next
+    """primary foreign sort partition cache hash row idempotency unique composite
+    lookup object map dict registry routing range cluster shard group max min num total count next
     prev previous page continuation cancellation""".split()
 )
-_CJK_NAMES = {PASSWORD: r"密码|口令|密碼", SECRET: r"密钥|秘钥|私钥|密鑰|秘鑰", TOKEN: r"令牌"}
-# Names too short or too common to be one in a sentence ("boarding pass: 14B22X"): they count in
-# a setting (`DB_PASS=`, `"pass":`, `pass=`, `pw: …` at the start of a line) only.
-_SHORT_NAMES = frozenset(("pass", "pw", "pword"))
+_PUBLIC = frozenset(("public", "publishable"))
+_CJK_NAMES = {
+    PASSWORD: r"密码|口令|密碼|授权码|授權碼",
+    SECRET: r"密钥|秘钥|私钥|密鑰|秘鑰",
+    TOKEN: r"令牌",
+}
+# Names too short or too common to be one in a sentence ("boarding pass: 14B22X", "the auth
+# flow"): in a sentence they need a strong value; in a setting (`DB_PASS=`, `"pass":`, `pw: …`
+# at the start of a line) any value.
+_SHORT_NAMES = frozenset(("pass", "pw", "pword", "auth"))
+
+# --- values ----------------------------------------------------------------------------------
 
 # The value: quoted, or a run of characters up to a space, a quote or a CJK mark.
 _QUOTED = (
@@ -96,16 +115,31 @@ _PROSE = frozenset(
     least minimum maximum length characters manager managers policy policies rules rule field
     fields prompt dialog screen page form link links email emails reset protected-mode request
     requests expiry expires expired rotation rotated strength hint hints hash hashes hashed
-    stored changed updated format formats string strings value values variable variables""".split()
+    stored changed updated format formats string strings value values variable variables
+    flow flows header headers method methods provider providers server servers""".split()
 )
-# A value that stands for one (a template's, a document's), never one itself: it starts as a tag,
-# a template or a format does (`<your key>`, `{{ token }}`, `%(password)s`), or is a variable
-# (`${DB_PASSWORD}`, `$DB_PASSWORD`, `$1`), a mask (`****`, `xxxx`, `…`) or a stand-in (`your_token`).
+# A value that stands for one (a template's, a document's), never one itself: it starts as a
+# template, a format or a shell's substitution does (`{{ token }}`, `${X:?}`, `%(password)s`,
+# `$(vault read …)`), is a tag (`<your key>`), a
+# variable (`$DB_PASSWORD`, `$1`), a mask (`****`, `xxxx`, `…`), a stand-in (`YOUR_API_KEY_HERE`,
+# AWS's `…EXAMPLE…`) or the name of what it stands for (`user:password@`, `PASS`).
 _PLACEHOLDER = re.compile(
-    r"^(?:[<{]|%\()"
-    r"|^(?:\$\{[^}]*\}|\$(?:[A-Z_]+|[a-z_]+)|\$\d+|\[[^\[\]]*\]|\*+|•+|x{3,}|X{3,}|\.{3,}|…+"
-    r"|(?:your|my|the)[_-]\w+|REDACTED|redacted)$"
+    r"^(?:\{|%\(|\$\{|\$\(|<[^<>]*>$|<[A-Za-z _-]+$)"
+    r"|^(?:\$(?:[A-Z_]+|[a-z_]+)|\$\d+|\[[^\[\]]*\]|\*+|•+|x{3,}|X{3,}|\.{3,}|…+)$"
+    r"|EXAMPLE|(?i:^(?:your|my|the|insert|enter|put)[_ -]|_here$|placeholder|redacted|changeme|"
+    r"^(?:password|passwd|pass|pwd|secret|token|api[_-]?key|key|user|username|none|null)$)"
 )
+# The part after a vendor's prefix that is a mask rather than a key: `ghp_XXXX…`, `sk-****abcd`.
+_MASKED = re.compile(r"^[A-Za-z0-9]{1,12}(?:[_.-][A-Za-z0-9]{1,10}){0,2}[_.-]([xX*•.#0]{4,})")
+# Code that reads a value from somewhere, never the value: `process.env.API_KEY`,
+# `getpass.getpass(…)`, `os.environ["X"]`, `config.get(…)` (names, not generated strings: a
+# part of 25 characters or with three digits is a key's, `dp.st.prd.iaR3HIJfn2…`).
+_IDENTIFIER = r"[A-Za-z_](?:[A-Za-z_]|[0-9](?![0-9]*[A-Za-z_]*[0-9][A-Za-z_]*[0-9])){0,23}"
+_EXPRESSION = re.compile(rf"^{_IDENTIFIER}(?:(?:\.{_IDENTIFIER})+$|(?:\.{_IDENTIFIER})*\s*[(\[])")
+# A key its vendor publishes by design (Stripe's and Mapbox's `pk_…`/`pk.…`), or the value of a
+# setting whose name says it is public (`NEXT_PUBLIC_POSTHOG_KEY=`, `STRIPE_PUBLISHABLE_KEY=`).
+_PUBLISHED = re.compile(r"^pk[_.]")
+_PUBLIC_SETTING = re.compile(r"(?i)[\w.-]*(?:public|publishable)[\w.-]*[\"']?[ \t]*(?:=|:)[ \t]*[\"'`]?$")
 
 
 def entropy(value: str) -> float:
@@ -117,23 +151,50 @@ def entropy(value: str) -> float:
 _WORDISH = re.compile(r"[a-z]{4,}|[A-Z]{4,}|[A-Z][a-z]{3,}")
 
 
-def random_looking(value: str) -> bool:
-    """Whether value looks generated (a key) rather than written (an identifier, a word): 16
-    characters or more, a digit or both cases, and most of its letters outside word-like runs
-    (`pE9XkfTiyVZq5oXK`, a hex digest, a UUID; not `user_profile_settings_v2`)."""
-    if len(value) < 16:
+def _class(char: str) -> int:
+    return 0 if char.isdigit() else 1 if char.islower() else 2 if char.isupper() else 3
+
+
+def random_looking(value: str, *, least: int = 16) -> bool:
+    """Whether value looks generated (a key) rather than written (an identifier, a word): `least`
+    characters or more, a digit or both cases, and either most of its letters outside word-like
+    runs or a turn between digit and letter or from lower to upper case at every fourth character
+    (`pE9XkfTiyVZq5oXK`, `WXLJS9j6Kr1Z…`, a hex digest, a UUID; not `user_profile_settings_v2`)."""
+    if len(value) < least:
         return False
     letters = sum(c.isalpha() for c in value)
     mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
     if not (mixed or any(c.isdigit() for c in value)):
         return False
     wordish = sum(len(run) for run in _WORDISH.findall(value))
-    return letters == 0 or wordish / letters < 0.5
+    if letters == 0 or wordish / letters < 0.5:
+        return True
+    # Turns a writer makes too (a capital starting a word: upper to lower) do not count.
+    classes = [_class(c) for c in value]
+    pairs = zip(classes, classes[1:], strict=False)
+    turns = sum(1 for a, b in pairs if a != b and 3 not in (a, b) and (a, b) != (2, 1))
+    return turns / len(value) >= 0.25
 
 
-def looks_like_value(value: str, kind: str, separator: str, quoted: bool, *, bare_name: bool = False) -> bool:
-    """Whether the word after a credential's name is a value, not the rest of a sentence."""
-    if not value or value.startswith(MARK) or _PLACEHOLDER.match(value):
+def placeholder(value: str, quoted: bool) -> bool:
+    """Whether value stands for a credential instead of being one (or is one published on purpose)."""
+    if _PLACEHOLDER.search(value) or _MASKED.match(value) or _PUBLISHED.match(value):
+        return True
+    return not quoted and _EXPRESSION.match(value) is not None
+
+
+def strong(value: str) -> bool:
+    """A value that can only be a password or a key, whatever words surround it: 8 characters or
+    more with letters and digits."""
+    return len(value) >= 8 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def looks_like_value(
+    value: str, kind: str, separator: str, quoted: bool, *, bare_name: bool = False
+) -> bool:
+    """Whether the word after a credential's name is a value, not the rest of a sentence.
+    separator is what stood between them: ":" (and `=`, `->` …), "is" (a verb), or " " (nothing)."""
+    if not value or value.startswith(MARK) or placeholder(value, quoted):
         return False
     if value.lower().rstrip("?!.") in _PROSE or len(set(value)) == 1:
         return False
@@ -146,7 +207,7 @@ def looks_like_value(value: str, kind: str, separator: str, quoted: bool, *, bar
             return False
         if separator == " " and not quoted:
             return len(value) >= 6 and has_digit and has_alpha
-        if separator in ("is", "was", "as") and not quoted:
+        if separator == "is" and not quoted:
             return len(value) >= 6 and (has_digit or has_symbol or mixed)
         return True
     if bare_name or separator == " ":  # "key: …", "secret key …": only a value that looks generated
@@ -176,31 +237,7 @@ def _trim(value: str) -> str:
         value = value[:-1]
 
 
-def _name_alternatives() -> str:
-    return "|".join(f"(?P<k_{kind.replace(' ', '_')}>{body})" for kind, body in _NAMES.items())
-
-
-class _Compiled(NamedTuple):
-    assignment: re.Pattern[str]
-    phrase: re.Pattern[str]
-    use_as: re.Pattern[str]
-    pair: re.Pattern[str]
-    flag: re.Pattern[str]
-    xml: re.Pattern[str]
-    cjk: re.Pattern[str]
-    cjk_pair: re.Pattern[str]
-    header: re.Pattern[str]
-    bearer: re.Pattern[str]
-    url: re.Pattern[str]
-    curl_user: re.Pattern[str]
-    mysql: re.Pattern[str]
-    pem: re.Pattern[str]
-    jwt: re.Pattern[str]
-    key_shaped: re.Pattern[str]
-    aws_key_id: re.Pattern[str]
-    fallback: list[tuple[str, str, re.Pattern[str]]]
-    quick: re.Pattern[str]
-
+# --- patterns --------------------------------------------------------------------------------
 
 # Where the catalogue cannot be had: the common providers' prefixes (longer ones first).
 FALLBACK_PREFIXES = (
@@ -220,52 +257,125 @@ FALLBACK_PREFIXES = (
     (TOKEN, "hooks.slack.com/", r"(?<=hooks\.slack\.com/services/)[A-Za-z0-9/]{20,}"),
 )
 
-_EDGE = r"(?<![A-Za-z0-9])"
+# A name starts after a letter or digit no more, or where camelCase turns (`AppSecret`).
+_EDGE = r"(?:(?<![A-Za-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))"
+# What stands between a name and its value.
 _SEP = (
-    r"(?P<sep>[ \t]*(?::=|=>|->|[:=：])[ \t]*"  # password: X, DB_PASS=X, key => X
-    r"|[ \t]+(?:is|was|are|=)(?:[ \t]*[:：][ \t]*|[ \t]+)"  # password is X, password is: X
+    r"(?P<sep>[ \t]*(?::=|=>|->|→|—|–|[:=：])[ \t]*(?:\n[ \t]*(?=\S+[ \t]*(?:\n|$)))?"  # password: X
+    r"|[ \t]+(?:is|was|are|=)(?:[ \t]+(?:actually|now|still|just|simply|currently))?"
+    r"(?:[ \t]*[:：][ \t]*|[ \t]+)"  # password is X, password is: X, the password is actually X
+    r"|'s[ \t]+|[ \t]+(?:to|into)[ \t]+"  # my password's X; set the root password to X
     r"|[ \t]*(?:是|为|為)[ \t]*[:：]?[ \t]*"  # password是X
     r"|[ \t]+)"  # the root password Winter2024!, aws secret key X (a value that looks like one)
 )
+# The verbs that, in Chinese, set a password to a value: 密码是 X, 密码改成了 X, 密码已经设为 X.
+_CJK_SETS = (
+    r"(?:已经|已|都|就|也|现在|目前)?(?:是|为|為|设置为|設置為|设为|設為|设置成|设成|設成|改成|改为|改為|换成|"
+    r"換成|换为|变成|變成|用的是)了?"
+)
+
+# Command-line tools and the options that take a password (or token) as their next word.
+_CLI_SPACED = (
+    r"(?:(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm(?:[ \t]+registry)?|oc|az|cf|"
+    r"gh)[ \t]+login|sshpass|mongosh|mongo|mongodump|mongorestore|mongoexport|mongoimport|cqlsh|"
+    r"rabbitmqadmin|influx|smbclient|ldapsearch|ldapmodify|ldapadd)\b[^\n|;&]{0,200}?[ \t]"
+    r"(?:-p|-w|--password|--pass)[ \t=]+"
+    r"|\bredis-cli\b[^\n|;&]{0,200}?[ \t](?:-a|--pass)[ \t=]+"
+    r"|(?<![\w-])-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
+    r"|(?<![\w-])-(?:passout|passin|pass)[ \t]+(?:pass|env):"
+    r"|\b(?:unzip|zip|7z|7za|unrar|rar)\b[^\n|;&]{0,200}?[ \t]-P[ \t]*"
+    r"|\bvault[ \t]+login[ \t]+(?:-[\w-]+(?:=\S+)?[ \t]+)*(?!-)"
+    r"|\bhtpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+(?:-[a-zA-Z]+[ \t]+)*\S+[ \t]+\S+[ \t]+"
+    r"|\bnet[ \t]+user[ \t]+\S+[ \t]+(?!/)"
+)
+
+
+def _name_alternatives() -> str:
+    return "|".join(f"(?P<k_{kind.replace(' ', '_')}>{body})" for kind, body in _NAMES.items())
+
+
+class _Compiled(NamedTuple):
+    assignment: re.Pattern[str]
+    phrase: re.Pattern[str]
+    use_as: re.Pattern[str]
+    pair: re.Pattern[str]
+    flag: re.Pattern[str]
+    xml: re.Pattern[str]
+    query_signature: re.Pattern[str]
+    cjk: re.Pattern[str]
+    cjk_pair: re.Pattern[str]
+    cjk_use: re.Pattern[str]
+    header: re.Pattern[str]
+    bearer: re.Pattern[str]
+    url: re.Pattern[str]
+    curl_user: re.Pattern[str]
+    mysql: re.Pattern[str]
+    cli: re.Pattern[str]
+    pgpass: re.Pattern[str]
+    pem: re.Pattern[str]
+    jwt: re.Pattern[str]
+    key_shaped: re.Pattern[str]
+    aws_key_id: re.Pattern[str]
+    shaped_token: re.Pattern[str]
+    webhook: re.Pattern[str]
+    aws_secret_beside: re.Pattern[str]
+    app_password: re.Pattern[str]
+    fallback: list[tuple[str, str, re.Pattern[str]]]
+    quick: re.Pattern[str]
 
 
 @cache
 def compiled() -> _Compiled:
     """Compiled on first use: a command that never writes automatically never pays for them."""
     names = _name_alternatives()
-    # A credential's name (the end of an identifier or phrase: what qualifies it is read in Python).
-    assignment = re.compile(rf"(?i){_EDGE}(?P<key>{names})(?![A-Za-z0-9])[\"']?{_SEP}{_VALUE}")
-    # "the password for the staging db is X", "password to the wifi: X"
+    # A credential's name (the end of an identifier or phrase: what qualifies it is read in Python),
+    # possibly quoted or bracketed ("client secret）是 X") before its separator.
+    assignment = re.compile(rf"(?i){_EDGE}(?P<key>{names})(?![A-Za-z0-9])[\"')）\]]?{_SEP}{_VALUE}")
+    # "the password for the staging db is X", "token for the metrics endpoint -> X"
     phrase = re.compile(
         rf"(?i){_EDGE}(?P<key>(?:{names}))s?[ \t]+(?:for|of|to|on|at|in)[ \t]+"
         r"(?:[^\s.,;:!?。，]{1,30}[ \t]+){0,6}?[^\s.,;:!?。，]{1,30}"
-        r"(?P<sep>[ \t]*[:=：][ \t]*|[ \t]+(?:is|was)(?:[ \t]*[:：][ \t]*|[ \t]+))" + _VALUE
+        r"(?P<sep>[ \t]*(?:[:=：]|->|→|—|–)[ \t]*|[ \t]+(?:is|was)(?:[ \t]*[:：][ \t]*|[ \t]+))" + _VALUE
     )
     use_as = re.compile(
         rf"(?i)\b(?:use|used|using|try|set it to|changed it to)[ \t]+{_VALUE}[ \t]+as[ \t]+"
         rf"(?:the|my|your|our|a|its)?[ \t]*(?:[\w-]+[ \t]+){{0,3}}?(?P<key>{names})\b"
     )
-    # "login is alice / X", "credentials: alice:X", "user alice, password X" (the last by assignment)
+    # "login is alice / X", "creds for the router: admin/X", "credentials: alice:X",
+    # "log in as admin with X" (a user and a password: the second is the password)
     pair = re.compile(
-        r"(?i)\b(?:login|log-in|credentials|creds|user(?:name)?[ \t]*(?:/|and|&)[ \t]*pass(?:word)?)"
+        r"(?i)\b(?:(?:login|log-in|credentials|creds|user(?:name)?[ \t]*(?:/|and|&)[ \t]*pass(?:word)?)"
+        r"(?:[ \t]+(?:for|of|to|on)[ \t]+(?:[^\s:/]{1,30}[ \t]+){0,4}?[^\s:/]{1,30})?"
         r"(?:[ \t]+(?:is|are|=)[ \t]*[:：]?|[ \t]*[:=：])[ \t]*"
-        r"[^\s/:]{1,64}[ \t]*(?:/|:|,)[ \t]*" + _VALUE
+        r"[^\s/:,]{1,64}(?:[ \t]*(?:/|,)[ \t]*|:)"
+        r"|log[ \t-]?in[ \t]+as[ \t]+\S{1,64}[ \t]+(?:with|using)[ \t]+(?:(?:the[ \t]+)?password[ \t]+)?)"
+        + _VALUE
     )
-    flag = re.compile(
-        rf"(?i)(?<![\w-])--?(?P<key>(?:[a-z0-9]+-)?(?:{names}))(?:=|[ \t]+)" + _VALUE
-    )
-    xml = re.compile(
-        rf"(?i)<(?P<key>(?:[a-z0-9]+[_-])?(?:{names}))>(?P<run>[^<\s]{{1,300}})</(?P=key)>"
+    flag = re.compile(rf"(?i)(?<![\w-])--?(?P<key>(?:[a-z0-9]+-)?(?:{names}))(?:=|[ \t]+)" + _VALUE)
+    xml = re.compile(rf"(?i)<(?P<key>(?:[a-z0-9]+[_-])?(?:{names}))>(?P<run>[^<\s]{{1,300}})</(?P=key)>")
+    # A signed URL's signature (Azure SAS `sig=`, S3's `X-Amz-Signature=`) is its credential.
+    query_signature = re.compile(
+        r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature)=(?P<run>[^&\s\"'#]{16,})"
     )
     cjk_names = "|".join(f"(?P<k_{kind.replace(' ', '_')}>{body})" for kind, body in _CJK_NAMES.items())
     cjk = re.compile(
         rf"(?:{cjk_names})(?:[ \t]*的)?[ \t]*"
-        r"(?P<sep>(?:是|为|為|设置为|设为|设置成|改成|改为|换成|换为|就是|都是|：|:|=)+|[ \t]+)[ \t]*"
+        rf"(?P<sep>(?:{_CJK_SETS}|：|:|=)+|[ \t]+)[ \t]*"
         rf"(?:{_CJK_QUOTED}|{_CJK_RUN})"
     )
     cjk_pair = re.compile(
-        r"(?:账号|帐号|用户名|用户)[ \t]*[:：]?[ \t]*[!-~]{1,64}[ \t，,、]*(?:密码|口令)[ \t]*"
-        rf"(?P<sep>[:：=是为]*)[ \t]*(?:{_CJK_QUOTED}|{_CJK_RUN})"
+        r"(?:(?:账号|帐号|賬號|用户名|用戶名|用户|用戶)[ \t]*[:：]?[ \t]*[!-~]{1,64}[ \t，,、]*"
+        r"(?:密码|口令|密碼)[ \t]*"
+        rf"(?P<sep>[:：=]|{_CJK_SETS})?"
+        r"|(?:账号|帐号|用户名)?(?:和|与|、)?(?:密码|密碼)(?:分别|都|也)?(?:是|为|：|:)[ \t]*"
+        r"[!-~]{1,64}?[ \t]*[/／])"
+        rf"[ \t]*(?:{_CJK_QUOTED}|{_CJK_RUN})"
+    )
+    # 用 X 这个密码登录, "X" 就是数据库的密码
+    cjk_use = re.compile(
+        r"(?:用|拿|输入|輸入)[ \t]*(?P<run>[!-~]{4,300}?)[ \t]*(?:这个|這個|作为|作為|当|當)"
+        r"(?:[^\s。，]{0,6})?(?:密码|口令|密碼)"
+        r"|[“\"「](?P<dq>[!-~]{4,300})[”\"」][ \t]*(?:就是|是|为|為)[^。，\n]{0,12}?(?:密码|口令|密碼)"
     )
     header = re.compile(
         r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -284,32 +394,82 @@ def compiled() -> _Compiled:
         r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@\"'<>]{0,100}:(?P<run>[^\s@/\"'<>]{1,200})@"
         r"(?=[\w\[])"
     )
-    curl_user = re.compile(r"(?:^|[ \t])(?:-u|--user)[ \t=]+[\"']?[^\s:\"']{1,64}:(?P<run>[^\s\"']{1,200})")
-    mysql = re.compile(r"\b(?:mysql|mysqldump|mariadb)\b[^\n]{0,200}?[ \t]-p(?P<run>[^\s\"']{3,200})")
+    curl_user = re.compile(
+        r"(?:^|[ \t])(?:-u|--user)[ \t=]+[\"']?[^\s:\"'<]{1,64}:(?P<run>[^\s\"']{1,200})"
+    )
+    mysql = re.compile(
+        r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?[ \t](?:-p|--password=)"
+        r"(?:'(?P<sq>[^'\n]{1,200})'|\"(?P<dq>[^\"\n]{1,200})\"|(?P<run>[^\s\"']{3,200}))"
+    )
+    cli = re.compile(rf"(?:{_CLI_SPACED}){_VALUE}")
+    # ~/.pgpass: host:port:database:user:password
+    pgpass = re.compile(
+        r"(?m)^[A-Za-z0-9.*_-]*[A-Za-z.*][A-Za-z0-9.*_-]*:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<run>\S+)$"
+    )
     pem = re.compile(
         r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
         r"(?:[\s\S]{0,20000}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
         r"|(?:(?:\s|\\[nr])*[A-Za-z0-9+/=:-]{8,})*)"
     )
     jwt = re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
-    # A vendor's prefix (`sk-`, `sk-proj-`, `hf_`, `whsec_`, `dop_v1_`) and a long generated body:
-    # the shape most providers give their keys, whether or not a rule knows the provider.
+    # A vendor's prefix (`sk-`, `sk-proj-`, `hf_`, `whsec_`, `dop_v1_`, `hvs.`) and a long generated
+    # body: the shape most providers give their keys, whether or not a rule knows the provider.
     key_shaped = re.compile(
-        r"(?<![A-Za-z0-9_+/=.-])(?P<prefix>[a-z][a-z0-9]{1,9}(?:[_-][a-z0-9]{2,10}){0,2}[_-])"
-        r"(?P<body>[A-Za-z0-9_-]{28,600})(?![A-Za-z0-9_-])"
+        r"(?<![A-Za-z0-9_+/=.-])(?P<prefix>[a-z][a-z0-9]{1,9}(?:[_.-][a-z0-9]{2,10}){0,2}[_.-])"
+        r"(?P<body>[A-Za-z0-9_-][A-Za-z0-9_.-]{19,600})(?<!\.)(?![A-Za-z0-9_+/=-])"
     )
     aws_key_id = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Za-z0-9])")
+    # Bot tokens of documented shapes that the catalogue reports only beside the provider's name:
+    # Telegram's (the bot's id, a colon, 35 characters from AA) and Discord's (three dotted parts).
+    shaped_token = re.compile(
+        r"(?<![A-Za-z0-9_:-])(?:(?P<telegram>\d{8,10}:AA[A-Za-z0-9_-]{33})"
+        r"|(?P<discord>[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}))(?![A-Za-z0-9_-])"
+    )
+    # Webhook URLs whose path is their secret, of the hosts the catalogue's rules miss in a URL.
+    webhook = re.compile(
+        r"\bhttps?://(?:discord(?:app)?\.com/api/webhooks/\d{5,25}/(?P<discord>[A-Za-z0-9_-]{40,100})"
+        r"|api\.telegram\.org/(?:file/)?bot(?P<telegram>\d{5,16}:[A-Za-z0-9_-]{30,40}))"
+    )
+    # An AWS secret access key given beside its key id (or what is left of it once redacted).
+    aws_secret_beside = re.compile(
+        r"(?:(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}|\[redacted: api key\])"
+        r"[^\n]{0,40}?(?<![A-Za-z0-9/+=])(?P<run>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+    )
+    # Google's app passwords: four groups of four letters ("abcd efgh ijkl mnop").
+    app_password = re.compile(
+        rf"(?i){_EDGE}(?:password|passwd|授权码|密码)[^\n]{{0,40}}?[:：是为][ \t]*"
+        r"(?P<run>[a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4})(?![a-z])"
+    )
     fallback = [
         (kind, hint, re.compile(_EDGE + body + r"(?![A-Za-z0-9])")) for kind, hint, body in FALLBACK_PREFIXES
     ]
     quick = re.compile(
-        r"(?i)pass|pwd|pw|secret|key|token|auth|bearer|://|login|cred|-u|mysql|private|eyj|密|口令|令牌|"
-        r"账号|帐号|用户"
+        r"(?i)pass|pwd|pw|secret|key|token|auth|bearer|://|log|cred|-u|-p|-a|-w|sig|mysql|private|eyj|"
+        r"vault|user|:\d|密|口令|令牌|授权码|账号|帐号|用户"
     )
     return _Compiled(
-        assignment, phrase, use_as, pair, flag, xml, cjk, cjk_pair, header, bearer, url, curl_user, mysql,
-        pem, jwt, key_shaped, aws_key_id, fallback, quick,
+        assignment, phrase, use_as, pair, flag, xml, query_signature, cjk, cjk_pair, cjk_use, header,
+        bearer, url, curl_user, mysql, cli, pgpass, pem, jwt, key_shaped, aws_key_id, shaped_token, webhook,
+        aws_secret_beside, app_password, fallback, quick,
     )  # fmt: skip
+
+
+# --- finding ---------------------------------------------------------------------------------
+
+
+def _matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """Every match, overlapping ones too: after a match, the search goes on just past the name (or
+    the start) it began with, so a match that is then refused ("AccessKey Secret: X" read as
+    "AccessKey" and the value "Secret") does not hide the one after it."""
+    at = 0
+    while at <= len(text):
+        match = pattern.search(text, at)
+        if match is None:
+            return
+        yield match
+        key = match.groupdict().get("key")
+        at = match.end("key") if key else match.start() + 1
+        at = max(at, match.start() + 1)
 
 
 def _kind_of(groups: dict[str, str | None]) -> str:
@@ -328,16 +488,20 @@ def _value(match: re.Match[str]) -> tuple[str, int, bool]:
     return "", match.start(), False
 
 
-_QUALIFIER = re.compile(r"([A-Za-z0-9]+)([ _.-]?)$")
+_IDENTIFIER_BEFORE = re.compile(r"([A-Za-z0-9_.-]*?)([A-Za-z0-9]*)([ _.-]?)$")
 
 
-def _named_away(text: str, match: re.Match[str], separator: str) -> bool:
+def _named_away(text: str, match: re.Match[str], value: str, separator: str) -> bool:
     """Whether what stands before a credential's name makes it something else (`next_token`,
-    `max_token`), or a short name (`pass`) is a word of a sentence rather than a setting's."""
+    `STRIPE_PUBLISHABLE_KEY`, a path's `…:secret:prod/db`), or a short name (`pass`) is a word of
+    a sentence rather than a setting's."""
     start = match.start("key")
-    qualifier = _QUALIFIER.search(text, max(0, start - 40), start)
-    word, joiner = (qualifier.group(1).lower(), qualifier.group(2)) if qualifier else ("", "")
-    if word in _NOT_SECRET_QUALIFIERS and joiner != " ":
+    if start > 0 and text[start - 1] in ":/":
+        return True  # arn:aws:secretsmanager:…:secret:…, a path's /token/
+    before = _IDENTIFIER_BEFORE.search(text, max(0, start - 60), start)
+    identifier, word, joiner = before.groups() if before else ("", "", "")
+    parts = {part.lower() for part in re.split(r"[_.-]", identifier + word) if part}
+    if parts & _PUBLIC or word.lower() in _NOT_SECRET_QUALIFIERS:
         return True
     if match.group("key").lower().replace(" ", "") not in _SHORT_NAMES:
         return False
@@ -346,12 +510,47 @@ def _named_away(text: str, match: re.Match[str], separator: str) -> bool:
     if start > 0 and text[start - 1] in "\"'":
         return False  # "pass": "…"
     line_start = text.rfind("\n", 0, start) + 1
-    return text[line_start:start].strip() != ""  # pw: … at the start of a line
+    if text[line_start:start].strip() == "" and match.group("key").lower() != "auth":
+        return False  # pw: … at the start of a line
+    return not random_looking(value, least=8) if match.group("key").lower() == "auth" else not strong(value)
+
+
+_TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$")
+_TABLE_RULE = re.compile(r"^[\s|:-]+$")
+
+
+def _table_cells(text: str) -> Iterator[RuleFinding]:
+    """The cells of a Markdown table's column whose header names a credential
+    (`| service | user | password |`)."""
+    rules_name = _whole_name()
+    header: list[int] | None = None  # the credential columns of the table being read
+    kinds: list[str] = []
+    previous_end = -2
+    for row in _TABLE_ROW.finditer(text):
+        cells = row.group(1).split("|")
+        if row.start() > previous_end + 1:  # a new table: this row is its header
+            header, kinds = [], []
+            for at, cell in enumerate(cells):
+                name = rules_name.fullmatch(cell.strip()) if cell.strip() else None
+                if name:
+                    header.append(at)
+                    kinds.append(_kind_of(name.groupdict()))
+        elif header and not _TABLE_RULE.match(row.group(1)):
+            offset = row.start(1)
+            for at, kind in zip(header, kinds, strict=True):
+                if at >= len(cells):
+                    continue
+                start = offset + sum(len(cell) + 1 for cell in cells[:at])
+                value = cells[at].strip()
+                if looks_like_value(value, kind, ":", True):
+                    start += cells[at].index(value)
+                    yield RuleFinding(kind, start, start + len(value), "| password |")
+        previous_end = row.end()
 
 
 def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
-    """The values these rules see in text, most certain first; they may overlap (the caller keeps
-    the first of overlapping ones)."""
+    """The values these rules see in text, most certain first; they may overlap (the caller joins
+    overlapping ones)."""
     rules = compiled()
     for match in rules.pem.finditer(text):
         yield RuleFinding(PRIVATE_KEY, match.start(), match.end(), "-----BEGIN … PRIVATE KEY-----")
@@ -360,17 +559,46 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
     # An AWS key id is half of a pair: the catalogue reports it only beside its secret key, but
     # the id alone names the account and the key to anyone who finds the other half.
     for match in rules.aws_key_id.finditer(text):
-        yield RuleFinding(API_KEY, match.start(), match.end(), f"{match.group()[:4]}…")
-    for match in rules.key_shaped.finditer(text):
-        body = match.group("body")
-        if random_looking(body) and body.count("-") + body.count("_") <= len(body) // 16:
-            yield RuleFinding(API_KEY, match.start(), match.end(), f"{match.group('prefix')}…")
+        if not placeholder(match.group(), True):  # AWS's documented AKIAIOSFODNN7EXAMPLE
+            yield RuleFinding(API_KEY, match.start(), match.end(), f"{match.group()[:4]}…")
+    for match in rules.shaped_token.finditer(text):
+        kind = "telegram" if match.group("telegram") else "discord"
+        yield RuleFinding(TOKEN, match.start(), match.end(), f"{kind} bot token")
+    for match in rules.aws_secret_beside.finditer(text):
+        if random_looking(match.group("run")):
+            yield RuleFinding(SECRET, match.start("run"), match.end("run"), "aws-secret-access-key")
+    for match in rules.webhook.finditer(text):
+        group = "discord" if match.group("discord") else "telegram"
+        yield RuleFinding(TOKEN, match.start(group), match.end(group), f"{group} webhook")
+    yield from _key_shaped(text)
     if with_fallback:
         for kind, hint, pattern in rules.fallback:
             for match in pattern.finditer(text):
                 yield RuleFinding(kind, match.start(), match.end(), f"{hint}…")
     if rules.quick.search(text) is None:
         return
+    yield from _structured(text)
+    yield from _named(text)
+    if "|" in text:
+        yield from _table_cells(text)
+
+
+def _key_shaped(text: str) -> Iterator[RuleFinding]:
+    for match in compiled().key_shaped.finditer(text):
+        prefix, body = match.group("prefix"), match.group("body")
+        dotted = prefix.endswith(".")
+        if prefix.startswith("pk") or len(body) < (20 if dotted else 28):
+            continue  # pk_…, pk.…: publishable keys, public by design; pi_ and 24: an object's id
+        if _PUBLIC_SETTING.search(text, text.rfind("\n", 0, match.start()) + 1, match.start()):
+            continue
+        separators = body.count("-") + body.count("_") + body.count(".")
+        if random_looking(body) and separators <= len(body) // 16:
+            yield RuleFinding(API_KEY, match.start(), match.end(), f"{prefix}…")
+
+
+def _structured(text: str) -> Iterator[RuleFinding]:
+    """Headers, URLs, command lines and configuration files: the credential's place in them."""
+    rules = compiled()
     for match in rules.header.finditer(text):
         value, start, _ = _value(match)
         scheme = (match.group("scheme") or "").lower()
@@ -382,37 +610,54 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
         yield RuleFinding(kind, start, start + len(value), header)
     for match in rules.bearer.finditer(text):
         yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "Bearer …")
-    for pattern, hint in ((rules.url, "://user:…@"), (rules.curl_user, "-u user:…"), (rules.mysql, "-p…")):
+    for match in rules.query_signature.finditer(text):
+        if random_looking(match.group("run")):
+            yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "sig=…")
+    passwords = (
+        (rules.url, "://user:…@"), (rules.curl_user, "-u user:…"), (rules.mysql, "-p…"), (rules.cli, None),
+        (rules.pgpass, ".pgpass"), (rules.app_password, None),
+    )  # fmt: skip
+    for pattern, hint in passwords:
         for match in pattern.finditer(text):
-            value = match.group("run")
+            value, start, quoted = _value(match)
             if pattern is rules.url:
-                value = value.rstrip(".,;")
-            if looks_like_value(value, PASSWORD, ":", True):
-                yield RuleFinding(PASSWORD, match.start("run"), match.start("run") + len(value), hint)
+                value = match.group("run").rstrip(".,;")
+            if pattern is rules.app_password or looks_like_value(value, PASSWORD, ":", True):
+                yield RuleFinding(PASSWORD, start, start + len(value), hint)
+
+
+def _named(text: str) -> Iterator[RuleFinding]:
+    """Values a sentence or a setting names: after a credential's name, or given as a pair."""
+    rules = compiled()
     for pattern in (rules.pair, rules.use_as):
         for match in pattern.finditer(text):
             value, start, quoted = _value(match)
             if looks_like_value(value, PASSWORD, "is", quoted):
                 yield RuleFinding(PASSWORD, start, start + len(value), None)
     for pattern in (rules.assignment, rules.phrase, rules.flag, rules.xml):
-        for match in pattern.finditer(text):
+        for match in _matches(pattern, text):
             kind = _kind_of(_kinds_in(match.group("key")))
             value, start, quoted = _value(match)
             separator = (match.groupdict().get("sep") or "=").strip() or " "
-            if separator.lower().startswith(("is", "was", "are", "是", "为", "為")):
+            if separator.lower().startswith(("is", "was", "are", "是", "为", "為", "'s", "to", "into")):
                 separator = "is"
-            if pattern is rules.assignment and _named_away(text, match, separator):
+            if pattern is rules.assignment and _named_away(text, match, value, separator):
                 continue
-            bare = match.group("key").lower() == "key"
+            bare = match.group("key").lower() in ("key", "auth")
             if looks_like_value(value, kind, separator, quoted, bare_name=bare):
                 yield RuleFinding(kind, start, start + len(value), None)
-    for pattern in (rules.cjk, rules.cjk_pair):
-        for match in pattern.finditer(text):
+    for pattern in (rules.cjk, rules.cjk_pair, rules.cjk_use):
+        for match in _matches(pattern, text):
             groups = match.groupdict()
             kind = _kind_of(groups)
             value, start, quoted = _value(match)
             raw = (groups.get("sep") or "").strip()
-            separator = ":" if raw and raw[-1] in ":：=" else ("is" if raw else " ")
+            if pattern is not rules.cjk or (raw and raw[-1] in ":：="):
+                separator = ":"
+            else:
+                separator = "is" if raw else " "
+            if "授权码" in match.group() or "授權碼" in match.group():
+                separator = ":"  # an authorisation code is always a credential, whatever its letters
             if looks_like_value(value, kind, separator, quoted):
                 yield RuleFinding(kind, start, start + len(value), None)
 
@@ -420,6 +665,11 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
 @cache
 def _name_pattern() -> re.Pattern[str]:
     return re.compile(rf"(?i)(?:{_name_alternatives()})$")
+
+
+@cache
+def _whole_name() -> re.Pattern[str]:
+    return re.compile(rf"(?i)(?:[\w-]+[ _-])?(?:{_name_alternatives()})")
 
 
 def _kinds_in(key: str) -> dict[str, str | None]:

@@ -30,6 +30,7 @@ GITHUB_PAT = "github_pat_" + fake(ALNUM + "_", 82, 7)
 SLACK = "xoxb-" + "123456789012-1234567890123-" + fake(ALNUM, 24, 8)
 GOOGLE = "AIza" + fake(URLSAFE, 35, 9)
 STRIPE = "sk_live_" + fake(ALNUM, 99, 10)
+AWS_SECRET = fake(ALNUM + "/+", 40, 12)
 STRIPE_RESTRICTED = "rk_live_" + fake(ALNUM, 99, 11)
 JWT = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
@@ -86,11 +87,7 @@ POSITIVES = [
     ),
     ("secret = s3cr3tvalue", "secret = [redacted: secret]", "secret"),
     ("client_secret: 8dyfuiRyq=vVc3RRr_edRk-fK__JItpZ", "client_secret: [redacted: secret]", "secret"),
-    (
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        "aws_secret_access_key = [redacted: secret]",
-        "secret",
-    ),
+    (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [redacted: secret]", "secret"),
     ("token: abcd1234efgh5678", "token: [redacted: token]", "token"),
     ("access_token=ya29.a0AfH6SMBx3", "access_token=[redacted: token]", "token"),
     ("api_key=AbC123xyz789", "api_key=[redacted: api key]", "api key"),
@@ -206,3 +203,90 @@ def test_screen_redacts_automatic_writes_and_keeps_explicit_ones_with_a_warning(
     assert all(OPENAI not in w for w in warnings)
     assert screen({"note": "fine"}, automatic=True, warnings=warnings, what="x") == {"note": "fine"}
     assert len(warnings) == 2
+
+
+# --- shapes from the world: what a hand-written list missed (issue 33), and look-alikes ---------
+
+B64 = ALNUM + "+/"
+HEX = "0123456789abcdef"
+WHOLE = [  # (text, the secret that must be gone whole)
+    (f"redis://:{(p := 'S3cretRedisPass')}@cache:6379/0", p),
+    ("密码是：Winter2024", "Winter2024"),
+    ("数据库密码为：Spring#2025，别外传", "Spring#2025"),
+    ("the password for the staging db is Winter2024!", "Winter2024!"),
+    ("password is: Hunter2xyz", "Hunter2xyz"),
+    (f"Authorization: Basic {(p := 'YWxpY2U6' + fake(ALNUM, 16, 21) + '==')}", p),
+    (f"signing secret {(p := 'whsec_' + fake(ALNUM, 32, 22))}", p),
+    (f"{(p := 'xapp-1-A' + fake(string.ascii_uppercase + string.digits, 10, 23) + '-' + fake(string.digits, 13, 24) + '-' + fake(HEX, 64, 25))}", p),  # noqa: E501
+    (f"post to https://hooks.slack.com/services/T{fake(ALNUM, 8, 26).upper()}/B{fake(ALNUM, 10, 27).upper()}/{(p := fake(ALNUM, 24, 28))}", p),  # noqa: E501
+    (f"hf token {(p := 'hf_' + fake(string.ascii_letters, 34, 29))}", p),
+    (f"//registry.npmjs.org/:_authToken={(p := 'npm_' + fake(ALNUM, 36, 30))}", p),
+    (f"SENDGRID={(p := 'SG.' + fake(URLSAFE, 22, 31) + '.' + fake(URLSAFE, 43, 32))}", p),
+    ("DB_PASS=Tr0ub4dor&3 next", "Tr0ub4dor&3"),
+    ("ADMIN_PASS=p@ss)w]rd<9", "p@ss)w]rd<9"),
+    ('{"user": "bob", "pass": "$uper$ecret9"}', "$uper$ecret9"),
+    (f"AWS_ACCESS_KEY_ID=[redacted: api key]\nAWS_SECRET_ACCESS_KEY={(p := fake(B64, 40, 33))}", p),
+    (f"keys for the bucket: [redacted: api key] {(p := fake(B64, 40, 34))} (read-only)", p),
+    ("docker login -u bot -p Falcon1234x registry.io", "Falcon1234x"),
+    ("sshpass -p 'x9Yq2Lm#' ssh root@10.0.0.5", "x9Yq2Lm#"),
+    ("redis-cli -h cache -a XW5NtQkLPSZ9DN0hks2e INFO", "XW5NtQkLPSZ9DN0hks2e"),
+    ("keytool -list -keystore s.jks -storepass Mango-zephyr-296", "Mango-zephyr-296"),
+    ("openssl pkcs12 -export -out b.p12 -passout pass:harbor_Hazel8*", "harbor_Hazel8*"),
+    ("db.internal:5432:app:app:ember_Meadow2#", "ember_Meadow2#"),
+    ("| service | user | password |\n|---|---|---|\n| staging db | app | Tulip1779* |", "Tulip1779*"),
+    ("新密码已经改成 drift_Thistle5& 了", "drift_Thistle5&"),
+    ("你用 LilacIndigo60 这个密码登录试试", "LilacIndigo60"),
+    ("测试环境的账号密码都是 test / K#t9d^raE9Hc", "K#t9d^raE9Hc"),
+    ("IT reset my password to FalconFjord55 this morning", "FalconFjord55"),
+    ("Password → Tulip1009?", "Tulip1009?"),
+    ("The admin panel is at /admin, log in as admin with Thistle1107%.", "Thistle1107%"),
+    ("creds for the router: admin/basil507Jasper", "basil507Jasper"),
+    (f"vault login {(p := 'hvs.' + fake(ALNUM, 24, 35))}", p),
+    (f"https://api.telegram.org/bot{(p := '5614172641:AA' + fake(URLSAFE, 33, 36))}/getUpdates", p),
+    (f"https://discord.com/api/webhooks/8116003213064547197/{(p := fake(URLSAFE, 68, 37))}", p),
+    (f"公众号的 AppSecret 是 {(p := fake(HEX, 32, 38))}，别泄露。", p),
+    (f"SAS: https://x.blob.core.windows.net/c?sv=2022-11-02&sig={(p := fake(ALNUM, 43, 39) + '%3D')}", p),
+    (f"my key is {OPENAI}.", OPENAI),  # a sentence's full stop right after a key
+    (f"密钥是{GITHUB}。", GITHUB),  # a Chinese mark right after it
+    (f"token = {GITHUB}  # kingfisher:ignore", GITHUB),  # a text never exempts itself
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), WHOLE, ids=range(len(WHOLE)))
+def test_shapes_a_hand_written_list_missed_are_redacted_whole(text: str, secret: str) -> None:
+    clean, counts = redact(text)
+    assert secret not in clean and sum(counts.values()) >= 1, clean
+    pieces = {secret[i : i + 5] for i in range(len(secret) - 4)}
+    assert not any(piece in clean for piece in pieces if piece not in text.replace(secret, "")), clean
+
+
+LOOK_ALIKES = [
+    "GITHUB_TOKEN=ghp_" + "X" * 36,
+    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+    "postgres://user:password@localhost:5432/dbname",
+    "mysql://USER:PASS@HOST:3306/DB",
+    "api_key = 'YOUR_API_KEY_HERE'",
+    "client_secret: ${CLIENT_SECRET:?must be set}",
+    "password = getpass.getpass('Password: ')",
+    "token = request.headers.get('Authorization', '').removeprefix('Bearer ')",
+    "const apiKey = process.env.API_KEY;",
+    "integrity sha512-" + fake(B64, 86, 40) + "==",
+    "STRIPE_PUBLISHABLE_KEY=pk_test_" + fake(ALNUM, 99, 41),
+    "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db/password-AbCdEf",
+    "-u, --user <user:password>  Server user and password",
+    "Your boarding pass: 14B22X, gate 9.",
+    "docker run -p 8080:80 nginx && ssh -p 2222 deploy@host",
+    "The auth flow uses OAuth with PKCE.",
+    "Refunded pi_3MtwBwLkdIwHu7ix28a3tqPa and ch_3MmlLrLkdIwHu7ix0snN0B15 today.",
+    "Request id 123e4567-e89b-12d3-a456-426614174000, commit 3f2a9c1d4e5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f.",
+    "Named the repo MyFavouriteProjectName and the branch user_profile_settings_v2.",
+    "打码后的密钥：sk-****************************abcd",
+    "age public key: age1f4crc4894cefcz09x367nz26ukf0064mz4mg64ga33un3xx7d0r6c6wkev",
+    "忘记密码了，重置密码的链接已发送到邮箱。令牌桶算法限流。",
+    "export DB_PASSWORD=$(vault read -field=pw secret/db)",
+]
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES, ids=range(len(LOOK_ALIKES)))
+def test_look_alikes_and_stand_ins_are_left_alone(text: str) -> None:
+    assert redact(text) == (text, Counter())
