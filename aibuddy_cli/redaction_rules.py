@@ -37,7 +37,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, cached_property
 from typing import NamedTuple
 
 API_KEY = "api key"
@@ -294,164 +294,226 @@ def _name_alternatives() -> str:
     return "|".join(f"(?P<k_{kind.replace(' ', '_')}>{body})" for kind, body in _NAMES.items())
 
 
-class _Compiled(NamedTuple):
-    assignment: re.Pattern[str]
-    phrase: re.Pattern[str]
-    use_as: re.Pattern[str]
-    pair: re.Pattern[str]
-    flag: re.Pattern[str]
-    xml: re.Pattern[str]
-    query_signature: re.Pattern[str]
-    cjk: re.Pattern[str]
-    cjk_pair: re.Pattern[str]
-    cjk_use: re.Pattern[str]
-    header: re.Pattern[str]
-    bearer: re.Pattern[str]
-    url: re.Pattern[str]
-    curl_user: re.Pattern[str]
-    mysql: re.Pattern[str]
-    cli: re.Pattern[str]
-    pgpass: re.Pattern[str]
-    pem: re.Pattern[str]
-    jwt: re.Pattern[str]
-    key_shaped: re.Pattern[str]
-    aws_key_id: re.Pattern[str]
-    shaped_token: re.Pattern[str]
-    webhook: re.Pattern[str]
-    aws_secret_beside: re.Pattern[str]
-    app_password: re.Pattern[str]
-    fallback: list[tuple[str, str, re.Pattern[str]]]
-    quick: re.Pattern[str]
+class _Rules:
+    """The patterns, each compiled the first time a text needs it: a sentence with no credential's
+    name in it never pays for the rules that read names (compiling all of them costs 40 ms)."""
+
+    @cached_property
+    def assignment(self) -> re.Pattern[str]:
+        # A credential's name (the end of an identifier or phrase: what qualifies it is read in Python),
+        # possibly quoted or bracketed ("client secret）是 X") before its separator.
+        return re.compile(rf"(?i){_EDGE}(?P<key>{_names()})(?![A-Za-z0-9])[\"')）\]]?{_SEP}{_VALUE}")
+
+    @cached_property
+    def phrase(self) -> re.Pattern[str]:
+        # "the password for the staging db is X", "token for the metrics endpoint -> X"
+        return re.compile(
+            rf"(?i){_EDGE}(?P<key>(?:{_names()}))s?[ \t]+(?:for|of|to|on|at|in)[ \t]+"
+            r"(?:[^\s.,;:!?。，]{1,30}[ \t]+){0,6}?[^\s.,;:!?。，]{1,30}"
+            r"(?P<sep>[ \t]*(?:[:=：]|->|→|—|–)[ \t]*|[ \t]+(?:is|was)(?:[ \t]*[:：][ \t]*|[ \t]+))" + _VALUE
+        )
+
+    @cached_property
+    def use_as(self) -> re.Pattern[str]:
+        return re.compile(
+            rf"(?i)\b(?:use|used|using|try|set it to|changed it to)[ \t]+{_VALUE}[ \t]+as[ \t]+"
+            rf"(?:the|my|your|our|a|its)?[ \t]*(?:[\w-]+[ \t]+){{0,3}}?(?P<key>{_names()})\b"
+        )
+
+    @cached_property
+    def pair(self) -> re.Pattern[str]:
+        # "login is alice / X", "creds for the router: admin/X", "credentials: alice:X",
+        # "log in as admin with X" (a user and a password: the second is the password)
+        return re.compile(
+            r"(?i)\b(?:(?:login|log-in|credentials|creds|user(?:name)?[ \t]*(?:/|and|&)[ \t]*pass(?:word)?)"
+            r"(?:[ \t]+(?:for|of|to|on)[ \t]+(?:[^\s:/]{1,30}[ \t]+){0,4}?[^\s:/]{1,30})?"
+            r"(?:[ \t]+(?:is|are|=)[ \t]*[:：]?|[ \t]*[:=：])[ \t]*"
+            r"[^\s/:,]{1,64}(?:[ \t]*(?:/|,)[ \t]*|:)"
+            r"|log[ \t-]?in[ \t]+as[ \t]+\S{1,64}[ \t]+(?:with|using)[ \t]+(?:(?:the[ \t]+)?password[ \t]+)?)"
+            + _VALUE
+        )
+
+    @cached_property
+    def flag(self) -> re.Pattern[str]:
+        return re.compile(rf"(?i)(?<![\w-])--?(?P<key>(?:[a-z0-9]+-)?(?:{_names()}))(?:=|[ \t]+)" + _VALUE)
+
+    @cached_property
+    def xml(self) -> re.Pattern[str]:
+        return re.compile(
+            rf"(?i)<(?P<key>(?:[a-z0-9]+[_-])?(?:{_names()}))>(?P<run>[^<\s]{{1,300}})</(?P=key)>"
+        )
+
+    @cached_property
+    def query_signature(self) -> re.Pattern[str]:
+        # A signed URL's signature (Azure SAS `sig=`, S3's `X-Amz-Signature=`) is its credential.
+        return re.compile(
+            r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature)=(?P<run>[^&\s\"'#]{16,})"
+        )
+
+    @cached_property
+    def cjk(self) -> re.Pattern[str]:
+        return re.compile(
+            rf"(?:{_cjk_names()})(?:[ \t]*的)?[ \t]*"
+            rf"(?P<sep>(?:{_CJK_SETS}|：|:|=)+|[ \t]+)[ \t]*"
+            rf"(?:{_CJK_QUOTED}|{_CJK_RUN})"
+        )
+
+    @cached_property
+    def cjk_pair(self) -> re.Pattern[str]:
+        return re.compile(
+            r"(?:(?:账号|帐号|賬號|用户名|用戶名|用户|用戶)[ \t]*[:：]?[ \t]*[!-~]{1,64}[ \t，,、]*"
+            r"(?:密码|口令|密碼)[ \t]*"
+            rf"(?P<sep>[:：=]|{_CJK_SETS})?"
+            r"|(?:账号|帐号|用户名)?(?:和|与|、)?(?:密码|密碼)(?:分别|都|也)?(?:是|为|：|:)[ \t]*"
+            r"[!-~]{1,64}?[ \t]*[/／])"
+            rf"[ \t]*(?:{_CJK_QUOTED}|{_CJK_RUN})"
+        )
+
+    @cached_property
+    def cjk_use(self) -> re.Pattern[str]:
+        # 用 X 这个密码登录, "X" 就是数据库的密码
+        return re.compile(
+            r"(?:用|拿|输入|輸入)[ \t]*(?P<run>[!-~]{4,300}?)[ \t]*(?:这个|這個|作为|作為|当|當)"
+            r"(?:[^\s。，]{0,6})?(?:密码|口令|密碼)"
+            r"|[“\"「](?P<dq>[!-~]{4,300})[”\"」][ \t]*(?:就是|是|为|為)[^。，\n]{0,12}?(?:密码|口令|密碼)"
+        )
+
+    @cached_property
+    def header(self) -> re.Pattern[str]:
+        return re.compile(
+            r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+            r"(?:(?P<scheme>basic|bearer|token|digest|negotiate|ntlm|apikey|api-key|sso-key|ssws|key|"
+            r"splunk|dsn|otp|hmac|aws4-hmac-sha256)[ \t]+)?"
+            r"(?P<run>[A-Za-z0-9._~+/=:,-]{8,2000})"
+            r"|\bx-(?:[a-z0-9]+-)*(?:api-?key|auth-?token|access-?token|token|key|secret)[\"']?[ \t]*"
+            r"[:=][ \t]*[\"']?(?P<run2>[A-Za-z0-9._~+/=:-]{8,500})"
+        )
+
+    @cached_property
+    def bearer(self) -> re.Pattern[str]:
+        # "Bearer <token>": the token needs 16 characters and a digit, so "bearer tokens expire" is prose.
+        return re.compile(
+            r"(?i:\bbearer)[ \t]+(?=[A-Za-z0-9._~+/-]{0,300}[0-9])(?P<run>[A-Za-z0-9._~+/-]{16,}=*)"
+        )
+
+    @cached_property
+    def url(self) -> re.Pattern[str]:
+        # scheme://user:password@host, the user possibly empty (redis://:password@host)
+        return re.compile(
+            r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@\"'<>]{0,100}:(?P<run>[^\s@/\"'<>]{1,200})@"
+            r"(?=[\w\[])"
+        )
+
+    @cached_property
+    def curl_user(self) -> re.Pattern[str]:
+        return re.compile(
+            r"(?:^|[ \t])(?:-u|--user)[ \t=]+[\"']?[^\s:\"'<]{1,64}:(?P<run>[^\s\"']{1,200})"
+        )
+
+    @cached_property
+    def mysql(self) -> re.Pattern[str]:
+        return re.compile(
+            r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?[ \t](?:-p|--password=)"
+            r"(?:'(?P<sq>[^'\n]{1,200})'|\"(?P<dq>[^\"\n]{1,200})\"|(?P<run>[^\s\"']{3,200}))"
+        )
+
+    @cached_property
+    def cli(self) -> re.Pattern[str]:
+        return re.compile(rf"(?:{_CLI_SPACED}){_VALUE}")
+
+    @cached_property
+    def pgpass(self) -> re.Pattern[str]:
+        # ~/.pgpass: host:port:database:user:password
+        return re.compile(
+            r"(?m)^[A-Za-z0-9.*_-]*[A-Za-z.*][A-Za-z0-9.*_-]*:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<run>\S+)$"
+        )
+
+    @cached_property
+    def pem(self) -> re.Pattern[str]:
+        return re.compile(
+            r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:[\s\S]{0,20000}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
+            r"|(?:(?:\s|\\[nr])*[A-Za-z0-9+/=:-]{8,})*)"
+        )
+
+    @cached_property
+    def jwt(self) -> re.Pattern[str]:
+        return re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+
+    @cached_property
+    def key_shaped(self) -> re.Pattern[str]:
+        # A vendor's prefix (`sk-`, `sk-proj-`, `hf_`, `whsec_`, `dop_v1_`, `hvs.`) and a long generated
+        # body: the shape most providers give their keys, whether or not a rule knows the provider.
+        return re.compile(
+            r"(?<![A-Za-z0-9_+/=.-])(?P<prefix>[a-z][a-z0-9]{1,9}(?:[_.-][a-z0-9]{2,10}){0,2}[_.-])"
+            r"(?P<body>[A-Za-z0-9_-][A-Za-z0-9_.-]{19,600})(?<!\.)(?![A-Za-z0-9_+/=-])"
+        )
+
+    @cached_property
+    def aws_key_id(self) -> re.Pattern[str]:
+        return re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Za-z0-9])")
+
+    @cached_property
+    def shaped_token(self) -> re.Pattern[str]:
+        # Bot tokens of documented shapes that the catalogue reports only beside the provider's name:
+        # Telegram's (the bot's id, a colon, 35 characters from AA) and Discord's (three dotted parts).
+        return re.compile(
+            r"(?<![A-Za-z0-9_:-])(?:(?P<telegram>\d{8,10}:AA[A-Za-z0-9_-]{33})"
+            r"|(?P<discord>[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}))(?![A-Za-z0-9_-])"
+        )
+
+    @cached_property
+    def webhook(self) -> re.Pattern[str]:
+        # Webhook URLs whose path is their secret, of the hosts the catalogue's rules miss in a URL.
+        return re.compile(
+            r"\bhttps?://(?:discord(?:app)?\.com/api/webhooks/\d{5,25}/(?P<discord>[A-Za-z0-9_-]{40,100})"
+            r"|api\.telegram\.org/(?:file/)?bot(?P<telegram>\d{5,16}:[A-Za-z0-9_-]{30,40}))"
+        )
+
+    @cached_property
+    def aws_secret_beside(self) -> re.Pattern[str]:
+        # An AWS secret access key given beside its key id (or what is left of it once redacted).
+        return re.compile(
+            r"(?:(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}|\[redacted: api key\])"
+            r"[^\n]{0,40}?(?<![A-Za-z0-9/+=])(?P<run>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        )
+
+    @cached_property
+    def app_password(self) -> re.Pattern[str]:
+        # Google's app passwords: four groups of four letters ("abcd efgh ijkl mnop").
+        return re.compile(
+            rf"(?i){_EDGE}(?:password|passwd|授权码|密码)[^\n]{{0,40}}?[:：是为][ \t]*"
+            r"(?P<run>[a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4})(?![a-z])"
+        )
+
+    @cached_property
+    def fallback(self) -> list[tuple[str, str, re.Pattern[str]]]:
+        return [
+            (kind, hint, re.compile(_EDGE + body + r"(?![A-Za-z0-9])"))
+            for kind, hint, body in FALLBACK_PREFIXES
+        ]
+
+    @cached_property
+    def quick(self) -> re.Pattern[str]:
+        return re.compile(
+            r"(?i)pass|pwd|pw|secret|key|token|auth|bearer|://|log|cred|-u|-p|-a|-w|sig|mysql|private|eyj|"
+            r"vault|user|:\d|密|口令|令牌|授权码|账号|帐号|用户"
+        )
 
 
 @cache
-def compiled() -> _Compiled:
-    """Compiled on first use: a command that never writes automatically never pays for them."""
-    names = _name_alternatives()
-    # A credential's name (the end of an identifier or phrase: what qualifies it is read in Python),
-    # possibly quoted or bracketed ("client secret）是 X") before its separator.
-    assignment = re.compile(rf"(?i){_EDGE}(?P<key>{names})(?![A-Za-z0-9])[\"')）\]]?{_SEP}{_VALUE}")
-    # "the password for the staging db is X", "token for the metrics endpoint -> X"
-    phrase = re.compile(
-        rf"(?i){_EDGE}(?P<key>(?:{names}))s?[ \t]+(?:for|of|to|on|at|in)[ \t]+"
-        r"(?:[^\s.,;:!?。，]{1,30}[ \t]+){0,6}?[^\s.,;:!?。，]{1,30}"
-        r"(?P<sep>[ \t]*(?:[:=：]|->|→|—|–)[ \t]*|[ \t]+(?:is|was)(?:[ \t]*[:：][ \t]*|[ \t]+))" + _VALUE
-    )
-    use_as = re.compile(
-        rf"(?i)\b(?:use|used|using|try|set it to|changed it to)[ \t]+{_VALUE}[ \t]+as[ \t]+"
-        rf"(?:the|my|your|our|a|its)?[ \t]*(?:[\w-]+[ \t]+){{0,3}}?(?P<key>{names})\b"
-    )
-    # "login is alice / X", "creds for the router: admin/X", "credentials: alice:X",
-    # "log in as admin with X" (a user and a password: the second is the password)
-    pair = re.compile(
-        r"(?i)\b(?:(?:login|log-in|credentials|creds|user(?:name)?[ \t]*(?:/|and|&)[ \t]*pass(?:word)?)"
-        r"(?:[ \t]+(?:for|of|to|on)[ \t]+(?:[^\s:/]{1,30}[ \t]+){0,4}?[^\s:/]{1,30})?"
-        r"(?:[ \t]+(?:is|are|=)[ \t]*[:：]?|[ \t]*[:=：])[ \t]*"
-        r"[^\s/:,]{1,64}(?:[ \t]*(?:/|,)[ \t]*|:)"
-        r"|log[ \t-]?in[ \t]+as[ \t]+\S{1,64}[ \t]+(?:with|using)[ \t]+(?:(?:the[ \t]+)?password[ \t]+)?)"
-        + _VALUE
-    )
-    flag = re.compile(rf"(?i)(?<![\w-])--?(?P<key>(?:[a-z0-9]+-)?(?:{names}))(?:=|[ \t]+)" + _VALUE)
-    xml = re.compile(rf"(?i)<(?P<key>(?:[a-z0-9]+[_-])?(?:{names}))>(?P<run>[^<\s]{{1,300}})</(?P=key)>")
-    # A signed URL's signature (Azure SAS `sig=`, S3's `X-Amz-Signature=`) is its credential.
-    query_signature = re.compile(
-        r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature)=(?P<run>[^&\s\"'#]{16,})"
-    )
-    cjk_names = "|".join(f"(?P<k_{kind.replace(' ', '_')}>{body})" for kind, body in _CJK_NAMES.items())
-    cjk = re.compile(
-        rf"(?:{cjk_names})(?:[ \t]*的)?[ \t]*"
-        rf"(?P<sep>(?:{_CJK_SETS}|：|:|=)+|[ \t]+)[ \t]*"
-        rf"(?:{_CJK_QUOTED}|{_CJK_RUN})"
-    )
-    cjk_pair = re.compile(
-        r"(?:(?:账号|帐号|賬號|用户名|用戶名|用户|用戶)[ \t]*[:：]?[ \t]*[!-~]{1,64}[ \t，,、]*"
-        r"(?:密码|口令|密碼)[ \t]*"
-        rf"(?P<sep>[:：=]|{_CJK_SETS})?"
-        r"|(?:账号|帐号|用户名)?(?:和|与|、)?(?:密码|密碼)(?:分别|都|也)?(?:是|为|：|:)[ \t]*"
-        r"[!-~]{1,64}?[ \t]*[/／])"
-        rf"[ \t]*(?:{_CJK_QUOTED}|{_CJK_RUN})"
-    )
-    # 用 X 这个密码登录, "X" 就是数据库的密码
-    cjk_use = re.compile(
-        r"(?:用|拿|输入|輸入)[ \t]*(?P<run>[!-~]{4,300}?)[ \t]*(?:这个|這個|作为|作為|当|當)"
-        r"(?:[^\s。，]{0,6})?(?:密码|口令|密碼)"
-        r"|[“\"「](?P<dq>[!-~]{4,300})[”\"」][ \t]*(?:就是|是|为|為)[^。，\n]{0,12}?(?:密码|口令|密碼)"
-    )
-    header = re.compile(
-        r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
-        r"(?:(?P<scheme>basic|bearer|token|digest|negotiate|ntlm|apikey|api-key|sso-key|ssws|key|"
-        r"splunk|dsn|otp|hmac|aws4-hmac-sha256)[ \t]+)?"
-        r"(?P<run>[A-Za-z0-9._~+/=:,-]{8,2000})"
-        r"|\bx-(?:[a-z0-9]+-)*(?:api-?key|auth-?token|access-?token|token|key|secret)[\"']?[ \t]*"
-        r"[:=][ \t]*[\"']?(?P<run2>[A-Za-z0-9._~+/=:-]{8,500})"
-    )
-    # "Bearer <token>": the token needs 16 characters and a digit, so "bearer tokens expire" is prose.
-    bearer = re.compile(
-        r"(?i:\bbearer)[ \t]+(?=[A-Za-z0-9._~+/-]{0,300}[0-9])(?P<run>[A-Za-z0-9._~+/-]{16,}=*)"
-    )
-    # scheme://user:password@host, the user possibly empty (redis://:password@host)
-    url = re.compile(
-        r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s/:@\"'<>]{0,100}:(?P<run>[^\s@/\"'<>]{1,200})@"
-        r"(?=[\w\[])"
-    )
-    curl_user = re.compile(
-        r"(?:^|[ \t])(?:-u|--user)[ \t=]+[\"']?[^\s:\"'<]{1,64}:(?P<run>[^\s\"']{1,200})"
-    )
-    mysql = re.compile(
-        r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?[ \t](?:-p|--password=)"
-        r"(?:'(?P<sq>[^'\n]{1,200})'|\"(?P<dq>[^\"\n]{1,200})\"|(?P<run>[^\s\"']{3,200}))"
-    )
-    cli = re.compile(rf"(?:{_CLI_SPACED}){_VALUE}")
-    # ~/.pgpass: host:port:database:user:password
-    pgpass = re.compile(
-        r"(?m)^[A-Za-z0-9.*_-]*[A-Za-z.*][A-Za-z0-9.*_-]*:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<run>\S+)$"
-    )
-    pem = re.compile(
-        r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]{0,20000}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
-        r"|(?:(?:\s|\\[nr])*[A-Za-z0-9+/=:-]{8,})*)"
-    )
-    jwt = re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
-    # A vendor's prefix (`sk-`, `sk-proj-`, `hf_`, `whsec_`, `dop_v1_`, `hvs.`) and a long generated
-    # body: the shape most providers give their keys, whether or not a rule knows the provider.
-    key_shaped = re.compile(
-        r"(?<![A-Za-z0-9_+/=.-])(?P<prefix>[a-z][a-z0-9]{1,9}(?:[_.-][a-z0-9]{2,10}){0,2}[_.-])"
-        r"(?P<body>[A-Za-z0-9_-][A-Za-z0-9_.-]{19,600})(?<!\.)(?![A-Za-z0-9_+/=-])"
-    )
-    aws_key_id = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Za-z0-9])")
-    # Bot tokens of documented shapes that the catalogue reports only beside the provider's name:
-    # Telegram's (the bot's id, a colon, 35 characters from AA) and Discord's (three dotted parts).
-    shaped_token = re.compile(
-        r"(?<![A-Za-z0-9_:-])(?:(?P<telegram>\d{8,10}:AA[A-Za-z0-9_-]{33})"
-        r"|(?P<discord>[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}))(?![A-Za-z0-9_-])"
-    )
-    # Webhook URLs whose path is their secret, of the hosts the catalogue's rules miss in a URL.
-    webhook = re.compile(
-        r"\bhttps?://(?:discord(?:app)?\.com/api/webhooks/\d{5,25}/(?P<discord>[A-Za-z0-9_-]{40,100})"
-        r"|api\.telegram\.org/(?:file/)?bot(?P<telegram>\d{5,16}:[A-Za-z0-9_-]{30,40}))"
-    )
-    # An AWS secret access key given beside its key id (or what is left of it once redacted).
-    aws_secret_beside = re.compile(
-        r"(?:(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}|\[redacted: api key\])"
-        r"[^\n]{0,40}?(?<![A-Za-z0-9/+=])(?P<run>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
-    )
-    # Google's app passwords: four groups of four letters ("abcd efgh ijkl mnop").
-    app_password = re.compile(
-        rf"(?i){_EDGE}(?:password|passwd|授权码|密码)[^\n]{{0,40}}?[:：是为][ \t]*"
-        r"(?P<run>[a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4})(?![a-z])"
-    )
-    fallback = [
-        (kind, hint, re.compile(_EDGE + body + r"(?![A-Za-z0-9])")) for kind, hint, body in FALLBACK_PREFIXES
-    ]
-    quick = re.compile(
-        r"(?i)pass|pwd|pw|secret|key|token|auth|bearer|://|log|cred|-u|-p|-a|-w|sig|mysql|private|eyj|"
-        r"vault|user|:\d|密|口令|令牌|授权码|账号|帐号|用户"
-    )
-    return _Compiled(
-        assignment, phrase, use_as, pair, flag, xml, query_signature, cjk, cjk_pair, cjk_use, header,
-        bearer, url, curl_user, mysql, cli, pgpass, pem, jwt, key_shaped, aws_key_id, shaped_token, webhook,
-        aws_secret_beside, app_password, fallback, quick,
-    )  # fmt: skip
+def compiled() -> _Rules:
+    return _Rules()
+
+
+@cache
+def _names() -> str:
+    return _name_alternatives()
+
+
+@cache
+def _cjk_names() -> str:
+    return "|".join(f"(?P<k_{kind.replace(' ', '_')}>{body})" for kind, body in _CJK_NAMES.items())
 
 
 # --- finding ---------------------------------------------------------------------------------
@@ -548,28 +610,47 @@ def _table_cells(text: str) -> Iterator[RuleFinding]:
         previous_end = row.end()
 
 
+_NAME_WORDS = ("pass", "pwd", "pw", "secret", "key", "token", "auth")
+_CJK_NAME_WORDS = ("密", "口令", "令牌", "授权码", "授權碼")
+_CLI_WORDS = (
+    "login", "sshpass", "mongo", "cqlsh", "rabbitmq", "influx", "smbclient", "ldap", "redis-cli", "pass",
+    "zip", "7z", "rar", "vault", "htpasswd", "net user",
+)  # fmt: skip
+
+
+def _holds(text: str, words: tuple[str, ...]) -> bool:
+    return any(word in text for word in words)
+
+
 def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
     """The values these rules see in text, most certain first; they may overlap (the caller joins
-    overlapping ones)."""
+    overlapping ones). Each rule runs only on a text holding the words it reads."""
     rules = compiled()
-    for match in rules.pem.finditer(text):
-        yield RuleFinding(PRIVATE_KEY, match.start(), match.end(), "-----BEGIN … PRIVATE KEY-----")
-    for match in rules.jwt.finditer(text):
-        yield RuleFinding(JWT, match.start(), match.end(), "eyJ…")
-    # An AWS key id is half of a pair: the catalogue reports it only beside its secret key, but
-    # the id alone names the account and the key to anyone who finds the other half.
-    for match in rules.aws_key_id.finditer(text):
-        if not placeholder(match.group(), True):  # AWS's documented AKIAIOSFODNN7EXAMPLE
-            yield RuleFinding(API_KEY, match.start(), match.end(), f"{match.group()[:4]}…")
-    for match in rules.shaped_token.finditer(text):
-        kind = "telegram" if match.group("telegram") else "discord"
-        yield RuleFinding(TOKEN, match.start(), match.end(), f"{kind} bot token")
-    for match in rules.aws_secret_beside.finditer(text):
-        if random_looking(match.group("run")):
-            yield RuleFinding(SECRET, match.start("run"), match.end("run"), "aws-secret-access-key")
-    for match in rules.webhook.finditer(text):
-        group = "discord" if match.group("discord") else "telegram"
-        yield RuleFinding(TOKEN, match.start(group), match.end(group), f"{group} webhook")
+    low = text.lower()
+    if "PRIVATE KEY" in text:
+        for match in rules.pem.finditer(text):
+            yield RuleFinding(PRIVATE_KEY, match.start(), match.end(), "-----BEGIN … PRIVATE KEY-----")
+    if "eyJ" in text:
+        for match in rules.jwt.finditer(text):
+            yield RuleFinding(JWT, match.start(), match.end(), "eyJ…")
+    if _holds(text, ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")):
+        # An AWS key id is half of a pair: the catalogue reports it only beside its secret key,
+        # but the id alone names the account and the key to anyone who finds the other half.
+        for match in rules.aws_key_id.finditer(text):
+            if not placeholder(match.group(), True):  # AWS's documented AKIAIOSFODNN7EXAMPLE
+                yield RuleFinding(API_KEY, match.start(), match.end(), f"{match.group()[:4]}…")
+    if _holds(text, ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "[redacted: api key]")):
+        for match in rules.aws_secret_beside.finditer(text):
+            if random_looking(match.group("run")):
+                yield RuleFinding(SECRET, match.start("run"), match.end("run"), "aws-secret-access-key")
+    if ":AA" in text or "." in text:
+        for match in rules.shaped_token.finditer(text):
+            kind = "telegram" if match.group("telegram") else "discord"
+            yield RuleFinding(TOKEN, match.start(), match.end(), f"{kind} bot token")
+    if "discord" in low or "telegram.org" in low:
+        for match in rules.webhook.finditer(text):
+            group = "discord" if match.group("discord") else "telegram"
+            yield RuleFinding(TOKEN, match.start(group), match.end(group), f"{group} webhook")
     yield from _key_shaped(text)
     if with_fallback:
         for kind, hint, pattern in rules.fallback:
@@ -577,9 +658,9 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
                 yield RuleFinding(kind, match.start(), match.end(), f"{hint}…")
     if rules.quick.search(text) is None:
         return
-    yield from _structured(text)
-    yield from _named(text)
-    if "|" in text:
+    yield from _structured(text, low)
+    yield from _named(text, low)
+    if "|" in text and _holds(low, _NAME_WORDS):
         yield from _table_cells(text)
 
 
@@ -596,28 +677,37 @@ def _key_shaped(text: str) -> Iterator[RuleFinding]:
             yield RuleFinding(API_KEY, match.start(), match.end(), f"{prefix}…")
 
 
-def _structured(text: str) -> Iterator[RuleFinding]:
+def _structured(text: str, low: str) -> Iterator[RuleFinding]:
     """Headers, URLs, command lines and configuration files: the credential's place in them."""
     rules = compiled()
-    for match in rules.header.finditer(text):
-        value, start, _ = _value(match)
-        scheme = (match.group("scheme") or "").lower()
-        if scheme in ("", "bearer", "token") and not looks_like_value(value, TOKEN, ":", False):
-            continue
-        kind = PASSWORD if scheme in ("basic", "digest", "ntlm") else TOKEN if match.group("run") else API_KEY
-        named = f"{scheme.capitalize()} " if scheme else ""
-        header = f"Authorization: {named}…" if match.group("run") else None
-        yield RuleFinding(kind, start, start + len(value), header)
-    for match in rules.bearer.finditer(text):
-        yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "Bearer …")
-    for match in rules.query_signature.finditer(text):
-        if random_looking(match.group("run")):
-            yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "sig=…")
+    if "authorization" in low or "x-" in low:
+        for match in rules.header.finditer(text):
+            value, start, _ = _value(match)
+            scheme = (match.group("scheme") or "").lower()
+            if scheme in ("", "bearer", "token") and not looks_like_value(value, TOKEN, ":", False):
+                continue
+            run = match.group("run")
+            kind = PASSWORD if scheme in ("basic", "digest", "ntlm") else TOKEN if run else API_KEY
+            named = f"{scheme.capitalize()} " if scheme else ""
+            yield RuleFinding(kind, start, start + len(value), f"Authorization: {named}…" if run else None)
+    if "bearer" in low:
+        for match in rules.bearer.finditer(text):
+            yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "Bearer …")
+    if "sig" in low:
+        for match in rules.query_signature.finditer(text):
+            if random_looking(match.group("run")):
+                yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "sig=…")
     passwords = (
-        (rules.url, "://user:…@"), (rules.curl_user, "-u user:…"), (rules.mysql, "-p…"), (rules.cli, None),
-        (rules.pgpass, ".pgpass"), (rules.app_password, None),
-    )  # fmt: skip
-    for pattern, hint in passwords:
+        ("://" in text, rules.url, "://user:…@"),
+        ("-u" in text or "--user" in text, rules.curl_user, "-u user:…"),
+        ("mysql" in low or "mariadb" in low, rules.mysql, "-p…"),
+        (_holds(low, _CLI_WORDS), rules.cli, None),
+        (":" in text, rules.pgpass, ".pgpass"),
+        (_holds(low, ("password", "passwd", "密码", "授权码")), rules.app_password, None),
+    )
+    for needed, pattern, hint in passwords:
+        if not needed:
+            continue
         for match in pattern.finditer(text):
             value, start, quoted = _value(match)
             if pattern is rules.url:
@@ -626,15 +716,20 @@ def _structured(text: str) -> Iterator[RuleFinding]:
                 yield RuleFinding(PASSWORD, start, start + len(value), hint)
 
 
-def _named(text: str) -> Iterator[RuleFinding]:
+def _named(text: str, low: str) -> Iterator[RuleFinding]:
     """Values a sentence or a setting names: after a credential's name, or given as a pair."""
     rules = compiled()
-    for pattern in (rules.pair, rules.use_as):
-        for match in pattern.finditer(text):
+    pairs = (
+        (_holds(low, ("login", "log in", "log-in", "cred", "user")), rules.pair),
+        (" as " in low, rules.use_as),
+    )
+    for needed, pattern in pairs:
+        for match in pattern.finditer(text) if needed else ():
             value, start, quoted = _value(match)
             if looks_like_value(value, PASSWORD, "is", quoted):
                 yield RuleFinding(PASSWORD, start, start + len(value), None)
-    for pattern in (rules.assignment, rules.phrase, rules.flag, rules.xml):
+    named = (rules.assignment, rules.phrase, rules.flag, rules.xml) if _holds(low, _NAME_WORDS) else ()
+    for pattern in named:
         for match in _matches(pattern, text):
             kind = _kind_of(_kinds_in(match.group("key")))
             value, start, quoted = _value(match)
@@ -646,7 +741,8 @@ def _named(text: str) -> Iterator[RuleFinding]:
             bare = match.group("key").lower() in ("key", "auth")
             if looks_like_value(value, kind, separator, quoted, bare_name=bare):
                 yield RuleFinding(kind, start, start + len(value), None)
-    for pattern in (rules.cjk, rules.cjk_pair, rules.cjk_use):
+    chinese = (rules.cjk, rules.cjk_pair, rules.cjk_use) if _holds(text, _CJK_NAME_WORDS) else ()
+    for pattern in chinese:
         for match in _matches(pattern, text):
             groups = match.groupdict()
             kind = _kind_of(groups)
