@@ -67,7 +67,7 @@ _NAMES = {
     r"(?:password|passwd|passphrase|pass[ _-]?code|pass|pwd|pword|pw)",
     SECRET: r"secret(?:[ _-]?access)?(?:[ _-]?key)?|client[ _-]?secret|signing[ _-]?secret",
     API_KEY: r"api[ _-]?key|apikey|access[ _-]?key(?:[ _-]?id)?|secret[ _-]?id|key|(?:private|signing|"
-    r"encryption|master|license|app|client|account|storage|service|consumer|secret|admin|write|"
+    r"encryption|master|license|app|client|account|storage|service|consumer|secret|admin|write|auth|"
     r"read|deploy|webhook|sas|shared)[ _-]?key",
     TOKEN: r"(?:auth|access|refresh|api|bearer|session|id|bot|app|personal[ _-]?access|deploy|"
     r"webhook|oauth|csrf|xsrf|security|service|admin|user)?[ _-]?token|auth",
@@ -81,6 +81,9 @@ _NOT_SECRET_QUALIFIERS = frozenset(
     prev previous page continuation cancellation""".split()
 )
 _PUBLIC = frozenset(("public", "publishable"))
+# What names a key pair's public half or its fingerprint ("using RSA key A086…", "GPG key ID …"):
+# a key then is no secret (a passphrase still is).
+_KEY_PAIR_QUALIFIERS = frozenset("rsa dsa ecdsa ed25519 gpg pgp ssh host".split())
 _CJK_NAMES = {
     PASSWORD: r"密码|口令|密碼|授权码|授權碼",
     SECRET: r"密钥|秘钥|私钥|密鑰|秘鑰",
@@ -98,10 +101,16 @@ _QUOTED = (
     r"\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'|`(?P<bq>[^`\n]{1,300})`|“(?P<cq>[^”\n]{1,300})”"
 )
 # (A Chinese character ends it too: "password 密码需要至少8位" holds no value.)
-_RUN = r"(?P<run>[^\s\"'`，。；、！？」』”）】\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]{1,300})"
-_VALUE = rf"(?:{_QUOTED}|{_RUN})"
+_RUN = (
+    r"(?P<run>(?:[^\s\"'`，。；、！？」』”）】\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]|(?<=\w)'(?=\w)){1,300})"
+)  # (an apostrophe between letters is the value's: Har'bor92)
+# A connection string quotes a value holding ";" in braces: `Pwd={P&*;vM@fy89}` (ODBC).
+_BRACED = r"\{(?P<brace>[^{}\n]{1,300})\}(?=;|\"|'|$)"
+_VALUE = rf"(?:{_QUOTED}|{_BRACED}|{_RUN})"
 _CJK_QUOTED = r"[「『“\"'](?P<dq>[^」』”\"'\n]{1,300})[」』”\"']"
-_CJK_RUN = r"(?P<run>[!-~]{1,300})"  # in a Chinese sentence a password is a run of ASCII
+# In a Chinese sentence a password is a run of ASCII, possibly with Chinese characters in it
+# (春眠lg#19晓): `looks_like_value` then asks for an ASCII digit or symbol too.
+_CJK_RUN = r"(?P<run>[\u4e00-\u9fff]{0,8}[!-~](?:[!-~]|[\u4e00-\u9fff](?=[\u4e00-\u9fff]{0,7}[!-~])){0,299}[\u4e00-\u9fff]{0,8})"
 
 # Words that follow "password:" or "token is" in prose, never as the value itself.
 _PROSE = frozenset(
@@ -126,6 +135,7 @@ _PROSE = frozenset(
 _PLACEHOLDER = re.compile(
     r"^(?:\{|%\(|\$\{|\$\(|<[^<>]*>$|<[A-Za-z _-]+$)"
     r"|^(?:\$(?:[A-Z_]+|[a-z_]+)|\$\d+|\[[^\[\]]*\]|\*+|•+|x{3,}|X{3,}|\.{3,}|…+)$"
+    r"|^(?:\.{1,2}/|~/|//)|^/[\w.-]+(?:/[\w.-]+)+$"  # ./db-password.txt, ~/.pgpass, a URL's //host
     r"|EXAMPLE|(?i:^(?:your|my|the|insert|enter|put)[_ -]|_here$|placeholder|redacted|changeme|"
     r"^(?:password|passwd|pass|pwd|secret|token|api[_-]?key|key|user|username|none|null)$)"
 )
@@ -202,6 +212,8 @@ def looks_like_value(
     has_symbol = any(not c.isalnum() and c not in "-'’" for c in value)
     mixed = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
     has_alpha = any(c.isalpha() for c in value)
+    if any("\u4e00" <= c <= "\u9fff" for c in value) and not (has_digit and (has_symbol or mixed)):
+        return False  # 请联系管理员 is an answer; 春眠lg#19晓 a password
     if kind == PASSWORD:
         if len(value) < 4:
             return False
@@ -265,6 +277,7 @@ _SEP = (
     r"|[ \t]+(?:is|was|are|=)(?:[ \t]+(?:actually|now|still|just|simply|currently))?"
     r"(?:[ \t]*[:：][ \t]*|[ \t]+)"  # password is X, password is: X, the password is actually X
     r"|'s[ \t]+|[ \t]+(?:to|into)[ \t]+"  # my password's X; set the root password to X
+    r"|(?<=[\"'])[ \t]*,[ \t]*(?=[\"'])"  # define('DB_PASSWORD', 'X'), setenv("API_KEY", "X")
     r"|[ \t]*(?:是|为|為)[ \t]*[:：]?[ \t]*"  # password是X
     r"|[ \t]+)"  # the root password Winter2024!, aws secret key X (a value that looks like one)
 )
@@ -283,7 +296,7 @@ _CLI_SPACED = (
     r"|\bredis-cli\b[^\n|;&]{0,200}?[ \t](?:-a|--pass)[ \t=]+"
     r"|(?<![\w-])-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
     r"|(?<![\w-])-(?:passout|passin|pass)[ \t]+(?:pass|env):"
-    r"|\b(?:unzip|zip|7z|7za|unrar|rar)\b[^\n|;&]{0,200}?[ \t]-P[ \t]*"
+    r"|\b(?:unzip|zip|7z|7za|unrar|rar|sqlcmd|bcp|osql|isql)\b[^\n|;&]{0,200}?[ \t]-P[ \t]*"
     r"|\bvault[ \t]+login[ \t]+(?:-[\w-]+(?:=\S+)?[ \t]+)*(?!-)"
     r"|\bhtpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+(?:-[a-zA-Z]+[ \t]+)*\S+[ \t]+\S+[ \t]+"
     r"|\bnet[ \t]+user[ \t]+\S+[ \t]+(?!/)"
@@ -347,14 +360,14 @@ class _Rules:
     def query_signature(self) -> re.Pattern[str]:
         # A signed URL's signature (Azure SAS `sig=`, S3's `X-Amz-Signature=`) is its credential.
         return re.compile(
-            r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature)=(?P<run>[^&\s\"'#]{16,})"
+            r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature|appid|app_id)=(?P<run>[^&\s\"'#]{16,})"
         )
 
     @cached_property
     def cjk(self) -> re.Pattern[str]:
         return re.compile(
             rf"(?:{_cjk_names()})(?:[ \t]*的)?[ \t]*"
-            rf"(?P<sep>(?:{_CJK_SETS}|：|:|=)+|[ \t]+)[ \t]*"
+            rf"(?P<sep>(?:{_CJK_SETS}|：|:|=)+|[ \t]+|[（(](?=[!-~]{{4,300}}[）)]))[ \t]*"
             rf"(?:{_CJK_QUOTED}|{_CJK_RUN})"
         )
 
@@ -445,7 +458,7 @@ class _Rules:
         # A vendor's prefix (`sk-`, `sk-proj-`, `hf_`, `whsec_`, `dop_v1_`, `hvs.`) and a long generated
         # body: the shape most providers give their keys, whether or not a rule knows the provider.
         return re.compile(
-            r"(?<![A-Za-z0-9_+/=.-])(?P<prefix>[a-z][a-z0-9]{1,9}(?:[_.-][a-z0-9]{2,10}){0,2}[_.-])"
+            r"(?<![A-Za-z0-9_+/.-])(?P<prefix>[a-z][a-z0-9]{1,9}(?:[_.-][a-z0-9]{2,10}){0,2}[_.-])"
             r"(?P<body>[A-Za-z0-9_-][A-Za-z0-9_.-]{19,600})(?<!\.)(?![A-Za-z0-9_+/=-])"
         )
 
@@ -458,7 +471,7 @@ class _Rules:
         # Bot tokens of documented shapes that the catalogue reports only beside the provider's name:
         # Telegram's (the bot's id, a colon, 35 characters from AA) and Discord's (three dotted parts).
         return re.compile(
-            r"(?<![A-Za-z0-9_:-])(?:(?P<telegram>\d{8,10}:AA[A-Za-z0-9_-]{33})"
+            r"(?:(?<=bot)|(?<![A-Za-z0-9_:-]))(?:(?P<telegram>\d{8,10}:AA[A-Za-z0-9_-]{33})"
             r"|(?P<discord>[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}))(?![A-Za-z0-9_-])"
         )
 
@@ -467,7 +480,8 @@ class _Rules:
         # Webhook URLs whose path is their secret, of the hosts the catalogue's rules miss in a URL.
         return re.compile(
             r"\bhttps?://(?:discord(?:app)?\.com/api/webhooks/\d{5,25}/(?P<discord>[A-Za-z0-9_-]{40,100})"
-            r"|api\.telegram\.org/(?:file/)?bot(?P<telegram>\d{5,16}:[A-Za-z0-9_-]{30,40}))"
+            r"|api\.telegram\.org/(?:file/)?bot(?P<telegram>\d{5,16}:[A-Za-z0-9_-]{30,40})"
+            r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/(?P<feishu>[0-9a-f-]{36}))"
         )
 
     @cached_property
@@ -541,7 +555,7 @@ def _kind_of(groups: dict[str, str | None]) -> str:
 def _value(match: re.Match[str]) -> tuple[str, int, bool]:
     """The value a match holds, where it starts, and whether it was quoted."""
     groups = match.groupdict()
-    for name in ("dq", "sq", "bq", "cq"):
+    for name in ("dq", "sq", "bq", "cq", "brace"):
         if groups.get(name):
             return groups[name] or "", match.start(name), True
     for name in ("run", "run2"):
@@ -553,7 +567,7 @@ def _value(match: re.Match[str]) -> tuple[str, int, bool]:
 _IDENTIFIER_BEFORE = re.compile(r"([A-Za-z0-9_.-]*?)([A-Za-z0-9]*)([ _.-]?)$")
 
 
-def _named_away(text: str, match: re.Match[str], value: str, separator: str) -> bool:
+def _named_away(text: str, match: re.Match[str], value: str, separator: str, kind: str) -> bool:
     """Whether what stands before a credential's name makes it something else (`next_token`,
     `STRIPE_PUBLISHABLE_KEY`, a path's `…:secret:prod/db`), or a short name (`pass`) is a word of
     a sentence rather than a setting's."""
@@ -564,6 +578,8 @@ def _named_away(text: str, match: re.Match[str], value: str, separator: str) -> 
     identifier, word, joiner = before.groups() if before else ("", "", "")
     parts = {part.lower() for part in re.split(r"[_.-]", identifier + word) if part}
     if parts & _PUBLIC or word.lower() in _NOT_SECRET_QUALIFIERS:
+        return True
+    if kind == API_KEY and word.lower() in _KEY_PAIR_QUALIFIERS:
         return True
     if match.group("key").lower().replace(" ", "") not in _SHORT_NAMES:
         return False
@@ -577,6 +593,7 @@ def _named_away(text: str, match: re.Match[str], value: str, separator: str) -> 
     return not random_looking(value, least=8) if match.group("key").lower() == "auth" else not strong(value)
 
 
+_HEX_BODY = re.compile(r"^[0-9a-f]{32,128}$")
 _TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$")
 _TABLE_RULE = re.compile(r"^[\s|:-]+$")
 
@@ -614,7 +631,7 @@ _NAME_WORDS = ("pass", "pwd", "pw", "secret", "key", "token", "auth")
 _CJK_NAME_WORDS = ("密", "口令", "令牌", "授权码", "授權碼")
 _CLI_WORDS = (
     "login", "sshpass", "mongo", "cqlsh", "rabbitmq", "influx", "smbclient", "ldap", "redis-cli", "pass",
-    "zip", "7z", "rar", "vault", "htpasswd", "net user",
+    "zip", "7z", "rar", "vault", "htpasswd", "net user", "sql", "bcp",
 )  # fmt: skip
 
 
@@ -647,9 +664,9 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
         for match in rules.shaped_token.finditer(text):
             kind = "telegram" if match.group("telegram") else "discord"
             yield RuleFinding(TOKEN, match.start(), match.end(), f"{kind} bot token")
-    if "discord" in low or "telegram.org" in low:
+    if _holds(low, ("discord", "telegram.org", "feishu", "larksuite")):
         for match in rules.webhook.finditer(text):
-            group = "discord" if match.group("discord") else "telegram"
+            group = next(name for name in ("discord", "telegram", "feishu") if match.group(name))
             yield RuleFinding(TOKEN, match.start(group), match.end(group), f"{group} webhook")
     yield from _key_shaped(text)
     if with_fallback:
@@ -672,6 +689,8 @@ def _key_shaped(text: str) -> Iterator[RuleFinding]:
             continue  # pk_…, pk.…: publishable keys, public by design; pi_ and 24: an object's id
         if _PUBLIC_SETTING.search(text, text.rfind("\n", 0, match.start()) + 1, match.start()):
             continue
+        if len(prefix.strip("_.-")) > 4 and _HEX_BODY.match(body):
+            continue  # node-modules-<sha256>: a hash after words (a vendor's hex key has a short prefix)
         separators = body.count("-") + body.count("_") + body.count(".")
         if random_looking(body) and separators <= len(body) // 16:
             yield RuleFinding(API_KEY, match.start(), match.end(), f"{prefix}…")
@@ -693,7 +712,7 @@ def _structured(text: str, low: str) -> Iterator[RuleFinding]:
     if "bearer" in low:
         for match in rules.bearer.finditer(text):
             yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "Bearer …")
-    if "sig" in low:
+    if "sig" in low or "appid" in low or "app_id" in low:
         for match in rules.query_signature.finditer(text):
             if random_looking(match.group("run")):
                 yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "sig=…")
@@ -736,7 +755,7 @@ def _named(text: str, low: str) -> Iterator[RuleFinding]:
             separator = (match.groupdict().get("sep") or "=").strip() or " "
             if separator.lower().startswith(("is", "was", "are", "是", "为", "為", "'s", "to", "into")):
                 separator = "is"
-            if pattern is rules.assignment and _named_away(text, match, value, separator):
+            if pattern is rules.assignment and _named_away(text, match, value, separator, kind):
                 continue
             bare = match.group("key").lower() in ("key", "auth")
             if looks_like_value(value, kind, separator, quoted, bare_name=bare):
