@@ -110,7 +110,10 @@ _VALUE = rf"(?:{_QUOTED}|{_BRACED}|{_RUN})"
 _CJK_QUOTED = r"[「『“\"'](?P<dq>[^」』”\"'\n]{1,300})[」』”\"']"
 # In a Chinese sentence a password is a run of ASCII, possibly with Chinese characters in it
 # (春眠lg#19晓): `looks_like_value` then asks for an ASCII digit or symbol too.
-_CJK_RUN = r"(?P<run>[\u4e00-\u9fff]{0,8}[!-~](?:[!-~]|[\u4e00-\u9fff](?=[\u4e00-\u9fff]{0,7}[!-~])){0,299}[\u4e00-\u9fff]{0,8})"
+_CJK_RUN = (
+    r"(?P<run>[\u4e00-\u9fff]{0,3}[!-~](?:[!-~]|[\u4e00-\u9fff](?=[\u4e00-\u9fff]{0,2}[!-~])){0,299}"
+    r"(?:[\u4e00-\u9fff](?![\u4e00-\u9fff]))?)"
+)
 
 # Words that follow "password:" or "token is" in prose, never as the value itself.
 _PROSE = frozenset(
@@ -187,7 +190,9 @@ def random_looking(value: str, *, least: int = 16) -> bool:
 
 
 def placeholder(value: str, quoted: bool) -> bool:
-    """Whether value stands for a credential instead of being one (or is one published on purpose)."""
+    """Whether value stands for a credential instead of being one (or is one published on purpose).
+    Markdown around it (`` `secret` ``, **token**) is not part of it."""
+    value = value.strip("`*_") or value
     if _PLACEHOLDER.search(value) or _MASKED.match(value) or _PUBLISHED.match(value):
         return True
     return not quoted and _EXPRESSION.match(value) is not None
@@ -501,6 +506,49 @@ class _Rules:
         )
 
     @cached_property
+    def credential_call(self) -> re.Pattern[str]:
+        # Code that hands a credential to a client: `Client("AC…", "76aa…")`,
+        # `credential.Credential("AKID…", "9xrY…")`, `cohere.ClientV2("uHbD…")`.
+        return re.compile(
+            r"(?i)\b[\w.]*(?:client|credentials?|auth|login|connect|session)(?:v\d+)?[ \t]*\("
+            r"(?P<args>[^()\n]{0,400})\)"
+        )
+
+    @cached_property
+    def key_value_attributes(self) -> re.Pattern[str]:
+        # .NET and NuGet settings: <add key="ClearTextPassword" value="X" />
+        return re.compile(
+            rf"(?i)\bkey=[\"'](?:[\w.-]*?)(?P<key>{_names()})[\"'][ \t]+"
+            r"value=[\"'](?P<run>[^\"'\n]{1,300})[\"']"
+        )
+
+    @cached_property
+    def dsn(self) -> re.Pattern[str]:
+        # Go's MySQL DSN: user:password@tcp(host:port)/db
+        return re.compile(r"(?<![\w/:])[\w.-]{1,64}:(?P<run>[^\s@/\"':]{1,200})@(?:tcp|unix|udp)\(")
+
+    @cached_property
+    def cookie(self) -> re.Pattern[str]:
+        # A request's cookies: a session id or CSRF token in one opens the account.
+        return re.compile(r"(?im)^[ \t]*(?:set-)?cookie:[ \t]*(?P<cookies>[^\n]{1,4000})$")
+
+    @cached_property
+    def cjk_access_key(self) -> re.Pattern[str]:
+        # 百度地图 AK 是 X, SK：X — Chinese clouds' names for an access key and its secret
+        return re.compile(
+            r"(?<![A-Za-z0-9])(?P<name>AK|SK|AccessKey|SecretKey|Secret ?Key|Access ?Key)(?:[ \t]*(?:ID|Id))?"
+            r"[ \t]*(?:是|为|為|：|:|=)[ \t]*(?P<run>[A-Za-z0-9/+=_-]{16,200})"
+        )
+
+    @cached_property
+    def next_line(self) -> re.Pattern[str]:
+        # "Password for the elastic user (reset with …):" and the password alone on the next line
+        return re.compile(
+            rf"(?i){_EDGE}(?P<key>{_names()})\b[^\n]{{0,120}}:[ \t]*\n"
+            r"[ \t]+(?P<run>\S{8,200})[ \t]*(?:\n|$)"
+        )
+
+    @cached_property
     def fallback(self) -> list[tuple[str, str, re.Pattern[str]]]:
         return [
             (kind, hint, re.compile(_EDGE + body + r"(?![A-Za-z0-9])"))
@@ -511,7 +559,8 @@ class _Rules:
     def quick(self) -> re.Pattern[str]:
         return re.compile(
             r"(?i)pass|pwd|pw|secret|key|token|auth|bearer|://|log|cred|-u|-p|-a|-w|sig|mysql|private|eyj|"
-            r"vault|user|:\d|密|口令|令牌|授权码|账号|帐号|用户"
+            r"vault|user|:\d|client|credential|connect|cookie|value=|@tcp\(|(?-i:AK|SK)|"
+            r"密|口令|令牌|授权码|账号|帐号|用户"
         )
 
 
@@ -593,6 +642,9 @@ def _named_away(text: str, match: re.Match[str], value: str, separator: str, kin
     return not random_looking(value, least=8) if match.group("key").lower() == "auth" else not strong(value)
 
 
+# A cookie whose name says it holds a session or a token (sessionid, PHPSESSID, connect.sid,
+# csrftoken, remember_token, auth): its value opens the account, however it looks.
+_SESSION_COOKIE = re.compile(r"(?i)sess|sid$|token|auth|csrf|xsrf|jwt|remember|login")
 _HEX_BODY = re.compile(r"^[0-9a-f]{32,128}$")
 _TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$")
 _TABLE_RULE = re.compile(r"^[\s|:-]+$")
@@ -723,7 +775,21 @@ def _structured(text: str, low: str) -> Iterator[RuleFinding]:
         (_holds(low, _CLI_WORDS), rules.cli, None),
         (":" in text, rules.pgpass, ".pgpass"),
         (_holds(low, ("password", "passwd", "密码", "授权码")), rules.app_password, None),
+        ("value=" in low, rules.key_value_attributes, None),
+        ("@tcp(" in low or "@unix(" in low, rules.dsn, "user:…@tcp("),
+        (":\n" in text, rules.next_line, None),
     )
+    for match in rules.credential_call.finditer(text) if "(" in text else ():
+        args = match.group("args")
+        for literal in re.finditer(r"([\"'])([^\"'\n]{16,300})\1", args):
+            if random_looking(literal.group(2)) and not placeholder(literal.group(2), True):
+                start = match.start("args") + literal.start(2)
+                yield RuleFinding(SECRET, start, start + len(literal.group(2)), "a client's credential")
+    for match in rules.cookie.finditer(text) if "cookie" in low else ():
+        for pair in re.finditer(r"([^=;\s]{1,100})=([^;\s]{16,2000})", match.group("cookies")):
+            if _SESSION_COOKIE.search(pair.group(1)) or random_looking(pair.group(2)):
+                start = match.start("cookies") + pair.start(2)
+                yield RuleFinding(TOKEN, start, start + len(pair.group(2)), "cookie")
     for needed, pattern, hint in passwords:
         if not needed:
             continue
@@ -760,6 +826,11 @@ def _named(text: str, low: str) -> Iterator[RuleFinding]:
             bare = match.group("key").lower() in ("key", "auth")
             if looks_like_value(value, kind, separator, quoted, bare_name=bare):
                 yield RuleFinding(kind, start, start + len(value), None)
+    if _holds(text, ("AK", "SK", "Key")) and any("\u4e00" <= c <= "\u9fff" for c in text):
+        for match in rules.cjk_access_key.finditer(text):
+            if random_looking(match.group("run")):
+                kind = SECRET if match.group("name").upper().startswith("S") else API_KEY
+                yield RuleFinding(kind, match.start("run"), match.end("run"), None)
     chinese = (rules.cjk, rules.cjk_pair, rules.cjk_use) if _holds(text, _CJK_NAME_WORDS) else ()
     for pattern in chinese:
         for match in _matches(pattern, text):

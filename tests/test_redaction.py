@@ -249,6 +249,20 @@ WHOLE = [  # (text, the secret that must be gone whole)
     (f"my key is {OPENAI}.", OPENAI),  # a sentence's full stop right after a key
     (f"密钥是{GITHUB}。", GITHUB),  # a Chinese mark right after it
     (f"token = {GITHUB}  # kingfisher:ignore", GITHUB),  # a text never exempts itself
+    # found by the blind held-out set (bench/sets/secrets_heldout), then fixed:
+    (f'client = Client("AC{fake(HEX, 32, 42)}", "{(p := fake(HEX, 32, 43))}")', p),
+    (f"Cookie: csrftoken=x; sessionid={(p := fake(string.ascii_lowercase + string.digits, 32, 44))}", p),
+    (f'<add key="ClearTextPassword" value="{(p := fake(ALNUM, 16, 45))}" />', p),
+    (f'dsn := "shop:{(p := fake(ALNUM, 15, 46))}@tcp(10.1.2.3:3306)/shop"', p),
+    (f"define( 'DB_PASSWORD', '{(p := 'OM^c!I9uX&*bU')}' );", p),
+    (f"Uid=report;Pwd={{{(p := 'P&*;vM@fy89!4IC$')}}};TrustServerCertificate=yes", p),
+    ("the password is Bramble#Har'bor92, apostrophe included", "Bramble#Har'bor92"),
+    ("新密码是 春眠lg#19晓，中文字符也算在里面。", "春眠lg#19晓"),
+    ("我把测试库的密码（RHhHKL@4N2wEFii）写在白板上了", "RHhHKL@4N2wEFii"),
+    (f"百度地图 AK 是 {(p := fake(ALNUM, 32, 47))}，配额一天 30 万次", p),
+    (f"Password for the elastic user (reset with `bin/reset -u elastic`):\n  {(p := fake(ALNUM, 20, 48))}\n", p),
+    (f"sqlcmd -S tcp:10.0.8.4,1433 -U sa -P '{(p := 'um%lJq4bEKQ^^r')}' -Q \"SELECT 1\"", p),
+    (f"tailscale up --authkey={(p := 'tskey-auth-' + fake(ALNUM, 12, 49) + '-' + fake(ALNUM, 33, 50))}", p),
 ]
 
 
@@ -284,6 +298,13 @@ LOOK_ALIKES = [
     "age public key: age1f4crc4894cefcz09x367nz26ukf0064mz4mg64ga33un3xx7d0r6c6wkev",
     "忘记密码了，重置密码的链接已发送到邮箱。令牌桶算法限流。",
     "export DB_PASSWORD=$(vault read -field=pw secret/db)",
+    "Incorrect API key provided: sk-proj-****Q2xd. "
+    "You can find your API key at https://platform.openai.com/account/api-keys.",
+    "gpg:                using RSA key A08696016A943A3B1725EA255B0F1AB70D8CC48A",
+    "kubectl create secret generic db --from-file=password=./db-password.txt --dry-run=client",
+    "Build cache key: node-modules-87f584a2231dd5efa6dc239195d38bb71ed1887047e18091125cb17a393bd2bb",
+    'Notice that nowhere in the code is the plaintext password "`secret`", we only have the hash.',
+    "密码：请联系管理员。密码是什么？",
 ]
 
 
