@@ -260,7 +260,7 @@ WHOLE = [  # (text, the secret that must be gone whole)
     ("新密码是 春眠lg#19晓，中文字符也算在里面。", "春眠lg#19晓"),
     ("我把测试库的密码（RHhHKL@4N2wEFii）写在白板上了", "RHhHKL@4N2wEFii"),
     (f"百度地图 AK 是 {(p := fake(ALNUM, 32, 47))}，配额一天 30 万次", p),
-    (f"Password for the elastic user (reset with `bin/reset -u elastic`):\n  {(p := fake(ALNUM, 20, 48))}\n", p),
+    (f"Password for the elastic user (reset with `reset -u elastic`):\n  {(p := fake(ALNUM, 20, 48))}\n", p),
     (f"sqlcmd -S tcp:10.0.8.4,1433 -U sa -P '{(p := 'um%lJq4bEKQ^^r')}' -Q \"SELECT 1\"", p),
     (f"tailscale up --authkey={(p := 'tskey-auth-' + fake(ALNUM, 12, 49) + '-' + fake(ALNUM, 33, 50))}", p),
 ]
