@@ -56,6 +56,7 @@ def checks(session: Session, vault_from: str, user_from: str) -> list[Check]:
         worker_check(session.environ),
         *index_checks(session),
         memory_check(session),
+        secrets_check(),
     ]
 
 
@@ -194,6 +195,21 @@ def index_checks(session: Session) -> list[Check]:
                 Check(what, False, f"{path}: {verdict}; it is only a cache: delete it, it is rebuilt")
             )
     return found
+
+
+def secrets_check() -> Check:
+    """The detector every automatic write and `aibuddy scan` share: a platform the rule catalogue
+    has no build for still redacts, from the common providers' prefixes only, and is told so."""
+    from .redaction_catalog import about
+
+    loaded, what = about()
+    if loaded:
+        return Check("secret detector", True, f"{what}, and aibuddy's rules for named values")
+    return Check(
+        "secret detector", False,
+        f"the rule catalogue cannot be loaded here ({what}): provider keys are recognised by the common "
+        "prefixes only; install kingfisher-secret-scanner where it has a build",
+    )  # fmt: skip
 
 
 def memory_check(session: Session) -> Check:

@@ -49,6 +49,7 @@ class CatalogFinding(NamedTuple):
 
 _lock = threading.Lock()
 _built: list[Any] = []  # the process's one scanner once built, or None where it cannot be had
+_about: list[str] = []  # what was loaded ("kingfisher-secret-scanner 1.5.0, 488 rules"), or why not
 
 
 def _scanner() -> Any | None:
@@ -58,14 +59,23 @@ def _scanner() -> Any | None:
     with _lock:
         if not _built:
             try:
-                from kingfisher_sdk import Scanner
+                import kingfisher_sdk
 
+                rules = kingfisher_sdk.Rules()
                 # Inline "ignore" comments are not honoured by this scanner: a text (a model's, a
                 # pasted log's) never decides for itself that its key may be kept.
-                _built.append(Scanner(dedup=False, redact=False))
-            except (ImportError, OSError, RuntimeError):  # no wheel here, or a CPU it cannot use
+                _built.append(kingfisher_sdk.Scanner(rules, dedup=False, redact=False))
+                version, count = kingfisher_sdk.__version__, len(rules.metadata())
+                _about.append(f"kingfisher-secret-scanner {version}, {count} rules")
+            except (ImportError, OSError, RuntimeError) as error:  # no wheel here, or a CPU it cannot use
                 _built.append(None)
+                _about.append(f"{type(error).__name__}: {error}")
     return _built[0]
+
+
+def about() -> tuple[bool, str]:
+    """Whether the catalogue can be had here, and what it is (or why not): for `aibuddy doctor`."""
+    return _scanner() is not None, _about[0]
 
 
 def built() -> bool:

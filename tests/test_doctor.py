@@ -25,6 +25,7 @@ def test_a_fresh_vault_is_healthy_line_by_line(vault: Vault, env: dict[str, str]
     assert checks["user"]["detail"] == "demo (from AIBUDDY_USER)"
     assert checks["store"]["detail"] == "files in the folder"
     assert "deterministic path" in str(checks["model for recall"]["detail"])
+    assert str(checks["secret detector"]["detail"]).startswith("kingfisher-secret-scanner ")
     text = run_in_process("doctor", env=env).stdout.decode().splitlines()
     assert text[0].startswith("ok") and "vault:" in text[0]
 

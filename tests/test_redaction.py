@@ -311,3 +311,23 @@ LOOK_ALIKES = [
 @pytest.mark.parametrize("text", LOOK_ALIKES, ids=range(len(LOOK_ALIKES)))
 def test_look_alikes_and_stand_ins_are_left_alone(text: str) -> None:
     assert redact(text) == (text, Counter())
+
+
+def test_where_the_catalogue_cannot_be_had_the_common_prefixes_still_redact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aibuddy_cli import health, redaction_catalog
+
+    monkeypatch.setattr(redaction_catalog, "_built", [None])
+    monkeypatch.setattr(redaction_catalog, "_about", ["ImportError: no build for this platform"])
+    assert redact(f"maps {GOOGLE} and password: Hunter2xyz") == (  # AIza…: a prefix of FALLBACK_PREFIXES
+        "maps [redacted: api key] and password: [redacted: password]",
+        Counter({"api key": 1, "password": 1}),
+    )
+    key = "sk-" + fake(ALNUM, 40, 51)
+    assert redact(f"my key {key} and password: Hunter2xyz") == (
+        "my key [redacted: api key] and password: [redacted: password]",
+        Counter({"api key": 1, "password": 1}),
+    )
+    check = health.secrets_check()
+    assert not check.ok and "common prefixes only" in check.detail and "ImportError" in check.detail
