@@ -21,7 +21,8 @@ append-only file again gives every turn the same id: an import skips what it alr
 Tool calls are kept in the OpenAI shape (`{"id", "type": "function", "function": {"name",
 "arguments"}}`), whatever the agent; a tool call's arguments or a tool result longer than
 TOOL_TEXT_LIMIT is cut (a file the agent read or wrote is not conversation), except the
-arguments of aibuddy's own memory tools, which the skip rule and the consolidation shield read.
+arguments of aibuddy's own memory and row tools, which the skip rule and the consolidation
+shield read.
 """
 
 from __future__ import annotations
@@ -66,7 +67,12 @@ def aibuddy_tool(name: str) -> str:
     return name.removeprefix("mcp__aibuddy__")
 
 
-_KEPT_WHOLE = frozenset({"memory_save", "memory_update", "memory_delete"})
+# The calls whose arguments are kept whole, however long: aibuddy's own writes, which extraction
+# and consolidation's shield read (cut, a pass would write the rows a call added a second time).
+_KEPT_WHOLE = frozenset(
+    {"memory_save", "memory_update", "memory_delete"}
+    | {"add_rows", "table_add_rows", "update_rows", "table_update_rows"}
+)
 
 
 def _cut(text: str) -> str:

@@ -283,6 +283,25 @@ def test_extraction_skips_a_turn_the_agent_saved_through_aibuddys_mcp_tools(env:
     assert b"line 17 skipped" in done.stderr
 
 
+def test_rows_the_agent_added_through_aibuddys_mcp_tools_stay_known_to_consolidation(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A table_add_rows call of 120 rows is past the 4,000 characters other calls are cut at: its
+    arguments are kept whole, as a memory tool's are, so consolidation's shield knows the rows
+    (cut, a pass added all 120 a second time)."""
+    from aibuddy_cli.tasks.consolidation.shield import Shield
+    from aibuddy_cli.tasks.service import TaskMessage
+
+    rows = [{"name": f"Vendor{i}", "city": f"Town{i}"} for i in range(120)]
+    session = ClaudeCodeSession(tmp_path / "s.jsonl")
+    call = ("mcp__aibuddy__table_add_rows", {"table": "vendors", "rows": rows})
+    session.append(session.user("Add the vendors of the list"), *session.assistant("Adding them.", tool=call))
+    hook(env, session.event("Stop"))
+    (stored,) = [m for m in messages(vault, "t1") if m.get("tool_calls")]
+    shield = Shield([TaskMessage(2, "assistant", "", stored["at"], [], stored["tool_calls"])])
+    assert shield.handles("knowledge", {"table": "vendors", "rows": rows})
+
+
 def test_an_empty_session_makes_no_task_and_the_next_start_still_recalls_the_project(
     vault: Vault, cli, env: dict[str, str], tmp_path: Path
 ) -> None:
