@@ -468,7 +468,7 @@ class Report(NamedTuple):
             said.append(
                 "`aibuddy doctor --move` moves yours into your personal vault (`--dry-run` lists them first)"
             )
-        if self.moved and not self.dry_run:
+        if any(not os.path.isabs(key) for key in self.moved) and not self.dry_run:  # the shared tree's
             said.append(
                 "commit the removal; the files stay in the git history: README.md, \"Team vaults\", "
                 "says how a team purges it"

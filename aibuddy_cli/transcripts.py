@@ -6,7 +6,8 @@ Each line of a JSONL transcript is read by the first shape that fits it:
   with a `message` whose content is text or blocks: `text`, `tool_use` (a tool call), `tool_result`
   (in a user entry: the tool's answer, a `tool` turn), `thinking` and `redacted_thinking` (left
   out: the model's scratch work is not the conversation). Sidechain entries (a subagent's own
-  conversation), meta entries (command caveats) and the other entry types (summary,
+  conversation), meta entries (command caveats), the slash commands a user ran and their output
+  (`<command-name>`, `<local-command-stdout>` entries) and the other entry types (summary,
   file-history-snapshot, queue-operation, system) are not turns. A turn's id is its entry's uuid.
 - **OpenAI chat** (`{"role", "content", "tool_calls"}`, what `memory extract` read before).
 - **Codex CLI** rollouts (`~/.codex/sessions/…/rollout-*.jsonl`): `response_item` entries whose
@@ -21,13 +22,15 @@ append-only file again gives every turn the same id: an import skips what it alr
 Tool calls are kept in the OpenAI shape (`{"id", "type": "function", "function": {"name",
 "arguments"}}`), whatever the agent; a tool call's arguments or a tool result longer than
 TOOL_TEXT_LIMIT is cut (a file the agent read or wrote is not conversation), except the
-arguments of aibuddy's own memory tools, which the skip rule and the consolidation shield read.
+arguments of aibuddy's own memory and row tools, which the skip rule and the consolidation
+shield read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -36,6 +39,13 @@ TOOL_TEXT_LIMIT = 4000
 MAX_PROBLEMS = 20
 # Codex repeats these as user messages at the start of every session: context, not conversation.
 _CODEX_BOILERPLATE = ("<environment_context>", "<user_instructions>", "<permissions", "# AGENTS.md")
+# What Claude Code writes as user entries when the user runs a slash command (/model, /clear):
+# the command and its output, nothing said to the model (the caveat before them is a meta entry).
+_LOCAL_COMMAND = re.compile(
+    r"\s*(?:<(command-name|command-message|command-args|local-command-(?:stdout|stderr|caveat))>"
+    r".*?</\1>\s*)+",
+    re.DOTALL,
+)
 
 
 class Turn(NamedTuple):
@@ -66,7 +76,12 @@ def aibuddy_tool(name: str) -> str:
     return name.removeprefix("mcp__aibuddy__")
 
 
-_KEPT_WHOLE = frozenset({"memory_save", "memory_update", "memory_delete"})
+# The calls whose arguments are kept whole, however long: aibuddy's own writes, which extraction
+# and consolidation's shield read (cut, a pass would write the rows a call added a second time).
+_KEPT_WHOLE = frozenset(
+    {"memory_save", "memory_update", "memory_delete"}
+    | {"add_rows", "table_add_rows", "update_rows", "table_update_rows"}
+)
 
 
 def _cut(text: str) -> str:
@@ -132,6 +147,8 @@ def _claude_code(line: _Line) -> list[Turn] | None:
     source = uuid if isinstance(uuid, str) and uuid else line.made_id()
     content = message.get("content")
     if isinstance(content, str):
+        if kind == "user" and _LOCAL_COMMAND.fullmatch(content):
+            raise _NotTurn
         return [Turn(kind, content, None, source)]
     if not isinstance(content, list):
         return None
@@ -152,7 +169,7 @@ def _claude_code(line: _Line) -> list[Turn] | None:
             result = _cut(_text_of(block.get("content")))
             results.append(Turn("tool", result, None, f"{source}#{index}"))
     turns = list(results)
-    if texts or calls:
+    if calls or (texts and not (kind == "user" and _LOCAL_COMMAND.fullmatch("\n".join(texts)))):
         turns.append(Turn(kind, "\n".join(texts), calls or None, source))
     if not turns:
         raise _NotTurn  # thinking only, an image only

@@ -781,3 +781,11 @@ def test_one_value_no_file_can_hold_never_costs_the_log_its_line(vault: Vault) -
         {"step": "contacts", "outcome": "failed", "detail": "no table 'x\ufffd'", "name": "Ana \ufffd"},
         {"step": "memory", "outcome": "created", "detail": "new record", "name": "tea"},
     ]
+
+
+def test_the_calls_the_shield_reads_are_kept_whole_in_a_transcript() -> None:
+    """Every tool the shield reads keeps its arguments whole in an imported transcript."""
+    from aibuddy_cli.tasks.consolidation.shield import MEMORY_TOOLS, ROW_TOOLS
+    from aibuddy_cli.transcripts import _KEPT_WHOLE
+
+    assert {*MEMORY_TOOLS, "memory_delete", *ROW_TOOLS} <= _KEPT_WHOLE

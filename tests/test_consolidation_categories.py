@@ -474,6 +474,32 @@ def test_a_contact_the_pass_could_not_write_because_the_vault_was_busy_is_not_lo
     )
 
 
+def test_a_contact_the_pass_could_not_journal_is_not_lost(
+    cli, vault: Vault, model: ScriptedModel, consolidate
+) -> None:
+    """The table journal cannot be written (`.aibuddy/logs` unwritable): the contact's write is
+    refused with nothing changed, which says nothing about the contact. The chunk is tried again
+    later, as on a busy or read-only vault (the pass moved on and the contact was lost)."""
+    from test_table_journal import unwritable_logs
+
+    every(vault, 2)
+    ok(cli("task", "new", "Plan the offsite", "--json"))
+    say(cli, "Maria Lopez handles the venue.", "Noted.")
+    reply = {"contacts": [{"name": "Maria Lopez", "bio": "Handles the venue", "evidence": [1]}]}
+    logs = vault.root / ".aibuddy/logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    unwritable_logs(vault)
+    model.reply_json(reply)
+    refused = consolidate()
+    assert [o for o, detail in decisions(refused, "contacts") if "journal" in detail] == ["failed"]
+    logs.unlink()
+    model.reply_json(reply)
+    consolidate()
+    assert [(r["name"], r["bio"]) for r in contacts(cli)] == [("Maria Lopez", "Handles the venue")], (
+        watermark(vault)
+    )
+
+
 def test_a_summary_a_person_wrote_while_the_model_was_answering_is_not_overwritten(
     cli, vault: Vault, model: ScriptedModel, consolidate
 ) -> None:

@@ -119,6 +119,14 @@ def test_a_differing_key_term_is_a_different_fact(existing: str, candidate: str)
         ("测试环境的集群跑的是 Kubernetes 1.27", "生产环境的集群现在跑 Kubernetes 1.29"),
         # what stands before "now" is what the fact is about: another cluster, the same version
         ("Staging cluster runs Kubernetes 1.27", "Production cluster now runs Kubernetes 1.27"),
+        # the other environment, service, person or place said elsewhere in the sentence: the
+        # update would drop a word the record has ("staging") and put none in its place (0.60,
+        # the staging record was overwritten)
+        ("Staging cluster runs Kubernetes 1.27", "The cluster now runs Kubernetes 1.29 in production"),
+        ("The staging API key rotates monthly", "The API key now rotates weekly for production"),
+        ("Mobile team ships every two weeks", "The team now ships weekly on web"),
+        ("Alice reviews the backend pull requests", "Pull requests are now reviewed by Bob for the frontend"),
+        ("北京办公室九点开门", "办公室现在八点开门，在上海"),
     ],
 )
 def test_a_replacement_word_never_changes_what_the_fact_is_about(existing: str, candidate: str) -> None:

@@ -283,6 +283,25 @@ def test_extraction_skips_a_turn_the_agent_saved_through_aibuddys_mcp_tools(env:
     assert b"line 17 skipped" in done.stderr
 
 
+def test_rows_the_agent_added_through_aibuddys_mcp_tools_stay_known_to_consolidation(
+    vault: Vault, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A table_add_rows call of 120 rows is past the 4,000 characters other calls are cut at: its
+    arguments are kept whole, as a memory tool's are, so consolidation's shield knows the rows
+    (cut, a pass added all 120 a second time)."""
+    from aibuddy_cli.tasks.consolidation.shield import Shield
+    from aibuddy_cli.tasks.service import TaskMessage
+
+    rows = [{"name": f"Vendor{i}", "city": f"Town{i}"} for i in range(120)]
+    session = ClaudeCodeSession(tmp_path / "s.jsonl")
+    call = ("mcp__aibuddy__table_add_rows", {"table": "vendors", "rows": rows})
+    session.append(session.user("Add the vendors of the list"), *session.assistant("Adding them.", tool=call))
+    hook(env, session.event("Stop"))
+    (stored,) = [m for m in messages(vault, "t1") if m.get("tool_calls")]
+    shield = Shield([TaskMessage(2, "assistant", "", stored["at"], [], stored["tool_calls"])])
+    assert shield.handles("knowledge", {"table": "vendors", "rows": rows})
+
+
 def test_an_empty_session_makes_no_task_and_the_next_start_still_recalls_the_project(
     vault: Vault, cli, env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -335,6 +354,39 @@ def test_an_empty_session_makes_no_task_and_the_next_start_still_recalls_the_pro
         None,  # SessionStart reads no transcript
         "not written yet",
     ]
+
+
+def test_a_session_of_local_commands_only_makes_no_task(
+    vault: Vault, cli, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A session where the user ran /model and quit: Claude Code writes the command's caveat (a
+    meta entry), the command and its output as user entries. They are not conversation: no task
+    (its goal was "<command-name>/model</command-name> …", and the next SessionStart recalled
+    with it instead of the last real session's goal)."""
+    description = "Invoice retries need idempotency keys"
+    saved = cli("memory", "save", "invoice-retries", "--type", "project", "--description", description)
+    assert saved.exit_code == 0
+    worked = ClaudeCodeSession(tmp_path / "worked.jsonl")
+    worked.append(worked.user("Fix the invoice retry job"), *worked.assistant("Done."))
+    hook(env, worked.event("SessionEnd", reason="prompt_input_exit"))
+    commands = ClaudeCodeSession(tmp_path / "commands.jsonl")
+    caveat = "<local-command-caveat>Caveat: the messages below were run locally.</local-command-caveat>"
+    command = (
+        "<command-name>/model</command-name>\n  <command-message>model</command-message>\n"
+        "  <command-args></command-args>"
+    )
+    stderr = [{"type": "text", "text": "<local-command-stderr></local-command-stderr>"}]
+    commands.append(
+        commands._entry("user", {"role": "user", "content": caveat}, isMeta=True),
+        commands.user(command),
+        commands.user("<local-command-stdout>Set model to \u001b[1mopus\u001b[22m</local-command-stdout>"),
+        commands._entry("user", {"role": "user", "content": stderr}),
+    )
+    hook(env, commands.event("SessionEnd", reason="prompt_input_exit"))
+    goals = [task["goal"] for task in ok(cli("task", "list", "--json"))["tasks"]]
+    assert goals == ["Fix the invoice retry job"]
+    started = hook(env, ClaudeCodeSession(tmp_path / "next.jsonl").event("SessionStart", source="startup"))
+    assert started is not None and description in started["hookSpecificOutput"]["additionalContext"]
 
 
 def test_a_first_prompt_before_the_transcript_is_written_makes_the_task(

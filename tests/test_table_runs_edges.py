@@ -323,6 +323,35 @@ def test_a_refused_call_the_model_made_good_later_leaves_the_run_a_success(stock
     assert run.not_applied == [] and run.to_json()["not_applied"] == []
 
 
+def test_one_later_call_makes_good_one_refused_call_not_every_one_before_it(stocked: Vault) -> None:
+    """Two batches of rows refused ("no table"), the table made, one batch added again, "Added 2
+    people.": the other batch was never added, so the run is not a success (it exited 0)."""
+    model = ScriptedModel()
+    model.call(("ask", {"question": "tables?"}))
+    model.answer("vendors")
+    model.call(
+        ("add_rows", {"table": "people", "rows": [{"name": "Ada"}]}),
+        ("add_rows", {"table": "people", "rows": [{"name": "Alan"}]}),
+    )
+    model.call(("create_table", {"name": "people", "columns": {"name": "str"}}))
+    model.call(("add_rows", {"table": "people", "rows": [{"name": "Ada"}]}))
+    model.answer("Added 2 people.")
+    run = agent(stocked, model).change("update", "Ada and Alan are people")
+    assert [o["arguments"]["rows"] for o in run.not_applied] == [[{"name": "Alan"}]]
+
+
+def test_a_refused_call_repeated_as_it_was_is_made_good_by_one_call(stocked: Vault) -> None:
+    model = ScriptedModel()
+    model.call(("ask", {"question": "tables?"}))
+    model.answer("vendors")
+    for _ in range(2):
+        model.call(("add_rows", {"table": "people", "rows": [{"name": "Ada"}]}))
+    model.call(("create_table", {"name": "people", "columns": {"name": "str"}}))
+    model.call(("add_rows", {"table": "people", "rows": [{"name": "Ada"}]}))
+    model.answer("Added Ada.")
+    assert agent(stocked, model).change("update", "Ada is a person").not_applied == []
+
+
 def test_a_run_whose_journal_cannot_be_written_changes_nothing_and_says_so(stocked: Vault) -> None:
     """Each change of the run is refused before it is made ("nothing changed: the table journal
     cannot be written"), which the model reads; the tables are as they were, and the run's

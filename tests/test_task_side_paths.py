@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -434,3 +435,32 @@ def test_tool_calls_are_checked_by_the_task_service() -> None:
     ):
         with pytest.raises(InvalidInput, match=message):
             parse_tool_calls(bad, "--tool-calls")
+
+
+def test_parallel_reads_written_as_entries_of_their_own_keep_both_sections(cli, vault: Vault) -> None:
+    """Claude Code writes each tool call of one reply as an entry of its own, then each result:
+    both sections read stay pointers, whatever their results (the first was lost, its result
+    taken for the second call's)."""
+    config = vault.root / "aibuddy.toml"
+    config.write_text(config.read_text().replace("compact_at_tokens = 6000", "compact_at_tokens = 100"))
+    ok(cli("task", "new", "Roll back the deploy", "--json"))
+
+    def entry(kind: str, content: object) -> str:
+        message = {"role": kind, "content": content, "id": "msg_1"}
+        return json.dumps({"type": kind, "uuid": str(uuid.uuid4()), "sessionId": "s1", "message": message})
+
+    reads = [("toolu_a", "rollback"), ("toolu_b", "canary")]
+    lines = [entry("user", "How do we roll back?")]
+    for call_id, anchor in reads:
+        read = {"doc": "system/deploy", "anchor": anchor}
+        use = {"type": "tool_use", "id": call_id, "name": "read_section", "input": read}
+        lines.append(entry("assistant", [use]))
+    for call_id, _ in reads:
+        result = {"type": "tool_result", "tool_use_id": call_id, "content": "plain text"}
+        lines.append(entry("user", [result]))
+    transcript = "".join(line + "\n" for line in lines)
+    ok(cli("task", "import", "t1", "--transcript", "-", "--json", input=transcript))
+    for i in range(8):
+        _say(cli, f"Follow-up {i}:")
+    first = ok(cli("task", "context", "t1", "--json"))["summary"]["text"].splitlines()[0]
+    assert "sections read or cited: system/deploy#rollback, system/deploy#canary)" in first, first

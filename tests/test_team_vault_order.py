@@ -180,6 +180,20 @@ def test_doctor_names_the_vault_ids_folder_while_the_environment_names_another_a
     assert not by_id.exists()
 
 
+def test_moving_an_unused_personal_folder_asks_for_no_commit(tmp_path: Path) -> None:
+    """Nothing of the shared tree moved, so git has nothing to commit: `doctor --move` does not
+    say to commit a removal (it did, with the history purge hint)."""
+    remote = unset_team_remote(tmp_path)
+    a, alice, _ = clone_for(tmp_path, remote, "alice")
+    ok(a, alice, "memory", "save", "tea", "--type", "user", "--description", "Green tea")
+    ok(a, alice, "git", "setup")
+    mine = {**alice, "AIBUDDY_PERSONAL_VAULT": str(tmp_path / "mine")}
+    done = run_in_process("--vault", str(a), "doctor", "--move", "--yes", env=mine)
+    said = done.stdout.decode()
+    assert done.returncode == 0 and "moved " in said, said
+    assert "commit the removal" not in said and "git history" not in said, said
+
+
 # --- 2. a committed .aibuddy symlink ------------------------------------------------------------------
 
 

@@ -24,7 +24,11 @@ The rule (`compare`): the words that carry the fact must agree.
   → "Weekly report now due Monday" is 0.75, an update. What the fact is about (its key) agrees
   when the two differ in one place only (the agreeing words that keep their order are anchors;
   differing words between the same anchors, with no other word between them, are one place)
-  and that place is not before a side's replacement word, where the sentence names its subject.
+  and that place is not before a side's replacement word, where the sentence names its subject;
+  a word only the existing description has, with nothing of the candidate's in its place, is a
+  place too (the update would drop it: "Staging cluster runs Kubernetes 1.27" → "The cluster now
+  runs Kubernetes 1.29 in production" is two places), while words only the candidate adds are a
+  qualifier.
   "Staging cluster runs Kubernetes 1.27" → "Production cluster now runs Kubernetes 1.29"
   differs in two places (and in its subject): a different fact, 0.21; "Deploys to staging on
   Mondays" → "Now deploys to production on Fridays", two places, 0.10. A changed value stated
@@ -390,7 +394,8 @@ def _places(left: Terms, right: Terms, pairs: list[tuple[int, int]], free: list[
     The agreeing terms that keep their order on both sides are anchors; the terms only one side
     has fall into the gaps between them, a run of adjacent words being one place. A gap holding
     terms of both sides is a changed place (min of the two sides' runs: the rest is a qualifier
-    one side adds)."""
+    one side adds); a run of the existing side's alone is a place as well (what an update would
+    drop), one of the candidate's alone is not (a qualifier it adds)."""
     anchors = _in_order(sorted((left.positions[a], right.positions[b]) for a, b in pairs))
     paired_left = {a for a, _ in pairs}
     sides = (
@@ -414,6 +419,10 @@ def _places(left: Terms, right: Terms, pairs: list[tuple[int, int]], free: list[
         for terms, _, side in sides:
             if terms.subject_end >= 0 and runs[side][gap][0] < terms.subject_end:
                 subject_differs = True
+    # Words only the existing side has, where the other has none: an update would drop them
+    # ("Staging cluster runs …" → "The cluster now runs … in production"), so they are a place
+    # too; words only the candidate adds are a qualifier (they lose nothing).
+    places += sum(len(spots) for gap, spots in runs[0].items() if gap not in runs[1])
     return places, subject_differs
 
 

@@ -12,6 +12,7 @@ whether the required first `ask` happened, and in a dry run the operations chose
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -54,16 +55,26 @@ def refusal(operation: ToolCallJson) -> str:
 def not_made_good(operations: list[ToolCallJson]) -> list[ToolCallJson]:
     """The refused calls no later call of the same tool on the same table went through for (the
     model retried after creating the table, or with a value that fits): what the run's answer
-    may claim though it did not happen."""
-    left: list[ToolCallJson] = []
+    may claim though it did not happen. One call that went through makes good one refused
+    intent, the one with its arguments if there is one, else the earliest: two batches of rows
+    refused and one added again leave the other batch not applied (a refused call repeated as
+    it was is one intent)."""
+    pending: list[tuple[tuple[str, Any], str, list[int]]] = []  # (aim, arguments, call numbers)
     for number, operation in enumerate(operations):
-        if "error" not in operation:
-            continue
         aim = (operation["tool"], target(operation["arguments"]))
-        later = operations[number + 1 :]
-        if not any("error" not in o and (o["tool"], target(o["arguments"])) == aim for o in later):
-            left.append(operation)
-    return left
+        said = json.dumps(operation["arguments"], sort_keys=True, default=str)
+        if "error" in operation:
+            same = next((calls for a, s, calls in pending if (a, s) == (aim, said)), None)
+            if same is not None:
+                same.append(number)
+            else:
+                pending.append((aim, said, [number]))
+        elif operation["applied"]:
+            matches = [at for at, (a, _, _) in enumerate(pending) if a == aim]
+            exact = [at for at in matches if pending[at][1] == said]
+            if matches:
+                del pending[(exact or matches)[0]]
+    return [operations[number] for number in sorted(n for _, _, numbers in pending for n in numbers)]
 
 
 @dataclass

@@ -150,12 +150,16 @@ def message_pointers(message: TaskMessage, call: ToolCall | None) -> Pointers:
 
 def result_calls(messages: list[TaskMessage]) -> dict[int, ToolCall]:
     """Message number → the call whose result it is: the calls of the assistant turn before, in
-    their order."""
+    their order. Assistant turns with no result between them are one turn: Claude Code writes
+    each block of a reply (its text, each tool call) as an entry of its own."""
     answered: dict[int, ToolCall] = {}
     calls: list[ToolCall] = []
     position = 0
+    previous: str | None = None
     for message in messages:
-        if message.role == "assistant":
+        if message.role == "assistant" and previous == "assistant":
+            calls = [*calls, *_calls(message)]
+        elif message.role == "assistant":
             calls, position = _calls(message), 0
         elif message.role == "tool":
             if position < len(calls):
@@ -163,6 +167,7 @@ def result_calls(messages: list[TaskMessage]) -> dict[int, ToolCall]:
             position += 1
         else:
             calls, position = [], 0
+        previous = message.role
     return answered
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...errors import Busy, InvalidInput
+from ...errors import AibuddyError, Busy, InvalidInput
 from ...memory.extraction import Decision, Extractor
 from ..service import TaskMessage, TaskService
 from .evidence import stated_part
-from .handlers import TRANSIENT, Handlers, Tables, consolidation_tables, known_contacts
+from .handlers import Handlers, Tables, consolidation_tables, known_contacts, transient
 from .log import log_pass
 from .process import PassControl, spawn_pass
 from .prompt import request
@@ -278,7 +278,9 @@ class Consolidator:
                     continue
                 for value in reply.items(category):
                     decisions.extend(self._item(category, value, numbers, texts, handlers))
-        except TRANSIENT as error:  # the chunk is tried again (the shield makes what was written a no-op)
+        except AibuddyError as error:  # the chunk is tried again (the shield makes what was written a no-op)
+            if not transient(error):
+                raise
             decisions.append(Decision(category, "failed", f"{error.message}: the chunk is tried again later"))
             if not run.dry_run:
                 log_pass(self.tasks, run.task_id, [first, last], decisions, applied=False, categories=asked)

@@ -26,6 +26,13 @@ MAX_FIELD = 2000  # characters of a contact's bio, response policy or summary
 MAX_PLAN = 4000
 # What a write meets that says nothing about the item: the vault is busy, full or read-only now.
 TRANSIENT = (Busy, DiskFull, ReadOnly)
+
+
+def transient(error: AibuddyError) -> bool:
+    """Whether a write's error is the vault's, not the item's: TRANSIENT, or a file the file
+    system refused (the table journal: "nothing changed"), which a later pass may write."""
+    return isinstance(error, TRANSIENT) or isinstance(error.__cause__, OSError)
+
 MAX_SUMMARY = 4000
 # (the reply's field, the contacts table's column, the [consolidation] flag that switches it)
 CONTACT_COLUMNS = (
@@ -103,9 +110,9 @@ class Handlers:
             return handler(fields)
         except Rejected as exc:
             return exc.decision(category)
-        except TRANSIENT:
-            raise  # the vault cannot be written now: the pass is tried again, its position kept
         except AibuddyError as exc:
+            if transient(exc):
+                raise  # the vault cannot be written now: the pass is tried again, its position kept
             return Decision(category, "failed", bounded(exc.message))
 
     @property
