@@ -312,6 +312,12 @@ def test_hook_install_for_the_project_makes_git_ignore_the_settings_file(tmp_pat
     .git/info/exclude, as Claude Code does for the file it makes), so `git add -A` leaves it out
     and bob never receives it. A settings file git already tracks is refused (exit 4), unwritten."""
     remote, (a, alice), (b, bob) = set_up_team(tmp_path)
+    exclude = a / ".git" / "info" / "exclude"
+    before = exclude.read_text() if exclude.exists() else None
+    unasked = run_in_process("hook", "install", "claude-code", "--project", env=alice, cwd=a)
+    assert unasked.returncode == 2 and b"without --yes" in unasked.stderr  # refused: nothing changed
+    assert (exclude.read_text() if exclude.exists() else None) == before
+    assert not (a / ".claude" / "settings.local.json").exists()
     install = ("hook", "install", "claude-code", "--project", "--yes")
     done = run_in_process(*install, "--json", env=alice, cwd=a)
     assert done.returncode == 0, done.stderr

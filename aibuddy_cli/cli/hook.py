@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -83,11 +84,19 @@ def install(
     command = hook_command(server_command(sys.argv[0], sys.executable), session.vault.root, session.user)
     current = path.read_text(encoding="utf-8") if path.exists() else None
     changed = installed(path, current, command)
-    # Before the file is written: never a moment git could commit it (Claude Code ignores it
-    # only when Claude Code made it).
-    ignored = keep_out_of_git(path) if scope == "project" else None
+    # Before the file is written (and only once the person agreed): never a moment git could
+    # commit it (Claude Code ignores it only when Claude Code made it).
+    kept_out: list[Any] = []
+
+    def ignore() -> None:
+        if scope == "project":
+            kept_out.append(keep_out_of_git(path))
+
     if changed != current:
-        write_after_asking(path, current, changed, yes)
+        write_after_asking(path, current, changed, yes, prepare=ignore)
+    else:
+        ignore()
+    ignored = kept_out[0] if kept_out else None
     said = f"wrote {path}" if changed != current else f"{path} has aibuddy's hooks already"
     if ignored is not None:
         said += f"; {ignored.line()}"
