@@ -7,14 +7,19 @@ read that context, in English and Chinese:
 - a value after a credential's name: "password is X", "the password for the staging db is X",
   "password is: X", "Password → X", "set the root password to X", "pw: X", "use X as the
   password", `DB_PASS=X`, `"pass": "X"`, `AppSecret: X`, `--password X`, `<password>X</password>`,
-  `sig=X` in a URL's query; 密码是X, 密码是：X, 密码改成了 X, 用 X 这个密码, 口令、密钥、令牌、授权码;
+  `define('DB_PASSWORD', 'X')`, `<add key="ClearTextPassword" value="X"/>`, `Pwd={X};`, `sig=X`
+  in a URL's query, a password alone on the line after its label; 密码是X, 密码是：X, 密码改成了 X,
+  密码（X）, 用 X 这个密码, 百度地图 AK 是 X, 口令、密钥、令牌、授权码;
 - a login given as a pair: "login is alice / X", "creds: admin/X", "log in as admin with X",
-  账号 alice 密码 X, 账号密码都是 admin / X; a `.pgpass` line;
+  账号 alice 密码 X, 账号密码都是 admin / X; a `.pgpass` line; a Markdown table's password column;
 - the password options of the common command-line tools (`mysql -pX`, `docker login -p X`,
   `sshpass -p X`, `redis-cli -a X`, `keytool -storepass X`, `openssl … -passout pass:X`,
-  `unzip -P X`, `curl -u user:X`, `htpasswd -b FILE USER X`, `net user NAME X`, `vault login X`);
-- HTTP authorization: `Authorization: Basic|Bearer|Token … X`, `X-Api-Key: X`, "bearer X";
-- a password in a URL of any scheme (`redis://:X@host`, `https://user:X@host`);
+  `unzip -P X`, `sqlcmd -P X`, `curl -u user:X`, `htpasswd -b FILE USER X`, `net user NAME X`,
+  `vault login X`), and the credentials code hands to a client (`Client("AC…", "76aa…")`);
+- HTTP authorization: `Authorization: Basic|Bearer|Token … X`, `X-Api-Key: X`, "bearer X", a
+  session cookie;
+- a password in a URL of any scheme (`redis://:X@host`, `https://user:X@host`) or a Go DSN
+  (`user:X@tcp(host)`); Telegram and Discord bot tokens and webhooks (and Feishu's);
 - PEM private keys, also cut off before their END line, and JWTs;
 - a key-shaped token: a vendor's short prefix and a long generated body (`sk-…`, `whsec_…`,
   `hvs.…`), the shape most providers give their keys, whether a rule knows the provider or not (an
@@ -132,9 +137,9 @@ _PROSE = frozenset(
 )
 # A value that stands for one (a template's, a document's), never one itself: it starts as a
 # template, a format or a shell's substitution does (`{{ token }}`, `${X:?}`, `%(password)s`,
-# `$(vault read …)`), is a tag (`<your key>`), a
-# variable (`$DB_PASSWORD`, `$1`), a mask (`****`, `xxxx`, `…`), a stand-in (`YOUR_API_KEY_HERE`,
-# AWS's `…EXAMPLE…`) or the name of what it stands for (`user:password@`, `PASS`).
+# `$(vault read …)`), is a tag (`<your key>`), a variable (`$DB_PASSWORD`, `$1`), a mask
+# (`****`, `xxxx`, `…`), a path (`./db-password.txt`), a stand-in (`YOUR_API_KEY_HERE`, AWS's
+# `…EXAMPLE…`) or the name of what it stands for (`user:password@`, `PASS`).
 _PLACEHOLDER = re.compile(
     r"^(?:\{|%\(|\$\{|\$\(|<[^<>]*>$|<[A-Za-z _-]+$)"
     r"|^(?:\$(?:[A-Z_]+|[a-z_]+)|\$\d+|\[[^\[\]]*\]|\*+|•+|x{3,}|X{3,}|\.{3,}|…+)$"
