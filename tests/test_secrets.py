@@ -416,3 +416,48 @@ def test_the_hook_falls_back_to_aibuddy_on_path_and_refuses_when_there_is_none(
     missing = git(repo, "commit", "-qm", "key", env=nowhere, check=False)
     assert missing.returncode != 0 and "aibuddy is not installed here" in missing.stderr
     assert git(repo, "commit", "-qm", "key", "--no-verify", env=nowhere, check=False).returncode == 0
+
+
+# The shapes the hand-written patterns stored verbatim (issue 33), through two automatic paths.
+MISSED_BEFORE = [
+    "redis://:S3cretRedisPass@cache:6379/0",
+    "密码是：Winter2024，别外传",
+    "the password for the staging db is Winter2024!",
+    "password is: Hunter2xyz",
+    "Authorization: Basic YWxpY2U6c2VjcmV0LXBhc3M5",
+    "whsec_" + "Nq8rT2vW5yZ1bC4dF7gH0jK3mP6sU9xA",
+    "hf_" + "JewMMsfGwzAbcgCPoZwfFvMIAUmCkoBYAR",
+    "npm_" + "IZsNbNP0nqdzyPifDaH7pbek610MH6z1P2Qr",
+    "DB_PASS=Tr0ub4dor&3",
+    '{"user": "bob", "pass": "$uper$ecret9"}',
+]
+SECRETS = [
+    "S3cretRedisPass", "Winter2024", "Hunter2xyz", "YWxpY2U6c2VjcmV0LXBhc3M5", "Nq8rT2vW5yZ1bC4dF7gH0jK3mP6sU9xA",
+    "JewMMsfGwzAbcgCPoZwfFvMIAUmCkoBYAR", "IZsNbNP0nqdzyPifDaH7pbek610MH6z1P2Qr", "Tr0ub4dor&3", "$uper$ecret9",
+]  # fmt: skip
+
+
+def test_the_shapes_the_old_patterns_kept_never_reach_the_vault(
+    vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A model's record and an imported transcript holding each of them: stored redacted, and
+    `aibuddy scan` (so the pre-commit check) finds nothing left."""
+    memory = Session(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": SLOW}).memory
+    body = "\n".join(MISSED_BEFORE)
+    fake_openai.reply_json({"candidates": [{
+        "type": "reference", "name": "staging-access", "description": "How staging is reached",
+        "body": body, "salience": 0.9, "durable": True, "recoverable": False,
+    }]})  # fmt: skip
+    result = Extractor(memory).run(talk("Remember how we reach staging:\n" + body, "Noted."))
+    assert result.written == ["staging-access"], result.decisions
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text(
+        "".join(json.dumps({"role": "user", "content": line}) + "\n" for line in MISSED_BEFORE)
+    )
+    assert run_in_process("task", "new", "Staging", env=env).returncode == 0
+    done = run_in_process("task", "import", "t1", "--transcript", str(transcript), env=env)
+    assert done.returncode == 0, done.stderr
+    stored = vault_text(vault)
+    assert [secret for secret in SECRETS if secret in stored] == []
+    assert stored.count("[redacted: ") >= 2 * len(MISSED_BEFORE)
+    assert run_in_process("scan", str(vault.root), env=env).returncode == 0
