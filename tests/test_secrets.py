@@ -432,8 +432,9 @@ MISSED_BEFORE = [
     '{"user": "bob", "pass": "$uper$ecret9"}',
 ]
 SECRETS = [
-    "S3cretRedisPass", "Winter2024", "Hunter2xyz", "YWxpY2U6c2VjcmV0LXBhc3M5", "Nq8rT2vW5yZ1bC4dF7gH0jK3mP6sU9xA",
-    "JewMMsfGwzAbcgCPoZwfFvMIAUmCkoBYAR", "IZsNbNP0nqdzyPifDaH7pbek610MH6z1P2Qr", "Tr0ub4dor&3", "$uper$ecret9",
+    "S3cretRedisPass", "Winter2024", "Hunter2xyz", "YWxpY2U6c2VjcmV0LXBhc3M5",
+    "Nq8rT2vW5yZ1bC4dF7gH0jK3mP6sU9xA", "JewMMsfGwzAbcgCPoZwfFvMIAUmCkoBYAR",
+    "IZsNbNP0nqdzyPifDaH7pbek610MH6z1P2Qr", "Tr0ub4dor&3", "$uper$ecret9",
 ]  # fmt: skip
 
 
