@@ -75,10 +75,13 @@ def find(text: str) -> list[Finding]:
     if not text:
         return []
     catalog = redaction_catalog.find(text) if _may_hold_key(text) else []
+    # `user:password@localhost` in a manual, a client-side key under NEXT_PUBLIC_…: no secret
+    stand_in = redaction_rules.placeholder
+    public = redaction_rules.published_setting
     spans = [
         Finding(f.kind, f.start, f.end, f.hint)
         for f in catalog or ()
-        if not redaction_rules.placeholder(f.value, True)  # `user:password@localhost` in a manual
+        if not (stand_in(f.value, True) or public(text, f.start))
     ]
     for found in redaction_rules.find(text, with_fallback=catalog is None):
         spans.append(Finding(*found))

@@ -69,11 +69,12 @@ class RuleFinding(NamedTuple):
 _NAMES = {
     # PGPASSWORD, MYSQLPWD: an environment variable's prefix may run into the word.
     PASSWORD: r"(?:[a-z]{2,12}(?=password|passwd|pwd))?"
-    r"(?:password|passwd|passphrase|pass[ _-]?code|pass|pwd|pword|pw)",
-    SECRET: r"secret(?:[ _-]?access)?(?:[ _-]?key)?|client[ _-]?secret|signing[ _-]?secret",
+    r"(?:password|passwd|passphrase|pass[ _-]?code|pass|pwd|pword|pw|requirepass|masterauth|authtok|psk|"
+    r"pre[ _-]?shared[ _-]?key|identified[ \t]+by)",
+    SECRET: r"secret(?:[ _-]?access)?(?:[ _-]?key)?(?:[ _-]?base)?|client[ _-]?secret|signing[ _-]?secret",
     API_KEY: r"api[ _-]?key|apikey|access[ _-]?key(?:[ _-]?id)?|secret[ _-]?id|key|(?:private|signing|"
     r"encryption|master|license|app|client|account|storage|service|consumer|secret|admin|write|auth|"
-    r"read|deploy|webhook|sas|shared)[ _-]?key",
+    r"read|deploy|webhook|sas|shared|aes|routing|integration)[ _-]?key",
     TOKEN: r"(?:auth|access|refresh|api|bearer|session|id|bot|app|personal[ _-]?access|deploy|"
     r"webhook|oauth|csrf|xsrf|security|service|admin|user)?[ _-]?token|auth",
 }
@@ -83,7 +84,7 @@ _NAMES = {
 _NOT_SECRET_QUALIFIERS = frozenset(
     """primary foreign sort partition cache hash row idempotency unique composite
     lookup object map dict registry routing range cluster shard group max min num total count next
-    prev previous page continuation cancellation""".split()
+    prev previous page continuation cancellation hashed""".split()
 )
 _PUBLIC = frozenset(("public", "publishable"))
 # What names a key pair's public half or its fingerprint ("using RSA key A086…", "GPG key ID …"):
@@ -97,17 +98,20 @@ _CJK_NAMES = {
 # Names too short or too common to be one in a sentence ("boarding pass: 14B22X", "the auth
 # flow"): in a sentence they need a strong value; in a setting (`DB_PASS=`, `"pass":`, `pw: …`
 # at the start of a line) any value.
-_SHORT_NAMES = frozenset(("pass", "pw", "pword", "auth"))
+_SHORT_NAMES = frozenset(("pass", "pw", "pword", "auth", "psk"))
+# Names whose value is a credential only when it looks generated: `key: …`, a message queue's
+# `routing_key: orders.created` (PagerDuty's is a key).
+_LOOSE_NAMES = frozenset(("key", "auth", "routing key", "routingkey", "integration key"))
 
 # --- values ----------------------------------------------------------------------------------
 
 # The value: quoted, or a run of characters up to a space, a quote or a CJK mark.
 _QUOTED = (
-    r"\"(?P<dq>[^\"\n]{1,300})\"|'(?P<sq>[^'\n]{1,300})'|`(?P<bq>[^`\n]{1,300})`|“(?P<cq>[^”\n]{1,300})”"
+    r"\"(?P<dq>[^\"\n]{1,4000})\"|'(?P<sq>[^'\n]{1,4000})'|`(?P<bq>[^`\n]{1,300})`|“(?P<cq>[^”\n]{1,300})”"
 )
 # (A Chinese character ends it too: "password 密码需要至少8位" holds no value.)
 _RUN = (
-    r"(?P<run>(?:[^\s\"'`，。；、！？」』”）】\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]|(?<=\w)'(?=\w)){1,300})"
+    r"(?P<run>(?:[^\s\"'`，。；、！？」』”）】\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]|(?<=\w)'(?=\w)){1,4000})"
 )  # (an apostrophe between letters is the value's: Har'bor92)
 # A connection string quotes a value holding ";" in braces: `Pwd={P&*;vM@fy89}` (ODBC).
 _BRACED = r"\{(?P<brace>[^{}\n]{1,300})\}(?=;|\"|'|$)"
@@ -116,7 +120,7 @@ _CJK_QUOTED = r"[「『“\"'](?P<dq>[^」』”\"'\n]{1,300})[」』”\"']"
 # In a Chinese sentence a password is a run of ASCII, possibly with Chinese characters in it
 # (春眠lg#19晓): `looks_like_value` then asks for an ASCII digit or symbol too.
 _CJK_RUN = (
-    r"(?P<run>[\u4e00-\u9fff]{0,3}[!-~](?:[!-~]|[\u4e00-\u9fff](?=[\u4e00-\u9fff]{0,2}[!-~])){0,299}"
+    r"(?P<run>[\u4e00-\u9fff]{0,3}[!-~](?:[!-~]|[\u4e00-\u9fff](?=[\u4e00-\u9fff]{0,2}[!-~])){0,3999}"
     r"(?:[\u4e00-\u9fff](?![\u4e00-\u9fff]))?)"
 )
 
@@ -141,8 +145,11 @@ _PROSE = frozenset(
 # (`****`, `xxxx`, `…`), a path (`./db-password.txt`), a stand-in (`YOUR_API_KEY_HERE`, AWS's
 # `…EXAMPLE…`) or the name of what it stands for (`user:password@`, `PASS`).
 _PLACEHOLDER = re.compile(
-    r"^(?:\{|%\(|\$\{|\$\(|<[^<>]*>$|<[A-Za-z _-]+$)"
+    r"^(?:\{|%\(|\$\{|\$\(|<[^<>]*>$|<[A-Za-z _-]+$|\([a-z ]+\)?$|![a-z]+$)"  # (sensitive value), !vault
     r"|^(?:\$(?:[A-Z_]+|[a-z_]+)|\$\d+|\[[^\[\]]*\]|\*+|•+|x{3,}|X{3,}|\.{3,}|…+)$"
+    r"|^[*•xX]{4,}[A-Za-z0-9]{0,6}$"  # ****************79MD: a mask that shows the last few
+    r"|^(?:[A-Za-z][a-z]{3,}-){2,6}[0-9a-f]{32,128}$"  # node-modules-Linux-<sha256>: a hash after words
+    r"|^[A-Z][a-z]+-[A-Z][A-Za-z]+$"  # Read-Host, ConvertTo-SecureString: a PowerShell command
     r"|^(?:\.{1,2}/|~/|//)|^/[\w.-]+(?:/[\w.-]+)+$"  # ./db-password.txt, ~/.pgpass, a URL's //host
     r"|EXAMPLE|(?i:^(?:your|my|the|insert|enter|put)[_ -]|_here$|placeholder|redacted|changeme|"
     r"^(?:password|passwd|pass|pwd|secret|token|api[_-]?key|key|user|username|none|null)$)"
@@ -182,8 +189,8 @@ def random_looking(value: str, *, least: int = 16) -> bool:
         return False
     letters = sum(c.isalpha() for c in value)
     mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
-    if not (mixed or any(c.isdigit() for c in value)):
-        return False
+    if not (mixed or any(c.isdigit() for c in value)) or letters * 6 < len(value):
+        return False  # no digit nor both cases; or mostly digits (a number, a time, an analytics id)
     wordish = sum(len(run) for run in _WORDISH.findall(value))
     if letters == 0 or wordish / letters < 0.5:
         return True
@@ -197,10 +204,17 @@ def random_looking(value: str, *, least: int = 16) -> bool:
 def placeholder(value: str, quoted: bool) -> bool:
     """Whether value stands for a credential instead of being one (or is one published on purpose).
     Markdown around it (`` `secret` ``, **token**) is not part of it."""
-    value = value.strip("`*_") or value
+    if len(value) > 2 and value[0] == value[-1] and value[0] in "`*_":
+        value = value.strip("`*_") or value  # `secret`, **token**: Markdown around a stand-in
     if _PLACEHOLDER.search(value) or _MASKED.match(value) or _PUBLISHED.match(value):
         return True
     return not quoted and _EXPRESSION.match(value) is not None
+
+
+def published_setting(text: str, start: int) -> bool:
+    """Whether the value at start is a setting's whose name says it is public
+    (`NEXT_PUBLIC_POSTHOG_KEY=`, `STRIPE_PUBLISHABLE_KEY: `)."""
+    return _PUBLIC_SETTING.search(text, text.rfind("\n", 0, start) + 1, start) is not None
 
 
 def strong(value: str) -> bool:
@@ -283,7 +297,8 @@ FALLBACK_PREFIXES = (
 _EDGE = r"(?:(?<![A-Za-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))"
 # What stands between a name and its value.
 _SEP = (
-    r"(?P<sep>[ \t]*(?::=|=>|->|→|—|–|[:=：])[ \t]*(?:\n[ \t]*(?=\S+[ \t]*(?:\n|$)))?"  # password: X
+    r"(?P<sep>[ \t]*(?::=|=>|->|→|—|–|[:=：])[ \t]*"  # password: X
+    r"|[ \t]*[:：][ \t]*\n[ \t]*(?=\S+[ \t]*(?:\n|$))"  # Password:⏎X (X alone on its line, and strong)
     r"|[ \t]+(?:is|was|are|=)(?:[ \t]+(?:actually|now|still|just|simply|currently))?"
     r"(?:[ \t]*[:：][ \t]*|[ \t]+)"  # password is X, password is: X, the password is actually X
     r"|'s[ \t]+|[ \t]+(?:to|into)[ \t]+"  # my password's X; set the root password to X
@@ -310,6 +325,9 @@ _CLI_SPACED = (
     r"|\bvault[ \t]+login[ \t]+(?:-[\w-]+(?:=\S+)?[ \t]+)*(?!-)"
     r"|\bhtpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+(?:-[a-zA-Z]+[ \t]+)*\S+[ \t]+\S+[ \t]+"
     r"|\bnet[ \t]+user[ \t]+\S+[ \t]+(?!/)"
+    r"|\brabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+"
+    r"|\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+"
+    r"|\bConvertTo-SecureString[ \t]+(?:-String[ \t]+)?(?=[\"'])"
 )
 
 
@@ -325,7 +343,10 @@ class _Rules:
     def assignment(self) -> re.Pattern[str]:
         # A credential's name (the end of an identifier or phrase: what qualifies it is read in Python),
         # possibly quoted or bracketed ("client secret）是 X") before its separator.
-        return re.compile(rf"(?i){_EDGE}(?P<key>{_names()})(?![A-Za-z0-9])[\"')）\]]?{_SEP}{_VALUE}")
+        return re.compile(
+            rf"(?i){_EDGE}(?P<key>{_names()})(?![A-Za-z0-9])[\"')）\]]{{0,2}}"
+            rf"(?:[ \t]*[（(][^()（）\n]{{1,24}}[)）])?{_SEP}{_VALUE}"
+        )
 
     @cached_property
     def phrase(self) -> re.Pattern[str]:
@@ -348,9 +369,10 @@ class _Rules:
         # "login is alice / X", "creds for the router: admin/X", "credentials: alice:X",
         # "log in as admin with X" (a user and a password: the second is the password)
         return re.compile(
-            r"(?i)\b(?:(?:login|log-in|credentials|creds|user(?:name)?[ \t]*(?:/|and|&)[ \t]*pass(?:word)?)"
+            r"(?i)\b(?:(?:login|log-in|credentials|creds|account|acct|"
+            r"user(?:name)?[ \t]*(?:/|and|&)[ \t]*pass(?:word)?)"
             r"(?:[ \t]+(?:for|of|to|on)[ \t]+(?:[^\s:/]{1,30}[ \t]+){0,4}?[^\s:/]{1,30})?"
-            r"(?:[ \t]+(?:is|are|=)[ \t]*[:：]?|[ \t]*[:=：])[ \t]*"
+            r"(?:[ \t]+(?:is|are|=)[ \t]*[:：]?|[ \t]*(?:[:=：]|->|→))[ \t]*"
             r"[^\s/:,]{1,64}(?:[ \t]*(?:/|,)[ \t]*|:)"
             r"|log[ \t-]?in[ \t]+as[ \t]+\S{1,64}[ \t]+(?:with|using)[ \t]+(?:(?:the[ \t]+)?password[ \t]+)?)"
             + _VALUE
@@ -376,15 +398,16 @@ class _Rules:
     @cached_property
     def cjk(self) -> re.Pattern[str]:
         return re.compile(
-            rf"(?:{_cjk_names()})(?:[ \t]*的)?[ \t]*"
-            rf"(?P<sep>(?:{_CJK_SETS}|：|:|=)+|[ \t]+|[（(](?=[!-~]{{4,300}}[）)]))[ \t]*"
+            rf"(?:{_cjk_names()})(?:[ \t]*的)?(?:[ \t]*[（(][^()（）\n]{{1,24}}[)）])?[ \t]*"
+            rf"(?P<sep>(?:{_CJK_SETS}|：|:|=)+(?:[ \t]*\n)?|[ \t]+|[（(](?=[!-~]{{4,300}}[）)]))[ \t]*"
             rf"(?:{_CJK_QUOTED}|{_CJK_RUN})"
         )
 
     @cached_property
     def cjk_pair(self) -> re.Pattern[str]:
         return re.compile(
-            r"(?:(?:账号|帐号|賬號|用户名|用戶名|用户|用戶)[ \t]*[:：]?[ \t]*[!-~]{1,64}[ \t，,、]*"
+            r"(?:(?:账号|帐号|賬號|用户名|用戶名|用户|用戶)[ \t\u3000]*[:：]?[ \t\u3000]*[!-~]{1,64}"
+            r"[ \t\u3000，,、]*"
             r"(?:密码|口令|密碼)[ \t]*"
             rf"(?P<sep>[:：=]|{_CJK_SETS})?"
             r"|(?:账号|帐号|用户名)?(?:和|与|、)?(?:密码|密碼)(?:分别|都|也)?(?:是|为|：|:)[ \t]*"
@@ -482,6 +505,7 @@ class _Rules:
         # Telegram's (the bot's id, a colon, 35 characters from AA) and Discord's (three dotted parts).
         return re.compile(
             r"(?:(?<=bot)|(?<![A-Za-z0-9_:-]))(?:(?P<telegram>\d{8,10}:AA[A-Za-z0-9_-]{33})"
+            r"|(?P<google>1//0[A-Za-z0-9_-]{40,300})"
             r"|(?P<discord>[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}))(?![A-Za-z0-9_-])"
         )
 
@@ -535,7 +559,7 @@ class _Rules:
     @cached_property
     def cookie(self) -> re.Pattern[str]:
         # A request's cookies: a session id or CSRF token in one opens the account.
-        return re.compile(r"(?im)^[ \t]*(?:set-)?cookie:[ \t]*(?P<cookies>[^\n]{1,4000})$")
+        return re.compile(r"(?im)(?:^|[\s'\"])(?:set-)?cookie:[ \t]*(?P<cookies>[^\n'\"]{1,4000})")
 
     @cached_property
     def cjk_access_key(self) -> re.Pattern[str]:
@@ -550,7 +574,81 @@ class _Rules:
         # "Password for the elastic user (reset with …):" and the password alone on the next line
         return re.compile(
             rf"(?i){_EDGE}(?P<key>{_names()})\b[^\n]{{0,120}}:[ \t]*\n"
-            r"[ \t]+(?P<run>\S{8,200})[ \t]*(?:\n|$)"
+            r"[ \t]*(?P<run>\S{8,4000})[ \t]*(?:\n|$)"
+        )
+
+    @cached_property
+    def json_pair(self) -> re.Pattern[str]:
+        # A HAR's or Postman's header list, {"name": "Authorization", "value": "Basic …"}, and
+        # Terraform's outputs, "db_password": {"sensitive": true, …, "value": "…"}.
+        return re.compile(
+            r"(?i)\"(?P<field>name|key|keyName|key_name)\"[ \t]*:[ \t]*\"(?P<key>[\w .:-]{1,60})\"[ \t]*,"
+            r"(?:\s{0,40}\"\w{1,30}\"[ \t]*:[ \t]*\"[^\"\n]{0,80}\"[ \t]*,){0,3}"  # other fields between
+            r"\s{0,40}\"value\"[ \t]*:[ \t]*"
+            r"\"(?P<dq>[^\"\n]{1,4000})\""
+            r"|\"(?P<outer>[\w.-]{1,60})\"[ \t]*:[ \t]*\{[^{}]{0,300}?\"value\"[ \t]*:[ \t]*"
+            r"\"(?P<nested>[^\"\n]{1,4000})\""
+        )
+
+    @cached_property
+    def header_name(self) -> re.Pattern[str]:
+        return re.compile(
+            r"(?i)^(?:(?:proxy-)?authorization|cookie|set-cookie|"
+            r"x-(?:[a-z0-9]+-)*(?:api-?key|auth-?token|access-?token|token|key|secret))$"
+        )
+
+    @cached_property
+    def pem_like(self) -> re.Pattern[str]:
+        # Key blocks that are no PEM private key: OpenVPN's static key, an SSH2 private key.
+        return re.compile(
+            r"-----BEGIN (?:OpenVPN Static key V\d|SSH2 ENCRYPTED PRIVATE KEY|[A-Z ]*SECRET KEY)-----"
+            r"[\s\S]{0,20000}?-----END [^-\n]{1,60}-----"
+        )
+
+    @cached_property
+    def app_password_after_email(self) -> re.Pattern[str]:
+        # postfix's sasl_passwd: [smtp.gmail.com]:587 user@gmail.com:abcd efgh ijkl mnop
+        return re.compile(r"[\w.+-]+@[\w.-]+:(?P<run>[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})(?![a-z])")
+
+    @cached_property
+    def codes(self) -> re.Pattern[str]:
+        # What a person keeps to get back into an account: backup and recovery codes, a TOTP setup
+        # key, a wallet's recovery phrase (the codes follow their label, on its line or the next).
+        return re.compile(
+            r"(?i)(?:backup|recovery|rescue|emergency|one-time|single-use)[ -]?codes?"
+            r"|恢复码|备用码|备份码|救援码"
+            r"|recovery[ -]?key"
+            r"|(?:setup|secret|totp|2fa|mfa|authenticator)[ -]?key|two-factor[ -]secret"
+            r"|(?:recovery|seed|secret|mnemonic|backup)[ -]?(?:phrase|words)|mnemonic|助记词|恢复短语"
+        )
+
+    @cached_property
+    def code_item(self) -> re.Pattern[str]:
+        return re.compile(
+            r"(?<![\w-])(?:\d{6}(?:-\d{6}){3,7}|[0-9a-f]{4,6}-[0-9a-f]{4,6}|\d{4}[ -]?\d{4}|\d{6,10}"
+            r"|[A-Z0-9]{4}-[A-Z0-9]{4}(?:-[A-Z0-9]{4})*)(?![\w-])"
+        )
+
+    @cached_property
+    def totp_key(self) -> re.Pattern[str]:
+        return re.compile(
+            r"(?<![a-z2-7])(?:[a-z2-7]{4}[ \t]){3,15}[a-z2-7]{4}(?![a-z2-7])"  # base32, in groups of four
+            r"|(?<![A-Z2-7])[A-Z2-7]{16,64}(?![A-Z2-7])"
+        )
+
+    @cached_property
+    def phrase_words(self) -> re.Pattern[str]:
+        return re.compile(r"(?<![a-z])(?:[a-z]{3,8}[ \t,]+){11,23}[a-z]{3,8}(?![a-z])")
+
+    @cached_property
+    def command_line(self) -> re.Pattern[str]:
+        # A command that prints a credential (`cat …/master.key`, `terraform output -raw db_password`,
+        # `kubectl get secret … | base64 -d`, an agent's `Bash(cat auth.txt)`) and what it printed:
+        # up to three lines after it that are one word each.
+        return re.compile(
+            r"(?im)^[ \t]*(?:\$|#|>|❯|PS[^>\n]{0,40}>|●[ \t]*Bash\()[^\n]*"
+            r"(?!.*\.enc\b)(?:pass|secret|key|token|credential|auth|psk|\.pem|login:ci)[^\n]*\n"
+            r"(?P<output>(?:[ \t]*(?:⎿[ \t]*)?[^\s$#>❯]\S{5,4000}[ \t]*(?:\n|$)){1,3})"
         )
 
     @cached_property
@@ -564,8 +662,8 @@ class _Rules:
     def quick(self) -> re.Pattern[str]:
         return re.compile(
             r"(?i)pass|pwd|pw|secret|key|token|auth|bearer|://|log|cred|-u|-p|-a|-w|sig|mysql|private|eyj|"
-            r"vault|user|:\d|client|credential|connect|cookie|value=|@tcp\(|(?-i:AK|SK)|"
-            r"密|口令|令牌|授权码|账号|帐号|用户"
+            r"vault|user|account|acct|:\d|client|credential|connect|cookie|value=|@tcp\(|(?-i:AK|SK)|psk|identified|"
+            r"密|钥|鑰|口令|令牌|授权码|账号|帐号|用户"
         )
 
 
@@ -587,19 +685,46 @@ def _cjk_names() -> str:
 # --- finding ---------------------------------------------------------------------------------
 
 
-def _matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+def _matches(
+    pattern: re.Pattern[str], text: str, windows: list[tuple[int, int]] | None = None
+) -> Iterator[re.Match[str]]:
     """Every match, overlapping ones too: after a match, the search goes on just past the name (or
     the start) it began with, so a match that is then refused ("AccessKey Secret: X" read as
-    "AccessKey" and the value "Secret") does not hide the one after it."""
-    at = 0
-    while at <= len(text):
-        match = pattern.search(text, at)
-        if match is None:
-            return
-        yield match
-        key = match.groupdict().get("key")
-        at = match.end("key") if key else match.start() + 1
-        at = max(at, match.start() + 1)
+    "AccessKey" and the value "Secret") does not hide the one after it. windows: the parts of the
+    text to search (`_windows`), all of it when None."""
+    for first, last in windows if windows is not None else [(0, len(text))]:
+        at = first
+        while at <= last:
+            match = pattern.search(text, at, last)
+            if match is None:
+                break
+            yield match
+            key = match.groupdict().get("key")
+            at = match.end("key") if key else match.start() + 1
+            at = max(at, match.start() + 1)
+
+
+def _windows(text: str, low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The lines of text that hold one of words, each with the line after it (a value may stand
+    there), merged where they touch: the patterns that read a credential's name search only these,
+    so a long text with few such lines costs little."""
+    spans: list[tuple[int, int]] = []
+    for word in words:
+        at = low.find(word)
+        while at >= 0:
+            start = low.rfind("\n", 0, at) + 1
+            end = low.find("\n", at)
+            end = len(low) if end < 0 else low.find("\n", end + 1)
+            spans.append((start, len(low) if end < 0 else end))
+            at = low.find(word, (len(low) if end < 0 else end))
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _kind_of(groups: dict[str, str | None]) -> str:
@@ -628,6 +753,11 @@ def _named_away(text: str, match: re.Match[str], value: str, separator: str, kin
     start = match.start("key")
     if start > 0 and text[start - 1] in ":/":
         return True  # arn:aws:secretsmanager:…:secret:…, a path's /token/
+    name_start = start
+    while name_start > 0 and (text[name_start - 1].isalnum() or text[name_start - 1] == "_"):
+        name_start -= 1
+    if text[max(0, name_start - 2) : name_start] == "${" or text[max(0, name_start - 1) : name_start] == "$":
+        return True  # ${DB_PASSWORD:?set it}, $DB_PASSWORD: a variable's name, not a setting
     before = _IDENTIFIER_BEFORE.search(text, max(0, start - 60), start)
     identifier, word, joiner = before.groups() if before else ("", "", "")
     parts = {part.lower() for part in re.split(r"[_.-]", identifier + word) if part}
@@ -635,6 +765,8 @@ def _named_away(text: str, match: re.Match[str], value: str, separator: str, kin
         return True
     if kind == API_KEY and word.lower() in _KEY_PAIR_QUALIFIERS:
         return True
+    if "encryptedData:" in text[max(0, start - 400) : start]:
+        return True  # a SealedSecret's values are ciphertext, safe in git by design
     if match.group("key").lower().replace(" ", "") not in _SHORT_NAMES:
         return False
     if joiner in ("_", "-", ".") or separator in ("=", ":="):
@@ -650,45 +782,75 @@ def _named_away(text: str, match: re.Match[str], value: str, separator: str, kin
 # A cookie whose name says it holds a session or a token (sessionid, PHPSESSID, connect.sid,
 # csrftoken, remember_token, auth): its value opens the account, however it looks.
 _SESSION_COOKIE = re.compile(r"(?i)sess|sid$|token|auth|csrf|xsrf|jwt|remember|login")
+_ASSIGNED = re.compile(r"^[A-Z_][A-Z0-9_]*=")  # an environment variable's NAME=
 _HEX_BODY = re.compile(r"^[0-9a-f]{32,128}$")
 _TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$")
+_CSV_ROW = re.compile(r"(?m)^[^\n,|]{1,200}(?:,[^\n,|]{0,200}){1,30}$")
 _TABLE_RULE = re.compile(r"^[\s|:-]+$")
 
 
 def _table_cells(text: str) -> Iterator[RuleFinding]:
-    """The cells of a Markdown table's column whose header names a credential
-    (`| service | user | password |`)."""
-    rules_name = _whole_name()
-    header: list[int] | None = None  # the credential columns of the table being read
-    kinds: list[str] = []
-    previous_end = -2
+    """The cells of a table's column whose header names a credential: a Markdown table
+    (`| service | user | password |`, `| 主机 | 账号 | 密码 |`) or a CSV file's lines
+    (`Access Key Id,Secret Access Key`)."""
+    for rows in (_markdown_rows(text), _csv_rows(text)):
+        columns: list[tuple[int, str]] = []
+        previous_end = -2
+        for start, end, cells in rows:
+            if start > previous_end + 1:  # a new table: this row is its header
+                columns = _credential_columns([cell for cell, _ in cells])
+            elif columns and not all(_TABLE_RULE.match(cell) or not cell.strip() for cell, _ in cells):
+                for at, kind in columns:
+                    if at < len(cells):
+                        cell, offset = cells[at]
+                        value = cell.strip()
+                        # A cell is a password or a passphrase, not a word ("LDAP", 见密码柜).
+                        passphrase = len(value) >= 12 and "-" in value
+                        if looks_like_value(value, kind, "is", False) or passphrase:
+                            at_value = offset + cell.index(value)
+                            yield RuleFinding(kind, at_value, at_value + len(value), "a password column")
+            previous_end = end
+
+
+def _markdown_rows(text: str) -> Iterator[tuple[int, int, list[tuple[str, int]]]]:
+    if "|" not in text:
+        return
     for row in _TABLE_ROW.finditer(text):
-        cells = row.group(1).split("|")
-        if row.start() > previous_end + 1:  # a new table: this row is its header
-            header, kinds = [], []
-            for at, cell in enumerate(cells):
-                name = rules_name.fullmatch(cell.strip()) if cell.strip() else None
-                if name:
-                    header.append(at)
-                    kinds.append(_kind_of(name.groupdict()))
-        elif header and not _TABLE_RULE.match(row.group(1)):
-            offset = row.start(1)
-            for at, kind in zip(header, kinds, strict=True):
-                if at >= len(cells):
-                    continue
-                start = offset + sum(len(cell) + 1 for cell in cells[:at])
-                value = cells[at].strip()
-                if looks_like_value(value, kind, ":", True):
-                    start += cells[at].index(value)
-                    yield RuleFinding(kind, start, start + len(value), "| password |")
-        previous_end = row.end()
+        yield row.start(), row.end(), _split(row.group(1), row.start(1), "|")
 
 
-_NAME_WORDS = ("pass", "pwd", "pw", "secret", "key", "token", "auth")
-_CJK_NAME_WORDS = ("密", "口令", "令牌", "授权码", "授權碼")
+def _csv_rows(text: str) -> Iterator[tuple[int, int, list[tuple[str, int]]]]:
+    if "," not in text:
+        return
+    for row in _CSV_ROW.finditer(text):
+        yield row.start(), row.end(), _split(row.group(), row.start(), ",")
+
+
+def _split(line: str, offset: int, separator: str) -> list[tuple[str, int]]:
+    cells, at = [], offset
+    for cell in line.split(separator):
+        cells.append((cell, at))
+        at += len(cell) + 1
+    return cells
+
+
+def _credential_columns(header: list[str]) -> list[tuple[int, str]]:
+    columns = []
+    for at, cell in enumerate(header):
+        name = cell.strip()
+        english = _table_header_name().fullmatch(name) if name else None
+        if english:
+            columns.append((at, _kind_of(english.groupdict())))
+        elif name and len(name) <= 8 and _holds(name, _CJK_NAME_WORDS):
+            columns.append((at, SECRET if "钥" in name or "鑰" in name else PASSWORD))
+    return columns
+
+
+_NAME_WORDS = ("pass", "pwd", "pw", "secret", "key", "token", "auth", "psk", "identified")
+_CJK_NAME_WORDS = ("密", "钥", "鑰", "口令", "令牌", "授权码", "授權碼")
 _CLI_WORDS = (
     "login", "sshpass", "mongo", "cqlsh", "rabbitmq", "influx", "smbclient", "ldap", "redis-cli", "pass",
-    "zip", "7z", "rar", "vault", "htpasswd", "net user", "sql", "bcp",
+    "zip", "7z", "rar", "vault", "htpasswd", "net user", "sql", "bcp", "mc ", "securestring",
 )  # fmt: skip
 
 
@@ -704,6 +866,9 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
     if "PRIVATE KEY" in text:
         for match in rules.pem.finditer(text):
             yield RuleFinding(PRIVATE_KEY, match.start(), match.end(), "-----BEGIN … PRIVATE KEY-----")
+    if "-----BEGIN" in text:
+        for match in rules.pem_like.finditer(text):
+            yield RuleFinding(PRIVATE_KEY, match.start(), match.end(), "-----BEGIN … KEY-----")
     if "eyJ" in text:
         for match in rules.jwt.finditer(text):
             yield RuleFinding(JWT, match.start(), match.end(), "eyJ…")
@@ -717,10 +882,10 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
         for match in rules.aws_secret_beside.finditer(text):
             if random_looking(match.group("run")):
                 yield RuleFinding(SECRET, match.start("run"), match.end("run"), "aws-secret-access-key")
-    if ":AA" in text or "." in text:
+    if ":AA" in text or "." in text or "1//0" in text:
         for match in rules.shaped_token.finditer(text):
-            kind = "telegram" if match.group("telegram") else "discord"
-            yield RuleFinding(TOKEN, match.start(), match.end(), f"{kind} bot token")
+            kind = next(name for name in ("telegram", "google", "discord") if match.group(name))
+            yield RuleFinding(TOKEN, match.start(), match.end(), f"{kind} token")
     if _holds(low, ("discord", "telegram.org", "feishu", "larksuite")):
         for match in rules.webhook.finditer(text):
             group = next(name for name in ("discord", "telegram", "feishu") if match.group(name))
@@ -730,21 +895,26 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
         for kind, hint, pattern in rules.fallback:
             for match in pattern.finditer(text):
                 yield RuleFinding(kind, match.start(), match.end(), f"{hint}…")
+    yield from _kept_codes(text, low)
     if rules.quick.search(text) is None:
         return
     yield from _structured(text, low)
     yield from _named(text, low)
-    if "|" in text and _holds(low, _NAME_WORDS):
+    if "\n" in text:
+        yield from _printed_by_a_command(text)
+    if ("|" in text or "," in text) and (_holds(low, _NAME_WORDS) or _holds(text, _CJK_NAME_WORDS)):
         yield from _table_cells(text)
 
 
 def _key_shaped(text: str) -> Iterator[RuleFinding]:
     for match in compiled().key_shaped.finditer(text):
         prefix, body = match.group("prefix"), match.group("body")
+        if placeholder(match.group(), True):
+            continue
         dotted = prefix.endswith(".")
         if prefix.startswith("pk") or len(body) < (20 if dotted else 28):
             continue  # pk_…, pk.…: publishable keys, public by design; pi_ and 24: an object's id
-        if _PUBLIC_SETTING.search(text, text.rfind("\n", 0, match.start()) + 1, match.start()):
+        if published_setting(text, match.start()):
             continue
         if len(prefix.strip("_.-")) > 4 and _HEX_BODY.match(body):
             continue  # node-modules-<sha256>: a hash after words (a vendor's hex key has a short prefix)
@@ -773,44 +943,63 @@ def _structured(text: str, low: str) -> Iterator[RuleFinding]:
         for match in rules.query_signature.finditer(text):
             if random_looking(match.group("run")):
                 yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "sig=…")
+    everywhere = [(0, len(text))]
     passwords = (
-        ("://" in text, rules.url, "://user:…@"),
-        ("-u" in text or "--user" in text, rules.curl_user, "-u user:…"),
-        ("mysql" in low or "mariadb" in low, rules.mysql, "-p…"),
-        (_holds(low, _CLI_WORDS), rules.cli, None),
-        (":" in text, rules.pgpass, ".pgpass"),
-        (_holds(low, ("password", "passwd", "密码", "授权码")), rules.app_password, None),
-        ("value=" in low, rules.key_value_attributes, None),
-        ("@tcp(" in low or "@unix(" in low, rules.dsn, "user:…@tcp("),
-        (":\n" in text, rules.next_line, None),
+        (everywhere if "://" in text else [], rules.url, "://user:…@"),
+        (everywhere if "-u" in text or "--user" in text else [], rules.curl_user, "-u user:…"),
+        (everywhere if "mysql" in low or "mariadb" in low else [], rules.mysql, "-p…"),
+        (_windows(text, low, _CLI_WORDS), rules.cli, None),
+        (everywhere if ":" in text else [], rules.pgpass, ".pgpass"),
+        (_windows(text, low, ("password", "passwd", "密码", "授权码")), rules.app_password, None),
+        (everywhere if "value=" in low else [], rules.key_value_attributes, None),
+        (everywhere if "@tcp(" in low or "@unix(" in low else [], rules.dsn, "user:…@tcp("),
+        (_windows(text, low, _NAME_WORDS) if ":\n" in text else [], rules.next_line, None),
     )
-    for match in rules.credential_call.finditer(text) if "(" in text else ():
+    callers = ("client", "credential", "auth", "login", "connect", "session")
+    for match in _matches(rules.credential_call, text, _windows(text, low, callers) if "(" in text else []):
         args = match.group("args")
         for literal in re.finditer(r"([\"'])([^\"'\n]{16,300})\1", args):
             if random_looking(literal.group(2)) and not placeholder(literal.group(2), True):
                 start = match.start("args") + literal.start(2)
                 yield RuleFinding(SECRET, start, start + len(literal.group(2)), "a client's credential")
     for match in rules.cookie.finditer(text) if "cookie" in low else ():
-        for pair in re.finditer(r"([^=;\s]{1,100})=([^;\s]{16,2000})", match.group("cookies")):
-            if _SESSION_COOKIE.search(pair.group(1)) or random_looking(pair.group(2)):
-                start = match.start("cookies") + pair.start(2)
-                yield RuleFinding(TOKEN, start, start + len(pair.group(2)), "cookie")
-    for needed, pattern, hint in passwords:
-        if not needed:
-            continue
-        for match in pattern.finditer(text):
+        yield from _cookie_values(match.group("cookies"), match.start("cookies"))
+    if '"value"' in low:
+        yield from _json_pairs(text)
+    if "@" in text:
+        for match in rules.app_password_after_email.finditer(text):
+            yield RuleFinding(PASSWORD, match.start("run"), match.end("run"), "user@…:…")
+    for windows, pattern, hint in passwords:
+        for match in _every(pattern, text, windows):
             value, start, quoted = _value(match)
             if pattern is rules.url:
                 value = match.group("run").rstrip(".,;")
+            if pattern is rules.next_line and not _alone_on_its_line(text, match, value):
+                continue
             if pattern is rules.app_password or looks_like_value(value, PASSWORD, ":", True):
                 yield RuleFinding(PASSWORD, start, start + len(value), hint)
+
+
+def _every(pattern: re.Pattern[str], text: str, windows: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
+    """pattern's matches in the windows of text, none overlapping (as finditer)."""
+    for first, last in windows:
+        yield from pattern.finditer(text, first, last)
+
+
+def _alone_on_its_line(text: str, match: re.Match[str], value: str) -> bool:
+    """A value on the line after its label is one when it is strong and no path or link, and the
+    label is no Markdown link's (`[the-secret-number]:⏎chapter.html#…`)."""
+    label_line = text[text.rfind("\n", 0, match.start()) + 1 : match.start("run")]
+    if label_line.lstrip().startswith("["):
+        return False
+    return (strong(value) or random_looking(value)) and not any(c in value for c in "/#")
 
 
 def _named(text: str, low: str) -> Iterator[RuleFinding]:
     """Values a sentence or a setting names: after a credential's name, or given as a pair."""
     rules = compiled()
     pairs = (
-        (_holds(low, ("login", "log in", "log-in", "cred", "user")), rules.pair),
+        (_holds(low, ("login", "log in", "log-in", "cred", "user", "account", "acct")), rules.pair),
         (" as " in low, rules.use_as),
     )
     for needed, pattern in pairs:
@@ -818,17 +1007,21 @@ def _named(text: str, low: str) -> Iterator[RuleFinding]:
             value, start, quoted = _value(match)
             if looks_like_value(value, PASSWORD, "is", quoted):
                 yield RuleFinding(PASSWORD, start, start + len(value), None)
-    named = (rules.assignment, rules.phrase, rules.flag, rules.xml) if _holds(low, _NAME_WORDS) else ()
+    windows = _windows(text, low, _NAME_WORDS)
+    named = (rules.assignment, rules.phrase, rules.flag, rules.xml) if windows else ()
     for pattern in named:
-        for match in _matches(pattern, text):
+        for match in _matches(pattern, text, windows):
             kind = _kind_of(_kinds_in(match.group("key")))
             value, start, quoted = _value(match)
-            separator = (match.groupdict().get("sep") or "=").strip() or " "
+            raw = match.groupdict().get("sep") or "="
+            separator = raw.strip() or " "
             if separator.lower().startswith(("is", "was", "are", "是", "为", "為", "'s", "to", "into")):
                 separator = "is"
             if pattern is rules.assignment and _named_away(text, match, value, separator, kind):
                 continue
-            bare = match.group("key").lower() in ("key", "auth")
+            if "\n" in raw and not (strong(value) or random_looking(value)):
+                continue  # "Enter password:⏎Connected.": the next line is not the value
+            bare = match.group("key").lower().replace("_", " ").replace("-", " ") in _LOOSE_NAMES
             if looks_like_value(value, kind, separator, quoted, bare_name=bare):
                 yield RuleFinding(kind, start, start + len(value), None)
     if _holds(text, ("AK", "SK", "Key")) and any("\u4e00" <= c <= "\u9fff" for c in text):
@@ -853,9 +1046,108 @@ def _named(text: str, low: str) -> Iterator[RuleFinding]:
                 yield RuleFinding(kind, start, start + len(value), None)
 
 
+def _json_pairs(text: str) -> Iterator[RuleFinding]:
+    """{"name": "Authorization", "value": "Basic …"} in a HAR or a Postman collection, and a
+    Terraform output's {"sensitive": true, "value": "…"} under a credential's name."""
+    rules = compiled()
+    for match in rules.json_pair.finditer(text):
+        name = match.group("key") or match.group("outer") or ""
+        group = "dq" if match.group("key") else "nested"
+        value, start = match.group(group), match.start(group)
+        if rules.header_name.match(name):
+            if name.lower() in ("cookie", "set-cookie"):
+                yield from _cookie_values(value, start)
+                continue
+            scheme = re.match(r"(?i)(?:basic|bearer|token|digest|apikey|ssws)[ \t]+", value)
+            if scheme:
+                value, start = value[scheme.end() :], start + scheme.end()
+            if looks_like_value(value, TOKEN, ":", True):
+                yield RuleFinding(TOKEN, start, start + len(value), f"{name}: …")
+        elif (match.group("field") or "").lower() in ("keyname", "key_name"):  # az … keys list: key1, key2
+            if random_looking(value):
+                yield RuleFinding(API_KEY, start, start + len(value), None)
+        elif _whole_name().fullmatch(name.strip()):
+            kind = _kind_of(_kinds_in(name.strip()))
+            if looks_like_value(value, kind, ":", True, bare_name=_loose(name)):
+                yield RuleFinding(kind, start, start + len(value), None)
+
+
+def _cookie_values(cookies: str, offset: int) -> Iterator[RuleFinding]:
+    for pair in re.finditer(r"([^=;\s]{1,100})=([^;\s]{16,4000})", cookies):
+        if _SESSION_COOKIE.search(pair.group(1)) or random_looking(pair.group(2)):
+            yield RuleFinding(TOKEN, offset + pair.start(2), offset + pair.end(2), "cookie")
+
+
+def _loose(name: str) -> bool:
+    return name.lower().replace("_", " ").replace("-", " ").strip() in _LOOSE_NAMES
+
+
+def _kept_codes(text: str, low: str) -> Iterator[RuleFinding]:
+    """Backup and recovery codes, a TOTP setup key, a wallet's recovery phrase: after their label,
+    on its line and the lines that follow until a blank line (at most 30)."""
+    labels = (
+        "backup", "recovery", "rescue", "emergency", "one-time", "single-use", "setup", "totp", "2fa", "mfa",
+        "authenticator", "two-factor", "seed", "mnemonic", "恢复", "备用码", "备份码", "救援码", "助记词",
+    )  # fmt: skip
+    if not _holds(low, labels):
+        return
+    rules = compiled()
+    for label in rules.codes.finditer(text):
+        # The rest of the label's line, then the lines after it (blank ones first skipped) up to
+        # the next blank line: where a list of codes or a phrase stands.
+        end, seen = text.find("\n", label.end()), 0
+        end = len(text) if end < 0 else end
+        while seen < 30 and end < len(text):
+            line_end = text.find("\n", end + 1)
+            line_end = len(text) if line_end < 0 else line_end
+            if text[end + 1 : line_end].strip() == "":
+                if seen:
+                    break
+            else:
+                seen += 1
+            end = line_end
+        block, offset, kind = text[label.end() : end], label.end(), label.group().lower()
+        if "phrase" in kind or "words" in kind or "mnemonic" in kind or "助记词" in kind or "短语" in kind:
+            found = [(m.start(), m.end()) for m in rules.phrase_words.finditer(block)]
+        elif "recovery key" in kind.replace("-", " "):  # BitLocker's: eight groups of six digits
+            items = rules.code_item.finditer(block)
+            found = [(m.start(), m.end()) for m in items if m.group().count("-") >= 3]
+        elif "key" in kind or "secret" in kind:
+            found = [(m.start(), m.end()) for m in rules.totp_key.finditer(block)]
+        else:
+            found = [(m.start(), m.end()) for m in rules.code_item.finditer(block)]
+            found = found if len(found) >= 3 else []  # a list of codes, not a number in a sentence
+        for start, stop in found:
+            yield RuleFinding(PASSWORD, offset + start, offset + stop, "recovery code")
+
+
+def _printed_by_a_command(text: str) -> Iterator[RuleFinding]:
+    """What a command that reads a credential printed, one word a line (`cat …/master.key`,
+    `terraform output -raw db_password`, `kubectl get secret … | base64 -d`)."""
+    if not _holds(text, ("$", "#", ">", "❯", "Bash(")):
+        return
+    for match in compiled().command_line.finditer(text):
+        at = match.start("output")
+        for line in match.group("output").splitlines(keepends=True):
+            word = line.strip().lstrip("⎿").strip()
+            if _ASSIGNED.match(word):  # printenv's NAME=value: the assignment rule reads the name
+                at += len(line)
+                continue
+            if word and (strong(word) or random_looking(word)) and not placeholder(word, True):
+                start = at + line.index(word)
+                yield RuleFinding(PASSWORD, start, start + len(word), "a command's output")
+            at += len(line)
+
+
 @cache
 def _name_pattern() -> re.Pattern[str]:
     return re.compile(rf"(?i)(?:{_name_alternatives()})$")
+
+
+@cache
+def _table_header_name() -> re.Pattern[str]:
+    """A column's header that names a credential: `password`, `Secret Access Key`."""
+    return re.compile(rf"(?i)(?:[\w-]+[ _-])*(?:{_name_alternatives()})")
 
 
 @cache

@@ -263,6 +263,30 @@ WHOLE = [  # (text, the secret that must be gone whole)
     (f"Password for the elastic user (reset with `reset -u elastic`):\n  {(p := fake(ALNUM, 20, 48))}\n", p),
     (f"sqlcmd -S tcp:10.0.8.4,1433 -U sa -P '{(p := 'um%lJq4bEKQ^^r')}' -Q \"SELECT 1\"", p),
     (f"tailscale up --authkey={(p := 'tskey-auth-' + fake(ALNUM, 12, 49) + '-' + fake(ALNUM, 33, 50))}", p),
+    # found by the second blind set (bench/sets/secrets_heldout2: tool outputs and notes), then fixed:
+    (f"$ terraform output -raw grafana_admin_password\n{(p := 'Cq%xYh^SIXYaiSah6s')}\n$ ", p),
+    (f"● Bash(cat config/master.key)\n  ⎿  {(p := fake(HEX, 32, 52))}", p),
+    (f'{{"name": "Authorization", "value": "Basic {(p := fake(B64, 24, 53))}="}}', p),
+    (f'{{"name": "Cookie", "value": "csrftoken=x; sessionid={(p := fake(HEX, 32, 54))}"}}', p),
+    (f'"db_password": {{"sensitive": true, "type": "string", "value": "{(p := fake(ALNUM, 22, 55))}"}}', p),
+    ("mysql> CREATE USER 'ro'@'10.%' IDENTIFIED BY 'lIq#oPxj9Vd@1kLXW6';", "lIq#oPxj9Vd@1kLXW6"),
+    (f"requirepass {(p := fake(HEX, 64, 56))}", p),
+    ("network={\n\tpsk=\"cobalt-pebble-falcon-harbor\"\n}", "cobalt-pebble-falcon-harbor"),
+    ("gitlab_rails['smtp_password'] = \"PT-ryG7oPU\"", "PT-ryG7oPU"),
+    ('$pass = ConvertTo-SecureString "Huangbo&1981" -AsPlainText -Force', "Huangbo&1981"),
+    ("[smtp.gmail.com]:587 carla@gmail.com:pufw osqq jvog sbvw", "pufw osqq jvog sbvw"),
+    ("Backup codes (generated 2025-01-16):\n1. 4202 1890\n2. 5657 5391\n3. 8384 1957\n", "5657 5391"),
+    ("Enter this setup key instead:\n\n    bzuu tfnf tiaa maxi nwyt ykbv ybkw dwgd\n", "bzuu tfnf tiaa maxi"),
+    ("Recovery phrase (12 words):\nscorpion hobby bundle olive melody oyster bubble abandon bicycle "
+     "recipe canyon arrow\n", "scorpion hobby bundle olive melody"),
+    ("family streaming account -> jonas@gmail.com / Harbor^Granite80", "Harbor^Granite80"),
+    (f"AppSecret(小程序密钥)：{(p := fake(HEX, 32, 57))}", p),
+    (f"Access Key Id,Secret Access Key\n{fake(ALNUM, 20, 58).upper()},{(p := fake(ALNUM, 40, 59))}", p),
+    ("| 主机 | IP | 账号 | 密码 |\n|---|---|---|---|\n| db | 10.0.0.1 | root | p27Q&oZ55LqSbBI2 |",
+     "p27Q&oZ55LqSbBI2"),
+    (f"✔  Use this token to login on a CI server:\n\n{(p := '1//0' + fake(URLSAFE, 90, 60))}\n", p),
+    ("-----BEGIN OpenVPN Static key V1-----\n" + (p := "\n".join(fake(HEX, 32, 61 + i) for i in range(4)))
+     + "\n-----END OpenVPN Static key V1-----", p),
 ]
 
 
@@ -305,6 +329,21 @@ LOOK_ALIKES = [
     "Build cache key: node-modules-87f584a2231dd5efa6dc239195d38bb71ed1887047e18091125cb17a393bd2bb",
     'Notice that nowhere in the code is the plaintext password "`secret`", we only have the hash.',
     "密码：请联系管理员。密码是什么？",
+    # from the second blind set:
+    "access_key     ****************79MD shared-credentials-file",
+    "  - Token: gho_************************************",
+    "      ~ password = (sensitive value)",
+    "DB_PASSWORD=${DB_PASSWORD:?set DB_PASSWORD}\nREDIS_PASSWORD=${REDIS_PASSWORD:-}",
+    "APP_KEY=\nAPP_DEBUG=true\nDB_PASSWORD=\nMAIL_MAILER=log",
+    "$pass = Read-Host -AsSecureString 'Password'",
+    "db_password: !vault |\n          $ANSIBLE_VAULT;1.1;AES256",
+    '"hashed_secret": "' + fake(HEX, 40, 70) + '"',
+    "NEXT_PUBLIC_POSTHOG_KEY=phc_" + fake(ALNUM, 43, 71),
+    "Cache restored from key: node-modules-Linux-" + fake(HEX, 64, 72),
+    '{"name": "cookie", "value": "_ga=GA1.1.868676936.5054110589; theme=dark"}',
+    "SQL> conn hr\nEnter password:\nConnected.",
+    "[comparing-the-guess-to-the-secret-number]:\nch02-00-guessing-game-tutorial.html#compare",
+    "| 服务 | 账号 | 密码 |\n|---|---|---|\n| Grafana | admin | 见密码柜 |\n| Jenkins | 个人账号 | LDAP |",
 ]
 
 
