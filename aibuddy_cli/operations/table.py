@@ -599,7 +599,7 @@ def _lossy_question(action: str) -> Any:
     "column",
     "derive",
     uses="tables.changes",
-    effect=Effect.WRITE,
+    effect=Effect.DESTRUCTIVE,  # with lossy, values that do not fit are dropped
     tools={"mcp": "table_column_derive", "table_write": "create_derived_column"},
     tool_help="Add a column computed by an expression over the others (price * quantity, lower(name)); "
     "type optional. Refused when a value does not fit the type exactly, unless lossy is given.",
@@ -684,7 +684,7 @@ def _move_question(_: Any, a: Any) -> str | None:
     "column",
     "move",
     uses="tables.changes",
-    effect=Effect.WRITE,
+    effect=Effect.DESTRUCTIVE,  # with lossy, values that do not fit are dropped
     tools={"mcp": "table_column_move", "table_write": "move_column"},
     tool_help="Move a column to another table, matching rows by key; refused when a value has no row "
     'there, unless lossy is "drop".',
@@ -717,7 +717,7 @@ def column_move(
     "column",
     "transform",
     uses="tables.changes",
-    effect=Effect.WRITE,
+    effect=Effect.DESTRUCTIVE,  # with lossy, values that do not fit are dropped
     tools={"mcp": "table_column_transform", "table_write": "transform_column"},
     tool_help="Convert a column to another type and/or recompute it by an expression. Refused as a whole "
     "when a value would not convert exactly (79.5 to int), unless lossy is given (round or drop).",
