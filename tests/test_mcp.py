@@ -98,7 +98,7 @@ def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: 
         assert any(op.destructive for op in offered_to("table_write"))
         assert tools["table_update"].annotations.destructive_hint is True
         assert tools["table_refactor"].annotations.destructive_hint is True
-        for lossy in ("table_column_transform", "table_column_derive", "table_column_move"):  # lossy: drops values
+        for lossy in ("table_column_transform", "table_column_derive", "table_column_move"):  # drop values
             assert tools[lossy].annotations.destructive_hint is True, lossy
         assert tools["memory_recall"].input_schema["properties"]["limit"]["minimum"] == 1
         assert "task" in tools["task_add_message"].input_schema["required"]
