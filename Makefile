@@ -52,6 +52,7 @@ bench: install
 	$(PY) bench/secret_rates.py
 	$(PY) bench/secret_heldout.py --quiet
 	$(PY) bench/secret_heldout2.py --quiet
+	$(PY) bench/secret_heldout3.py --quiet
 	$(PY) bench/bench_redaction.py
 	$(PY) bench/bench_store.py
 	$(PY) bench/fact_pair_rates.py
