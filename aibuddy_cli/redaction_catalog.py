@@ -25,9 +25,10 @@ from typing import Any, NamedTuple
 
 # A component rule that Kingfisher reports only beside its partner (an AWS secret access key
 # next to its key id) is still a credential on its own when its name says it is one: the key id
-# may be gone already (redacted) or elsewhere in the conversation. Identifiers, hosts, account
+# may be gone already (redacted) or elsewhere in the conversation. A cloud's access key id
+# (Alibaba's LTAI…) is half of a pair, as AWS's AKIA… is. Other identifiers, hosts, account
 # names and public client ids among the components stay unreported.
-_SECRET_COMPONENT_WORDS = ("secret", "token", "passphrase", "password", "private-key")
+_SECRET_COMPONENT_WORDS = ("secret", "token", "passphrase", "password", "private-key", "access-key-id")
 
 # The words of a rule's id, in the order they decide its kind.
 _KIND_WORDS = (

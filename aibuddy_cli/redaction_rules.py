@@ -69,8 +69,13 @@ class RuleFinding(NamedTuple):
 _NAMES = {
     # PGPASSWORD, MYSQLPWD: an environment variable's prefix may run into the word.
     PASSWORD: r"(?:[a-z]{2,12}(?=password|passwd|pwd))?"
-    r"(?:password|passwd|passphrase|pass[ _-]?code|pass|pwd|pword|pw|requirepass|masterauth|authtok|psk|"
-    r"pre[ _-]?shared[ _-]?key|identified[ \t]+by)",
+    r"(?:password|passwd|passphrase|pass[ _-]?code|pass|pwd|pword|pw|p/w|requirepass|masterauth|authtok|psk|"
+    r"pre[ _-]?shared[ _-]?key|identified[ \t]+by"
+    # the misspellings people type (pasword, passowrd, passwrod, pssword)
+    r"|pas{1,2}w(?:or|ro|o|r)d|passowrd|pssword|pasword"
+    # numeric codes: a PIN, a door's, an alarm's, a lockbox's
+    r"|pin(?:[ _-]?(?:code|number))?"
+    r"|(?:door|gate|alarm|keypad|lockbox|lock|garage|building|entry|safe)[ _-]?code)",
     SECRET: r"secret(?:[ _-]?access)?(?:[ _-]?key)?(?:[ _-]?base)?|client[ _-]?secret|signing[ _-]?secret",
     API_KEY: r"api[ _-]?key|apikey|access[ _-]?key(?:[ _-]?id)?|secret[ _-]?id|key|(?:private|signing|"
     r"encryption|master|license|app|client|account|storage|service|consumer|secret|admin|write|auth|"
@@ -91,9 +96,10 @@ _PUBLIC = frozenset(("public", "publishable"))
 # a key then is no secret (a passphrase still is).
 _KEY_PAIR_QUALIFIERS = frozenset("rsa dsa ecdsa ed25519 gpg pgp ssh host".split())
 _CJK_NAMES = {
-    PASSWORD: r"密码|口令|密碼|授权码|授權碼",
-    SECRET: r"密钥|秘钥|私钥|密鑰|秘鑰",
-    TOKEN: r"令牌",
+    # 密吗: a slip of the same pinyin; 红包口令, 淘口令: a promotion's share code, no secret
+    PASSWORD: r"密码|(?<!红包)(?<!淘)(?<!优惠)口令|密碼|授权码|授權碼|密吗|門禁碼",
+    SECRET: r"密钥|秘钥|私钥|密鑰|秘鑰|金鑰|金钥",
+    TOKEN: r"令牌|權杖|权杖",
 }
 # Names too short or too common to be one in a sentence ("boarding pass: 14B22X", "the auth
 # flow"): in a sentence they need a strong value; in a setting (`DB_PASS=`, `"pass":`, `pw: …`
@@ -167,6 +173,12 @@ _PUBLISHED = re.compile(r"^pk[_.]")
 _PUBLIC_SETTING = re.compile(r"(?i)[\w.-]*(?:public|publishable)[\w.-]*[\"']?[ \t]*(?:=|:)[ \t]*[\"'`]?$")
 
 
+_NUMERIC_CODE = re.compile(r"\d{4,10}[#*]?")
+_TRAILING_CJK = re.compile(r"[\u4e00-\u9fff]+$")
+_LINK_DEFINITION = re.compile(r"[ \t]*\[[^\]\n]+\]:[ \t]*(?:\n|$)")
+_PAGE_ANCHOR = re.compile(r"\.[a-z]{2,5}#")  # chapter.html#compare: a link, not a password with a #
+
+
 def entropy(value: str) -> float:
     """Shannon entropy in bits per character."""
     counts = Counter(value)
@@ -236,6 +248,8 @@ def looks_like_value(
     has_symbol = any(not c.isalnum() and c not in "-'’" for c in value)
     mixed = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
     has_alpha = any(c.isalpha() for c in value)
+    if kind == PASSWORD and _NUMERIC_CODE.fullmatch(value) and (separator != " " or len(value) >= 6):
+        return True  # 9125, 680446#: a PIN or a door's code (the names that take them say so)
     if any("\u4e00" <= c <= "\u9fff" for c in value) and not (has_digit and (has_symbol or mixed)):
         return False  # 请联系管理员 is an answer; 春眠lg#19晓 a password
     if kind == PASSWORD:
@@ -297,7 +311,9 @@ FALLBACK_PREFIXES = (
 _EDGE = r"(?:(?<![A-Za-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))"
 # What stands between a name and its value.
 _SEP = (
-    r"(?P<sep>[ \t]*(?::=|=>|->|→|—|–|[:=：])[ \t]*"  # password: X
+    r"(?P<sep>[ \t]*(?::=|=>|->|→|—|–|👉|➡️?|[:=：])[ \t]*"  # password: X, pw 👉 X
+    r"|[ \t]+-[ \t]+"  # Pass - X
+    r"|[ \t]+(?:(?:was[ \t]+|is[ \t]+|been[ \t]+)?(?:set|changed|reset)[ \t]+to)[ \t]+"  # password set to X
     r"|[ \t]*[:：][ \t]*\n[ \t]*(?=\S+[ \t]*(?:\n|$))"  # Password:⏎X (X alone on its line, and strong)
     r"|[ \t]+(?:is|was|are|=)(?:[ \t]+(?:actually|now|still|just|simply|currently))?"
     r"(?:[ \t]*[:：][ \t]*|[ \t]+)"  # password is X, password is: X, the password is actually X
@@ -308,8 +324,9 @@ _SEP = (
 )
 # The verbs that, in Chinese, set a password to a value: 密码是 X, 密码改成了 X, 密码已经设为 X.
 _CJK_SETS = (
-    r"(?:已经|已|都|就|也|现在|目前)?(?:是|为|為|设置为|設置為|设为|設為|设置成|设成|設成|改成|改为|改為|换成|"
-    r"換成|换为|变成|變成|用的是)了?"
+    r"(?:我|已经|已|都|就|也|现在|目前|刚)?(?:是|为|為|设置为|設置為|设为|設為|设置成|设成|設成|改成|改为|改為|换成|"
+    r"換成|换为|变成|變成|用的是|👉)了?"
+    r"|(?:改了|换了|更新了)[，,][ \t]*新的?(?:是|为)"  # 密码改了，新的是X
 )
 
 # Command-line tools and the options that take a password (or token) as their next word.
@@ -392,7 +409,8 @@ class _Rules:
     def query_signature(self) -> re.Pattern[str]:
         # A signed URL's signature (Azure SAS `sig=`, S3's `X-Amz-Signature=`) is its credential.
         return re.compile(
-            r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature|appid|app_id)=(?P<run>[^&\s\"'#]{16,})"
+            r"(?i)[?&#](?:sig|signature|x-amz-signature|x-goog-signature|appid|app_id|ak|oobcode|code)="
+            r"(?P<run>[^&\s\"'#]{16,})"
         )
 
     @cached_property
@@ -439,7 +457,7 @@ class _Rules:
     def bearer(self) -> re.Pattern[str]:
         # "Bearer <token>": the token needs 16 characters and a digit, so "bearer tokens expire" is prose.
         return re.compile(
-            r"(?i:\bbearer)[ \t]+(?=[A-Za-z0-9._~+/-]{0,300}[0-9])(?P<run>[A-Za-z0-9._~+/-]{16,}=*)"
+            r"(?i:\b(?:bearer|ssws))[ \t]+(?=[A-Za-z0-9._~+/-]{0,300}[0-9])(?P<run>[A-Za-z0-9._~+/-]{16,}=*)"
         )
 
     @cached_property
@@ -530,8 +548,8 @@ class _Rules:
     def app_password(self) -> re.Pattern[str]:
         # Google's app passwords: four groups of four letters ("abcd efgh ijkl mnop").
         return re.compile(
-            rf"(?i){_EDGE}(?:password|passwd|授权码|密码)[^\n]{{0,40}}?[:：是为][ \t]*"
-            r"(?P<run>[a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4}[ \t][a-z]{4})(?![a-z])"
+            rf"(?i){_EDGE}(?:password|passwd|授权码|密码)[^\n]{{0,40}}?(?:[:：是为]|[ \t]is)[ \t]*"
+            r"(?P<run>[a-z]{4}[ \t-][a-z]{4}[ \t-][a-z]{4}[ \t-][a-z]{4})(?![a-z])"
         )
 
     @cached_property
@@ -652,6 +670,53 @@ class _Rules:
         )
 
     @cached_property
+    def short_pair(self) -> re.Pattern[str]:
+        # What a login is given as without a password's name: `u: bob p: X`, "wp-admin: admin /
+        # Tapir!8498", "Alarm app login: maya@… – Orchid_9187 –", 值班账号 duty01 / Umber&5055
+        # (the second of a pair is the password when it looks like one: letters, digits, a symbol).
+        return re.compile(
+            r"(?i)(?:\bu(?:ser)?:[ \t]*\S{1,64}[ \t,;]+p(?:ass)?:[ \t]*"
+            r"|(?:^|[ \t])[\w.@-]{1,40}:[ \t]*[\w.@+-]{1,64}[ \t]+(?:/|–|—)[ \t]+"
+            r"|(?:账号|帐号|賬號|用户名)[ \t:：]*[\w.@+-]{1,64}[ \t]*[/／][ \t]*)"
+            r"(?P<run>[^\s，。,;]{6,200})"
+        )
+
+    @cached_property
+    def wifi(self) -> re.Pattern[str]:
+        # A Wi-Fi QR code's password (WIFI:T:WPA;S:…;P:…;;), and "the wifi … code/password is X".
+        return re.compile(
+            r"WIFI:(?:[^;\n]*;)*?P:(?P<qr>(?:\\;|[^;\n])+);"
+            r"|(?i:wi-?fi)[^\n]{0,80}?\b(?:code|password|pw|key|pass)[ \t]+(?:is|:)[ \t]+"
+            r"(?P<run>[^\s,.;!?]{6,100})"
+        )
+
+    @cached_property
+    def link_token(self) -> re.Pattern[str]:
+        # A link that signs its holder in: the token a password reset, a magic sign-in or an email
+        # confirmation puts in its path (Django's /reset/<uid>/<token>/, Laravel's /password/reset/<token>).
+        return re.compile(
+            r"(?i)https?://[^\s\"'<>]*?/(?:reset|password[-_/]reset|reset[-_]password|magic[-_]?link|"
+            r"verify|confirm|activate|login/token)/(?:[\w-]{1,8}/)?(?P<run>[\w-]{20,200})"
+        )
+
+    @cached_property
+    def key_pair(self) -> re.Pattern[str]:
+        # 七牛的 AK/SK 分别是 X 和 Y, "access key / secret key: X, Y"
+        return re.compile(
+            r"(?i)\b(?:AK|access[ _-]?key)[ \t]*/[ \t]*(?:SK|secret[ _-]?key)[ \t]*(?:分别)?[ \t]*"
+            r"(?:是|为|:|：|=)[ \t]*"
+            r"(?P<ak>[A-Za-z0-9/+_=-]{16,200})[ \t]*(?:和|及|与|/|,|，|、|and)[ \t]*"
+            r"(?P<sk>[A-Za-z0-9/+_=-]{16,200})"
+        )
+
+    @cached_property
+    def chat_line(self) -> re.Pattern[str]:
+        # One message of a chat log, its sender or time stripped: "[10:02] Tom: X", "张伟 10:41", "X".
+        return re.compile(
+            r"^[ \t]*(?:\[\d{1,2}:\d{2}(?::\d{2})?\][ \t]*[^:：\n]{1,30}[:：][ \t]*)?(?P<message>[^\n]*)$"
+        )
+
+    @cached_property
     def fallback(self) -> list[tuple[str, str, re.Pattern[str]]]:
         return [
             (kind, hint, re.compile(_EDGE + body + r"(?![A-Za-z0-9])"))
@@ -663,7 +728,8 @@ class _Rules:
         return re.compile(
             r"(?i)pass|pwd|pw|secret|key|token|auth|bearer|://|log|cred|-u|-p|-a|-w|sig|mysql|private|eyj|"
             r"vault|user|account|acct|:\d|client|credential|connect|cookie|value=|@tcp\(|(?-i:AK|SK)|psk|identified|"
-            r"密|钥|鑰|口令|令牌|授权码|账号|帐号|用户"
+            r"pin|code|ssws|wifi|p/w|pssword|pasw|reset|(?-i:\bu:|\bp:)|"
+            r"密|钥|鑰|口令|令牌|權杖|权杖|授权码|账号|帐号|用户|門禁"
         )
 
 
@@ -739,7 +805,11 @@ def _value(match: re.Match[str]) -> tuple[str, int, bool]:
             return groups[name] or "", match.start(name), True
     for name in ("run", "run2"):
         if groups.get(name):
-            return _trim(groups[name] or ""), match.start(name), False
+            value, start = _trim(groups[name] or ""), match.start(name)
+            emphasis = _EMPHASIS.fullmatch(value)
+            if emphasis:  # **Quokka@3742**, ~~old~~, *saffron-0545*: Markdown around the value
+                return emphasis.group(2), start + emphasis.start(2), True
+            return value, start, False
     return "", match.start(), False
 
 
@@ -782,6 +852,21 @@ def _named_away(text: str, match: re.Match[str], value: str, separator: str, kin
 # A cookie whose name says it holds a session or a token (sessionid, PHPSESSID, connect.sid,
 # csrftoken, remember_token, auth): its value opens the account, however it looks.
 _SESSION_COOKIE = re.compile(r"(?i)sess|sid$|token|auth|csrf|xsrf|jwt|remember|login")
+# A chat's header line: "张伟 10:41", "2024-03-12 10:41:05 张伟", "[09:15] Tom:".
+_CHAT_HEADER = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2}[ T])?\d{1,2}:\d{2}(?::\d{2})?[ \t]+\S{1,20}|\S{1,20}[ \t]+\d{1,2}:\d{2}(?::\d{2})?"
+)
+_EMPHASIS = re.compile(r"(\*\*|~~|\*|_|`)(.+?)\1")
+# A line that names a value still to come: it ends in the name or in what announces the value
+# ("the staging pw is", 服务器密码是, "what's the jenkins password again?", "and the pw").
+_LABEL_END = re.compile(
+    r"(?i)(?:\b(?:is|are|was|again|here)|[:：=?？]|是|为|為|发你|如下"
+    r"|pass(?:word)?|pw|pwd|passcode|pin|token|key|secret|密码|口令|密钥|令牌)[ \t]*$"
+)
+_LABEL_ENDINGS = (
+    "is", "are", "was", "again", "here", ":", "：", "=", "?", "？", "是", "为", "為", "发你", "如下", "pass",
+    "password", "pw", "pwd", "passcode", "pin", "token", "key", "secret", "密码", "口令", "密钥", "令牌",
+)  # fmt: skip
 _ASSIGNED = re.compile(r"^[A-Z_][A-Z0-9_]*=")  # an environment variable's NAME=
 _HEX_BODY = re.compile(r"^[0-9a-f]{32,128}$")
 _TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$")
@@ -846,8 +931,11 @@ def _credential_columns(header: list[str]) -> list[tuple[int, str]]:
     return columns
 
 
-_NAME_WORDS = ("pass", "pwd", "pw", "secret", "key", "token", "auth", "psk", "identified")
-_CJK_NAME_WORDS = ("密", "钥", "鑰", "口令", "令牌", "授权码", "授權碼")
+_NAME_WORDS = (
+    "pass", "pwd", "pw", "p/w", "pasw", "secret", "key", "token", "auth", "psk", "identified", "pin", "code",
+    "pssword",
+)  # fmt: skip
+_CJK_NAME_WORDS = ("密", "钥", "鑰", "口令", "令牌", "授权码", "授權碼", "權杖", "权杖", "門禁碼")
 _CLI_WORDS = (
     "login", "sshpass", "mongo", "cqlsh", "rabbitmq", "influx", "smbclient", "ldap", "redis-cli", "pass",
     "zip", "7z", "rar", "vault", "htpasswd", "net user", "sql", "bcp", "mc ", "securestring",
@@ -902,6 +990,7 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
     yield from _named(text, low)
     if "\n" in text:
         yield from _printed_by_a_command(text)
+        yield from _said_next(text, low)
     if ("|" in text or "," in text) and (_holds(low, _NAME_WORDS) or _holds(text, _CJK_NAME_WORDS)):
         yield from _table_cells(text)
 
@@ -936,10 +1025,10 @@ def _structured(text: str, low: str) -> Iterator[RuleFinding]:
             kind = PASSWORD if scheme in ("basic", "digest", "ntlm") else TOKEN if run else API_KEY
             named = f"{scheme.capitalize()} " if scheme else ""
             yield RuleFinding(kind, start, start + len(value), f"Authorization: {named}…" if run else None)
-    if "bearer" in low:
+    if "bearer" in low or "ssws" in low:
         for match in rules.bearer.finditer(text):
             yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "Bearer …")
-    if "sig" in low or "appid" in low or "app_id" in low:
+    if _holds(low, ("sig=", "signature=", "appid=", "app_id=", "ak=", "code=")):
         for match in rules.query_signature.finditer(text):
             if random_looking(match.group("run")):
                 yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "sig=…")
@@ -966,6 +1055,23 @@ def _structured(text: str, low: str) -> Iterator[RuleFinding]:
         yield from _cookie_values(match.group("cookies"), match.start("cookies"))
     if '"value"' in low:
         yield from _json_pairs(text)
+    for match in rules.short_pair.finditer(text) if _holds(text, (":", "/", "–", "—")) else ():
+        value = _trim(match.group("run"))
+        if strong(value) and any(not c.isalnum() for c in value) and not placeholder(value, True):
+            yield RuleFinding(PASSWORD, match.start("run"), match.start("run") + len(value), "user / …")
+    for match in rules.wifi.finditer(text) if _holds(low, ("wifi", "wi-fi")) else ():
+        group = "qr" if match.group("qr") else "run"
+        value = match.group(group)
+        if group == "qr" or strong(value):
+            yield RuleFinding(PASSWORD, match.start(group), match.start(group) + len(value), "Wi-Fi")
+    for match in rules.link_token.finditer(text) if "://" in text else ():
+        token = match.group("run")
+        if random_looking(token) or (strong(token) and sum(c.isdigit() for c in token) >= 6):
+            yield RuleFinding(TOKEN, match.start("run"), match.end("run"), "a link's token")
+    for match in rules.key_pair.finditer(text) if "/" in text else ():
+        for group, kind in (("ak", API_KEY), ("sk", SECRET)):
+            if random_looking(match.group(group)):
+                yield RuleFinding(kind, match.start(group), match.end(group), None)
     if "@" in text:
         for match in rules.app_password_after_email.finditer(text):
             yield RuleFinding(PASSWORD, match.start("run"), match.end("run"), "user@…:…")
@@ -990,9 +1096,15 @@ def _alone_on_its_line(text: str, match: re.Match[str], value: str) -> bool:
     """A value on the line after its label is one when it is strong and no path or link, and the
     label is no Markdown link's (`[the-secret-number]:⏎chapter.html#…`)."""
     label_line = text[text.rfind("\n", 0, match.start()) + 1 : match.start("run")]
-    if label_line.lstrip().startswith("["):
+    if _LINK_DEFINITION.match(label_line):
         return False
-    return (strong(value) or random_looking(value)) and not any(c in value for c in "/#")
+    return _lone_value(value)
+
+
+def _lone_value(value: str) -> bool:
+    """A word alone on its line that can be a password or a key: strong or generated, and no
+    path or link (`chapter.html#compare`, `./db-password.txt`)."""
+    return (strong(value) or random_looking(value)) and "/" not in value and not _PAGE_ANCHOR.search(value)
 
 
 def _named(text: str, low: str) -> Iterator[RuleFinding]:
@@ -1042,6 +1154,10 @@ def _named(text: str, low: str) -> Iterator[RuleFinding]:
                 separator = "is" if raw else " "
             if "授权码" in match.group() or "授權碼" in match.group():
                 separator = ":"  # an authorisation code is always a credential, whatever its letters
+            if not quoted:  # 184671了: the sentence's particle after an ASCII password is not its
+                ascii_only = _TRAILING_CJK.sub("", value)
+                if ascii_only and not any("\u4e00" <= c <= "\u9fff" for c in ascii_only):
+                    value = ascii_only
             if looks_like_value(value, kind, separator, quoted):
                 yield RuleFinding(kind, start, start + len(value), None)
 
@@ -1092,7 +1208,7 @@ def _kept_codes(text: str, low: str) -> Iterator[RuleFinding]:
     if not _holds(low, labels):
         return
     rules = compiled()
-    for label in rules.codes.finditer(text):
+    for label in _every(rules.codes, text, _windows(text, low, labels)):
         # The rest of the label's line, then the lines after it (blank ones first skipped) up to
         # the next blank line: where a list of codes or a phrase stands.
         end, seen = text.find("\n", label.end()), 0
@@ -1121,6 +1237,36 @@ def _kept_codes(text: str, low: str) -> Iterator[RuleFinding]:
             yield RuleFinding(PASSWORD, offset + start, offset + stop, "recovery code")
 
 
+def _said_next(text: str, low: str) -> Iterator[RuleFinding]:
+    """A chat where the password comes in the message after the one that names it ("the staging
+    pw is" ⏎ "Puffin?2087", 服务器密码是 ⏎ 张伟 10:41 ⏎ KnXnaT1RkDVAYCsC): a message of one word
+    that is strong (letters, digits and a symbol, or generated), within three lines of the name."""
+    lines = text.split("\n")
+    if len(lines) < 2:
+        return
+    offsets = [0]
+    for line in lines[:-1]:
+        offsets.append(offsets[-1] + len(line) + 1)
+    name = _name_pattern_anywhere()
+    for at, line in enumerate(lines):
+        if not line.rstrip().lower().endswith(_LABEL_ENDINGS):  # cheap: most lines end otherwise
+            continue
+        if not (name.search(line) or _holds(line, _CJK_NAME_WORDS)) or not _LABEL_END.search(line):
+            continue
+        if _LINK_DEFINITION.match(line):
+            continue  # a Markdown link's definition, [the-secret-number]: ⏎ chapter.html#…
+        for later in range(at + 1, min(at + 4, len(lines))):
+            message = compiled().chat_line.match(lines[later])
+            word = (message.group("message") if message else lines[later]).strip()
+            if not word or " " in word or _CHAT_HEADER.fullmatch(lines[later].strip()):
+                continue
+            if _lone_value(word):
+                if not placeholder(word, True) and not _ASSIGNED.match(word):
+                    start = offsets[later] + lines[later].rindex(word)
+                    yield RuleFinding(PASSWORD, start, start + len(word), "the next message")
+            break
+
+
 def _printed_by_a_command(text: str) -> Iterator[RuleFinding]:
     """What a command that reads a credential printed, one word a line (`cat …/master.key`,
     `terraform output -raw db_password`, `kubectl get secret … | base64 -d`)."""
@@ -1137,6 +1283,11 @@ def _printed_by_a_command(text: str) -> Iterator[RuleFinding]:
                 start = at + line.index(word)
                 yield RuleFinding(PASSWORD, start, start + len(word), "a command's output")
             at += len(line)
+
+
+@cache
+def _name_pattern_anywhere() -> re.Pattern[str]:
+    return re.compile(rf"(?i){_EDGE}(?:{_name_alternatives()})(?![A-Za-z0-9])")
 
 
 @cache

@@ -287,6 +287,28 @@ WHOLE = [  # (text, the secret that must be gone whole)
     (f"✔  Use this token to login on a CI server:\n\n{(p := '1//0' + fake(URLSAFE, 90, 60))}\n", p),
     ("-----BEGIN OpenVPN Static key V1-----\n" + (p := "\n".join(fake(HEX, 32, 61 + i) for i in range(4)))
      + "\n-----END OpenVPN Static key V1-----", p),
+    # found by the third blind set (chats, notes and what an assistant remembers), then fixed:
+    ("@dan staging db pasword: Juniper#0019  (rotate it after the demo pls)", "Juniper#0019"),
+    ("ftp.larkfield.io  u: upload_bot  p: FCXfn1uiR&*5UDn!", "FCXfn1uiR&*5UDn!"),
+    ("[10:02] Tom: the staging pw is\n[10:02] Tom: Puffin?2087\n[10:03] Priya: ty", "Puffin?2087"),
+    ("张伟 10:41\n服务器密码是\n张伟 10:41\nKnXnaT1RkDVAYCsC\n李娜 10:42\n👌", "KnXnaT1RkDVAYCsC"),
+    ("wp-admin: admin / Tapir!8498", "Tapir!8498"),
+    ("the QR on the fridge decodes to WIFI:T:WPA;S:Casa_Moreno;P:toucan-4303;;", "toucan-4303"),
+    ("the pin for the side door is 9125, it beeps twice then you push hard", "9125"),
+    ("The user's debit card PIN is 1384 — they said not to share it.", "1384"),
+    ("支付密码我改成184671了，你帮我记一下", "184671"),
+    ("门禁密码 211837#，进门后记得关好", "211837#"),
+    ("Temp password set to ql2jOc5ZI$Qh, asked them to change it.", "ql2jOc5ZI$Qh"),
+    (f"okta api token: SSWS {(p := '009DIkGlYSurG74PGZezwzqwS7oPFXbXftSQBXYlqM')}", p),
+    ("pw 👉 Gannet!2573 🙏", "Gannet!2573"),
+    ("LINE Notify 權杖 P5Ml1yQk9ikGKf3JEVXyOYfEndpr3txe31gT9UdlRW5 已發行",
+     "P5Ml1yQk9ikGKf3JEVXyOYfEndpr3txe31gT9UdlRW5"),
+    (f"七牛的 AK/SK 分别是 {fake(URLSAFE, 40, 80)} 和 {(p := fake(ALNUM, 40, 81))}", p),
+    (f"callback?state=x&code={(p := fake(ALNUM, 32, 82))}&scope=email", p),
+    (f"Reset link: https://portal.example.io/accounts/reset/MTg/{(p := '5247l8-' + fake(HEX, 32, 83))}/", p),
+    ("The user's Apple app-specific password (Thunderbird) is vmdh-dfgt-ilet-qiws.", "vmdh-dfgt-ilet-qiws"),
+    ("用户的阿里云 AccessKey Secret 为 lWJac4BLeYZDSravFogx1ft3Qv831E（ID：LTAI5thsJbyvqTPViLsufTa3）。",
+     "LTAI5thsJbyvqTPViLsufTa3"),
 ]
 
 
@@ -344,6 +366,11 @@ LOOK_ALIKES = [
     "SQL> conn hr\nEnter password:\nConnected.",
     "[comparing-the-guess-to-the-secret-number]:\nch02-00-guessing-game-tutorial.html#compare",
     "| 服务 | 账号 | 密码 |\n|---|---|---|\n| Grafana | admin | 见密码柜 |\n| Jenkins | 个人账号 | LDAP |",
+    # from the third blind set:
+    "饿了么红包口令：MHSZSU",
+    "I changed my password yesterday; the key is in the drawer. Pass me the token from the meeting.",
+    "Your code is in the repo at src/main.py; see the docs at https://example.com/?utm_source=x&ref=home.",
+    "[09:14] Priya: I reset my password\n[09:15] Tom: ok\n[09:15] Tom: thanks",
 ]
 
 
