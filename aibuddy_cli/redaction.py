@@ -56,18 +56,24 @@ def _key_alphabet_run() -> re.Pattern[str]:
 
 def _may_hold_key(text: str) -> bool:
     """Whether a provider's key could be in text. Until the catalogue's scanner is built (0.3 s a
-    process), a text without a run of 16 characters of a key's alphabet, a quarter of them
-    letters, with a digit or both cases, does not pay for it: dates, times, numbers, paths and
-    URLs are no such run (a password in a URL or after `curl -u` is `redaction_rules`'), a hash is."""
+    process), a text without a run of 16 characters of a key's alphabet, a sixth of them letters,
+    with a digit or both cases, does not pay for it: dates, times, numbers, paths and
+    URLs are no such run (a password in a URL or after `curl -u` is `redaction_rules`'), and
+    neither is a run of lowercase hexadecimal alone (a commit, a checksum, a UUID: no rule of
+    the catalogue knows a key by such a shape without the provider's name beside it, which
+    `redaction_rules` reads)."""
     if redaction_catalog.built():
         return True
     for match in _key_alphabet_run().finditer(text):
         run = match.group()
-        if sum(c.isalpha() for c in run) * 4 < len(run):
+        if sum(c.isalpha() for c in run) * 6 < len(run) or _HEXADECIMAL.fullmatch(run):
             continue
         if any(c.isdigit() for c in run) or (any(c.isupper() for c in run) and any(c.islower() for c in run)):
             return True
     return False
+
+
+_HEXADECIMAL = re.compile(r"[0-9a-f.:-]+")
 
 
 def find(text: str) -> list[Finding]:

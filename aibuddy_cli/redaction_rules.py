@@ -533,7 +533,8 @@ class _Rules:
         return re.compile(
             r"\bhttps?://(?:discord(?:app)?\.com/api/webhooks/\d{5,25}/(?P<discord>[A-Za-z0-9_-]{40,100})"
             r"|api\.telegram\.org/(?:file/)?bot(?P<telegram>\d{5,16}:[A-Za-z0-9_-]{30,40})"
-            r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/(?P<feishu>[0-9a-f-]{36}))"
+            r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/(?P<feishu>[0-9a-f-]{36})"
+            r"|[\w-]+\.webhook\.office\.com/webhookb2/(?P<teams>[0-9a-f@/-]{40,200}IncomingWebhook/[0-9a-f/-]{32,80}))"
         )
 
     @cached_property
@@ -974,9 +975,9 @@ def find(text: str, *, with_fallback: bool) -> Iterator[RuleFinding]:
         for match in rules.shaped_token.finditer(text):
             kind = next(name for name in ("telegram", "google", "discord") if match.group(name))
             yield RuleFinding(TOKEN, match.start(), match.end(), f"{kind} token")
-    if _holds(low, ("discord", "telegram.org", "feishu", "larksuite")):
+    if _holds(low, ("discord", "telegram.org", "feishu", "larksuite", "webhook.office")):
         for match in rules.webhook.finditer(text):
-            group = next(name for name in ("discord", "telegram", "feishu") if match.group(name))
+            group = next(name for name in ("discord", "telegram", "feishu", "teams") if match.group(name))
             yield RuleFinding(TOKEN, match.start(group), match.end(group), f"{group} webhook")
     yield from _key_shaped(text)
     if with_fallback:
