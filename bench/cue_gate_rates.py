@@ -56,6 +56,7 @@ SETS = ("table", "tune", "blind", "dev", "dev-tune", "dev-final")
 # dialogue), an SGD dialogue, a CrossWOZ dialogue-act pattern. Rules are tuned on "tune"; "final"
 # is measured once, at the end.
 DEV_SPLITS = ("tune", "final")
+DEV_HALVES = (("dev", None), ("dev-tune", "tune"), ("dev-final", "final"))
 
 
 class Turn(NamedTuple):
@@ -121,9 +122,6 @@ def dev_set(folder: Path, split: str | None = None) -> dict[tuple[str, str], lis
 
 
 def print_dev_set(folder: Path, split: str | None = None, misses: bool = False) -> None:
-    if not (folder / "cue-gate").is_dir():
-        print(f"\n(no cue-gate dev set at {folder}: only the table is measured)")
-        return
     half = "all" if split is None else f"the {split} half"
     print(f"\ndev set {folder / 'cue-gate'}, {half}, statement level: open rate")
     print(f"{'lang':<5} {'durable':>16} {'chatter':>20}")
@@ -193,9 +191,12 @@ def main(argv: list[str] | None = None) -> int:
         if name in chosen:
             what = "tuned on" if name == "tune" else "blind: never looked at while tuning"
             print_table(f"held-out {name} ({what})", load_turns(HELDOUT / f"{name}.tsv"), args.misses)
-    for name, split in (("dev", None), ("dev-tune", "tune"), ("dev-final", "final")):
-        if name in chosen:
-            print_dev_set(args.devsets, split, args.misses)
+    halves = [(name, split) for name, split in DEV_HALVES if name in chosen]
+    if halves and not (args.devsets / "cue-gate").is_dir():
+        print(f"\n(no cue-gate dev set at {args.devsets}: only the table is measured)")
+        return 0
+    for _, split in halves:
+        print_dev_set(args.devsets, split, args.misses)
     return 0
 
 

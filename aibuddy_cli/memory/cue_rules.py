@@ -49,7 +49,7 @@ HERE_AND_NOW = (
     r"message|answer|reply|file|task|trip|meeting|table|comparison|export)|(?:this|(?<!\w[s] )that|these|"
     r"those) (?!repo|repository|project|codebase|team|company|org|organi[sz]ation|house|household|family|"
     r"city|country|job|role|account|app|product|service|monorepo|workspace|office|department|kind|sort|type|"
-    r"way|stuff|time)[a-z][\w-]*)\b|今天|今晚|明天|明早|后天|昨天|刚才|刚刚|这次|这回|马上|待会|等会|一会儿"
+    r"way|stuff|time|(?:i|we|you|he|she|they|my|our)\b)[a-z][\w-]*)\b|今天|今晚|明天|明早|后天|昨天|刚才|刚刚|这次|这回|马上|待会|等会|一会儿"
 )
 NOW = LazyPattern(HERE_AND_NOW)
 # … or a booking-like appointment: next week, on Friday, at 8, 7pm.
@@ -58,7 +58,7 @@ ONE_OFF = LazyPattern(
     r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|at \d|\d ?(?:am|pm))\b"
 )
 DURABLE = LazyPattern(
-    r"\b(?:always|never|every|whenever|from now on|going forward|in future|in the future|by default|"
+    r"\b(?:always|never|every|everyday|whenever|from now on|going forward|in future|in the future|by default|"
     r"each time|any time|anytime|all future|usually|generally|in general|as a rule|anymore|any more|"
     r"for (?:the |all )?future|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
     r"weekends|weekdays)|every (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|morning|"
@@ -76,6 +76,41 @@ QUESTION = LazyPattern(
 
 
 
+# A sentence about a booking at hand: what is booked (a ride, a table for four, two tickets, the
+# 7 pm one), or one of its slots (a date, a clock time, how many people, a street address).
+# A preference or first-person statement in such a sentence chooses among the options of the
+# task ("I'd prefer a luxury ride", "No, I want the 7 pm one"), it does not describe the user.
+_BOOKED = (
+    r"ride|rides|cab|cabs|taxi|uber|lyft|shuttle|bus|buses|train|trains|flight|flights|plane|ticket|"
+    r"tickets|seat|seats|room|rooms|suite|table|reservation|reservations|booking|bookings|appointment|"
+    r"appointments|showing|screening|check-?in|check-?out|departure|arrival|pick-?up|drop-?off|"
+    r"destination|itinerary|fare|fares|rental|one-?way|round-?trip|trip|restaurant|hotel|motel|hostel|"
+    r"salon|stylist|dentist|doctor|place"
+)
+_NUMBER = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+TASK = LazyPattern(
+    rf"\b(?:prefer|like|love|want|wanna|need|take|choose|pick|go with|go for|book|reserve|get|find|"
+    rf"rather have|change|move|cancel|make|schedule|buy|purchase|order|rent|hire)\s+(?:a|an|the|one|two|"
+    rf"three|four|another|this|that|these|those|my|our|\d+)\s+(?:[\w'-]+\s+){{0,3}}?(?:{_BOOKED})\b"
+    rf"|\b(?:a|an|the|one|two|three|four|another|this|that|my|our|\d+)\s+(?:[\w'-]+\s+){{0,2}}?(?:ride|rides|"
+    rf"seat|seats|reservation|reservations|booking|bookings|appointment|appointments|showing|screening|"
+    rf"fare|one-?way|round-?trip|check-?in|check-?out)\b"
+    rf"|\b(?:book|reserve|buy|purchase|cancel|schedule|order|rent) (?:it|them|one|that|this)\b"
+    rf"|\b(?:the|this|that|a|an) (?:[\w'-]+ )?one(?=\s*(?:[,.!?;]|$)|\s+(?:instead|please|then|for|at|on|"
+    rf"from|to|with|and|but|not|rather|i|that|which)\b)"
+    r"|\b(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|"
+    r"mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.? \d{1,2}(?:st|nd|rd|th)?\b"
+    r"|\bthe \d{1,2}(?:st|nd|rd|th)\b(?! (?!of\b)[a-z])|\b\d{1,2}(?::\d{2})? ?(?:am|pm|a\.m\.|p\.m\.)"
+    r"|\b\d{1,2}:\d{2}\b|\bo'clock\b|\binstead\b(?! of)"
+    rf"|\bfor {_NUMBER}(?: (?:people|persons|guests|adults|passengers|of us))?(?=\s*(?:[,.!?;]|$)|"
+    rf"\s+(?:people|persons|guests|adults|passengers|please|at|on|in|to|from|and|tonight|tomorrow)\b)"
+    rf"|\b{_NUMBER} (?:people|persons|guests|adults|passengers|tickets|seats|rooms)\b|\b(?:party|group) of\b"
+    rf"|\bthere (?:are|will be|is) (?:{_NUMBER}|only|just)\b|\bwe(?:'re| are| will be) (?:{_NUMBER}|a group|"
+    rf"a party)\b|\b\d{{2,6}} [a-z][\w .'-]{{0,30}}?\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|drive|"
+    rf"dr|way|lane|ln|court|ct|highway|hwy)\b"
+)
+
+
 class Rule(NamedTuple):
     kind: str
     pattern: LazyPattern
@@ -83,6 +118,7 @@ class Rule(NamedTuple):
     habitual: bool  # does not count in a sentence about the here and now, whatever its adverbs
     statement: bool  # does not count in a question
     durable: bool  # counts only with a durability marker in the sentence (always, every, from now on…)
+    choice: bool  # does not count in a sentence about a booking (TASK) without a durability marker
 
 
 def rule(
@@ -93,5 +129,6 @@ def rule(
     habitual: bool = False,
     statement: bool = False,
     durable: bool = False,
+    choice: bool = False,
 ) -> Rule:
-    return Rule(kind, LazyPattern(pattern), soft, habitual, statement, durable)
+    return Rule(kind, LazyPattern(pattern), soft, habitual, statement, durable, choice)

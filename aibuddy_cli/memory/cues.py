@@ -58,7 +58,7 @@ from collections.abc import Iterable
 
 from . import cue_rules_en as en
 from . import cue_rules_zh as zh
-from .cue_rules import DURABLE, NOW, ONE_OFF, QUESTION, LazyPattern, Rule
+from .cue_rules import DURABLE, NOW, ONE_OFF, QUESTION, TASK, LazyPattern, Rule
 
 CUE_KINDS: tuple[str, ...] = ("preference", "identity", "feedback", "project")
 
@@ -212,19 +212,24 @@ _RULES: tuple[Rule, ...] = (
 
 def _kinds_in(sentence: str) -> set[str]:
     found: set[str] = set()
-    one_off = durable = question = None
+    one_off = task = question = None
+    durable = bool(DURABLE.search(sentence))
     for rule in _RULES:
         if rule.kind in found or not rule.pattern.search(sentence):
             continue
         if rule.habitual and NOW.search(sentence):
             continue
-        if rule.durable and not DURABLE.search(sentence):
+        if rule.durable and not durable:
             continue
         if rule.soft:
             if one_off is None:
                 one_off = bool(ONE_OFF.search(sentence))
-                durable = bool(DURABLE.search(sentence))
             if one_off and not durable:
+                continue
+        if rule.choice:
+            if task is None:
+                task = bool(TASK.search(sentence))
+            if task and not durable:
                 continue
         if rule.statement:
             if question is None:
@@ -236,7 +241,7 @@ def _kinds_in(sentence: str) -> set[str]:
 
 
 def _english_first_person(sentence: str) -> bool:
-    return bool(en.FIRST_PERSON.search(sentence)) and not ONE_OFF.search(sentence)
+    return not (ONE_OFF.search(sentence) or TASK.search(sentence)) and bool(en.FIRST_PERSON.search(sentence))
 
 
 def find_cues(texts: Iterable[str]) -> list[str]:
