@@ -222,6 +222,45 @@ def test_a_statement_of_habit_opens_it(text: str) -> None:
     assert find_cues([text]) == ["preference"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # plain first-person statements: where the user works, habits, what they never do, their home
+        "我在一家医院上夜班。",
+        "我在学钢琴。",
+        "我每周去两次游泳馆。",
+        "我周末一般在家看书。",
+        "我不抽烟也不喝酒。",
+        "我不会开车。",
+        "我家离学校很近。",
+        "我养了一只鹦鹉。",
+    ],
+)
+def test_a_plain_chinese_statement_about_the_user_opens_it(text: str) -> None:
+    assert find_cues([text])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # requests with 我 as their subject
+        "我要订一间大床房。",
+        "我想查一下明天去杭州的高铁。",
+        "我在找一家可以带狗的民宿。",
+        "我不要这家，换一家。",
+        "我不去了，谢谢。",
+        "我家附近有没有地铁站？",
+        # the user noting what the assistant said, and liking the options at hand
+        "好的，我记下来了，谢谢！",
+        "记住了，谢谢你。",
+        "太好了，我喜欢，谢谢你的推荐！",
+        "都是我喜欢吃的菜，谢谢。",
+    ],
+)
+def test_chinese_task_chatter_with_a_first_person_subject_keeps_it_shut(text: str) -> None:
+    assert find_cues([text]) == []
+
+
 def test_a_long_pasted_paragraph_is_not_read() -> None:
     pasted = "Minutes of the meeting. " * 40 + "Our team uses Jira and I prefer Linear from now on."
     assert len(pasted) > 800

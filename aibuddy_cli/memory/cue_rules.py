@@ -71,7 +71,8 @@ DURABLE = LazyPattern(
 QUESTION = LazyPattern(
     r"^(?:how|what|what's|why|when|where|which|who|whom|whose|is|are|was|were|do|does|did|can|could|would|"
     r"will|should|shall|may|might|have|has|had|am|isn't|aren't|don't|doesn't|didn't|won't|wouldn't|"
-    r"shouldn't|can't|any|anyone)\b.*\?$|[吗呢][\s.?]*$|哪|什么|多少|几点|几号|谁|怎么"
+    r"shouldn't|can't|any|anyone)\b.*\?$|[吗呢][\s.?]*$|哪|什么|多少|几点|几号|谁|怎么|啥|咋|多远|多久|多长|"
+    r"有没有|是不是|能不能|可不可以|要不要|好不好|行不行|[\u4e00-\u9fff][^.!?;。]*\?$"
 )
 
 
@@ -108,6 +109,11 @@ TASK = LazyPattern(
     rf"|\bthere (?:are|will be|is) (?:{_NUMBER}|only|just)\b|\bwe(?:'re| are| will be) (?:{_NUMBER}|a group|"
     rf"a party)\b|\b\d{{2,6}} [a-z][\w .'-]{{0,30}}?\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|drive|"
     rf"dr|way|lane|ln|court|ct|highway|hwy)\b"
+    # … in Chinese: 订/找/去/住 a hotel, a restaurant; tickets, rooms, seats, a taxi, N people
+    r"|(?:订|预订|预约|找|查|去|住|要|换|改|取消|推荐|叫|打)[^,。.!?]{0,8}?(?:酒店|宾馆|民宿|饭店|餐馆|餐厅|饭馆|"
+    r"景点|景区|地方|车|房)|门票|[车机船]票|电影票|(?<![邮钞股彩发])票|[大双单]床房|标准间|单人间|双人间|包间|"
+    r"包房|位子|座位|出租车|专车|快车|航班|车次|班次|外卖|订单|[一二两三四五六七八九十\d]+(?:个人|位(?!置)|"
+    r"人(?!家))|评分|人均|营业时间|地铁站"
 )
 
 
