@@ -95,7 +95,7 @@ TASK = LazyPattern(
     rf"three|four|another|this|that|these|those|my|our|\d+)\s+(?:[\w'-]+\s+){{0,3}}?(?:{_BOOKED})\b"
     rf"|\b(?:a|an|the|one|two|three|four|another|this|that|my|our|\d+)\s+(?:[\w'-]+\s+){{0,2}}?(?:ride|rides|"
     rf"seat|seats|reservation|reservations|booking|bookings|appointment|appointments|showing|screening|"
-    rf"fare|one-?way|round-?trip|check-?in|check-?out)\b"
+    rf"fare|one-?way|round-?trip|check-?in|check-?out|price range|part of town|side of town|star rating)\b"
     rf"|\b(?:book|reserve|buy|purchase|cancel|schedule|order|rent) (?:it|them|one|that|this)\b"
     rf"|\b(?:the|this|that|a|an) (?:[\w'-]+ )?one(?=\s*(?:[,.!?;]|$)|\s+(?:instead|please|then|for|at|on|"
     rf"from|to|with|and|but|not|rather|i|that|which)\b)"

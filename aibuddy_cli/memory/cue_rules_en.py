@@ -155,11 +155,12 @@ PREFERENCE: tuple[Rule, ...] = (
         r"\bkeep (?:your |the |all |my )?(?:answers|replies|responses|explanations|summaries|messages|"
         r"emails|reports|things|it all)\b|\b(?:for me|to me)[,.]? (?:every time|always|please)\b",
     ),
-    rule(  # a relative clause in the present: "The car that I drive is…", "Cooking is something I do"
+    rule(  # a relative clause in the present: "The car (that) I drive is…", "Cooking is something I do"
         "preference",
         rf"(?<!\bthe one )(?<!\bthat one )(?<!\bthis one )\b(?:that|which) i {_HADV}{_PRESENT}\b"
         rf"[^.!?;]{{0,40}}?\b(?:is|are)\b|\b(?:is|are)\b[^.!?;]{{0,40}}?\b(?:[a-z]+ (?:that|which)|thing|"
-        rf"things|something|part|way) i {_HADV}{_PRESENT}\b",
+        rf"things|something|part|way) i {_HADV}{_PRESENT}\b"
+        rf"|^(?:the|my) (?:[a-z-]+ ){{1,3}}i {_HADV}{_PRESENT}\b[^.!?;]{{0,40}}?\b(?:is|are)\b",
         soft=True,
         statement=True,
         choice=True,
@@ -309,7 +310,8 @@ IDENTITY: tuple[Rule, ...] = (
     ),
     rule(  # diet
         "identity",
-        rf"{_I}{_G}(?:don't|do not|never|can't|cannot) (?:eat|drink|have) (?!it\b|that\b|this\b|anything\b)",
+        rf"{_I}{_G}(?:don't|do not|never|can't|cannot) (?:eat|drink|have) "
+        rf"(?!it\b|that\b|this\b|anything\b|(?:a|any) (?:preference|clue|idea|choice)\b)",
         soft=True,
     ),
 )
@@ -569,6 +571,7 @@ FIRST_PERSON = LazyPattern(
     r"(?!(?:'m| am| was| were|'ve| have| had|'re| are)?(?: really| also| only| just| still| actually)* "
     r"(?:need|needs|want|wants|wanna|wan|plan|plans|"
     r"require|requires|have to|has to|don't need|do not need|don't mind|do not mind|wouldn't mind|"
+    r"don't care|do not care|don't have a preference|do not have a preference|have no preference|"
     r"would not mind|won't|will not|appreciate|thank|thankful|grateful|set|all set|ok with|okay with|"
     r"a ok)\b)(?!(?:'m| am| was| were|'ve| have| had|'re| are)? (?:need|needs|want|wants|'d like|"
     r"would like|looking|trying|getting|having|going|gonna|wondering|thinking|stuck|confused|lost|not sure|"
