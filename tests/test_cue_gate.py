@@ -71,6 +71,26 @@ def test_the_table_is_large_balanced_and_well_formed() -> None:
     assert len(set(texts)) == len(texts), "duplicate rows"
 
 
+def test_the_held_out_batches_are_well_formed_and_apart_from_the_table() -> None:
+    """bench/sets/cue_gate: a batch to tune on and one kept blind (their rates are the bench's, not
+    asserted here): at least 60 turns per language and label, no turn twice, none in the table."""
+    folder = TABLE.parent.parent.parent / "bench" / "sets" / "cue_gate"
+    seen = {t.text for t in TURNS}
+    for name in ("tune", "blind"):
+        lines = (folder / f"{name}.tsv").read_text(encoding="utf-8").splitlines()
+        assert lines[0] == "lang\tlabel\tkind\ttext"
+        rows = [line.split("\t") for line in lines[1:]]
+        assert all(len(row) == 4 and row[3].strip() for row in rows), name
+        counts = Counter((lang, label) for lang, label, _, _ in rows)
+        assert set(counts) == {(lang, label) for lang in ("en", "zh") for label in ("lasting", "chatter")}
+        assert min(counts.values()) >= 60, (name, counts)
+        for _, label, kind, _ in rows:
+            assert (kind == "-") == (label == "chatter") and (kind == "-" or kind in CUE_KINDS), name
+        texts = [row[3] for row in rows]
+        assert len(set(texts)) == len(texts) and not seen & set(texts), name
+        seen |= set(texts)
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_recall_of_lasting_statements(lang: str) -> None:
     assert rate(lang, "lasting") >= RECALL[lang]

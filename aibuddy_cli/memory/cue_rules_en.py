@@ -559,8 +559,11 @@ KEPT_AS_IS = LazyPattern(
 # English only: in a turn that asks nothing (no "?", no "can you…", "please", or imperative), a
 # first-person declarative sentence ("I coach my son's team on Saturdays") that is not a want
 # (I need / 'd like / am looking for…), not in the progressive ("I'm running late") and not about
-# the here and now counts as a preference cue. Not used for Chinese, where first-person context is
-# too common in task requests (我在地铁上…, 我们下周去杭州…) for the open-rate budget.
+# the here and now counts as a preference cue; nor a plan, a thanks or a booking's slot (I wanna /
+# plan to / appreciate / I'm all set / my destination is…; cues.py also leaves out sentences that
+# match TASK). Not used for Chinese, where first-person context is too common in task requests
+# (我在地铁上…, 我们下周去杭州…): its plain statements have rules of their own (我在…上班, 我每周…,
+# 我不抽烟, 我家…).
 FIRST_PERSON = LazyPattern(
     r"^(?:(?:also|btw|by the way|and|but|so|ok|okay|oh|fyi|honestly|actually|thanks|thank you|good to know|"
     r"small thing|one more thing|just so you know|for the record|for context|context|note|ps|"
