@@ -28,20 +28,48 @@ _DEICTIC = (
 )
 
 
+# A verb of the user's in the simple present, the tense of habits and states ("that I drink", "how I
+# unwind"): not a want or a modal (the grammar of requests), not a verb of saying or thinking, not in
+# the past ("the one I booked") or the progressive.
+_PRESENT = (
+    r"(?!(?:want|wants|wanna|need|needs|would|will|can|could|should|must|may|might|shall|have to|had|was|"
+    r"were|did|got|went|saw|took|made|said|told|meant|mean|think|thought|guess|know|knew|believe|suppose|"
+    r"hope|see|ate|paid|left|sent|found|chose|bought|am)\b)[a-z]+(?<!ed)"
+)
+_HADV = r"(?:(?:[a-z]+ly|always|never|often|still|most|also|just|all|sometimes|mostly) )?"
+# A time that recurs: plural time nouns ("Mornings are when I write", "Tuesdays I volunteer").
+_TIMES = (
+    r"mornings|evenings|afternoons|nights|weekends|weekdays|weeknights|workdays|mondays|tuesdays|wednesdays|"
+    r"thursdays|fridays|saturdays|sundays|summers|winters|springs|autumns|holidays|vacations|lunchtimes|"
+    r"lunch breaks|days"
+)
+# How often: a habitual adverbial ("most nights", "twice a week", "on weekends", "every day").
+_HABITUALLY = (
+    rf"usually|normally|typically|generally|always|never|rarely|seldom|often|sometimes|every ?day|"
+    rf"(?:every|each) (?:morning|night|evening|afternoon|week|weekend|month|year|summer|winter|spring|autumn|"
+    rf"fall|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|most (?:days|mornings|nights|evenings|"
+    rf"weekends|weeks)|(?:on|at) (?:weekends|weekdays|{_TIMES})|in the (?:mornings|evenings|afternoons)|"
+    rf"(?:once|twice|\w+ times) (?:a|per) (?:day|week|month|year)|(?<!for )(?<!in )(?<!within )a (?:day|"
+    rf"week|month|year)(?=\s*[,.;!]|\s*$)|these days|nowadays"
+)
+
+
 PREFERENCE: tuple[Rule, ...] = (
     rule(  # I (really, really) prefer / dislike / can't stand …
         "preference",
         rf"{_I}(?!\s+would\s+(?:\w+ly\s+)?(?:like|love)\b){_G}(?:(?:don't|do not|didn't|never|not|no longer)"
         rf"(?:{_G}))?(?:prefer|like|love|adore|enjoy|"
         rf"hate|dislike|detest|loathe|despise|can't stand|cannot stand|can't bear|don't like|do not like|"
-        rf"don't want|don't care for|don't enjoy|avoid|favou?r|appreciate|like it|love it|"
-        rf"hate it)\b{_DEICTIC}",
+        rf"don't want|don't care for|don't enjoy|avoid|favou?r|appreciate(?! (?:you|your|the (?:help|"
+        rf"assistance|effort|info\w*)|all|everything|that|it|this)\b)|like it|love it|hate it)\b{_DEICTIC}",
         soft=True,
+        choice=True,
     ),
     rule(  # I'd (honestly) rather / prefer / always choose
         "preference",
         rf"{_ID}{_G}(?:rather|prefer|choose|pick|go for|take)\b",
         soft=True,
+        choice=True,
     ),
     rule(  # want / need / would like: requests, unless the sentence is durable
         "preference",
@@ -126,6 +154,42 @@ PREFERENCE: tuple[Rule, ...] = (
         "preference",
         r"\bkeep (?:your |the |all |my )?(?:answers|replies|responses|explanations|summaries|messages|"
         r"emails|reports|things|it all)\b|\b(?:for me|to me)[,.]? (?:every time|always|please)\b",
+    ),
+    rule(  # a relative clause in the present: "The car (that) I drive is…", "Cooking is something I do"
+        "preference",
+        rf"(?<!\bthe one )(?<!\bthat one )(?<!\bthis one )\b(?:that|which) i {_HADV}{_PRESENT}\b"
+        rf"[^.!?;]{{0,40}}?\b(?:is|are)\b|\b(?:is|are)\b[^.!?;]{{0,40}}?\b(?:[a-z]+ (?:that|which)|thing|"
+        rf"things|something|part|way) i {_HADV}{_PRESENT}\b"
+        rf"|^(?:the|my) (?:[a-z-]+ ){{1,3}}i {_HADV}{_PRESENT}\b[^.!?;]{{0,40}}?\b(?:is|are)\b",
+        soft=True,
+        statement=True,
+        choice=True,
+    ),
+    rule(  # a pseudo-cleft: "Reading is how I unwind", "Mornings are when I write", "What I enjoy is…"
+        "preference",
+        rf"\b(?!(?:that|this|it|which|what|there|here|who|so)\b)[a-z'-]+ (?:is|are) (?:\w+ly )?(?:how|when|"
+        rf"where|what|why) i {_HADV}{_PRESENT}\b"
+        rf"|^(?:(?:and|but|so)\s+)?what i {_HADV}{_PRESENT}\b[^.!?;]{{0,40}}?\b(?:is|are)\b",
+        soft=True,
+        statement=True,
+        choice=True,
+    ),
+    rule(  # a recurring time as the topic: "Saturdays are for hiking with my brother", "Summers I spend…"
+        "preference",
+        rf"^(?:(?:and|but|so|also|well)[,]? )?(?:(?:on|in the|during|at|most|all|some|my|our) )?"
+        rf"(?!(?:\d+|one|two|three|four|five|six|seven|next|these|those|the)\b)(?:[a-z-]+ )?(?:{_TIMES})\b"
+        rf"(?=[^.!?]*\b(?:i|i'm|my|me|we|our|us)\b)",
+        habitual=True,
+        statement=True,
+        choice=True,
+    ),
+    rule(  # a habit of the user's, said anywhere in the sentence: "Lunch is usually a salad at my desk"
+        # (not of a thing or a person at hand: "It always crashes when I click save")
+        "preference",
+        rf"^(?!(?:it|this|that|these|those|there|they|he|she|you|the|a|an|find|get|book|never mind)\b)"
+        rf"(?=[^.!?]*\b(?:i|i'm|i've|my|we|our)\b)[^.!?]*\b(?:{_HABITUALLY})\b(?! mind\b)",
+        habitual=True,
+        statement=True,
     ),
 )
 
@@ -246,17 +310,18 @@ IDENTITY: tuple[Rule, ...] = (
     ),
     rule(  # diet
         "identity",
-        rf"{_I}{_G}(?:don't|do not|never|can't|cannot) (?:eat|drink|have) (?!it\b|that\b|this\b|anything\b)",
+        rf"{_I}{_G}(?:don't|do not|never|can't|cannot) (?:eat|drink|have) "
+        rf"(?!it\b|that\b|this\b|anything\b|(?:a|any) (?:preference|clue|idea|choice)\b)",
         soft=True,
     ),
 )
 
 
 FEEDBACK: tuple[Rule, ...] = (
-    rule(  # No, … / Nope, wrong …
+    rule(  # Wrong, … / Not quite: … (a bare "no" answers a question: what follows it decides)
         "feedback",
-        r"(?:^|(?<=[.!?,;:]\s)|(?<=actually,\s)|(?<=actually\s))(?:no|nope|nah|wrong|incorrect|not quite|"
-        r"not really)(?=\s*[,.!:;\u2013\u2014-]|\s+(?:that|it|this|you|the|we|i|again|"
+        r"(?:^|(?<=[.!?,;:]\s)|(?<=actually,\s)|(?<=actually\s))(?:wrong|incorrect|not quite)"
+        r"(?=\s*[,.!:;\u2013\u2014-]|\s+(?:that|it|this|you|the|we|i|again|"
         r"no)\b)(?!\s*,?\s*(?:thanks|thank you|problem|worries|rush|need|idea|way|matter|that'?s (?:all|"
         r"it|everything|fine|ok|okay|good|great)|that(?:'ll| will) (?:be all|do)|nothing(?: else| more)?|"
         r"i'?m (?:good|fine|ok|okay|all set|done)|all (?:good|set)|we'?re (?:good|done|all set)|not (?:now|"
@@ -326,7 +391,13 @@ FEEDBACK: tuple[Rule, ...] = (
     rule(
         "feedback",
         r"\bnext time\b(?=[,:]|\s+(?:you|please|ask|check|don't|do|try|make|use|remember|just|always|never|"
-        r"be|first|before|when)\b)",
+        r"be|first|before|when)\b)"
+        r"|^(?![^.!?]*\b(?:i|i'll|we|we'll|maybe|perhaps)\b)[^.!?]*\bnext time\s*[.!]*$",
+    ),
+    rule(  # what the assistant is doing, said to it: "You're mixing up the two APIs."
+        "feedback",
+        r"(?:^|[.!?,;:]\s*)you(?:'re| are) (?!going\b|welcome\b)\w+ing\b",
+        statement=True,
     ),
     # Confirmations are feedback too: an approach the user approves of and wants kept ("perfect,
     # keep doing it that way", "that's the length I want"), not a bare "perfect, thanks".
@@ -488,24 +559,37 @@ KEPT_AS_IS = LazyPattern(
 # English only: in a turn that asks nothing (no "?", no "can you…", "please", or imperative), a
 # first-person declarative sentence ("I coach my son's team on Saturdays") that is not a want
 # (I need / 'd like / am looking for…), not in the progressive ("I'm running late") and not about
-# the here and now counts as a preference cue. Not used for Chinese, where first-person context is
-# too common in task requests (我在地铁上…, 我们下周去杭州…) for the open-rate budget.
+# the here and now counts as a preference cue; nor a plan, a thanks or a booking's slot (I wanna /
+# plan to / appreciate / I'm all set / my destination is…; cues.py also leaves out sentences that
+# match TASK). Not used for Chinese, where first-person context is too common in task requests
+# (我在地铁上…, 我们下周去杭州…): its plain statements have rules of their own (我在…上班, 我每周…,
+# 我不抽烟, 我家…).
 FIRST_PERSON = LazyPattern(
     r"^(?:(?:also|btw|by the way|and|but|so|ok|okay|oh|fyi|honestly|actually|thanks|thank you|good to know|"
     r"small thing|one more thing|just so you know|for the record|for context|context|note|ps|"
     r"p\.s\.)[,.!:]?\s+)*(?:i|i'm|i am|i've|my|we|we're|we've|our)\b(?!'d (?:like|love to|want|need|"
     r"rather not|be grateful|appreciate)| would (?:like|love to|appreciate)"
     r"|'ll\b| will\b| shall\b)(?!(?:'m| am|'re| are| was|"
-    r" were)? \w+ing\b)(?!(?:'m| am| was| were|'ve| have| had|'re| are)? (?:need|needs|want|wants|'d like|"
+    r" were)?(?: not| also| only| just| still| now| actually| really| specifically)* \w+ing\b)"
+    r"(?!(?:'m| am| was| were|'ve| have| had|'re| are)?(?: really| also| only| just| still| actually)* "
+    r"(?:need|needs|want|wants|wanna|wan|plan|plans|"
+    r"require|requires|have to|has to|don't need|do not need|don't mind|do not mind|wouldn't mind|"
+    r"don't care|do not care|don't have a preference|do not have a preference|have no preference|"
+    r"would not mind|won't|will not|appreciate|thank|thankful|grateful|set|all set|ok with|okay with|"
+    r"a ok)\b)(?!(?:'m| am| was| were|'ve| have| had|'re| are)? (?:need|needs|want|wants|'d like|"
     r"would like|looking|trying|getting|having|going|gonna|wondering|thinking|stuck|confused|lost|not sure|"
     r"unsure|curious|done|back|ready|here|there|at|in|on|off|a bit|a little|kind of|sort of|planning|hoping|"
-    r"about to|still|just|got|get|can't|cannot|couldn't|can|could|have a|have an|had|will|'ll|would|wanted|"
+    r"about to|still|just|got|get|can't|cannot|couldn't|can|could|had|will|'ll|would|wanted|"
+    r"(?:have|'ve|'ve got|have got) (?:a|an) (?:[\w-]+ )?(?:question|problem|issue|error|bug|doubt|request|"
+    r"favou?r|meeting|call|deadline|reservation|booking|appointment|flight|train|few|couple|look|try|go|"
+    r"minute|moment|second|sec|chance|feeling|idea|suggestion|quick|small|follow-up)|"
     r"must|should|think|guess|hope|wonder|forgot|found|saw|heard|tried|ran|ordered|booked|missed|sent|"
     r"received|bought|paid|asked|called|told|left|arrived|landed|started|finished|made|wrote|did|didn't|"
     r"don't know|do not know|wonder|feel|felt|believe|suppose|assume|noticed|realised|realized|see|agree|"
     r"meant|mean|prefer not|apologi[sz]e|sorry|fine|ok|okay|good|great|glad|happy|afraid|late|early|busy|"
     r"free|flight|train|order|booking|reservation|ticket|package|computer|laptop|phone|code|script|function|"
-    r"app|build|test)\b)"
+    r"app|build|test|destination|arrival|departure|check-?in|check-?out|budget|party|pickup|return|ride|cab|"
+    r"appointment|room|hotel|seat|itinerary)\b)"
 )
 REQUEST = LazyPattern(
     r"\?|\b(?:can|could|would|will) you\b|\bplease\b|\bpls\b|(?:^|[.!;,:]\s*)(?:(?:so|then|and|and then|"

@@ -24,20 +24,32 @@ What counts
 Patterns describe phenomena, not sentences: first-person preference verbs with adverbs and
 punctuation allowed between the words ("Please, always prefer", "I really, really dislike",
 "I'd honestly rather", 我真的，真的很讨厌); durable markers (from now on, by default, whenever
-you…, if you ever…, 以后都…, 今后, 默认, 每次…都); habits (I usually…, 我一般…, 我一…就…);
-identity and biography (name, age, job, where I live or grew up, health and allergies, family,
-diet, languages); corrections and feedback on the assistant (no, that's wrong…, you keep…, too
-verbose, 你又…, 别再…); durable project facts (our team uses…, the deadline moved to…, 我们组一直
-用…). Known traps are excluded: 以后 as "after" (下班以后), 应该 as "probably" (明天应该会下雨),
-叫车 and 帮我叫… against 我叫李雷, "call me a cab" against "call me Sam".
+you…, if you ever…, 以后都…, 今后, 默认, 每次…都); habits (I usually…, "Sundays I visit my
+grandparents", "Lunch is usually a salad at my desk", 我一般…, 我周末一般…, 我每周…, 我一…就…);
+the present tense of habits and states in a relative clause or a pseudo-cleft ("The one dish
+that I always order is pho", "Running is how I clear my head", "Afternoons are when I answer
+email"); identity and biography (name, age, job, where I live or grew up, health and allergies,
+family, diet, languages, 我在…上夜班, 我家…, 我养了…); what the user never does (我不抽烟,
+我不会开车); corrections and feedback on the assistant (that's wrong…, you keep…, too verbose,
+你又…, 别再…); durable project facts (our team uses…, the deadline moved to…, 我们组一直用…). A
+bare "no" is no cue: it answers the assistant's question, and what follows it decides. Known
+traps are excluded: 以后 as "after" (下班以后), 应该 as "probably" (明天应该会下雨), 叫车 and
+帮我叫… against 我叫李雷, "call me a cab" against "call me Sam", 我在找/等… (a task in progress)
+against 我在医院上班, 我记下来了 and 记住了 (the user noting what the assistant said) against
+记一下：…, a bare 我喜欢 (the options at hand) against 我喜欢安静.
 
 Rules carry flags: a "soft" rule does not count in a one-off sentence (today, at 8, on Friday,
 "this slide", 今天, 这次…) unless the sentence also has a durability marker; a "habitual" rule
 does not count in a sentence about the here and now at all ("I usually get this warning"); a
-"statement" rule does not count in a question ("Is the deadline in April?", 截止日期是哪天？); a
-"durable" rule (I want / need) counts only with a durability marker. In English only, a turn that
-asks nothing also opens the gate on a first-person declarative sentence that is not a want, not
-in the progressive and not about the here and now ("I coach my son's team on Saturdays").
+"statement" rule does not count in a question ("Is the deadline in April?", 截止日期是哪天？,
+我家附近有没有地铁站？); a "durable" rule (I want / need) counts only with a durability marker; a
+"choice" rule does not count in a sentence about a booking without one: what is booked or chosen
+("I'd prefer a luxury ride", "No, I want the 8:15 one", 订…酒店, 门票, 座位) or one of its slots
+(a date, a clock time, how many people, a street address, "instead"). In English only, a turn
+that asks nothing also opens the gate on a first-person declarative sentence that is not a want,
+a plan or a thanks (I need / wanna / plan to / appreciate / I'm all set…), not in the
+progressive, not about the here and now and not about a booking ("I coach my son's team on
+Saturdays", "I have a vegetable garden").
 A confirmation may come in two parts, anywhere in a turn: approval ("Perfect length.", 很好) and a
 wish that it stay as it is ("Keep it.", "don't change a thing", 别改, 请沿用); then it is feedback.
 Either part alone is no cue ("Yes, keep it." answers a question; 这段别改 edits the material).
@@ -58,7 +70,7 @@ from collections.abc import Iterable
 
 from . import cue_rules_en as en
 from . import cue_rules_zh as zh
-from .cue_rules import DURABLE, NOW, ONE_OFF, QUESTION, LazyPattern, Rule
+from .cue_rules import DURABLE, NOW, ONE_OFF, QUESTION, TASK, LazyPattern, Rule
 
 CUE_KINDS: tuple[str, ...] = ("preference", "identity", "feedback", "project")
 
@@ -212,19 +224,24 @@ _RULES: tuple[Rule, ...] = (
 
 def _kinds_in(sentence: str) -> set[str]:
     found: set[str] = set()
-    one_off = durable = question = None
+    one_off = task = question = None
+    durable = bool(DURABLE.search(sentence))
     for rule in _RULES:
         if rule.kind in found or not rule.pattern.search(sentence):
             continue
         if rule.habitual and NOW.search(sentence):
             continue
-        if rule.durable and not DURABLE.search(sentence):
+        if rule.durable and not durable:
             continue
         if rule.soft:
             if one_off is None:
                 one_off = bool(ONE_OFF.search(sentence))
-                durable = bool(DURABLE.search(sentence))
             if one_off and not durable:
+                continue
+        if rule.choice:
+            if task is None:
+                task = bool(TASK.search(sentence))
+            if task and not durable:
                 continue
         if rule.statement:
             if question is None:
@@ -236,7 +253,7 @@ def _kinds_in(sentence: str) -> set[str]:
 
 
 def _english_first_person(sentence: str) -> bool:
-    return bool(en.FIRST_PERSON.search(sentence)) and not ONE_OFF.search(sentence)
+    return not (ONE_OFF.search(sentence) or TASK.search(sentence)) and bool(en.FIRST_PERSON.search(sentence))
 
 
 def find_cues(texts: Iterable[str]) -> list[str]:
