@@ -45,7 +45,7 @@ def setting(vault: Vault, table: str, line: str) -> None:
     config.write_text(text.replace(f"[{table}]\n", f"[{table}]\n{line}\n", 1))
 
 
-def recall(vault: Vault, query: str, environ: dict[str, str] | None = None) -> tuple[list[str], str, list[str]]:
+def recall(vault: Vault, query: str, environ: dict[str, str] | None = None) -> tuple[list, str, list]:
     """(names recalled, method, warnings)."""
     with Session(Vault.open(vault.root, {}), "demo", environ=environ or {}) as session:
         result = session.memory.recall(query)

@@ -569,24 +569,30 @@ class MemoryIndex(CacheDB):
             self.db.execute("DELETE FROM record_vectors WHERE model <> ?", (model.key,))
         return len(missing)
 
-    def rank_meaning(self, query: str, model: Meaning, depth: int) -> list[tuple[str, float]]:
-        """The records in recall closest in meaning to query: (name, cosine), best first, those
-        above the model's floor only (a match by meaning). The records' sign codes shortlist (SHORTLIST sharing the most signs with
-        the question's), their vectors, read for the shortlist only, score it."""
+    def rank_meaning(
+        self, query: str, model: Meaning, depth: int, among: set[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The records in recall closest in meaning to query (only names in among, when given):
+        (name, cosine), best first, those above the model's floor only (a match by meaning). The
+        records' sign codes shortlist (the SHORTLIST sharing the most signs with the question's);
+        their vectors, read for the shortlist only, score it."""
         known = self._known(model)
         self.embed_missing(model, known)
         question = model.embed([query], known)[0]
         if not any(question):
             return []
         bits = int.from_bytes(code(question), "little")
+        if among is None:
+            codes = self.db.execute("SELECT id, code FROM record_codes WHERE model = ?", (model.key,))
+        else:
+            codes = self.db.execute(
+                "SELECT c.id, c.code FROM record_codes c JOIN records r ON r.id = c.id"
+                f" WHERE c.model = ? AND r.name IN ({', '.join('?' * len(among))})",
+                (model.key, *sorted(among)),
+            )
         shortlist = heapq.nsmallest(
             SHORTLIST,
-            (
-                ((int.from_bytes(blob, "little") ^ bits).bit_count(), record_id)
-                for record_id, blob in self.db.execute(
-                    "SELECT id, code FROM record_codes WHERE model = ?", (model.key,)
-                )
-            ),
+            (((int.from_bytes(blob, "little") ^ bits).bit_count(), record_id) for record_id, blob in codes),
         )
         if not shortlist:
             return []
@@ -611,13 +617,16 @@ class MemoryIndex(CacheDB):
         self, query: str, limit: int, today: dt.date | None = None, model: Meaning | None = None
     ) -> tuple[list[tuple[str, float]], list[str]]:
         """rank_words (BM25, and the question's time), fused by reciprocal rank with the records'
-        meaning when a model is given and the question is not mostly Chinese or Japanese
-        (semantic.py); and the signals that ranked: ["words"] or ["words", model.signal]."""
+        meaning when a model is given and the question is not mostly Chinese or Japanese for a
+        static model (semantic.py); and the signals that ranked: ["words"] or ["words",
+        model.signal]. A question that names a time, of which there are records, is matched by
+        meaning among those records only (the time narrows, the meaning decides within it)."""
         lexical = self.rank_words(query, max(limit, MEANING_DEPTH) if model else limit, today)
         if model is None or (model.vocabulary() is not None and mostly_cjk(query)):
             return lexical[:limit], ["words"]
-        words = read_time(query, today)[1] if today is not None else query
-        meaning = self.rank_meaning(words, model, MEANING_DEPTH)
+        spans, words = read_time(query, today) if today is not None else ([], query)
+        among = (self._dated(spans) or None) if spans else None
+        meaning = self.rank_meaning(words, model, MEANING_DEPTH, among)
         return fuse([lexical[:MEANING_DEPTH], meaning], limit), ["words", model.signal]
 
     def rank_words(self, query: str, limit: int, today: dt.date | None = None) -> list[tuple[str, float]]:
