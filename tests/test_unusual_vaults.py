@@ -474,7 +474,7 @@ def test_an_sqlite_error_that_is_not_contention_or_damage_is_not_busy(
 ) -> None:
     def broken_rank(self: MemoryIndex, query: str, limit: int, today: object = None, model: object = None) -> tuple:  # noqa: E501
         self.db.execute("SELEKT name FROM records")  # a real SQLite error (a bug, say)
-        return [], ["words"]
+        return MemoryIndex.ranked  # never reached
 
     monkeypatch.setattr(MemoryIndex, "ranked", broken_rank)
     result = cli("memory", "recall", "weekly report", "--json")

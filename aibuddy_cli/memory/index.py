@@ -91,6 +91,7 @@ DATED_LIMIT = 500  # records of a question's time considered (a year may hold th
 MEANING_DEPTH = 50  # how deep each ranking goes into the fusion of words and meaning
 RRF_K = 60  # reciprocal-rank fusion's usual constant
 SHORTLIST = 200  # records scored exactly by meaning, of those sharing the most signs with the question
+MEANING_SHARE = 0.5  # a match by meaning scores at least this share of the best one's cosine
 
 _LARGEST = (1 << 63) - 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -177,6 +178,16 @@ def fuse(rankings: Iterable[list[tuple[str, float]]], limit: int) -> list[tuple[
         for place, (name, _) in enumerate(ranking, 1):
             fused[name] = fused.get(name, 0.0) + 1 / (RRF_K + place)
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
+class Ranking(NamedTuple):
+    """What ranked() found: the fused ranking, the signals that ranked ("words", and the model's
+    "meaning" or "embedding"), and each signal's own ranking (meaning: its matches only)."""
+
+    scored: list[tuple[str, float]]
+    signals: list[str]
+    words: list[tuple[str, float]]
+    meaning: list[tuple[str, float]]
 
 
 class IndexedRecord(NamedTuple):
@@ -573,7 +584,8 @@ class MemoryIndex(CacheDB):
         self, query: str, model: Meaning, depth: int, among: set[str] | None = None
     ) -> list[tuple[str, float]]:
         """The records in recall closest in meaning to query (only names in among, when given):
-        (name, cosine), best first, those above the model's floor only (a match by meaning). The
+        (name, cosine), best first; only a match by meaning: from the model's floor and from
+        MEANING_SHARE of the best cosine. The
         records' sign codes shortlist (the SHORTLIST sharing the most signs with the question's);
         their vectors, read for the shortlist only, score it."""
         known = self._known(model)
@@ -604,30 +616,32 @@ class MemoryIndex(CacheDB):
             (model.key, *ids),
         ).fetchall()
         scored = [(name, sum(map(float.__mul__, question, unpack(blob)))) for name, blob in rows]
-        scored = [(name, score) for name, score in scored if score > model.floor]
+        best = max((score for _, score in scored), default=0.0)
+        scored = [(name, score) for name, score in scored if score >= max(model.floor, best * MEANING_SHARE)]
         return sorted(scored, key=lambda item: (-item[1], item[0]))[:depth]
 
     def rank(
         self, query: str, limit: int, today: dt.date | None = None, model: Meaning | None = None
     ) -> list[tuple[str, float]]:
-        """ranked(), without the signals' names."""
-        return self.ranked(query, limit, today, model)[0]
+        """ranked()'s fused ranking."""
+        return self.ranked(query, limit, today, model).scored
 
     def ranked(
         self, query: str, limit: int, today: dt.date | None = None, model: Meaning | None = None
-    ) -> tuple[list[tuple[str, float]], list[str]]:
+    ) -> Ranking:
         """rank_words (BM25, and the question's time), fused by reciprocal rank with the records'
         meaning when a model is given and the question is not mostly Chinese or Japanese for a
         static model (semantic.py); and the signals that ranked: ["words"] or ["words",
-        model.signal]. A question that names a time, of which there are records, is matched by
+        model.signal] (Ranking). A question that names a time, of which there are records, is matched by
         meaning among those records only (the time narrows, the meaning decides within it)."""
         lexical = self.rank_words(query, max(limit, MEANING_DEPTH) if model else limit, today)
         if model is None or (model.vocabulary() is not None and mostly_cjk(query)):
-            return lexical[:limit], ["words"]
+            return Ranking(lexical[:limit], ["words"], lexical, [])
         spans, words = read_time(query, today) if today is not None else ([], query)
         among = (self._dated(spans) or None) if spans else None
         meaning = self.rank_meaning(words, model, MEANING_DEPTH, among)
-        return fuse([lexical[:MEANING_DEPTH], meaning], limit), ["words", model.signal]
+        fused = fuse([lexical[:MEANING_DEPTH], meaning], limit)
+        return Ranking(fused, ["words", model.signal], lexical, meaning)
 
     def rank_words(self, query: str, limit: int, today: dt.date | None = None) -> list[tuple[str, float]]:
         """Best matches over all of the user's records: (name, score), best first. BM25; and when

@@ -131,8 +131,9 @@ class StaticModel:
     key = "wordllama-l2_supercat-256"
     signal = "meaning"
     # A record counts as a match by meaning from this cosine on (recall's rule: no body without a
-    # match): unrelated sentences score about 0 (-0.1 to 0.05), one sharing a topic 0.15 to 0.3.
-    floor = 0.1
+    # match): unrelated sentences score about 0 (-0.1 to 0.15), one on the question's topic 0.2
+    # and more; and only from half the best record's cosine (index.MEANING_SHARE).
+    floor = 0.15
 
     def __init__(self, root: Path | None = None) -> None:
         self._root = root

@@ -13,7 +13,7 @@ from ..storage import Entry, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .expiry import is_expired, parse_expires
 from .header_edit import mark_recalled_text, updated_text
-from .index import IndexedRecord, Loaded, MemoryIndex, Problem, ProblemJson
+from .index import IndexedRecord, Loaded, MemoryIndex, Problem, ProblemJson, Ranking
 from .manifest import ManifestLine, ManifestLineJson, build_manifest
 from .records import (
     MemoryRecord,
@@ -685,14 +685,16 @@ class MemoryService:
             raise InvalidInput(Option("limit"), " must be at least 1")
         limit = min(limit, settings.max_bodies)
         index = self.index()
-        scored, method = self._ranked(index, query, max(settings.lexical_share, limit))
-        ranked = [name for name, _ in scored]
+        ranking, method = self._ranked(index, query, max(settings.lexical_share, limit))
+        ranked = [name for name, _ in ranking.scored]
         warnings: list[str] = []
         dropped: list[str] = []
-        # The lexical choice, unless a model answers usefully: the best matches, without the
-        # long tail that shares only a common word with the query.
-        floor = scored[0][1] * LEXICAL_FLOOR if scored else 0.0
-        names = [name for name, score in scored[:limit] if score >= floor]
+        # The ranked choice, unless a model answers usefully: the best matches, without the long
+        # tail that shares only a common word with the query (under LEXICAL_FLOOR of the best
+        # words' score) and is no match by meaning either (index.rank_meaning's floor).
+        floor = ranking.words[0][1] * LEXICAL_FLOOR if ranking.words else 0.0
+        matched = {name for name, score in ranking.words if score >= floor} | dict(ranking.meaning).keys()
+        names = [name for name, _ in ranking.scored[:limit] if name in matched]
         from ..models import ModelSettings, call_role
 
         def select(role: ModelSettings) -> Selection | None:
@@ -722,9 +724,9 @@ class MemoryService:
         )
 
     def _rank(self, index: MemoryIndex, query: str, limit: int) -> list[tuple[str, float]]:
-        return self._ranked(index, query, limit)[0]
+        return self._ranked(index, query, limit)[0].scored
 
-    def _ranked(self, index: MemoryIndex, query: str, limit: int) -> tuple[list[tuple[str, float]], str]:
+    def _ranked(self, index: MemoryIndex, query: str, limit: int) -> tuple[Ranking, str]:
         """index.ranked with the meaning signal, and the method that ranked ("lexical": the words
         alone; "words+meaning": the static vectors fused in; "words+embedding": the `embedding`
         model's). The embedding model, when `[models] embedding` names one, replaces the static
@@ -737,13 +739,13 @@ class MemoryService:
         model = self._meaning()
         if model is not None:
             try:
-                scored, signals = index.ranked(query, limit, today(), model)
-                return scored, "lexical" if signals == ["words"] else "+".join(signals)
+                ranking = index.ranked(query, limit, today(), model)
+                return ranking, "lexical" if ranking.signals == ["words"] else "+".join(ranking.signals)
             except SemanticUnavailable as error:
                 self.warnings.append(f"{error}; recall used the words alone")
             except ModelError as error:
                 self.warnings.append(f"{error}; recall used the words alone")
-        return index.ranked(query, limit, today())[0], "lexical"
+        return index.ranked(query, limit, today()), "lexical"
 
     def _meaning(self) -> Meaning | None:
         """The model of meaning recall fuses with the words: the `embedding` role when named for
