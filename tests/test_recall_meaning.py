@@ -165,3 +165,13 @@ def test_a_chat_model_for_every_role_is_not_asked_for_embeddings(
     """AIBUDDY_MODEL (or [models] default) names a chat model: recall's meaning stays static."""
     recall(notes, "Does she have pets?", model_env)
     assert embedded_texts(fake_openai) == []
+
+
+def test_many_records_at_once_get_the_vectors_one_record_gets() -> None:
+    """The records are embedded in bulk (through numpy), a question alone (in Python): the two
+    must agree, or a question would be compared with vectors of another kind."""
+    texts = ["Walked her dog by the river", "Filed the quarterly tax return 周报"] * (semantic.BULK + 1)
+    model = semantic.StaticModel()
+    alone = model.embed(texts[:2])
+    many = model.embed(texts)
+    assert all(abs(a - b) < 1e-5 for one, other in zip(alone, many[:2]) for a, b in zip(one, other))

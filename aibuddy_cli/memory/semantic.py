@@ -43,6 +43,7 @@ _TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 CJK_SHARE = 0.3  # a query with more of its letters CJK than this is ranked by its words alone
 _LONGEST_PIECE = 16  # pieces of the vocabulary tried at each place, longest first
 _SPACE = "\u2581"  # SentencePiece's mark of a word's start
+BULK = 16  # more texts than this at once are embedded through numpy
 
 Vector = list[float]
 Known = Callable[[Iterable[str]], dict[str, int]]  # pieces -> those in the vocabulary, with their ids
@@ -189,7 +190,11 @@ class StaticModel:
             return self._table
 
     def embed(self, texts: Sequence[str], known: Known | None = None) -> list[Vector]:
-        """One normalised vector per text (zeros for a text with no piece)."""
+        """One normalised vector per text (zeros for a text with no piece). A question's few
+        pieces are looked up with `known` and their rows summed in Python; many texts (the
+        records, once) go through numpy (a wordllama dependency) and the whole vocabulary."""
+        if len(texts) > BULK:
+            return self._embed_many(texts)
         table, offset, rows = self._load()
         if known is None:
             everything = self.vocab()
@@ -204,6 +209,29 @@ class StaticModel:
             vectors.append(normalised(total))
         return vectors
 
+    def _embed_many(self, texts: Sequence[str]) -> list[Vector]:
+        import numpy as np
+
+        mapped, offset, rows = self._load()
+        table = np.frombuffer(mapped, dtype="<f2", count=rows * DIMENSIONS, offset=offset)
+        table = table.reshape(rows, DIMENSIONS)
+        everything = self.vocab()
+        words: dict[str, list[int]] = {}  # a word's pieces, cut once
+
+        def known(candidates: Iterable[str]) -> dict[str, int]:
+            return {piece: everything[piece] for piece in candidates if piece in everything}
+
+        vectors = []
+        for text in texts:
+            ids: list[int] = []
+            for word in text.split():
+                if word not in words:
+                    words[word] = [piece for piece in pieces(word, known) if 0 <= piece < rows]
+                ids += words[word]
+            total = table[ids].astype(np.float32).sum(axis=0) if ids else np.zeros(DIMENSIONS, np.float32)
+            norm = float(np.linalg.norm(total))
+            vectors.append((total / norm if norm else total).tolist())
+        return vectors
 
 
 class EmbeddingModel:
