@@ -174,4 +174,5 @@ def test_many_records_at_once_get_the_vectors_one_record_gets() -> None:
     model = semantic.StaticModel()
     alone = model.embed(texts[:2])
     many = model.embed(texts)
-    assert all(abs(a - b) < 1e-5 for one, other in zip(alone, many[:2], strict=True) for a, b in zip(one, other, strict=True))
+    pairs = zip(alone, many[:2], strict=True)
+    assert all(abs(a - b) < 1e-5 for one, other in pairs for a, b in zip(one, other, strict=True))
