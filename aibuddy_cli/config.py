@@ -166,7 +166,8 @@ MODEL_ROLES = {
     "knowledge": "answers `kb ask` through its read-only document tools",
     "compact": "summarises a task's older messages",
     "tables": "answers `table ask` and carries out `table update` and `table refactor` through their tools",
-    "embedding": "embeds the text of vectorized table columns for `table search` (litellm.embedding)",
+    "embedding": "embeds memory records for recall and vectorized table columns for `table search`"
+    " (litellm.embedding)",
     "consolidate": "distils each chunk of a task's messages into memory, contacts and a summary",
 }
 ROLES = tuple(MODEL_ROLES)
@@ -202,9 +203,9 @@ TABLES: tuple[Table, ...] = (
                 description="record bodies a recall reads"),
         Setting("lexical_share", WHOLE, 50, low=0, high="window", template="",
                 description="manifest lines kept for the best lexical matches over all the user's records"),
-        Setting("semantic", FLAG, False, template="",
-                description="fuse an offline meaning signal with the words (English; needs "
-                            "pip install 'aibuddy-cli[semantic]')"),
+        Setting("semantic", FLAG, True, template="",
+                description="fuse the static meaning vectors (WordLlama, offline) with the words; "
+                            "`[models] embedding`, when set, replaces them"),
     )),
     Table("knowledge", (
         Setting("page_chars", WHOLE, 4000, low=200, high=100_000,
@@ -269,7 +270,7 @@ class RecallSettings(NamedTuple):
     window: int = 200
     max_bodies: int = 5
     lexical_share: int = 50
-    semantic: bool = False
+    semantic: bool = True
 
 
 class KnowledgeSettings(NamedTuple):

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Whole-process timing of aibuddy's memory commands on vaults of 1,000 to 10,000 records.
 
+Recall ranks by words and meaning (the default); the same recall with `[recall] semantic = false`
+(the words alone) is timed in the same rounds, so the table shows what meaning costs a cold process
+(the index built, its vectors made), and, once, what making every record's vector costs.
+
 Run with the project's virtualenv after `make install`:  .venv/bin/python bench/bench_memory.py
 Vaults are generated once under bench/out/ (git-ignored) and reused; delete them to regenerate.
 """
@@ -176,6 +180,34 @@ COMMANDS = {
 }
 BASE, HELP, LIST, RECALL_EN, RECALL_ZH = COMMANDS
 COLD = "`memory list --json`, cold index (1 run)"
+WORDS_EN = f'`memory recall "{EN_QUERY}" --json`, words alone (`semantic = false`)'
+MEANING_EN = f'`memory recall "{EN_QUERY}" --json`, words and meaning (same rounds)'
+FIRST = "first recall after the index is built: every record's vector made (1 run)"
+MEANING_BUDGET_MS = 30  # what meaning may add to a cold recall at 10,000 records
+
+
+def set_semantic(vault: Path, on: bool) -> None:
+    """[recall] semantic in the vault's aibuddy.toml."""
+    config = vault / "aibuddy.toml"
+    text = config.read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if not line.startswith("semantic =")]
+    if "[recall]" not in lines:
+        lines.append("[recall]")
+    lines.insert(lines.index("[recall]") + 1, f"semantic = {'true' if on else 'false'}")
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def measure_meaning(vault: Path, env: dict[str, str], runs: int) -> dict[str, float]:
+    """Median ms of the English recall with the words alone and with meaning, interleaved round by
+    round (the setting switched between runs, outside the timing)."""
+    argv = COMMANDS[RECALL_EN]
+    samples: dict[str, list[float]] = {WORDS_EN: [], MEANING_EN: []}
+    for _ in range(runs):
+        for label, on in ((WORDS_EN, False), (MEANING_EN, True)):
+            set_semantic(vault, on)
+            samples[label].append(run_once(argv, env))
+    set_semantic(vault, True)
+    return {label: statistics.median(values) for label, values in samples.items()}
 
 
 def bench_size(n: int, runs: int) -> tuple[dict[str, float], list[str]]:
@@ -185,7 +217,9 @@ def bench_size(n: int, runs: int) -> tuple[dict[str, float], list[str]]:
     env = dict(os.environ, AIBUDDY_VAULT=str(vault), AIBUDDY_USER=USER)
     env.pop("AIBUDDY_MODEL", None)
     shutil.rmtree(vault / CACHE_DIR, ignore_errors=True)
+    set_semantic(vault, True)
     cold = run_once(COMMANDS[LIST], env)
+    first = run_once(COMMANDS[RECALL_EN], env)
     en, zh = recalled_names(EN_QUERY, env), recalled_names(ZH_QUERY, env)
     found = "FOUND" if OLD_NAME in en else "NOT FOUND"
     notes = [
@@ -194,7 +228,9 @@ def bench_size(n: int, runs: int) -> tuple[dict[str, float], list[str]]:
     ]
     print("\n".join(notes), file=sys.stderr)
     timings = measure(COMMANDS, env, runs)
+    timings.update(measure_meaning(vault, env, runs))
     timings[COLD] = cold
+    timings[FIRST] = first
     return timings, notes
 
 
@@ -209,7 +245,7 @@ def verdict(ok: bool) -> str:
 def report(results: dict[int, dict[str, float]], runs: int, notes: list[str]) -> str:
     """The Markdown table, target checks and recall notes."""
     sizes = sorted(results)
-    rows = [BASE, HELP, LIST, COLD, RECALL_EN, RECALL_ZH]
+    rows = [BASE, HELP, LIST, COLD, RECALL_EN, RECALL_ZH, WORDS_EN, MEANING_EN, FIRST]
     lines = [
         f"Median of {runs} runs after 1 warm-up; ratio to `python -c pass` measured in the same run.\n",
         "| command | " + " | ".join(f"N = {n:,}" for n in sizes) + " |",
@@ -232,6 +268,12 @@ def report(results: dict[int, dict[str, float]], runs: int, notes: list[str]) ->
         lines.append(f"- list on 10,000 ≤ 40× bare: {list_ratio:.1f}× — {verdict(list_ratio <= 40)}")
     else:
         lines.append("- list on 10,000 ≤ 40× bare: not measured")
+    for n in sizes:
+        extra = results[n][MEANING_EN] - results[n][WORDS_EN]
+        lines.append(
+            f"- meaning adds to a cold recall at {n:,}: {extra:+.0f} ms (≤ {MEANING_BUDGET_MS} ms at 10,000)"
+            + (f" — {verdict(extra <= MEANING_BUDGET_MS)}" if n == 10_000 else "")
+        )
     if 1_000 in results and 10_000 in results:
         for row in (RECALL_EN, RECALL_ZH):
             growth = results[10_000][row] / results[1_000][row]

@@ -213,6 +213,7 @@ def run_madial(folder: Path, scratch: Path) -> dict[str, Any]:
             record = memory_record(key, memory)
             (records / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
         queries = [query for number, d in enumerate(dialogues) for query in dialogue_queries(number, d)]
+        scenes = {key: str(memory["scene"]) for key, memory in archive.items()}
         outcomes: list[MemoryOutcome] = []
         meaning: list[MemoryOutcome] = []
         embedder = meaning_model()
@@ -229,7 +230,6 @@ def run_madial(folder: Path, scratch: Path) -> dict[str, Any]:
                     else []
                 )
                 outcomes.append(MemoryOutcome(query, ranked, recalled))
-        scenes = {key: str(memory["scene"]) for key, memory in archive.items()}
         results[language] = summarise_madial(outcomes, scenes, len(archive), len(dialogues))
         if meaning:
             results[language]["semantic"] = {
@@ -242,11 +242,18 @@ def run_madial(folder: Path, scratch: Path) -> dict[str, Any]:
                 for variant in VARIANTS
                 for chosen in [[o for o in meaning if o.query.variant == variant]]
             }
+            by_scene: dict[str, dict[str, Any]] = defaultdict(dict)
+            for variant in VARIANTS:
+                for outcome in (o for o in meaning if o.query.variant == variant):
+                    scene = by_scene[scenes.get(outcome.query.gold[0], "?")].setdefault(variant, [0, 0])
+                    scene[0] += outcome.hit
+                    scene[1] += 1
+            results[language]["semantic_by_scene"] = by_scene
     return results
 
 
 def meaning_model() -> Any:
-    """aibuddy's embedder when the semantic extra is installed (its model loaded), else None."""
+    """aibuddy's static model of meaning (memory/semantic.py), loaded; None when it cannot be."""
     from aibuddy_cli.memory.semantic import SemanticUnavailable, shared
 
     try:
@@ -317,11 +324,25 @@ def semantic_report(results: dict[str, Any]) -> list[str]:
                 f"{words['mrr_at_10']:.3f}", f"{fused['mrr_at_10']:.3f}",
             ])  # fmt: skip
     if not rows:
-        return ["", "(the semantic extra is not installed: `[recall] semantic` not measured)"]
+        return ["", "(the meaning model could not be loaded: words and meaning not measured)"]
     header = ["lang", "query", "n", "R@5 words", "R@5 +meaning", "Hit@5 words", "Hit@5 +meaning",
               "MRR words", "MRR +meaning"]  # fmt: skip
-    return ["", "### MADial with `[recall] semantic` (words and meaning fused by reciprocal rank)", "",
-            *table(header, rows)]  # fmt: skip
+    lines = ["", "### MADial, words alone and words and meaning (the default; fused by reciprocal rank)", "",
+             *table(header, rows)]  # fmt: skip
+    for language, found in results.items():
+        if "semantic_by_scene" not in found:
+            continue
+        lines += ["", f"### {language}: Hit@5 by scene, words → words and meaning", ""]
+        scene_rows = []
+        for scene, figures in found["by_scene"].items():
+            cells = [scene, str(figures[VARIANTS[0]]["n"])]
+            for variant in VARIANTS:
+                hits, n = found["semantic_by_scene"].get(scene, {}).get(variant, [0, 0])
+                before = fraction(figures[variant]["hit_at_5"], figures[variant]["n"])
+                cells.append(f"{before} → {fraction(hits, n)}")
+            scene_rows.append(cells)
+        lines += table(["scene", "n", *VARIANTS], scene_rows)
+    return lines
 
 
 def madial_report(results: dict[str, Any]) -> list[str]:
@@ -607,6 +628,56 @@ def handbook_report(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def run_paraphrase(scratch: Path) -> dict[str, Any]:
+    """bench/sets/paraphrase_recall.jsonl: questions that ask for a record in other words (EN and
+    ZH records in one vault). Ranked by the words alone and by words and meaning (the default)."""
+    lines = read_jsonl(OWN_SETS / "paraphrase_recall.jsonl")
+    vault = new_vault(scratch / "paraphrase")
+    folder = vault.root / "memory" / USER
+    folder.mkdir(parents=True, exist_ok=True)
+    for item in (line for line in lines[1:] if "record" in line):
+        record = MemoryRecord(
+            name=item["record"], description=item["description"], type="user", body=item["body"],
+            created="2024-05-01T00:00:00Z", updated="2024-05-01T00:00:00Z",
+        )  # fmt: skip
+        (folder / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
+    embedder = meaning_model()
+    outcomes = []
+    with Session(vault, USER, environ=NO_MODEL) as session:
+        index = session.memory.index()
+        for item in (line for line in lines[1:] if "question" in line):
+            words = [name for name, _ in index.rank(item["question"], MRR_K)]
+            meaning = (
+                [name for name, _ in index.rank(item["question"], MRR_K, None, embedder)] if embedder else []
+            )
+            outcomes.append({**item, "words": words, "meaning": meaning})
+    return {"outcomes": outcomes, "measured_meaning": embedder is not None}
+
+
+def paraphrase_report(results: dict[str, Any]) -> list[str]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for o in results["outcomes"]:
+        for group in (o["lang"], f"{o['lang']}: {o['category']}"):
+            groups.setdefault(group, []).append(o)
+
+    def figures(items: list[dict[str, Any]], key: str) -> list[str]:
+        n = len(items)
+        recall = sum(len(set(o[key][:TOP_K]) & set(o["gold"])) / len(o["gold"]) for o in items) / n
+        hits = sum(bool(set(o[key][:TOP_K]) & set(o["gold"])) for o in items)
+        firsts = [next((i for i, name in enumerate(o[key], 1) if name in o["gold"]), 0) for o in items]
+        mrr = sum(1 / i for i in firsts if i) / n
+        return [f"{recall:.3f}", fraction(hits, n), f"{mrr:.3f}"]
+
+    rows = [[group, str(len(items)), *figures(items, "words"), *figures(items, "meaning")]
+            for group, items in sorted(groups.items())]  # fmt: skip
+    header = ["group", "n", "R@5 words", "Hit@5 words", "MRR words", "R@5 +meaning", "Hit@5 +meaning",
+              "MRR +meaning"]  # fmt: skip
+    lines = ["", "## Own set: paraphrased questions (bench/sets/paraphrase_recall.jsonl)", ""]
+    if not results["measured_meaning"]:
+        lines.append("(the meaning model could not be loaded: +meaning not measured)")
+    return lines + table(header, rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write every figure to OUT as JSON")
@@ -626,6 +697,7 @@ def main() -> None:
             ("qmd", devsets / "qmd-eval", run_qmd, qmd_report),
             ("dated", OWN_SETS, lambda _, scratch: run_dated(scratch), dated_report),
             ("handbook", OWN_SETS, lambda _, scratch: run_handbook(scratch), handbook_report),
+            ("paraphrase", OWN_SETS, lambda _, s: run_paraphrase(s), paraphrase_report),
         ):
             if not folder.is_dir():
                 if devsets.is_dir():

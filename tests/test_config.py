@@ -97,7 +97,7 @@ def test_recall_bounds_follow_the_other_recall_keys() -> None:
     with pytest.raises(InvalidInput, match="max_bodies must be a whole number from 1 to 5$"):  # checked first
         config.config_from_data({"recall": {"window": 0, "max_bodies": 0}}, SOURCE)
     # A key left out takes its default within its range: lexical_share is at most window.
-    assert config.config_from_data({"recall": {"window": 30}}, SOURCE).recall == (30, 5, 30, False)
+    assert config.config_from_data({"recall": {"window": 30}}, SOURCE).recall == (30, 5, 30, True)
 
 
 def test_top_level_keys_and_tables_keep_their_messages() -> None:

@@ -214,7 +214,7 @@ def test_a_bad_model_setting_falls_back_with_a_warning(
         assert result.returncode == 0, result.stderr
         assert named in result.stderr.decode() and "lexical" in result.stderr.decode()
     document = json.loads(run_in_process("memory", "recall", "green tea", "--json", env=env).stdout)
-    assert document["method"] == "lexical" and [r["name"] for r in document["records"]] == ["tea"]
+    assert document["method"] == "words+meaning" and [r["name"] for r in document["records"]] == ["tea"]
 
 
 def test_model_settings_never_raise_for_bad_values() -> None:

@@ -192,7 +192,7 @@ def test_the_server_survives_failures_and_concurrent_calls(
         results = await asyncio.gather(*saves)
         assert all(not result.is_error for result in results)
         failed_model = answer(await client.call_tool("memory_recall", {"query": "note"}))
-        assert failed_model["method"] == "lexical" and failed_model["problems"][0]["name"] == "broken"
+        assert failed_model["method"] == "words+meaning" and failed_model["problems"][0]["name"] == "broken"
         assert any("lexical" in w for w in failed_model["warnings"])
         fake_openai.reply_json({"selected": ["note-3"]})
         chosen = answer(await client.call_tool("memory_recall", {"query": "note"}))

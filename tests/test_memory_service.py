@@ -186,15 +186,15 @@ def test_an_old_relevant_record_is_not_hidden_by_hundreds_of_newer_ones(
 def test_the_index_follows_edits_deletions_and_new_files_behind_its_back(
     memory: MemoryService, vault: Vault
 ) -> None:
-    memory.save("tea", type="user", description="Drinks green tea", body="")
+    memory.save("timetable", type="user", description="Checks the bus timetable", body="")
     assert memory.recall("coffee").records == []
-    path = record_file(vault, "tea")
-    path.write_text(path.read_text().replace("green tea", "black coffee"))
-    assert [r.name for r in memory.recall("coffee").records] == ["tea"]
+    path = record_file(vault, "timetable")
+    path.write_text(path.read_text().replace("Checks the bus timetable", "Drinks black coffee"))
+    assert [r.name for r in memory.recall("coffee").records] == ["timetable"]
     shutil.copy(path, record_file(vault, "espresso"))  # e.g. arrived with a git pull
-    text = record_file(vault, "espresso").read_text().replace("name: tea", "name: espresso")
+    text = record_file(vault, "espresso").read_text().replace("name: timetable", "name: espresso")
     record_file(vault, "espresso").write_text(text)
-    assert sorted(r.record.name for r in memory.list_records().records) == ["espresso", "tea"]
+    assert sorted(r.record.name for r in memory.list_records().records) == ["espresso", "timetable"]
     path.unlink()
     assert [r.record.name for r in memory.list_records().records] == ["espresso"]
     shutil.rmtree(vault.cache_dir)  # the cache is disposable

@@ -85,7 +85,7 @@ def test_model_failures_fall_back_to_lexical_ranking(
 ) -> None:
     fake_openai.enqueue(**behaviour)
     result = stocked.recall("weekly report format")
-    assert result.method == "lexical"
+    assert result.method == "words+meaning"
     assert [r.name for r in result.records] == ["weekly-report"]
     assert any(warning in w and "lexical" in w for w in result.warnings), result.warnings
 
@@ -96,7 +96,7 @@ def test_a_model_timeout_falls_back(
     memory = Session(vault, "demo", environ={**model_env, "AIBUDDY_TIMEOUT": "1"}).memory
     fake_openai.enqueue(content='{"selected": ["tea.md"]}', delay=4)
     result = memory.recall("weekly report format")
-    assert result.method == "lexical"
+    assert result.method == "words+meaning"
     assert [r.name for r in result.records] == ["weekly-report"]
     assert any("timed out" in w for w in result.warnings), result.warnings
     assert len(fake_openai.requests) == 1  # no silent retries
@@ -127,7 +127,7 @@ def test_api_base_and_role_model_from_the_vault_config(
     assert fake_openai.requests[-1]["body"]["model"] == "from-config"
     off = Session(Vault.open(vault.root), "demo", environ={"AIBUDDY_MODEL_RECALL": "none"}).memory
     before = len(fake_openai.requests)
-    assert off.recall("drinks").method == "lexical"
+    assert off.recall("drinks").method == "words+meaning"
     assert len(fake_openai.requests) == before
 
 
@@ -144,7 +144,7 @@ def test_cli_json_stays_one_document_when_the_model_fails(
     result = cli("memory", "recall", "weekly report", "--json")
     assert result.exit_code == 0
     document = json.loads(result.stdout)
-    assert document["method"] == "lexical" and document["records"][0]["name"] == "weekly-report"
+    assert document["method"] == "words+meaning" and document["records"][0]["name"] == "weekly-report"
     assert "lexical ranking instead" in result.stderr
     # Said once on stderr, as the JSON lists it; the fast path says it the same way.
     assert result.stderr.splitlines() == [f"warning: {w}" for w in document["warnings"]]

@@ -119,3 +119,20 @@ def test_a_command_imports_only_its_own_group(vault: Vault, env: dict[str, str])
     assert "memory" in commands
     others = {"kb", "kb_output", "table", "task", "init", "mcp", "worker", "git", "scan", "doctor"}
     assert not commands & others, commands
+
+
+def test_recall_by_meaning_imports_no_numpy_nor_the_embedding_package(
+    vault: Vault, env: dict[str, str]
+) -> None:
+    """Recall ranks by meaning by default, from the wheel's files read directly: neither numpy
+    (80 ms to import), the wordllama package nor `tokenizers` is loaded for a question."""
+    Session(vault, "demo", environ={}).memory.save(
+        "dogs", type="user", description="Walked her dog by the river", body=""
+    )
+    code = (
+        "out = io.StringIO()\n"
+        "code = fastpath.run(['memory', 'recall', 'Does she have pets?', '--json'], out, sys.stderr)\n"
+        "found = out.getvalue()\n"
+        "assert code == 0 and '\"dogs\"' in found and 'words+meaning' in found, found\n"
+    )
+    assert heavy_after(code, env, ("numpy", "wordllama", "tokenizers", "safetensors")) == []

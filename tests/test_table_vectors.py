@@ -81,3 +81,20 @@ def test_several_reference_texts_rank_by_summed_similarity(vault: Vault, supplie
     assert found.method == "embedding" and found.query == "truck | dog"
     assert [h.row["name"] for h in found.hits][:2] in (["Fleet", "Kennel"], ["Kennel", "Fleet"])
     assert found.hits[-1].row["name"] == "Bakery"
+
+
+def test_across_tables_hits_by_meaning_and_by_words_share_one_scale(
+    cli, vault: Vault, suppliers: str, embedding
+) -> None:
+    """A table searched by meaning and one searched by words: the best word match is not put
+    behind the other table's rows that mean nothing like the question (cosine 0), and the scores
+    are of one kind (fused ranks)."""
+    ok(cli("table", "column", "vectorize", "suppliers", "notes", "--json"))
+    ok(cli("table", "create", "recipes", "--json"))
+    ok(cli("table", "add", "recipes", "--row", '{"name": "Sourdough", "notes": "bread"}', "--json"))
+    found = ok(cli("table", "search", "bread", "--json"))
+    names = [h["row"]["name"] for h in found["hits"]]
+    assert set(names[:2]) == {"Bakery", "Sourdough"}, found
+    assert {h["match"] for h in found["hits"][:2]} == {"embedding", "lexical"}
+    scores = [h["score"] for h in found["hits"]]
+    assert scores == sorted(scores, reverse=True) and scores[0] == scores[1] == round(1 / 61, 6)

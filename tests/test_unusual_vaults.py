@@ -472,11 +472,11 @@ def test_an_index_that_runs_out_of_space_is_rebuilt_in_memory(
 def test_an_sqlite_error_that_is_not_contention_or_damage_is_not_busy(
     cli, stocked: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken_rank(self: MemoryIndex, query: str, limit: int, today: object = None) -> list:
+    def broken_rank(self: MemoryIndex, query: str, limit: int, today: object = None, model: object = None) -> tuple:  # noqa: E501
         self.db.execute("SELEKT name FROM records")  # a real SQLite error (a bug, say)
-        return []
+        return MemoryIndex.ranked  # never reached
 
-    monkeypatch.setattr(MemoryIndex, "rank", broken_rank)
+    monkeypatch.setattr(MemoryIndex, "ranked", broken_rank)
     result = cli("memory", "recall", "weekly report", "--json")
     error = json.loads(result.stdout)["error"]
     assert result.exit_code == 1

@@ -156,7 +156,7 @@ def test_lexical_commands_never_start_a_worker(
     monkeypatch.setattr(worker_client, "complete", lambda *args, **kwargs: started.append(args))
     result = run_in_process("memory", "recall", "tea", "--json", env=worker_env)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["method"] == "lexical"
+    assert json.loads(result.stdout)["method"] == "words+meaning"
     assert started == []
     assert not list(Path(worker_env["XDG_RUNTIME_DIR"]).glob("aibuddy/*.sock"))
 
@@ -292,7 +292,7 @@ def test_a_stopped_worker_costs_the_call_its_timeout_not_more(
         quick = {**env, "AIBUDDY_TIMEOUT": "3"}  # AIBUDDY_* is not part of the worker's key
         result = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=quick)
         assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout)["method"] == "lexical"  # the call's own fallback
+        assert json.loads(result.stdout)["method"] == "words+meaning"  # the call's own fallback
         assert b"timed out after 3s" in result.stderr
         # The wait through the worker was the whole timeout: no second, in-process attempt after it.
         assert fake_openai.requests == []

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import heapq
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple, TypedDict
+from typing import NamedTuple, TypedDict
 
 from ..cache_db import CacheDB, entry_hash, files_digest
 from ..dates import Span, read_time, text_days
@@ -31,9 +32,9 @@ from ..storage import Entry
 from ..text import index_text, query_terms
 from . import expiry
 from .records import MemoryRecord
-from .semantic import Embedder, mostly_cjk
+from .semantic import Known, Meaning, code, mostly_cjk, pack, unpack
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # bm25 column weights: a word in the name or description says more than one in the body.
 _WEIGHTS = "4.0, 3.0, 1.0"
 
@@ -65,7 +66,14 @@ CREATE INDEX IF NOT EXISTS records_by_recency ON records (recency_ns DESC, name)
 CREATE INDEX IF NOT EXISTS records_expiring ON records (expires_ns) WHERE expires_ns IS NOT NULL;
 CREATE INDEX IF NOT EXISTS records_with_errors ON records (name) WHERE error IS NOT NULL;
 CREATE TABLE IF NOT EXISTS record_days (id INTEGER NOT NULL, day TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS record_vectors (id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS record_codes (
+    id INTEGER NOT NULL, model TEXT NOT NULL, code BLOB NOT NULL, PRIMARY KEY (id, model)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS record_vectors (
+    id INTEGER NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (id, model)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meaning_vocab (piece TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meaning_models (what TEXT PRIMARY KEY, identity TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS record_days_by_day ON record_days (day, id);
 CREATE INDEX IF NOT EXISTS record_days_by_id ON record_days (id);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
@@ -82,6 +90,8 @@ DATE_ONLY = 0.1
 DATED_LIMIT = 500  # records of a question's time considered (a year may hold thousands)
 MEANING_DEPTH = 50  # how deep each ranking goes into the fusion of words and meaning
 RRF_K = 60  # reciprocal-rank fusion's usual constant
+SHORTLIST = 200  # records scored exactly by meaning, of those sharing the most signs with the question
+MEANING_SHARE = 0.5  # a match by meaning scores at least this share of the best one's cosine
 
 _LARGEST = (1 << 63) - 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -160,6 +170,26 @@ Loaded = tuple[Entry, MemoryRecord | None, str | None] | None
 None when the file vanished before it could be read."""
 
 
+def fuse(rankings: Iterable[list[tuple[str, float]]], limit: int) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion: each ranking gives its place p the score 1 / (RRF_K + p), summed per
+    name; the best `limit`, by that sum (one scale, whatever each ranking's own scores were)."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for place, (name, _) in enumerate(ranking, 1):
+            fused[name] = fused.get(name, 0.0) + 1 / (RRF_K + place)
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
+class Ranking(NamedTuple):
+    """What ranked() found: the fused ranking, the signals that ranked ("words", and the model's
+    "meaning" or "embedding"), and each signal's own ranking (meaning: its matches only)."""
+
+    scored: list[tuple[str, float]]
+    signals: list[str]
+    words: list[tuple[str, float]]
+    meaning: list[tuple[str, float]]
+
+
 class IndexedRecord(NamedTuple):
     record: MemoryRecord  # header fields only; body is ""
     recency_ns: int  # see recency_ns(): header dates, else the file's mtime
@@ -181,10 +211,12 @@ class Problem(NamedTuple):
 
 
 class MemoryIndex(CacheDB):
-    _vectors: tuple[Any, list[str], Any] | None = None  # (marker, names, matrix) of vectors()
     schema = _SCHEMA
     version = SCHEMA_VERSION
-    tables = ("meta", "cursors", "records", "record_days", "record_vectors", "records_fts")
+    tables = (
+        "meta", "cursors", "records", "record_days", "record_codes", "record_vectors", "meaning_vocab",
+        "meaning_models", "records_fts",
+    )  # fmt: skip
 
     # --- keeping it current -----------------------------------------------------------
 
@@ -321,6 +353,7 @@ class MemoryIndex(CacheDB):
             return 0
         self.db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
         self.db.execute("DELETE FROM record_days WHERE id = ?", (row[0],))
+        self.db.execute("DELETE FROM record_codes WHERE id = ?", (row[0],))
         self.db.execute("DELETE FROM record_vectors WHERE id = ?", (row[0],))
         self.db.execute("DELETE FROM records WHERE id = ?", (row[0],))
         return -entry_hash(*row[1:5])
@@ -478,72 +511,137 @@ class MemoryIndex(CacheDB):
             )
         ]
 
-    def vectors(self, embedder: Embedder) -> tuple[list[str], Any]:
-        """The well-formed records' names and their meaning vectors (a float32 matrix), those not
-        embedded yet embedded now; kept in this handle until a record changes."""
-        import numpy as np
+    # --- meaning: record vectors beside the words (semantic.py) ----------------------------
 
+    def _known(self, model: Meaning) -> Known | None:
+        """The lookup of model's vocabulary in this index (filled on first use, and again when the
+        model's files changed), or None for a model without one."""
+        vocabulary = model.vocabulary()
+        if vocabulary is None:
+            return None
+        identity, load = vocabulary
+        kept = self.db.execute("SELECT identity FROM meaning_models WHERE what = 'vocabulary'").fetchone()
+        if kept is None or kept[0] != identity:
+            pieces = load()
+            with self.write():
+                self.db.execute("DELETE FROM meaning_vocab")
+                self.db.executemany("INSERT INTO meaning_vocab (piece, id) VALUES (?, ?)", pieces.items())
+                self.db.execute(
+                    "INSERT OR REPLACE INTO meaning_models (what, identity) VALUES ('vocabulary', ?)",
+                    (identity,),
+                )
+
+        def known(candidates: Iterable[str]) -> dict[str, int]:
+            wanted = list(candidates)
+            found: dict[str, int] = {}
+            for start in range(0, len(wanted), 900):
+                chunk = wanted[start : start + 900]
+                found.update(
+                    self.db.execute(
+                        f"SELECT piece, id FROM meaning_vocab WHERE piece IN ({', '.join('?' * len(chunk))})",
+                        chunk,
+                    ).fetchall()
+                )
+            return found
+
+        return known
+
+    def embed_missing(self, model: Meaning, known: Known | None = None) -> int:
+        """Embed the well-formed records that have no vector of model yet (new or changed since);
+        returns how many. A record keeps its vectors until it changes (its row is replaced)."""
+        counted = (
+            "SELECT (SELECT count(*) FROM records WHERE error IS NULL),"
+            " (SELECT count(*) FROM record_codes WHERE model = ?)"
+        )
+        records, coded = self.db.execute(counted, (model.key,)).fetchone()
+        if records == coded:
+            return 0
         missing = self.db.execute(
             "SELECT r.id, r.name, r.description, f.body FROM records r JOIN records_fts f ON f.rowid = r.id"
-            " LEFT JOIN record_vectors v ON v.id = r.id WHERE r.error IS NULL AND v.id IS NULL"
+            " WHERE r.error IS NULL AND NOT EXISTS"
+            " (SELECT 1 FROM record_codes c WHERE c.id = r.id AND c.model = ?)",
+            (model.key,),
         ).fetchall()
-        if missing:
-            texts = [
-                f"{name.replace('-', ' ')}. {description}. {body[:2000]}"
-                for _, name, description, body in missing
-            ]
-            rows = embedder.embed(texts)
-            with self.write():
-                self.db.executemany(
-                    "INSERT OR REPLACE INTO record_vectors (id, vector) VALUES (?, ?)",
-                    [
-                        (record_id, row.astype(np.float16).tobytes())
-                        for (record_id, *_), row in zip(missing, rows, strict=True)
-                    ],
-                )
-        marker = self.db.execute("SELECT count(*), max(id), sum(id) FROM record_vectors").fetchone()
-        if self._vectors is not None and self._vectors[0] == marker:
-            return self._vectors[1], self._vectors[2]
-        found = self.db.execute(
-            "SELECT r.name, v.vector FROM record_vectors v JOIN records r ON r.id = v.id"
-            " WHERE r.error IS NULL"
-        ).fetchall()
-        names = [name for name, _ in found]
-        matrix = (
-            np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float16)
-            .reshape(len(found), -1)
-            .astype(np.float32)
-            if found
-            else np.zeros((0, 0), np.float32)
+        if not missing:
+            return 0
+        texts = [f"{name.replace('-', ' ')}. {about}. {body[:2000]}" for _, name, about, body in missing]
+        made = list(zip((record_id for record_id, *_ in missing), model.embed(texts, known), strict=True))
+        with self.write():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO record_codes (id, model, code) VALUES (?, ?, ?)",
+                [(record_id, model.key, code(vector)) for record_id, vector in made],
+            )
+            self.db.executemany(
+                "INSERT OR REPLACE INTO record_vectors (id, model, vector) VALUES (?, ?, ?)",
+                [(record_id, model.key, pack(vector)) for record_id, vector in made],
+            )
+            # Another model's vectors (a changed [models] embedding, a reinstalled package) go.
+            self.db.execute("DELETE FROM record_codes WHERE model <> ?", (model.key,))
+            self.db.execute("DELETE FROM record_vectors WHERE model <> ?", (model.key,))
+        return len(missing)
+
+    def rank_meaning(
+        self, query: str, model: Meaning, depth: int, among: set[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The records in recall closest in meaning to query (only names in among, when given):
+        (name, cosine), best first; only a match by meaning: from the model's floor and from
+        MEANING_SHARE of the best cosine. The
+        records' sign codes shortlist (the SHORTLIST sharing the most signs with the question's);
+        their vectors, read for the shortlist only, score it."""
+        known = self._known(model)
+        self.embed_missing(model, known)
+        question = model.embed([query], known)[0]
+        if not any(question):
+            return []
+        bits = int.from_bytes(code(question), "little")
+        if among is None:
+            codes = self.db.execute("SELECT id, code FROM record_codes WHERE model = ?", (model.key,))
+        else:
+            codes = self.db.execute(
+                "SELECT c.id, c.code FROM record_codes c JOIN records r ON r.id = c.id"
+                f" WHERE c.model = ? AND r.name IN ({', '.join('?' * len(among))})",
+                (model.key, *sorted(among)),
+            )
+        shortlist = heapq.nsmallest(
+            SHORTLIST,
+            (((int.from_bytes(blob, "little") ^ bits).bit_count(), record_id) for record_id, blob in codes),
         )
-        self._vectors = (marker, names, matrix)
-        return names, matrix
+        if not shortlist:
+            return []
+        ids = [record_id for _, record_id in shortlist]
+        rows = self.db.execute(
+            "SELECT r.name, v.vector FROM record_vectors v JOIN records r ON r.id = v.id"
+            f" WHERE v.model = ? AND v.id IN ({', '.join('?' * len(ids))})"
+            f" AND r.error IS NULL AND {_live('r')}",
+            (model.key, *ids),
+        ).fetchall()
+        scored = [(name, sum(map(float.__mul__, question, unpack(blob)))) for name, blob in rows]
+        best = max((score for _, score in scored), default=0.0)
+        scored = [(name, score) for name, score in scored if score >= max(model.floor, best * MEANING_SHARE)]
+        return sorted(scored, key=lambda item: (-item[1], item[0]))[:depth]
 
     def rank(
-        self, query: str, limit: int, today: dt.date | None = None, embedder: Embedder | None = None
+        self, query: str, limit: int, today: dt.date | None = None, model: Meaning | None = None
     ) -> list[tuple[str, float]]:
-        """rank_words (BM25, and the question's time), fused by reciprocal rank with the records'
-        meaning when an embedder is given and the question is not mostly Chinese or Japanese
-        (semantic.py): each ranking's top MEANING_DEPTH, 1 / (RRF_K + place) from each."""
-        lexical = self.rank_words(query, max(limit, MEANING_DEPTH) if embedder else limit, today)
-        if embedder is None or mostly_cjk(query):
-            return lexical[:limit]
-        words = read_time(query, today)[1] if today is not None else query
-        names, matrix = self.vectors(embedder)
-        if not names:
-            return lexical[:limit]
-        expired = self.expired_names()  # the vectors are kept for every record
-        import numpy as np
+        """ranked()'s fused ranking."""
+        return self.ranked(query, limit, today, model).scored
 
-        similarity = matrix @ embedder.embed([words])[0]
-        closest = np.argsort(-similarity, kind="stable")[:MEANING_DEPTH]
-        fused: dict[str, float] = {}
-        for place, (name, _) in enumerate(lexical[:MEANING_DEPTH]):
-            fused[name] = fused.get(name, 0.0) + 1 / (RRF_K + place + 1)
-        for place, row in enumerate(closest):
-            if similarity[row] > 0 and names[row] not in expired:
-                fused[names[row]] = fused.get(names[row], 0.0) + 1 / (RRF_K + place + 1)
-        return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    def ranked(
+        self, query: str, limit: int, today: dt.date | None = None, model: Meaning | None = None
+    ) -> Ranking:
+        """rank_words (BM25, and the question's time), fused by reciprocal rank with the records'
+        meaning when a model is given and the question is not mostly Chinese or Japanese for a
+        static model (semantic.py); and the signals that ranked: ["words"] or ["words",
+        model.signal] (Ranking). A question that names a time, of which there are records, is matched by
+        meaning among those records only (the time narrows, the meaning decides within it)."""
+        lexical = self.rank_words(query, max(limit, MEANING_DEPTH) if model else limit, today)
+        if model is None or (model.vocabulary() is not None and mostly_cjk(query)):
+            return Ranking(lexical[:limit], ["words"], lexical, [])
+        spans, words = read_time(query, today) if today is not None else ([], query)
+        among = (self._dated(spans) or None) if spans else None
+        meaning = self.rank_meaning(words, model, MEANING_DEPTH, among)
+        fused = fuse([lexical[:MEANING_DEPTH], meaning], limit)
+        return Ranking(fused, ["words", model.signal], lexical, meaning)
 
     def rank_words(self, query: str, limit: int, today: dt.date | None = None) -> list[tuple[str, float]]:
         """Best matches over all of the user's records: (name, score), best first. BM25; and when

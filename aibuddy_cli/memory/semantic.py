@@ -1,38 +1,72 @@
-"""A meaning signal for recall that works offline: WordLlama's static token embeddings (256
-dimensions, shipped inside its wheel: `pip install 'aibuddy-cli[semantic]'`), switched on with
-`[recall] semantic = true`.
+"""Meaning beside words for recall: what a record and a question are about, as vectors, so "Does
+she have pets?" finds "walked her two dogs by the river" with no word in common.
 
-A text's vector is the mean of its tokens' vectors, normalised; a record's is kept in the derived
-index beside its words, a query's is made when it is asked, and cosine similarity ranks the
-records by meaning: "Does she have pets?" finds "walked her two dogs by the river", with no word
-in common. The ranking is fused with the lexical one by reciprocal rank (memory/index.py).
+Two models give the vectors (`Meaning`):
 
-The wheel's files are read here with numpy and `tokenizers` directly, not through the package's
-own API, whose import configures the root logger and costs a quarter of a second. The model is
-loaded once a process, on the first recall that needs it (about 0.15 s), so no other command pays
-for it. The vocabulary is English: a question mostly in Chinese or Japanese keeps the lexical
-ranking alone (it would only add noise).
+- `StaticModel`, on by default (`[recall] semantic = true`): WordLlama's static token embeddings
+  (the 256-dimension table of its l2_supercat model, shipped inside the wordllama wheel, a base
+  dependency: no download). A text's vector is the normalised sum of its pieces' rows. The wheel's
+  files are read here directly, never through the package's API (its import configures the root
+  logger and costs a quarter of a second) nor through `tokenizers` or numpy (80 ms each to load):
+  the weights are memory-mapped and a row is read only for a piece a text holds, and the text is cut
+  into the vocabulary's pieces by the longest known piece at each place (`pieces`), with SentencePiece's
+  byte fallback for a character the vocabulary lacks. The vocabulary (32,000 pieces) is looked up
+  in a table of the derived index (memory/index.py), so a question costs one query, not a
+  1.8 MB JSON parse. Its vocabulary is English: a question mostly in Chinese or Japanese is ranked
+  by its words alone (measured on MADial-Bench ZH, the model made Chinese recall worse).
+- `EmbeddingModel`: the `embedding` model role through litellm (`[models] embedding`), which
+  replaces the static vectors when configured; it handles Chinese too.
+
+`code(vector)` is the vector's signs as bits: the index shortlists records by how many signs they
+share with the question (a popcount, fast in pure Python) and scores only the shortlist exactly.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import mmap
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from ..text import is_cjk
+
+if TYPE_CHECKING:
+    from ..models import ModelSettings
 
 DIMENSIONS = 256
 _WEIGHTS = ("weights", "l2_supercat_256.safetensors")
 _TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 CJK_SHARE = 0.3  # a query with more of its letters CJK than this is ranked by its words alone
+_LONGEST_PIECE = 16  # pieces of the vocabulary tried at each place, longest first
+_SPACE = "\u2581"  # SentencePiece's mark of a word's start
+BULK = 16  # more texts than this at once are embedded through numpy
+
+Vector = list[float]
+Known = Callable[[Iterable[str]], dict[str, int]]  # pieces -> those in the vocabulary, with their ids
 
 
 class SemanticUnavailable(Exception):
-    """The model cannot be loaded (the extra is not installed, its files are not where expected)."""
+    """The model cannot be loaded (the package is not installed, its files are not where expected)."""
+
+
+class Meaning(Protocol):
+    """What recall needs of a model of meaning."""
+
+    key: str  # names the model and how it embeds: vectors of another key are never compared
+    signal: str  # what `--json` calls it beside the words: "meaning" or "embedding"
+    floor: float  # the cosine from which a record matches by meaning
+
+    def vocabulary(self) -> tuple[str, Callable[[], dict[str, int]]] | None:
+        """(identity, loader) of a vocabulary the index may keep for it (StaticModel), else None."""
+        ...
+
+    def embed(self, texts: Sequence[str], known: Known | None = None) -> list[Vector]:
+        """One normalised vector per text; known: the index's lookup of the vocabulary."""
+        ...
 
 
 def mostly_cjk(text: str) -> bool:
@@ -40,73 +74,198 @@ def mostly_cjk(text: str) -> bool:
     return bool(letters) and sum(map(is_cjk, letters)) / len(letters) > CJK_SHARE
 
 
-class Embedder:
-    """WordLlama's token table and tokenizer, loaded on first use."""
+def normalised(vector: Sequence[float]) -> Vector:
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else list(vector)
 
-    def __init__(self) -> None:
-        self._loaded: tuple[Any, Any] | None = None
+
+def code(vector: Sequence[float]) -> bytes:
+    """The vector's signs as bits, little-endian (bit i set: component i is positive)."""
+    bits = 0
+    for place, value in enumerate(vector):
+        if value > 0:
+            bits |= 1 << place
+    return bits.to_bytes((len(vector) + 7) // 8, "little")
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    """A vector as the index keeps it: float32, little-endian."""
+    return struct.pack(f"<{len(vector)}f", *vector)
+
+
+def unpack(blob: bytes) -> Vector:
+    return list(struct.unpack(f"<{len(blob) // 4}f", blob))
+
+
+def pieces(text: str, known: Known) -> list[int]:
+    """The vocabulary ids of text: each whitespace-separated word, marked as a word's start, cut
+    into the longest known piece at each place; a character no piece covers as its UTF-8 bytes
+    (`<0xE5>`, SentencePiece's byte fallback). known(candidates) -> the known ones, with ids."""
+    words = [_SPACE + word for word in text.split()]
+    candidates = {
+        word[start:end]
+        for word in words
+        for start in range(len(word))
+        for end in range(start + 1, min(len(word), start + _LONGEST_PIECE) + 1)
+    }
+    ids = known(candidates)
+    found: list[int] = []
+    for word in words:
+        start = 0
+        while start < len(word):
+            for end in range(min(len(word), start + _LONGEST_PIECE), start, -1):
+                piece = ids.get(word[start:end])
+                if piece is not None:
+                    found.append(piece)
+                    start = end
+                    break
+            else:
+                byte_ids = known(f"<0x{byte:02X}>" for byte in word[start].encode("utf-8"))
+                found.extend(byte_ids.values())
+                start += 1
+    return found
+
+
+class StaticModel:
+    """WordLlama's token table (memory-mapped) and vocabulary, loaded on first use."""
+
+    key = "wordllama-l2_supercat-256"
+    signal = "meaning"
+    # A record counts as a match by meaning from this cosine on (recall's rule: no body without a
+    # match): unrelated sentences score about 0 (-0.1 to 0.15), one on the question's topic 0.2
+    # and more; and only from half the best record's cosine (index.MEANING_SHARE).
+    floor = 0.15
+
+    def __init__(self, root: Path | None = None) -> None:
+        self._root = root
+        self._table: tuple[mmap.mmap, int, int] | None = None  # (map, offset of row 0, rows)
         self._guard = threading.Lock()
 
-    def _load(self) -> tuple[Any, Any]:
+    def root(self) -> Path:
+        if self._root is None:
+            from importlib.util import find_spec
+
+            spec = find_spec("wordllama")
+            if spec is None or spec.origin is None:
+                raise SemanticUnavailable("the meaning signal needs the wordllama package")
+            self._root = Path(spec.origin).parent
+        return self._root
+
+    def identity(self) -> str:
+        """What changes when the package's files do (a reinstall of another version)."""
+        try:
+            stat = self.root().joinpath(*_WEIGHTS).stat()
+        except OSError as error:
+            raise SemanticUnavailable(f"the wordllama model could not be read ({error})") from None
+        return f"{self.key}:{stat.st_size}:{stat.st_mtime_ns}"
+
+    def vocabulary(self) -> tuple[str, Callable[[], dict[str, int]]]:
+        return self.identity(), self.vocab
+
+    def vocab(self) -> dict[str, int]:
+        """Every piece of the vocabulary with its id (a 1.8 MB JSON: read only to fill the index's
+        table, or when no index is at hand)."""
+        try:
+            with self.root().joinpath(*_TOKENIZER).open(encoding="utf-8") as handle:
+                found = json.load(handle)["model"]["vocab"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise SemanticUnavailable(f"the wordllama vocabulary could not be read ({error})") from None
+        return {str(piece): int(index) for piece, index in found.items()}
+
+    def _load(self) -> tuple[mmap.mmap, int, int]:
         with self._guard:
-            if self._loaded is None:
-                self._loaded = _load_model()
-            return self._loaded
+            if self._table is None:
+                path = self.root().joinpath(*_WEIGHTS)
+                try:
+                    with path.open("rb") as handle:
+                        size = struct.unpack("<Q", handle.read(8))[0]
+                        header = json.loads(handle.read(size))["embedding.weight"]
+                        rows, dims = header["shape"]
+                        if header["dtype"] != "F16" or dims != DIMENSIONS:
+                            raise ValueError(f"unexpected table {header['dtype']} {header['shape']}")
+                        table = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError, KeyError, TypeError) as error:
+                    raise SemanticUnavailable(f"the wordllama model could not be read ({error})") from None
+                self._table = (table, 8 + size + header["data_offsets"][0], rows)
+            return self._table
 
-    def embed(self, texts: Sequence[str]) -> Any:
-        """A float32 matrix: one normalised row per text (zeros for a text with no token)."""
+    def embed(self, texts: Sequence[str], known: Known | None = None) -> list[Vector]:
+        """One normalised vector per text (zeros for a text with no piece). A question's few
+        pieces are looked up with `known` and their rows summed in Python; many texts (the
+        records, once) go through numpy (a wordllama dependency) and the whole vocabulary."""
+        if len(texts) > BULK:
+            return self._embed_many(texts)
+        table, offset, rows = self._load()
+        if known is None:
+            everything = self.vocab()
+            known = lambda candidates: {p: everything[p] for p in candidates if p in everything}  # noqa: E731
+        row = struct.Struct(f"<{DIMENSIONS}e")
+        vectors = []
+        for text in texts:
+            total = [0.0] * DIMENSIONS
+            for piece in pieces(text, known):
+                if 0 <= piece < rows:
+                    total = list(map(float.__add__, total, row.unpack_from(table, offset + piece * row.size)))
+            vectors.append(normalised(total))
+        return vectors
+
+    def _embed_many(self, texts: Sequence[str]) -> list[Vector]:
         import numpy as np
 
-        table, tokenizer = self._load()
-        rows = np.zeros((len(texts), DIMENSIONS), np.float32)
-        for index, encoding in enumerate(tokenizer.encode_batch(list(texts), add_special_tokens=False)):
-            if encoding.ids:
-                vector = table[np.clip(encoding.ids, 0, len(table) - 1)].astype(np.float32).mean(axis=0)
-                norm = float(np.linalg.norm(vector))
-                rows[index] = vector / norm if norm else vector
-        return rows
+        mapped, offset, rows = self._load()
+        table = np.frombuffer(mapped, dtype="<f2", count=rows * DIMENSIONS, offset=offset)
+        table = table.reshape(rows, DIMENSIONS)
+        everything = self.vocab()
+        words: dict[str, list[int]] = {}  # a word's pieces, cut once
+
+        def known(candidates: Iterable[str]) -> dict[str, int]:
+            return {piece: everything[piece] for piece in candidates if piece in everything}
+
+        vectors = []
+        for text in texts:
+            ids: list[int] = []
+            for word in text.split():
+                if word not in words:
+                    words[word] = [piece for piece in pieces(word, known) if 0 <= piece < rows]
+                ids += words[word]
+            total = table[ids].astype(np.float32).sum(axis=0) if ids else np.zeros(DIMENSIONS, np.float32)
+            norm = float(np.linalg.norm(total))
+            vectors.append((total / norm if norm else total).tolist())
+        return vectors
 
 
-def _load_model() -> tuple[Any, Any]:
-    from importlib.util import find_spec
+class EmbeddingModel:
+    """The `embedding` model role (litellm.embedding): a ModelError when it fails."""
 
-    spec = find_spec("wordllama")
-    if spec is None or spec.origin is None:
-        raise SemanticUnavailable(
-            "[recall] semantic needs the wordllama package: pip install 'aibuddy-cli[semantic]'"
-        )
-    try:
-        import numpy as np
-        from tokenizers import Tokenizer
-    except ImportError as error:
-        raise SemanticUnavailable(f"[recall] semantic needs numpy and tokenizers ({error})") from None
-    root = Path(spec.origin).parent
-    weights, config = root.joinpath(*_WEIGHTS), root.joinpath(*_TOKENIZER)
-    try:
-        with weights.open("rb") as handle:
-            size = struct.unpack("<Q", handle.read(8))[0]
-            header = json.loads(handle.read(size))["embedding.weight"]
-        table = np.memmap(
-            weights,
-            dtype="<f2",
-            mode="r",
-            offset=8 + size + header["data_offsets"][0],
-            shape=tuple(header["shape"]),
-        )
-        tokenizer = Tokenizer.from_file(str(config))
-    except (OSError, ValueError, KeyError) as error:
-        raise SemanticUnavailable(f"the wordllama model could not be read ({error})") from None
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-    return table, tokenizer
+    signal = "embedding"
+    floor = 0.0  # models' scales differ: any positive cosine counts
+
+    def __init__(self, settings: ModelSettings) -> None:
+        self.settings = settings
+        self.key = f"embedding:{settings.model}"
+
+    def vocabulary(self) -> None:
+        return None
+
+    def embed(self, texts: Sequence[str], known: Known | None = None) -> list[Vector]:
+        from ..errors import ModelError
+        from ..models import embed
+
+        vectors = []
+        for start in range(0, len(texts), 64):
+            for vector in embed(self.settings, texts[start : start + 64]):
+                if not all(math.isfinite(x) for x in vector):
+                    raise ModelError(f"{self.settings.role} model returned an embedding with NaN or Infinity")
+                vectors.append(normalised(vector))
+        return vectors
 
 
-_SHARED: Embedder | None = None
+_SHARED: StaticModel | None = None
 
 
-def shared() -> Embedder:
-    """The process's one embedder (the model is loaded once, whichever session asks)."""
+def shared() -> StaticModel:
+    """The process's one static model (its table is mapped once, whichever session asks)."""
     global _SHARED
     if _SHARED is None:
-        _SHARED = Embedder()
+        _SHARED = StaticModel()
     return _SHARED

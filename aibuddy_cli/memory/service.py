@@ -13,7 +13,7 @@ from ..storage import Entry, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .expiry import is_expired, parse_expires
 from .header_edit import mark_recalled_text, updated_text
-from .index import IndexedRecord, Loaded, MemoryIndex, Problem, ProblemJson
+from .index import IndexedRecord, Loaded, MemoryIndex, Problem, ProblemJson, Ranking
 from .manifest import ManifestLine, ManifestLineJson, build_manifest
 from .records import (
     MemoryRecord,
@@ -31,6 +31,7 @@ from .records import (
 
 if TYPE_CHECKING:
     from .recall import Selection
+    from .semantic import Meaning
 
 LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
 
@@ -102,7 +103,7 @@ class Manifest(NamedTuple):
 class RecallJson(TypedDict):
     user: str
     query: str
-    method: str  # "model" or "lexical"
+    method: str  # "model", "lexical" (the words alone), "words+meaning" or "words+embedding"
     records: list[RecordJson]
     dropped: list[str]
     warnings: list[str]
@@ -112,7 +113,7 @@ class RecallJson(TypedDict):
 class RecallResult(NamedTuple):
     user: str
     query: str
-    method: str  # "model" or "lexical"
+    method: str  # as RecallJson's
     records: list[MemoryRecord]
     problems: list[Problem]
     warnings: list[str]  # this recall's, for its JSON; the service's sink has them too
@@ -684,15 +685,16 @@ class MemoryService:
             raise InvalidInput(Option("limit"), " must be at least 1")
         limit = min(limit, settings.max_bodies)
         index = self.index()
-        scored = self._rank(index, query, max(settings.lexical_share, limit))
-        ranked = [name for name, _ in scored]
+        ranking, method = self._ranked(index, query, max(settings.lexical_share, limit))
+        ranked = [name for name, _ in ranking.scored]
         warnings: list[str] = []
         dropped: list[str] = []
-        method = "lexical"
-        # The lexical choice, unless a model answers usefully: the best matches, without the
-        # long tail that shares only a common word with the query.
-        floor = scored[0][1] * LEXICAL_FLOOR if scored else 0.0
-        names = [name for name, score in scored[:limit] if score >= floor]
+        # The ranked choice, unless a model answers usefully: the best matches, without the long
+        # tail that shares only a common word with the query (under LEXICAL_FLOOR of the best
+        # words' score) and is no match by meaning either (index.rank_meaning's floor).
+        floor = ranking.words[0][1] * LEXICAL_FLOOR if ranking.words else 0.0
+        matched = {name for name, score in ranking.words if score >= floor} | dict(ranking.meaning).keys()
+        names = [name for name, _ in ranking.scored[:limit] if name in matched]
         from ..models import ModelSettings, call_role
 
         def select(role: ModelSettings) -> Selection | None:
@@ -722,17 +724,42 @@ class MemoryService:
         )
 
     def _rank(self, index: MemoryIndex, query: str, limit: int) -> list[tuple[str, float]]:
-        """index.rank, with the meaning signal when `[recall] semantic` is on; when its model
-        cannot be loaded, the words alone, with a warning (recall never fails for it)."""
-        from .semantic import SemanticUnavailable, shared
+        return self._ranked(index, query, limit)[0].scored
 
-        if not self.vault.config.recall.semantic:
-            return index.rank(query, limit, today())
-        try:
-            return index.rank(query, limit, today(), shared())
-        except SemanticUnavailable as error:
-            self.warnings.append(f"{error}; recall used the words alone")
-            return index.rank(query, limit, today())
+    def _ranked(self, index: MemoryIndex, query: str, limit: int) -> tuple[Ranking, str]:
+        """index.ranked with the meaning signal, and the method that ranked ("lexical": the words
+        alone; "words+meaning": the static vectors fused in; "words+embedding": the `embedding`
+        model's). The embedding model, when `[models] embedding` names one, replaces the static
+        vectors; when it fails, or the static model cannot be loaded, the words alone rank, with a
+        warning (recall never fails for meaning). `[recall] semantic = false` turns the static
+        vectors off."""
+        from ..errors import ModelError
+        from .semantic import SemanticUnavailable
+
+        model = self._meaning()
+        if model is not None:
+            try:
+                ranking = index.ranked(query, limit, today(), model)
+                return ranking, "lexical" if ranking.signals == ["words"] else "+".join(ranking.signals)
+            except SemanticUnavailable as error:
+                self.warnings.append(f"{error}; recall used the words alone")
+            except ModelError as error:
+                self.warnings.append(f"{error}; recall used the words alone")
+        return index.ranked(query, limit, today()), "lexical"
+
+    def _meaning(self) -> Meaning | None:
+        """The model of meaning recall fuses with the words: the `embedding` role when named for
+        itself (AIBUDDY_MODEL_EMBEDDING or [models] embedding: a chat model of `default` cannot
+        embed), else the static vectors unless `[recall] semantic = false`."""
+        from ..model_roles import model_settings
+        from .semantic import EmbeddingModel, shared
+
+        models = self.vault.config.models
+        if models.get("embedding") is not None or self.environ.get("AIBUDDY_MODEL_EMBEDDING") is not None:
+            settings = model_settings("embedding", models, self.environ)
+            if settings.configured:
+                return EmbeddingModel(settings)
+        return shared() if self.vault.config.recall.semantic else None
 
     def _mark_recalled(self, names: list[str], warnings: list[str]) -> list[MemoryRecord]:
         """Read the chosen bodies and bump recallCount/lastRecalledAt under the user's lock.

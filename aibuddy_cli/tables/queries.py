@@ -150,12 +150,27 @@ class Reduction(NamedTuple):
 
 class SearchHit(NamedTuple):
     table: str
-    score: float  # BM25 (lexical), or the summed cosine similarity (embedding)
+    # BM25 (lexical), or the summed cosine similarity (embedding); when both kinds are in one
+    # result (some tables searched by meaning, others by words), the fused rank score instead
+    score: float
     row: Row
     match: str = "lexical"  # or "embedding"
 
     def to_json(self) -> SearchHitJson:
         return {"table": self.table, "match": self.match, "score": self.score, "row": self.row}
+
+
+RRF_K = 60  # reciprocal-rank fusion's usual constant (as memory recall's)
+
+
+def fused_hits(rankings: list[list[SearchHit]], limit: int) -> list[SearchHit]:
+    """Hits ranked by several kinds of score (cosine, BM25) on one scale: each ranking gives its
+    place p the score 1 / (RRF_K + p); the best `limit`, their score that fused one."""
+    fused: list[tuple[float, int, SearchHit]] = []
+    for ranking in rankings:
+        fused += [(1 / (RRF_K + place), place, hit) for place, hit in enumerate(ranking, 1)]
+    fused.sort(key=lambda item: (-item[0], item[1], item[2].table))
+    return [hit._replace(score=round(score, 6)) for score, _, hit in fused[:limit]]
 
 
 class SearchResult(NamedTuple):
@@ -418,8 +433,10 @@ class TableQueries:
                 hits += found
                 opened = [t for t in opened if t not in semantic]
         method = "embedding" if hits else "lexical"
-        hits += self._lexical(" ".join(references), opened, limit)
-        return SearchResult(shown, method, hits[:limit])
+        words = self._lexical(" ".join(references), opened, limit)
+        if hits and words:  # two kinds of score: one scale, by rank
+            return SearchResult(shown, method, fused_hits([hits, words], limit))
+        return SearchResult(shown, method, (hits + words)[:limit])
 
     def _lexical(self, query: str, tables: list[IndexedTable], limit: int) -> list[SearchHit]:
         terms = query_terms(query)
