@@ -14,6 +14,7 @@ from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .expiry import is_expired, parse_expires
 from .header_edit import mark_recalled_text, updated_text
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem, ProblemJson
+from .lexical import above_floor
 from .manifest import ManifestLine, ManifestLineJson, build_manifest
 from .records import (
     MemoryRecord,
@@ -31,8 +32,6 @@ from .records import (
 
 if TYPE_CHECKING:
     from .recall import Selection
-
-LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
 
 
 def today() -> dt.date:
@@ -689,10 +688,9 @@ class MemoryService:
         warnings: list[str] = []
         dropped: list[str] = []
         method = "lexical"
-        # The lexical choice, unless a model answers usefully: the best matches, without the
-        # long tail that shares only a common word with the query.
-        floor = scored[0][1] * LEXICAL_FLOOR if scored else 0.0
-        names = [name for name, score in scored[:limit] if score >= floor]
+        # The lexical choice, unless a model answers usefully: the best matches that share a word
+        # with the query, a common one included (lexical.above_floor).
+        names = above_floor(scored, limit)
         from ..models import ModelSettings, call_role
 
         def select(role: ModelSettings) -> Selection | None:
