@@ -187,35 +187,43 @@ BASE, HELP, LIST, RECALL_EN, RECALL_ZH, *RECALL_COMMON = COMMANDS
 COLD = "`memory list --json`, cold index (1 run)"
 WARM_QUERIES = (EN_QUERY, COMMON_QUERY, COMMON_ABSENT_QUERY, ZH_COMMON_QUERY)
 # One process answering recall after recall, as an MCP server does: the median ms of one call
-# after the first (the index open, the modules imported).
+# after the first (the index open, the modules imported); and of the ranking by words alone (the
+# index already checked against the folder, which a recall does first).
 WARM_SCRIPT = """
-import json, statistics, sys, time
+import datetime as dt, json, statistics, sys, time
 from pathlib import Path
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 runs, queries = int(sys.argv[2]), sys.argv[3:]
+today = dt.date.today()
 with Session(Vault.open(Path(sys.argv[1]), {}), "bench", environ={}) as session:
-    timings = {}
+    timings = {"recall": {}, "rank": {}}
     for query in queries:
-        session.memory.recall(query)
-        samples = []
-        for _ in range(runs):
-            begun = time.perf_counter()
-            session.memory.recall(query)
-            samples.append((time.perf_counter() - begun) * 1000)
-        timings[query] = statistics.median(samples)
+        for label, call in (
+            ("recall", lambda: session.memory.recall(query)),
+            ("rank", lambda index=session.memory.index(): index.rank(query, 5, today)),
+        ):
+            call()
+            samples = []
+            for _ in range(runs):
+                begun = time.perf_counter()
+                call()
+                samples.append((time.perf_counter() - begun) * 1000)
+            timings[label][query] = statistics.median(samples)
 print(json.dumps(timings))
 """
 
 
 def warm(vault: Path, runs: int, env: dict[str, str]) -> dict[str, float]:
-    """Median ms of an in-process recall after the first, per WARM_QUERIES."""
+    """Median ms of an in-process recall after the first, and of its ranking, per WARM_QUERIES."""
     done = check_run([sys.executable, "-c", WARM_SCRIPT, str(vault), str(runs), *WARM_QUERIES], env)
     try:
         found = json.loads(done.stdout)
     except ValueError:
         return {}
-    return {f'warm `recall("{query}")`, in process': ms for query, ms in found.items()}
+    recalls = {f'warm `recall("{query}")`, in process': ms for query, ms in found["recall"].items()}
+    ranks = {f'its ranking by words alone, `rank("{query}", 5)`': ms for query, ms in found["rank"].items()}
+    return recalls | ranks
 
 
 def bench_size(n: int, runs: int) -> tuple[dict[str, float], list[str]]:
@@ -263,8 +271,8 @@ def report(results: dict[int, dict[str, float]], runs: int, notes: list[str]) ->
     for row in rows:
         cells = [cell(results[n][row], results[n][BASE]) for n in sizes]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    for row in sorted({row for n in sizes for row in results[n] if row.startswith("warm")}):
-        cells = [f"{results[n][row]:.1f} ms" if row in results[n] else "-" for n in sizes]
+    for row in sorted({row for n in sizes for row in results[n] if row.startswith(("warm", "its"))}):
+        cells = [f"{results[n][row]:.2f} ms" if row in results[n] else "-" for n in sizes]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
 
     def ratio(n: int, row: str) -> float:
