@@ -33,6 +33,13 @@ installed in the virtualenv: run `make install` first to measure the working tre
    gold document) and Hit@5 (a gold document among the 5 sections' documents), and how many
    distinct documents those 5 sections come from (with 6 documents, Hit@5 is easy when it is 5).
 
+3. The own labelled sets of bench/sets/: dated_recall.jsonl (questions naming a time, ranked with
+   and without it), handbook_questions.jsonl (section search), common_terms.jsonl (questions of
+   words that 5 to 90 % of a payments team's notes hold, over vaults of 8 to 2,000 records, EN and
+   ZH) and dated_days.jsonl (dated questions whose day holds several records sharing names): for
+   the last two, rank()'s Recall@5 / Hit@1 / Hit@5 / MRR@10 and what recall() returns, by vault
+   size, language and category.
+
 Output: Markdown tables with the count n beside every figure, and the elapsed time; --json OUT also
 writes every figure, and each query's outcome, as JSON so that two runs can be compared.
 """
@@ -678,10 +685,209 @@ def paraphrase_report(results: dict[str, Any]) -> list[str]:
     return lines + table(header, rows)
 
 
+# --- own sets for issue 34: common words, and dated days whose records share words -------------
+
+
+class Ranked(NamedTuple):
+    """One question's outcome: rank()'s top MRR_K and what recall() returned (record names)."""
+
+    item: dict[str, Any]
+    ranked: list[str]
+    recalled: list[str]
+
+
+def gold_share(names: list[str], gold: list[str]) -> float:
+    """The share of the gold records among names (at most TOP_K of them), of those it could hold."""
+    return ratio(sum(name in gold for name in names[:TOP_K]), min(TOP_K, len(gold)))
+
+
+def write_records(vault: Vault, items: Iterable[dict[str, Any]], created: str | None = None) -> None:
+    folder = vault.root / "memory" / USER
+    folder.mkdir(parents=True, exist_ok=True)
+    for item in items:
+        stamp = item.get("created", created)
+        record = MemoryRecord(
+            name=item["record"], description=item["description"], type="project", body=item["body"],
+            created=stamp, updated=stamp,
+        )  # fmt: skip
+        (folder / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
+
+
+def ask(vault: Vault, questions: list[dict[str, Any]], today: Any) -> list[Ranked]:
+    """rank() with the questions' time read against today, and recall() as a user gets it on that day."""
+    from aibuddy_cli.memory import service
+
+    outcomes = []
+    with Session(vault, USER, environ=NO_MODEL) as session, on_day(service, today):
+        memory = session.memory
+        for item in questions:
+            ranked = [name for name, _ in memory.index().rank(item["question"], MRR_K, today)]
+            recalled = [record.name for record in memory.recall(item["question"]).records]
+            outcomes.append(Ranked(item, ranked, recalled))
+    return outcomes
+
+
+def on_day(service: Any, today: Any) -> Any:
+    """recall()'s today, while the block runs."""
+    from unittest import mock
+
+    return mock.patch.object(service, "today", lambda: today)
+
+
+def reciprocal(outcome: Ranked) -> float:
+    return next((1 / i for i, name in enumerate(outcome.ranked, 1) if name in outcome.item["gold"]), 0.0)
+
+
+def ranked_figures(outcomes: list[Ranked]) -> dict[str, Any]:
+    n = len(outcomes)
+
+    def first(o: Ranked) -> bool:
+        wanted = [o.item["best"]] if "best" in o.item else o.item["gold"]
+        return bool(o.ranked) and o.ranked[0] in wanted
+
+    return {
+        "n": n,
+        "recall_at_5": ratio(sum(gold_share(o.ranked, o.item["gold"]) for o in outcomes), n),
+        "hit_at_1": sum(map(first, outcomes)),
+        "hit_at_5": sum(any(name in o.item["gold"] for name in o.ranked[:TOP_K]) for o in outcomes),
+        "mrr_at_10": ratio(sum(reciprocal(o) for o in outcomes), n),
+        "recall_gold_share": ratio(sum(gold_share(o.recalled, o.item["gold"]) for o in outcomes), n),
+        "recall_returned_mean": ratio(sum(len(o.recalled) for o in outcomes), n),
+    }
+
+
+def ranked_rows(groups: dict[str, list[Ranked]]) -> list[list[str]]:
+    rows = []
+    for group, members in groups.items():
+        f = ranked_figures(members)
+        n = f["n"]
+        rows.append([
+            group, str(n), f"{f['recall_at_5']:.3f}", fraction(f["hit_at_1"], n), fraction(f["hit_at_5"], n),
+            f"{f['mrr_at_10']:.3f}", f"{f['recall_gold_share']:.3f}", f"{f['recall_returned_mean']:.2f}",
+        ])  # fmt: skip
+    return rows
+
+
+RANKED_HEADER = ["group", "n", "Recall@5", "Hit@1", "Hit@5", "MRR@10", "recall() gold share",
+                 "recall() returned"]  # fmt: skip
+COMMON_WORDS = {"en": ["payments", "release", "incident", "api", "notes", "checklist"],
+                "zh": ["支付", "发布", "事故", "接口", "说明", "清单"]}  # fmt: skip
+
+
+def common_filler(language: str, count: int, seed: int) -> list[dict[str, Any]]:
+    """count filler records of common_terms_filler.json, the same first ones for any count."""
+    import random
+
+    pools = json.loads((OWN_SETS / "common_terms_filler.json").read_text(encoding="utf-8"))[language]
+    rng = random.Random(f"{seed}-{language}")
+    kinds = pools["kinds"]
+    records = []
+    for number in range(count):
+        kind = rng.choices(kinds, weights=[k["weight"] for k in kinds])[0]
+        values = {slot: rng.choice(choices) for slot, choices in pools["slots"].items()}
+        day = 1 + rng.randrange(28)
+        records.append({
+            "record": f"{language}-filler-{number:04d}",
+            "description": kind["description"].format(**values),
+            "body": kind["body"].format(**values),
+            "created": f"2024-{1 + number % 12:02d}-{day:02d}T09:00:00Z",
+        })  # fmt: skip
+    return records
+
+
+def run_common_terms(scratch: Path) -> dict[str, Any]:
+    """bench/sets/common_terms.jsonl: questions of common words over vaults of 8 to 2,000 records
+    (nested; filled from common_terms_filler.json), in English and Chinese."""
+    import datetime as dt
+
+    lines = read_jsonl(OWN_SETS / "common_terms.jsonl")
+    header = lines[0]
+    today = dt.date(2025, 6, 1)
+    results: dict[str, Any] = {"sizes": header["sizes"], "outcomes": [], "shares": {}}
+    for language in ("en", "zh"):
+        core = [line for line in lines[1:] if "record" in line and line["language"] == language]
+        questions = [line for line in lines[1:] if "question" in line and line["language"] == language]
+        for size in header["sizes"]:
+            chosen = [item for item in core if item["from"] <= size]
+            chosen += common_filler(language, max(0, size - len(chosen)), header["seed"])
+            vault = new_vault(scratch / f"common-{language}-{size}")
+            write_records(vault, chosen, header["created"])
+            texts = [f"{item['description']} {item['body']}".lower() for item in chosen]
+            results["shares"][f"{language} {size}"] = {
+                word: ratio(sum(word in text for text in texts), len(texts))
+                for word in COMMON_WORDS[language]
+            }
+            asked = [dict(item, size=size) for item in questions if item["from"] <= size]
+            results["outcomes"] += [o._asdict() for o in ask(vault, asked, today)]
+    return results
+
+
+def common_terms_report(results: dict[str, Any]) -> list[str]:
+    outcomes = [Ranked(**o) for o in results["outcomes"]]
+    by_size: dict[str, list[Ranked]] = {}
+    by_category: dict[str, list[Ranked]] = {}
+    for o in outcomes:
+        by_size.setdefault(f"{o.item['language']}, {o.item['size']:,} records", []).append(o)
+        by_category.setdefault(f"{o.item['language']}: {o.item['category']}", []).append(o)
+    shares = "; ".join(
+        f"{vault}: " + ", ".join(f"{word} {share:.0%}" for word, share in found.items())
+        for vault, found in results["shares"].items()
+    )
+    lines = [
+        "",
+        "## Own set: common words (bench/sets/common_terms.jsonl)",
+        "",
+        "rank() = `index.rank(question, 10)`; recall() = `memory.recall(question)` (at most 5); gold share ="
+        " gold records among the 5 of those there could be; Hit@1 = the record holding the question's rarer"
+        " word first, where one does, else any gold record first.",
+        "",
+        *table(RANKED_HEADER, ranked_rows(by_size)),
+        "",
+        *table(RANKED_HEADER, ranked_rows(dict(sorted(by_category.items())))),
+        "",
+        f"Share of the records holding each word: {shares}.",
+    ]
+    return lines
+
+
+def run_dated_days(scratch: Path) -> dict[str, Any]:
+    """bench/sets/dated_days.jsonl: dated questions whose day holds several records sharing words."""
+    import datetime as dt
+
+    lines = read_jsonl(OWN_SETS / "dated_days.jsonl")
+    today = dt.date.fromisoformat(lines[0]["today"])
+    outcomes: list[dict[str, Any]] = []
+    for language in ("en", "zh"):
+        vault = new_vault(scratch / f"days-{language}")
+        mine = [line for line in lines[1:] if line.get("language") == language]
+        write_records(vault, [line for line in mine if "record" in line])
+        questions = [line for line in mine if "question" in line]
+        outcomes += [o._asdict() for o in ask(vault, questions, today)]
+    return {"today": today.isoformat(), "outcomes": outcomes}
+
+
+def dated_days_report(results: dict[str, Any]) -> list[str]:
+    groups: dict[str, list[Ranked]] = {}
+    for o in (Ranked(**o) for o in results["outcomes"]):
+        language = o.item["language"]
+        named = "no date" if o.item["category"] == "no date" else "names a time"
+        groups.setdefault(f"{language}: {named}", []).append(o)
+        if named != "no date":
+            groups.setdefault(f"{language}: {o.item['category']}", []).append(o)
+    lines = ["", f"## Own set: dated days (bench/sets/dated_days.jsonl, today = {results['today']})", ""]
+    lines += table(RANKED_HEADER, ranked_rows(dict(sorted(groups.items()))))
+    outcomes = [Ranked(**o) for o in results["outcomes"]]
+    misses = [o for o in outcomes if not o.ranked or o.ranked[0] not in o.item["gold"]]
+    lines += ["", "Misses at 1 (the top 3):"]
+    lines += [f'- "{o.item["question"]}" (gold {", ".join(o.item["gold"])}): {o.ranked[:3]}' for o in misses]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write every figure to OUT as JSON")
     parser.add_argument("--devsets", type=Path, default=DEFAULT_DEVSETS, help="the dev sets folder")
+    parser.add_argument("--only", metavar="PARTS", help="the parts to run, e.g. madial,dated_days")
     args = parser.parse_args()
     devsets: Path = args.devsets
     started = time.perf_counter()
@@ -698,7 +904,11 @@ def main() -> None:
             ("dated", OWN_SETS, lambda _, scratch: run_dated(scratch), dated_report),
             ("handbook", OWN_SETS, lambda _, scratch: run_handbook(scratch), handbook_report),
             ("paraphrase", OWN_SETS, lambda _, s: run_paraphrase(s), paraphrase_report),
+            ("common_terms", OWN_SETS, lambda _, scratch: run_common_terms(scratch), common_terms_report),
+            ("dated_days", OWN_SETS, lambda _, scratch: run_dated_days(scratch), dated_days_report),
         ):
+            if args.only and part not in args.only.split(","):
+                continue
             if not folder.is_dir():
                 if devsets.is_dir():
                     lines += ["", f"({folder} is absent: {part} skipped)"]

@@ -29,14 +29,12 @@ from ..cache_db import CacheDB, entry_hash, files_digest
 from ..dates import Span, read_time, text_days
 from ..folder_watch import cursor_source
 from ..storage import Entry
-from ..text import index_text, query_terms
-from . import expiry
+from ..text import index_text
+from . import expiry, lexical
 from .records import MemoryRecord
 from .semantic import Known, Meaning, code, mostly_cjk, pack, unpack
 
 SCHEMA_VERSION = 9
-# bm25 column weights: a word in the name or description says more than one in the body.
-_WEIGHTS = "4.0, 3.0, 1.0"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -82,12 +80,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
 """
 
 
-DATE_BOOST = 1.0  # how much a lexical match gains when the record's days fit the question's time
-# A record of those days that shares no word with the question scores this share of the best: under
-# recall's floor (LEXICAL_FLOOR, 0.2), so it is picked only when no record shares a word ("what did
-# I decide last week?"), and a task's "draft this week's report" brings no unrelated record of the week.
-DATE_ONLY = 0.1
-DATED_LIMIT = 500  # records of a question's time considered (a year may hold thousands)
 MEANING_DEPTH = 50  # how deep each ranking goes into the fusion of words and meaning
 RRF_K = 60  # reciprocal-rank fusion's usual constant
 SHORTLIST = 200  # records scored exactly by meaning, of those sharing the most signs with the question
@@ -424,22 +416,6 @@ class MemoryIndex(CacheDB):
 
     # --- reading ----------------------------------------------------------------------
 
-    def _weighty(self, terms: list[str]) -> list[str]:
-        """terms without those found in more than half of the records, when rarer ones remain.
-
-        FTS5's bm25 gives such a term an IDF of about zero (it clamps log((N - n + 0.5) / (n + 0.5))
-        at 1e-6), so it moves no score; leaving it out of the MATCH spares scoring every record that
-        holds it: "kubernetes rollback runbook" over 10,000 records of which 7,000 say "kubernetes"
-        scores one record instead of 7,400 (10 ms -> 1 ms)."""
-        if len(terms) < 2:
-            return terms
-        half = self.db.execute("SELECT count(*) FROM records").fetchone()[0] // 2  # (a b-tree count: fast)
-        if half < 100:  # a small folder: scoring everything costs nothing
-            return terms
-        counted = "SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH ? LIMIT ?)"
-        rare = [term for term in terms if self.db.execute(counted, (term, half + 1)).fetchone()[0] <= half]
-        return rare or terms
-
     _COLUMNS = (
         "name, description, type, provenance, created, updated, recall_count, last_recalled_at,"
         " expires, recency_ns"
@@ -634,65 +610,21 @@ class MemoryIndex(CacheDB):
         static model (semantic.py); and the signals that ranked: ["words"] or ["words",
         model.signal] (Ranking). A question that names a time, of which there are records, is matched by
         meaning among those records only (the time narrows, the meaning decides within it)."""
-        lexical = self.rank_words(query, max(limit, MEANING_DEPTH) if model else limit, today)
+        by_words = self.rank_words(query, max(limit, MEANING_DEPTH) if model else limit, today)
         if model is None or (model.vocabulary() is not None and mostly_cjk(query)):
-            return Ranking(lexical[:limit], ["words"], lexical, [])
+            return Ranking(by_words[:limit], ["words"], by_words, [])
         spans, words = read_time(query, today) if today is not None else ([], query)
         among = (self._dated(spans) or None) if spans else None
         meaning = self.rank_meaning(words, model, MEANING_DEPTH, among)
-        fused = fuse([lexical[:MEANING_DEPTH], meaning], limit)
-        return Ranking(fused, ["words", model.signal], lexical, meaning)
+        fused = fuse([by_words[:MEANING_DEPTH], meaning], limit)
+        return Ranking(fused, ["words", model.signal], by_words, meaning)
 
     def rank_words(self, query: str, limit: int, today: dt.date | None = None) -> list[tuple[str, float]]:
-        """Best matches over all of the user's records: (name, score), best first. BM25; and when
-        the query names a time (`dates.read_time`, relative to today; its words then match as a
-        time, not as words), the records whose days
-        fall in it (header dates or dates their text states) go first: a lexical match's score is
-        doubled, and a record of those days that shares no word with the query comes after them
-        (DATE_ONLY), first when no record shares a word ("what did I do last week?")."""
-        spans, words = read_time(query, today) if today is not None else ([], query)
-        terms = self._weighty(query_terms(words))
-        if limit <= 0 or not (terms or spans):
-            return []
-        scored = self._bm25(" OR ".join(terms), limit) if terms else []
-        if not spans:
-            return scored
-        dated = self._dated(spans)
-        if not dated:
-            return scored
-        found = dict(scored)
-        if terms:
-            found.update(self._bm25(" OR ".join(terms), limit, among=dated))
-        best = max(found.values(), default=1.0)
-        gain = 1 + DATE_BOOST
-        boosted = {name: score * gain if name in dated else score for name, score in found.items()}
-        for name in dated:
-            boosted.setdefault(name, best * DATE_ONLY)
-        return sorted(boosted.items(), key=lambda item: (-item[1], item[0]))[:limit]
-
-    def _bm25(self, expression: str, limit: int, among: set[str] | None = None) -> list[tuple[str, float]]:
-        """BM25 matches of an FTS5 expression (only names in among, when given): (name, score)."""
-        restrict = ""
-        values: list[object] = [expression]
-        if among is not None:
-            restrict = f" AND r.name IN ({', '.join('?' * len(among))})"
-            values += sorted(among)
-        rows = self.db.execute(
-            f"SELECT r.name, bm25(records_fts, {_WEIGHTS}) AS score FROM records_fts"
-            " JOIN records r ON r.id = records_fts.rowid"
-            f" WHERE records_fts MATCH ? AND r.error IS NULL AND {_live('r')}{restrict}"
-            " ORDER BY score, r.name LIMIT ?",
-            (*values, limit),
-        )
-        return [(name, -score) for name, score in rows]
+        """Best matches by words over all of the user's records: (name, score), best first; when
+        the query names a time (`dates.read_time`, relative to today), its records first
+        (lexical.py says how)."""
+        return lexical.rank(self.db, query, limit, today, _live("r"))
 
     def _dated(self, spans: list[Span]) -> set[str]:
-        """The well-formed records with a day in one of spans (at most DATED_LIMIT, the newest)."""
-        clauses = " OR ".join("d.day BETWEEN ? AND ?" for _ in spans)
-        values = [bound.isoformat() for span in spans for bound in span]
-        rows = self.db.execute(
-            "SELECT DISTINCT r.name, r.recency_ns FROM record_days d JOIN records r ON r.id = d.id"
-            f" WHERE ({clauses}) AND r.error IS NULL AND {_live('r')} ORDER BY r.recency_ns DESC LIMIT ?",
-            (*values, DATED_LIMIT),
-        )
-        return {name for name, _ in rows}
+        """The well-formed records with a day in one of spans (the newest, lexical.DATED_LIMIT)."""
+        return set(lexical.of_days(self.db, spans, _live("r")))

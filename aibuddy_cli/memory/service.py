@@ -14,6 +14,7 @@ from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .expiry import is_expired, parse_expires
 from .header_edit import mark_recalled_text, updated_text
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem, ProblemJson, Ranking
+from .lexical import above_floor
 from .manifest import ManifestLine, ManifestLineJson, build_manifest
 from .records import (
     MemoryRecord,
@@ -32,8 +33,6 @@ from .records import (
 if TYPE_CHECKING:
     from .recall import Selection
     from .semantic import Meaning
-
-LEXICAL_FLOOR = 0.2  # a lexical pick must score at least this share of the best match
 
 
 def today() -> dt.date:
@@ -689,11 +688,11 @@ class MemoryService:
         ranked = [name for name, _ in ranking.scored]
         warnings: list[str] = []
         dropped: list[str] = []
-        # The ranked choice, unless a model answers usefully: the best matches, without the long
-        # tail that shares only a common word with the query (under LEXICAL_FLOOR of the best
-        # words' score) and is no match by meaning either (index.rank_meaning's floor).
-        floor = ranking.words[0][1] * LEXICAL_FLOOR if ranking.words else 0.0
-        matched = {name for name, score in ranking.words if score >= floor} | dict(ranking.meaning).keys()
+        # The ranked choice, unless a model answers usefully: the best matches that share a word
+        # with the query, a common one included (lexical.above_floor: the question's time alone when
+        # none does), or match it by meaning (index.rank_meaning's floor).
+        sharing = set(above_floor(ranking.words, len(ranking.words)))
+        matched = sharing | dict(ranking.meaning).keys()
         names = [name for name, _ in ranking.scored[:limit] if name in matched]
         from ..models import ModelSettings, call_role
 

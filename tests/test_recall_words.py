@@ -1,0 +1,103 @@
+"""Recall by words keeps every record that matches: a word most records hold weighs little but still
+makes a candidate, so recall fills its five from the next best; a question that names a time ranks
+that time's records first, by its subject."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from aibuddy_cli.memory.records import MemoryRecord, render_record
+from aibuddy_cli.session import Session
+from aibuddy_cli.vault import Vault
+
+CHECKLIST = ["freeze the branch", "run the reconciliation", "announce the window", "check the flags",
+             "sign off the canary", "tag the release", "roll back on declines"]  # fmt: skip
+
+
+def write(
+    vault: Vault, name: str, description: str, body: str = "", created: str = "2026-01-05T09:00:00Z"
+) -> None:
+    record = MemoryRecord(
+        name=name, description=description, type="project", body=body, created=created, updated=created
+    )
+    folder = vault.root / "memory/demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.md").write_text(render_record(record))
+
+
+def recalled(vault: Vault, query: str) -> list[str]:
+    with Session(vault, "demo", environ={}) as session:
+        return [record.name for record in session.memory.recall(query).records]
+
+
+def checklist(vault: Vault) -> None:
+    """The issue's vault: 7 of 8 records about the payments release checklist, 1 holding "marker"."""
+    for number, step in enumerate(CHECKLIST):
+        write(vault, f"release-{number}", f"Payments release checklist: {step}")
+    write(vault, "whiteboard", "The blue whiteboard marker in room 3 is dry")
+
+
+def test_records_that_hold_only_common_words_fill_the_five(vault: Vault) -> None:
+    checklist(vault)
+    names = recalled(vault, "payments release marker")
+    assert names[0] == "whiteboard"  # the rarest word still ranks first
+    assert len(names) == 5 and all(name.startswith("release-") for name in names[1:])
+
+
+def test_a_word_no_record_holds_does_not_hide_the_common_ones(vault: Vault) -> None:
+    """Over 200 records (where the words held by more than half were left out of the match), a
+    question of common words and one no record holds found nothing."""
+    checklist(vault)
+    for number in range(240):
+        write(vault, f"note-{number:03d}", f"Payments team note {number}", "Release train notes.")
+    assert len(recalled(vault, "payments release steps for Lisbon")) == 5
+    names = recalled(vault, "payments release checklist")
+    assert len(names) == 5 and all(name.startswith("release-") for name in names)
+
+
+def test_a_record_holding_the_rare_word_and_common_ones_comes_before_one_holding_only_the_rare_word(
+    vault: Vault,
+) -> None:
+    checklist(vault)
+    write(vault, "release-marker", "Payments release marker: the tag that starts the rollout")
+    assert recalled(vault, "payments release marker")[:2] == ["release-marker", "whiteboard"]
+
+
+def test_task_context_surfaces_the_release_records(vault: Vault) -> None:
+    checklist(vault)
+    with Session(vault, "demo", environ={}) as session:
+        task = session.tasks.new("Payments release")
+        session.tasks.add_message(task.id, "user", "Where is the marker?")
+        memories = session.context.assemble(task.id).memories
+    assert len(memories.records) == 5
+
+
+def test_a_dated_question_ranks_that_days_records_first(vault: Vault) -> None:
+    """The day's record shares only a name the whole vault holds; another month's shares the
+    question's rare word: the date narrows, then the words rank."""
+    for day, text in enumerate(["went running", "called her mother", "read a novel", "visited the zoo"], 1):
+        write(vault, f"melanie-{day}", f"Melanie {text}", created=f"2023-03-0{day}T18:00:00Z")
+    write(vault, "melanie-cake", "Melanie made a lemon cake for her kids", created="2023-06-16T18:00:00Z")
+    write(vault, "caroline-group", "Caroline went to a support group", created="2023-06-16T18:00:00Z")
+    write(vault, "melanie-bread", "Melanie wants to bake bread more often", created="2023-08-02T18:00:00Z")
+    names = recalled(vault, "What did Melanie bake on 16 June 2023?")
+    assert names[0] == "melanie-cake"
+    assert "melanie-bread" in names  # the other month's match still follows
+
+
+def test_records_of_the_time_that_share_no_word_come_only_when_none_does(vault: Vault) -> None:
+    monday = dt.date.today() - dt.timedelta(days=dt.date.today().weekday())
+    last_week = f"{monday - dt.timedelta(days=3)}T12:00:00Z"
+    write(vault, "vendor-choice", "Chose Acme as the payments vendor", created=last_week)
+    write(vault, "report-format", "Weekly report: done, next, risks", created="2024-02-01T12:00:00Z")
+    assert recalled(vault, "what did I decide last week?") == ["vendor-choice"]
+    assert recalled(vault, "draft last week's report") == ["report-format"]
+
+
+def test_a_long_pasted_question_still_recalls(vault: Vault) -> None:
+    """More terms than one SQL statement may score (SQLite allows 500 SELECTs in a UNION)."""
+    checklist(vault)
+    words = " ".join(f"word{number}" for number in range(600))
+    write(vault, "glossary", "Glossary", words)
+    names = recalled(vault, f"{words} canary")
+    assert names[0] == "glossary" and "release-4" in names
