@@ -72,8 +72,9 @@ def test_the_table_is_large_balanced_and_well_formed() -> None:
 
 
 def test_the_held_out_batches_are_well_formed_and_apart_from_the_table() -> None:
-    """bench/sets/cue_gate: a batch to tune on and one kept blind (their rates are the bench's, not
-    asserted here): at least 60 turns per language and label, no turn twice, none in the table."""
+    """bench/sets/cue_gate: batches to tune on and ones kept blind (their rates are the bench's, not
+    asserted here): at least 60 turns per language and label (80 in the Chinese second round), no turn
+    twice, none in the table."""
     folder = TABLE.parent.parent.parent / "bench" / "sets" / "cue_gate"
     seen = {t.text for t in TURNS}
     for name in ("tune", "blind"):
@@ -86,6 +87,24 @@ def test_the_held_out_batches_are_well_formed_and_apart_from_the_table() -> None
         assert min(counts.values()) >= 60, (name, counts)
         for _, label, kind, _ in rows:
             assert (kind == "-") == (label == "chatter") and (kind == "-" or kind in CUE_KINDS), name
+        texts = [row[3] for row in rows]
+        assert len(set(texts)) == len(texts) and not seen & set(texts), name
+        seen |= set(texts)
+    # the Chinese second round: 80 turns a label at least, and a fifth column saying what each is about
+    durable = {"job", "family", "health", "home", "habit", "ability", "experience", "possession"}
+    durable |= {"like", "belief"}
+    chatter = {"booking", "search", "correction", "question", "confirmation", "assistant", "transient"}
+    for name in ("zh_round2_tune", "zh_round2_blind"):
+        lines = (folder / f"{name}.tsv").read_text(encoding="utf-8").splitlines()
+        assert lines[0] == "lang\tlabel\tkind\ttext\ttopic"
+        rows = [line.split("\t") for line in lines[1:]]
+        assert all(len(row) == 5 and row[0] == "zh" and row[3].strip() for row in rows), name
+        counts = Counter(label for _, label, _, _, _ in rows)
+        assert set(counts) == {"lasting", "chatter"} and min(counts.values()) >= 80, (name, counts)
+        for _, label, kind, _, topic in rows:
+            assert (kind == "-") == (label == "chatter") and (kind == "-" or kind in CUE_KINDS), name
+            assert topic in (durable if label == "lasting" else chatter), (name, topic)
+        assert {topic for *_, topic in rows} == durable | chatter, name
         texts = [row[3] for row in rows]
         assert len(set(texts)) == len(texts) and not seen & set(texts), name
         seen |= set(texts)
@@ -334,5 +353,5 @@ def test_the_bench_script_says_when_the_dev_set_is_absent(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     headers = [line.split()[:2] for line in done.stdout.splitlines()]
-    assert headers.count(["lang", "lasting"]) == 3  # the table, the held-out tune and blind batches
+    assert headers.count(["lang", "lasting"]) == 5  # the table and the four held-out batches
     assert done.stdout.count(f"(no cue-gate dev set at {tmp_path}: only the table is measured)") == 1
