@@ -72,8 +72,9 @@ def test_the_table_is_large_balanced_and_well_formed() -> None:
 
 
 def test_the_held_out_batches_are_well_formed_and_apart_from_the_table() -> None:
-    """bench/sets/cue_gate: a batch to tune on and one kept blind (their rates are the bench's, not
-    asserted here): at least 60 turns per language and label, no turn twice, none in the table."""
+    """bench/sets/cue_gate: batches to tune on and ones kept blind (their rates are the bench's, not
+    asserted here): at least 60 turns per language and label (80 in the Chinese second round), no turn
+    twice, none in the table."""
     folder = TABLE.parent.parent.parent / "bench" / "sets" / "cue_gate"
     seen = {t.text for t in TURNS}
     for name in ("tune", "blind"):
@@ -86,6 +87,24 @@ def test_the_held_out_batches_are_well_formed_and_apart_from_the_table() -> None
         assert min(counts.values()) >= 60, (name, counts)
         for _, label, kind, _ in rows:
             assert (kind == "-") == (label == "chatter") and (kind == "-" or kind in CUE_KINDS), name
+        texts = [row[3] for row in rows]
+        assert len(set(texts)) == len(texts) and not seen & set(texts), name
+        seen |= set(texts)
+    # the Chinese second round: 80 turns a label at least, and a fifth column saying what each is about
+    durable = {"job", "family", "health", "home", "habit", "ability", "experience", "possession"}
+    durable |= {"like", "belief"}
+    chatter = {"booking", "search", "correction", "question", "confirmation", "assistant", "transient"}
+    for name in ("zh_round2_tune", "zh_round2_blind"):
+        lines = (folder / f"{name}.tsv").read_text(encoding="utf-8").splitlines()
+        assert lines[0] == "lang\tlabel\tkind\ttext\ttopic"
+        rows = [line.split("\t") for line in lines[1:]]
+        assert all(len(row) == 5 and row[0] == "zh" and row[3].strip() for row in rows), name
+        counts = Counter(label for _, label, _, _, _ in rows)
+        assert set(counts) == {"lasting", "chatter"} and min(counts.values()) >= 80, (name, counts)
+        for _, label, kind, _, topic in rows:
+            assert (kind == "-") == (label == "chatter") and (kind == "-" or kind in CUE_KINDS), name
+            assert topic in (durable if label == "lasting" else chatter), (name, topic)
+        assert {topic for *_, topic in rows} == durable | chatter, name
         texts = [row[3] for row in rows]
         assert len(set(texts)) == len(texts) and not seen & set(texts), name
         seen |= set(texts)
@@ -275,9 +294,72 @@ def test_a_plain_chinese_statement_about_the_user_opens_it(text: str) -> None:
         "记住了，谢谢你。",
         "太好了，我喜欢，谢谢你的推荐！",
         "都是我喜欢吃的菜，谢谢。",
+        # a plain first-person clause about the task at hand: a time, a means, a slot of the trip, an
+        # answer among the options, an event done, a task given, a thanks
+        "我下午出发。",
+        "我坐高铁。",
+        "我住两晚。",
+        "我一个人。",
+        "我都行。",
+        "我会在三点左右到。",
+        "我去过那家了，换一家吧。",
+        "我已经付过钱了。",
+        "我有一张优惠券。",
+        "我时间不多。",
+        "我老板让我写一份总结。",
+        "我写的是一个爬虫。",
+        "我很满意，谢谢！",
     ],
 )
 def test_chinese_task_chatter_with_a_first_person_subject_keeps_it_shut(text: str) -> None:
+    assert find_cues([text]) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # states and health
+        "我很容易晕船。",
+        "我左眼弱视。",
+        "我恐高，从来不坐过山车。",
+        # abilities
+        "我会弹古筝。",
+        "我能看懂韩文。",
+        "我游泳游得不错。",
+        # experiences, also in the negative
+        "我曾经去过冰岛。",
+        "我没坐过高铁。",
+        "我以前是做会计的。",
+        # bare habits, without a time word
+        "我打网球和篮球。",
+        "我骑车上班。",
+        # possession, whatever the classifier, and where
+        "我有三匹马。",
+        "我有一艘帆船。",
+        "对了，我在老家有一套房子。",
+        # beliefs
+        "我相信因果。",
+        "我认为早睡很重要。",
+        # living alone, a duration in years, the home near a station, a habit with 每次…都 and a hotel
+        "我一个人住。",
+        "我开出租车二十年了。",
+        "我家离地铁站只有五分钟。",
+        "我每次去北京都住同一家酒店。",
+    ],
+)
+def test_a_chinese_statement_of_a_state_ability_experience_habit_or_possession_opens_it(text: str) -> None:
+    """我 and a predicate with no aspect, modal or deictic: in Chinese, what the user is, can do,
+    has done, does and has, not what they want now."""
+    assert find_cues([text])
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["不对不对，我要的是单程票。", "这个日期不对，应该是二十号。", "我的意思是找离公园近的。"],
+)
+def test_a_chinese_correction_of_a_request_keeps_it_shut(text: str) -> None:
+    """不对 / 我的意思是 about a slot of the request (a ticket, a date, what to look for) corrects the
+    request, not the assistant."""
     assert find_cues([text]) == []
 
 
@@ -334,5 +416,5 @@ def test_the_bench_script_says_when_the_dev_set_is_absent(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     headers = [line.split()[:2] for line in done.stdout.splitlines()]
-    assert headers.count(["lang", "lasting"]) == 3  # the table, the held-out tune and blind batches
+    assert headers.count(["lang", "lasting"]) == 5  # the table and the four held-out batches
     assert done.stdout.count(f"(no cue-gate dev set at {tmp_path}: only the table is measured)") == 1

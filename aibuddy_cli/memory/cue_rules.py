@@ -63,7 +63,8 @@ DURABLE = LazyPattern(
     r"for (?:the |all )?future|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
     r"weekends|weekdays)|every (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|morning|"
     r"evening|night|day|week|month)|most (?:days|weeks|nights|mornings|evenings|weekends))\b|以后|今后|往后|"
-    r"每次|一直|总是|永远|默认|一律|统一|向来|从来|平时|通常"
+    r"每次|一直|总是|永远|默认|一律|统一|向来|从来|平时|通常|多年|"
+    r"(?:[\d一二三四五六七八九十两]+|好几|十几|几十)年了"  # 我开出租车二十年了: a pursuit of years
 )
 # A question: an English sentence that opens with an interrogative word or auxiliary and ends with
 # "?" ("Is the deadline in April?", not "I'm a nurse, what should I take?"), or a Chinese one with
@@ -109,11 +110,15 @@ TASK = LazyPattern(
     rf"|\bthere (?:are|will be|is) (?:{_NUMBER}|only|just)\b|\bwe(?:'re| are| will be) (?:{_NUMBER}|a group|"
     rf"a party)\b|\b\d{{2,6}} [a-z][\w .'-]{{0,30}}?\b(?:street|st|avenue|ave|road|rd|boulevard|blvd|drive|"
     rf"dr|way|lane|ln|court|ct|highway|hwy)\b"
-    # … in Chinese: 订/找/去/住 a hotel, a restaurant; tickets, rooms, seats, a taxi, N people
+    # … in Chinese: 订/找/去/住 a hotel, a restaurant; tickets, rooms, seats, a taxi, a class of travel
     r"|(?:订|预订|预约|找|查|去|住|要|换|改|取消|推荐|叫|打)[^,。.!?]{0,8}?(?:酒店|宾馆|民宿|饭店|餐馆|餐厅|饭馆|"
     r"景点|景区|地方|车|房)|门票|[车机船]票|电影票|(?<![邮钞股彩发])票|[大双单]床房|标准间|单人间|双人间|包间|"
-    r"包房|位子|座位|出租车|专车|快车|航班|车次|班次|外卖|订单|[一二两三四五六七八九十\d]+(?:个人|位(?!置)|"
-    r"人(?!家))|评分|人均|营业时间|地铁站"
+    r"包房|位子|座位|出租车|专车|快车|航班|车次|班次|外卖|订单|评分|人均|营业时间|[经商头]\w?舱|"
+    # … how many: N people (我一个人 alone is an answer, 我一个人住 a way of life), nights, who comes along
+    r"我一个人(?=\s*(?:[,.!?;。]|$))|(?<!我)[一二两三四五六七八九十\d]+(?:个人|位(?!置)|人(?!家))|"
+    r"[一两二三四五六七八九十\d]+(?:晚|夜)(?![上饭餐])|带(?:着|了)?[一两二三四五六七八九十几\d]+个|"
+    # … the day of the month (十五号), not a line, a building or a size
+    r"(?<![\d一二三四五六七八九十])[0-9一二三四五六七八九十]{1,3}号(?![线楼门院床码])"
 )
 
 

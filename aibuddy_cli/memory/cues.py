@@ -36,7 +36,9 @@ bare "no" is no cue: it answers the assistant's question, and what follows it de
 traps are excluded: 以后 as "after" (下班以后), 应该 as "probably" (明天应该会下雨), 叫车 and
 帮我叫… against 我叫李雷, "call me a cab" against "call me Sam", 我在找/等… (a task in progress)
 against 我在医院上班, 我记下来了 and 记住了 (the user noting what the assistant said) against
-记一下：…, a bare 我喜欢 (the options at hand) against 我喜欢安静.
+记一下：…, a bare 我喜欢 (the options at hand) against 我喜欢安静, 不对 / 我的意思是 correcting a slot of the
+request (不对不对，我要的是往返票, 这个日期不对，应该是十五号, 我的意思是找离地铁近的) against
+correcting the assistant.
 
 Rules carry flags: a "soft" rule does not count in a one-off sentence (today, at 8, on Friday,
 "this slide", 今天, 这次…) unless the sentence also has a durability marker; a "habitual" rule
@@ -45,11 +47,18 @@ does not count in a sentence about the here and now at all ("I usually get this 
 我家附近有没有地铁站？); a "durable" rule (I want / need) counts only with a durability marker; a
 "choice" rule does not count in a sentence about a booking without one: what is booked or chosen
 ("I'd prefer a luxury ride", "No, I want the 8:15 one", 订…酒店, 门票, 座位) or one of its slots
-(a date, a clock time, how many people, a street address, "instead"). In English only, a turn
-that asks nothing also opens the gate on a first-person declarative sentence that is not a want,
-a plan or a thanks (I need / wanna / plan to / appreciate / I'm all set…), not in the
-progressive, not about the here and now and not about a booking ("I coach my son's team on
-Saturdays", "I have a vegetable garden").
+(a date, a clock time, how many people, a street address, "instead"). A turn that asks nothing
+also opens the gate on a first-person declarative sentence that is not a want, a plan or a thanks
+(I need / wanna / plan to / appreciate / I'm all set…), not in the progressive, not about the
+here and now and not about a booking ("I coach my son's team on Saturdays", "I have a vegetable
+garden"). In Chinese the same holds clause by clause, in a turn without a question, a request, a
+thanks or a problem report (吗, ？, 帮我, 请, 谢谢, 还是不行): 我 and a predicate with no aspect,
+modal or deictic, which says what the user is, can do, has done, does or has (我恐高, 我会拉二胡,
+我去过日本三次, 我没出过国, 我打乒乓球, 我走路上班, 我有一匹马, 我开车十五年了); not an intent or a
+transaction (我想…, 我要…, 我订…), the moment (我现在…, 我刚…, 我已经…, 我下午出发, 我坐高铁, a
+clause ending in 了 or 吧, 我头疼), an answer among the options (我都行, 我挺满意), the thing at hand
+(这个, 那家, 它, 我手头…) or a task given (我老板让我…). A durability marker (每次…都, 一直,
+二十年了) lifts the booking test there as it does for the "choice" rules: 我每次出差都住同一家酒店.
 A confirmation may come in two parts, anywhere in a turn: approval ("Perfect length.", 很好) and a
 wish that it stay as it is ("Keep it.", "don't change a thing", 别改, 请沿用); then it is feedback.
 Either part alone is no cue ("Yes, keep it." answers a question; 这段别改 edits the material).
@@ -256,6 +265,14 @@ def _english_first_person(sentence: str) -> bool:
     return not (ONE_OFF.search(sentence) or TASK.search(sentence)) and bool(en.FIRST_PERSON.search(sentence))
 
 
+def _chinese_first_person(sentence: str) -> bool:
+    if QUESTION.search(sentence):
+        return False
+    if not DURABLE.search(sentence) and (ONE_OFF.search(sentence) or TASK.search(sentence)):
+        return False
+    return bool(zh.FIRST_PERSON.search(sentence))
+
+
 def find_cues(texts: Iterable[str]) -> list[str]:
     """The kinds of cue (in CUE_KINDS order) that occur in any of the given user turns."""
     found: set[str] = set()
@@ -265,11 +282,14 @@ def find_cues(texts: Iterable[str]) -> list[str]:
             found.add("identity")
         folded = _BARE_CONTRACTION.sub(_apostrophe, own.casefold())
         asks = bool(en.REQUEST.search(folded))
+        asks_zh = bool(zh.REQUEST.search(folded))
         approved = kept = False
         for sentence in sentences(folded):
             found |= _kinds_in(sentence)
             if not found and not asks and _english_first_person(sentence):
                 found.add("preference")
+            if not found and not asks_zh and _chinese_first_person(sentence):
+                found.add("identity")
             if len(found) == len(CUE_KINDS):
                 return list(CUE_KINDS)
             if not QUESTION.search(sentence):
