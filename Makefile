@@ -57,6 +57,7 @@ bench: install
 	$(PY) bench/bench_store.py
 	$(PY) bench/fact_pair_rates.py
 	$(PY) bench/cue_gate_rates.py
+	$(PY) bench/eval_retrieval.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
