@@ -73,6 +73,7 @@ _MAX_INSTANCES, _MAX_DENIALS = 20_000, 100_000
 # A table (a header row above its rule) or a list item: a section with one has passages to read.
 _HAS_PASSAGES = re.compile(r"^[\s>]*(?:\|?\s*:?-{3,}|(?:[-*+]|\d{1,9}[.)])\s)", re.MULTILINE)
 _ASKED_WEIGHT = 3  # how much more the question asked weighs than the sentences before it
+_FEW_DOCS = 8  # documents whose whole-text BM25 is looked up one by one; more: the best are listed
 _STRUCTURE_POOL = 30  # the best sections by BM25 whose structure is read
 
 # bm25 column weights of a section: its heading, its text, its context (the document's title and
@@ -286,13 +287,12 @@ class KnowledgeIndex(CacheDB):
         rows = self.db.execute(f"SELECT id, doc FROM sections WHERE id IN ({_marks(sections)})", sections)
         doc_of = dict(rows)
         docs = sorted(set(doc_of.values()))
-        doc_scores = dict(
-            self.db.execute(
-                "SELECT rowid, bm25(docs_fts, 3.0, 1.0) FROM docs_fts WHERE docs_fts MATCH ?"
-                f" AND rowid IN ({_marks(docs)})",
-                [expression, *docs],
-            )
-        )
+        score = "SELECT rowid, bm25(docs_fts, 3.0, 1.0) AS score FROM docs_fts WHERE docs_fts MATCH ?"
+        if len(docs) <= _FEW_DOCS:
+            doc_scores = dict(self.db.execute(f"{score} AND rowid IN ({_marks(docs)})", [expression, *docs]))
+        else:  # (FTS5 scores every match of the best ones faster than it looks up each of many)
+            best = max(200, 4 * len(docs))
+            doc_scores = dict(self.db.execute(f"{score} ORDER BY score LIMIT ?", [expression, best]))
         by_score = sorted(docs, key=lambda doc: doc_scores.get(doc, 0.0))
         return doc_of, {doc: place for place, doc in enumerate(by_score)}
 
