@@ -21,10 +21,12 @@ from ..text import count_tokens
 # item, a sentence or two (a CJK character is a token, so Chinese text gets fewer words in it).
 WINDOW = 16
 CONTEXT_WEIGHT = 0.4  # a phrase only the question before holds, beside one the question asks
-# What a section's structure adds to its BM25 (as a share of the best section's), each as the share
-# of the question's weight it holds: its heading, its best window, a negation in that window for a
-# question that asks what is not so. Measured on bench/eval_retrieval.py's section sets.
-HEADING, WINDOW_SHARE, NEGATION = 0.3, 0.3, 0.3
+# What a section's structure adds to its BM25 (as a share of the best section's), each times the
+# share of the question's weight it holds: its heading; its best place (passage or window); that
+# place once more when it holds a denial, for a question that asks what is not so. Measured on the
+# section sets of bench/eval_retrieval.py (stronger weights for heading or denial lost more
+# questions than they won there).
+HEADING_WEIGHT, PLACE_WEIGHT, DENIAL_WEIGHT = 0.3, 0.3, 0.3
 # Sections are then placed by reciprocal-rank fusion of that score's place and their document's
 # (BM25 over its whole text), the usual k: a section of the document that answers the question as
 # a whole outranks a section elsewhere that shares more words with it (a glossary, an overview).
@@ -212,9 +214,9 @@ def fuse(
         if reach > 0:
             held = found.get(section, NOTHING)
             window = min(1.0, held.window / reach)
-            value += HEADING * min(1.0, held.heading / reach) + WINDOW_SHARE * window
+            value += HEADING_WEIGHT * min(1.0, held.heading / reach) + PLACE_WEIGHT * window
             if negated and held.negation:
-                value += NEGATION * window
+                value += DENIAL_WEIGHT * window
         own[section] = value
     order = sorted(own, key=lambda section: -own[section])
     fused = [(s, 1 / (_FUSION_K + place) + 1 / (_FUSION_K + doc_place[s])) for place, s in enumerate(order)]

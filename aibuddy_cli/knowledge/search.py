@@ -49,9 +49,9 @@ class Query(NamedTuple):
     # sentences have words too. The others are context ("How do I create a vector? How do I read
     # its elements?"): they choose the document, the question the section. All of them otherwise
     # ("Tell me about X. Give an example." asks nothing apart).
-    focus: list[str] = []
-    context: list[str] = []  # the phrases only the sentences before the question hold
-    negated: bool = False  # the question asks what is not so
+    focus: list[str]
+    context: list[str]  # the phrases only the sentences before the question hold
+    negated: bool  # the question asks what is not so
 
     @property
     def all_tokens(self) -> set[str]:
