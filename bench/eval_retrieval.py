@@ -40,6 +40,10 @@ installed in the virtualenv: run `make install` first to measure the working tre
    category (plain, negation, anaphora, table row, list item, rare words close together); a hit is
    a section of the question's document whose anchor is gold. Hit@1 and Hit@5 per language and
    category, on the questions tuned on (dev); the held-out third only with --heldout.
+   --distractors DIR imports every Markdown file under DIR as well. The figures in the README used
+   the rest of the two books the corpus comes from, at the corpus's commits: `docs/en/docs` of
+   fastapi/fastapi at c3f316b7 (without release-notes.md) and `src` of KaiserY/trpl-zh-cn at
+   49df9805, less the files the corpus already holds (244 files).
 
 Output: Markdown tables with the count n beside every figure, and the elapsed time; --json OUT also
 writes every figure, and each query's outcome, as JSON so that two runs can be compared.
