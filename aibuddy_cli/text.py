@@ -53,6 +53,17 @@ def tokens(text: str) -> list[str]:
     return result
 
 
+_CJK_CLASS = "".join(f"\\u{low:04x}-\\u{high:04x}" for low, high in _CJK_RANGES)
+# One token of tokens(): a CJK character that is a word character, or a run of other word ones.
+_TOKEN = re.compile(f"(?=[^\\W_])[{_CJK_CLASS}]|[^\\W_{_CJK_CLASS}]+")
+
+
+def count_tokens(text: str) -> int:
+    """len(tokens(text)), counted by the regex engine alone (where each line of an indexed text
+    starts, for long texts in any script)."""
+    return len(_TOKEN.findall(text.lower()))
+
+
 def is_cjk(token: str) -> bool:
     return len(token) == 1 and _is_cjk_char(token)
 

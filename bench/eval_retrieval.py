@@ -33,7 +33,18 @@ installed in the virtualenv: run `make install` first to measure the working tre
    gold document) and Hit@5 (a gold document among the 5 sections' documents), and how many
    distinct documents those 5 sections come from (with 6 documents, Hit@5 is easy when it is 5).
 
-3. The own labelled sets of bench/sets/: dated_recall.jsonl (questions naming a time, ranked with
+   Section level (bench/sets/qmd_sections.jsonl, the anchors that answer each query, written by
+   hand): Hit@1 (the first section is a gold section of the gold document) and Hit@5.
+3. Documentation sections (bench/sets/doc_sections.jsonl over ../shared/corpus and qmd-eval's
+   documents, all imported into one vault and published): English and Chinese questions by
+   category (plain, negation, anaphora, table row, list item, rare words close together); a hit is
+   a section of the question's document whose anchor is gold. Hit@1 and Hit@5 per language and
+   category, on the questions tuned on (dev); the held-out third only with --heldout.
+   --distractors DIR imports every Markdown file under DIR as well. The figures in the README used
+   the rest of the two books the corpus comes from, at the corpus's commits: `docs/en/docs` of
+   fastapi/fastapi at c3f316b7 (without release-notes.md) and `src` of KaiserY/trpl-zh-cn at
+   49df9805, less the files the corpus already holds (244 files).
+4. The own labelled sets of bench/sets/: dated_recall.jsonl (questions naming a time, ranked with
    and without it), handbook_questions.jsonl (section search), common_terms.jsonl (questions of
    words that 5 to 90 % of a payments team's notes hold, over vaults of 8 to 2,000 records, EN and
    ZH) and dated_days.jsonl (dated questions whose day holds several records sharing names): for
@@ -42,6 +53,7 @@ installed in the virtualenv: run `make install` first to measure the working tre
 
 Output: Markdown tables with the count n beside every figure, and the elapsed time; --json OUT also
 writes every figure, and each query's outcome, as JSON so that two runs can be compared.
+--only NAME (repeatable: madial, qmd, sections, dated, handbook) runs only those parts.
 """
 
 from __future__ import annotations
@@ -65,6 +77,7 @@ from aibuddy_cli.vault import Vault, init_vault
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DEVSETS = REPO.parent / "shared" / "devsets"
+DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
 USER = "eval"  # init_vault makes it the vault's admin, who may publish system documents
 NO_MODEL: dict[str, str] = {}  # the environment the sessions see: no model, so lexical only
 TOP_K = 5
@@ -448,10 +461,23 @@ def is_gold(doc_id: str, query: DocQuery) -> bool:
     return any(doc_id == gold if query.exact else gold in doc_id for gold in query.gold)
 
 
+def qmd_section_gold(queries: list[DocQuery]) -> list[list[str]]:
+    """The gold anchors of each query (bench/sets/qmd_sections.jsonl), in the order of qmd_queries:
+    the deep-research queries by line, then the fixture's by id."""
+    rows = read_jsonl(OWN_SETS / "qmd_sections.jsonl")[1:]
+    by_line = {row["line"]: row["gold"] for row in rows if "line" in row}
+    by_id = {row["id"]: row["gold"] for row in rows if "id" in row}
+    gold = []
+    for number, query in enumerate(queries, 1):
+        gold.append(by_line.get(number, []) if query.group == "deep-research" else by_id.get(query.name, []))
+    return gold
+
+
 def run_qmd(folder: Path, scratch: Path) -> dict[str, Any]:
     """Every figure of part 2, overall and by group."""
     vault = new_vault(scratch / "qmd")
     queries = qmd_queries(folder)
+    section_gold = qmd_section_gold(queries)
     outcomes: list[dict[str, Any]] = []
     with Session(vault, USER, environ=NO_MODEL) as session:
         knowledge = session.knowledge
@@ -461,13 +487,14 @@ def run_qmd(folder: Path, scratch: Path) -> dict[str, Any]:
         if failed:
             raise SystemExit(f"import failed: {[outcome.to_json() for outcome in failed]}")
         knowledge.publish(*(outcome.doc for outcome in imported if outcome.doc))
-        for query in queries:
+        for query, anchors_gold in zip(queries, section_gold, strict=True):
             error = None
             try:
                 hits = knowledge.search(query.text, limit=SEARCH_LIMIT)
             except InvalidInput as exc:
                 hits, error = [], exc.message
             docs = [hit.hit.ref.doc_id for hit in hits]
+            right = [is_gold(hit.hit.ref.doc_id, query) and hit.hit.anchor in anchors_gold for hit in hits]
             outcomes.append(
                 {
                     "group": query.group,
@@ -478,6 +505,9 @@ def run_qmd(folder: Path, scratch: Path) -> dict[str, Any]:
                     "anchors": [hit.hit.anchor for hit in hits],
                     "hit_at_1": bool(docs) and is_gold(docs[0], query),
                     "hit_at_5": any(is_gold(doc, query) for doc in docs[:SEARCH_LIMIT]),
+                    "section_gold": anchors_gold,
+                    "section_hit_at_1": bool(right) and right[0],
+                    "section_hit_at_5": any(right[:SEARCH_LIMIT]),
                     "error": error,
                 }
             )
@@ -492,6 +522,8 @@ def run_qmd(folder: Path, scratch: Path) -> dict[str, Any]:
             "n": len(members),
             "hit_at_1": sum(o["hit_at_1"] for o in members),
             "hit_at_5": sum(o["hit_at_5"] for o in members),
+            "section_hit_at_1": sum(o["section_hit_at_1"] for o in members),
+            "section_hit_at_5": sum(o["section_hit_at_5"] for o in members),
             "no_hits": sum(not o["docs"] for o in members),
             "docs_in_top_5_mean": ratio(sum(len(set(o["docs"])) for o in members), len(members)),
         }
@@ -516,12 +548,16 @@ def qmd_report(results: dict[str, Any]) -> list[str]:
             str(f["n"]),
             fraction(f["hit_at_1"], f["n"]),
             fraction(f["hit_at_5"], f["n"]),
+            fraction(f["section_hit_at_1"], f["n"]),
+            fraction(f["section_hit_at_5"], f["n"]),
             f"{f['docs_in_top_5_mean']:.2f}",
             f"{f['no_hits']}/{f['n']}",
         ]
         for group, f in results["groups"].items()
     ]
-    lines += table(["group", "n", "Hit@1", "Hit@5", "distinct docs in top 5 (mean)", "no hits"], rows)
+    header = ["group", "n", "Hit@1", "Hit@5", "section Hit@1", "section Hit@5",
+              "distinct docs in top 5 (mean)", "no hits"]  # fmt: skip
+    lines += table(header, rows)
     misses = [o for o in results["queries"] if not o["hit_at_1"]]
     if misses:
         lines += ["", f"Misses at 1 ({len(misses)}; the documents of the top 5 sections, in order):", ""]
@@ -529,6 +565,104 @@ def qmd_report(results: dict[str, Any]) -> list[str]:
             found = ", ".join(dict.fromkeys(o["docs"])) or o["error"] or "no hits"
             at_5 = "found at 5" if o["hit_at_5"] else "MISSED at 5"
             lines.append(f'- [{o["group"]}] "{o["text"]}" (gold {", ".join(o["gold"])}, {at_5}): {found}')
+    return lines
+
+
+# --- documentation sections: own questions over the shared corpus ---------------------------------
+
+
+def corpus_files(corpus: Path, devsets: Path) -> dict[str, Path]:
+    """The documents the questions name, by their name in the set: `<folder>/<file>` of the corpus,
+    `qmd-eval/<file>` of the qmd-eval dev set's documents."""
+    files = {
+        f"{path.parent.name}/{path.name}": path
+        for path in sorted(corpus.glob("*/*"))
+        if path.suffix in (".md", ".txt") and path.name != "README.md"
+    }
+    qmd = sorted((devsets / "qmd-eval" / "eval-docs").glob("*.md"))
+    files.update({f"qmd-eval/{path.name}": path for path in qmd})
+    return files
+
+
+def run_sections(corpus: Path, devsets: Path, scratch: Path, distractors: Path | None) -> dict[str, Any]:
+    """bench/sets/doc_sections.jsonl: each question's top 5 sections (document, anchor) from
+    `knowledge.search` over every corpus document, and every Markdown file under `distractors` if
+    given (the rest of the books the corpus documents come from: more sections that share the
+    questions' words); an anaphoric question is sent after the one before it."""
+    lines = read_jsonl(OWN_SETS / "doc_sections.jsonl")
+    files = corpus_files(corpus, devsets)
+    extra = sorted(distractors.rglob("*.md")) if distractors else []
+    vault = new_vault(scratch / "sections")
+    outcomes = []
+    with Session(vault, USER, environ=NO_MODEL) as session:
+        knowledge = session.knowledge
+        names = list(files)
+        imported = knowledge.import_paths([str(files[name]) for name in names], scope="system")
+        failed = [outcome.to_json() for outcome in imported if outcome.doc is None]
+        if failed:
+            raise SystemExit(f"import failed: {failed}")
+        doc_of = {name: outcome.doc for name, outcome in zip(names, imported, strict=True)}
+        more = knowledge.import_paths([str(path) for path in extra], scope="system")
+        imported += [outcome for outcome in more if outcome.doc]
+        knowledge.publish(*(outcome.doc for outcome in imported if outcome.doc))
+        started = time.perf_counter()
+        for item in lines[1:]:
+            if item["doc"] not in doc_of:  # (qmd-eval's documents without ../shared/devsets)
+                continue
+            query = f"{item['previous']} {item['question']}" if "previous" in item else item["question"]
+            hits = knowledge.search(query, limit=SEARCH_LIMIT)
+            found = [f"{hit.hit.ref.qualified}#{hit.hit.anchor}" for hit in hits]
+            gold = {f"{doc_of[item['doc']]}#{anchor}" for anchor in item["gold"]}
+            for other in item.get("also", []):
+                name, _, anchor = other.partition("#")
+                gold.add(f"{doc_of[name]}#{anchor}")
+            right = [name in gold for name in found]
+            first = bool(right) and right[0]
+            outcomes.append({**item, "found": found, "hit_at_1": first, "hit_at_5": any(right)})
+        per_query_ms = (time.perf_counter() - started) * 1000 / max(1, len(lines) - 1)
+    return {
+        "documents": len(imported),
+        "distractors": str(distractors) if distractors else None,
+        "outcomes": outcomes,
+        "search_ms_mean": round(per_query_ms, 2),
+    }
+
+
+def sections_report(results: dict[str, Any], heldout: bool) -> list[str]:
+    splits = ("dev", "heldout") if heldout else ("dev",)
+    lines = [
+        "",
+        "## Own set: documentation sections (bench/sets/doc_sections.jsonl)",
+        "",
+        f"`knowledge.search(query, limit={SEARCH_LIMIT})` over {results['documents']} published documents"
+        " (../shared/corpus and qmd-eval's"
+        + (f", and those under {results['distractors']}" if results["distractors"] else "")
+        + "); Hit@1 = the first section answers, Hit@5 = one of the 5 does."
+        f" Mean search time in process: {results['search_ms_mean']:.1f} ms.",
+    ]
+    for split in splits:
+        chosen = [o for o in results["outcomes"] if o["split"] == split]
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for o in chosen:
+            for group in ("all", o["lang"], f"{o['lang']}: {o['category']}"):
+                groups.setdefault(group, []).append(o)
+        rows = [
+            [group, str(len(items)), fraction(sum(o["hit_at_1"] for o in items), len(items)),
+             fraction(sum(o["hit_at_5"] for o in items), len(items))]
+            for group, items in sorted(groups.items(), key=lambda kv: (kv[0] != "all", ":" in kv[0], kv[0]))
+        ]  # fmt: skip
+        lines += ["", f"{split} questions:", ""] + table(["group", "n", "Hit@1", "Hit@5"], rows)
+    if not heldout:
+        kept = sum(o["split"] == "heldout" for o in results["outcomes"])
+        lines += ["", f"({kept} held-out questions not shown: --heldout reports them.)"]
+    misses = [o for o in results["outcomes"] if o["split"] in splits and not o["hit_at_1"]]
+    if misses:
+        lines += ["", f"Misses at 1 ({len(misses)}; the top 3 found):", ""]
+        for o in misses:
+            at_5 = "found at 5" if o["hit_at_5"] else "MISSED at 5"
+            asked = f"{o['previous']} | {o['question']}" if "previous" in o else o["question"]
+            found = o["found"][:3]
+            lines.append(f'- {o["id"]} [{o["category"]}] "{asked}" (gold {o["gold"]}, {at_5}): {found}')
     return lines
 
 
@@ -888,8 +1022,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write every figure to OUT as JSON")
     parser.add_argument("--devsets", type=Path, default=DEFAULT_DEVSETS, help="the dev sets folder")
     parser.add_argument("--only", metavar="PARTS", help="the parts to run, e.g. madial,dated_days")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="the shared corpus folder")
+    parser.add_argument("--heldout", action="store_true", help="also report the held-out questions")
+    parser.add_argument("--distractors", type=Path, help="more Markdown documents for the sections part")
     args = parser.parse_args()
     devsets: Path = args.devsets
+    corpus: Path = args.corpus
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="aibuddy-eval-"))
     results: dict[str, Any] = {"devsets": str(devsets)}
@@ -901,6 +1039,8 @@ def main() -> None:
         for part, folder, run, report in (
             ("madial", devsets / "madial-bench", run_madial, lambda r: madial_report(r) + semantic_report(r)),
             ("qmd", devsets / "qmd-eval", run_qmd, qmd_report),
+            ("sections", corpus, lambda _, scratch: run_sections(corpus, devsets, scratch, args.distractors),
+             lambda r: sections_report(r, args.heldout)),
             ("dated", OWN_SETS, lambda _, scratch: run_dated(scratch), dated_report),
             ("handbook", OWN_SETS, lambda _, scratch: run_handbook(scratch), handbook_report),
             ("paraphrase", OWN_SETS, lambda _, s: run_paraphrase(s), paraphrase_report),

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from ..cache_db import MASK, CacheDB, to_signed
-from ..text import index_text
+from ..text import STOPWORDS, index_text, is_cjk, tokens
+from . import ranking
 from .documents import DocRef, Meta
 from .outline import heading_paths, split_lines
+from .search import Query
 
 if TYPE_CHECKING:
     from .usable import Usable
 
-SCHEMA_VERSION = 5  # 5: a section's path kept as a JSON list
+SCHEMA_VERSION = 6  # 6: the token instances and counts of sections_fts, read to rank by structure
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -53,17 +57,29 @@ CREATE VIRTUAL TABLE sections_fts USING fts5(
 );
 CREATE VIRTUAL TABLE docs_fts USING fts5(
     title, body, tokenize = 'porter unicode61 remove_diacritics 2'
-)
+);
+CREATE VIRTUAL TABLE section_tokens USING fts5vocab(sections_fts, instance);
+CREATE VIRTUAL TABLE section_terms USING fts5vocab(sections_fts, row)
 """
+_TOKENIZE = "porter unicode61 remove_diacritics 2"  # (the tables': a query's words stem alike)
+# Words that deny in a section's text, as the index holds them (stemmed; a CJK character is a token,
+# "don't" is "don" "t").
+_DENIALS = "not no never cannot without except neither nor none unlike t 不 没 沒 无 無 非 未 别 別 除"
+# Where a term is found in the best sections is read to rank them by structure, unless it occurs
+# more often than this in the whole index (reading it would cost more than it tells: BM25 has
+# weighed it already). A word that denies is read up to the second bound, and only for a question
+# that asks what is not so.
+_MAX_INSTANCES, _MAX_DENIALS = 20_000, 100_000
+# A table (a header row above its rule) or a list item: a section with one has passages to read.
+_HAS_PASSAGES = re.compile(r"^[\s>]*(?:\|?\s*:?-{3,}|(?:[-*+]|\d{1,9}[.)])\s)", re.MULTILINE)
+_ASKED_WEIGHT = 3  # how much more the question asked weighs than the sentences before it
+_FEW_DOCS = 8  # documents whose whole-text BM25 is looked up one by one; more: the best are listed
+_STRUCTURE_POOL = 30  # the best sections by BM25 whose structure is read
 
 # bm25 column weights of a section: its heading, its text, its context (the document's title and
 # the headings above it: "Retries" under "Payments > Failures" is about failed payments) and its
 # metadata (front matter, link targets: found, but below any prose that matches).
 _SECTION_WEIGHTS = "3.0, 1.0, 1.0, 0.2"
-# Sections are ranked by reciprocal-rank fusion of their own BM25 rank and their document's (the
-# whole text's), the usual k: a section of the document that answers the question as a whole
-# outranks a section elsewhere that shares more words with it (a glossary, another overview).
-_FUSION_K = 60
 
 
 class IndexedDocJson(TypedDict):
@@ -128,10 +144,19 @@ def prose_of(text: str) -> tuple[str, str]:
     return prose, " ".join(kept)
 
 
+def _marks(values: list[object] | list[int] | list[str]) -> str:
+    """The SQL placeholders of an IN list."""
+    return ",".join("?" * len(values))
+
+
 class KnowledgeIndex(CacheDB):
     schema = _SCHEMA
     version = SCHEMA_VERSION
-    tables = ("meta", "docs", "sections", "sections_fts", "docs_fts")
+    tables = ("meta", "docs", "sections", "section_tokens", "section_terms", "sections_fts", "docs_fts")
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._scratch: sqlite3.Connection | None = None  # the connection whose temp tables stem queries
 
     def holds(self, body_key: str) -> bool:
         return self.db.execute("SELECT 1 FROM docs WHERE body_key = ?", (body_key,)).fetchone() is not None
@@ -257,32 +282,99 @@ class KnowledgeIndex(CacheDB):
                 return ranked
             window *= 4
 
-    def _fused(self, expression: str, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
-        """ranked (section id, bm25) reordered by reciprocal-rank fusion with the BM25 rank of
-        each section's document over its whole text; the score kept is the fused one, negated as
-        bm25's (lower is better)."""
-        ids = [section for section, _ in ranked]
-        doc_of = dict(
-            self.db.execute(f"SELECT id, doc FROM sections WHERE id IN ({','.join('?' * len(ids))})", ids)
-        )
+    def _doc_places(self, expression: str, sections: list[int]) -> tuple[dict[int, int], dict[int, int]]:
+        """(section -> its document, document -> its place by BM25 over its whole text)."""
+        rows = self.db.execute(f"SELECT id, doc FROM sections WHERE id IN ({_marks(sections)})", sections)
+        doc_of = dict(rows)
         docs = sorted(set(doc_of.values()))
-        doc_scores = dict(
-            self.db.execute(
-                "SELECT rowid, bm25(docs_fts, 3.0, 1.0) FROM docs_fts WHERE docs_fts MATCH ?"
-                f" AND rowid IN ({','.join('?' * len(docs))})",
-                [expression, *docs],
-            )
-        )
+        score = "SELECT rowid, bm25(docs_fts, 3.0, 1.0) AS score FROM docs_fts WHERE docs_fts MATCH ?"
+        if len(docs) <= _FEW_DOCS:
+            doc_scores = dict(self.db.execute(f"{score} AND rowid IN ({_marks(docs)})", [expression, *docs]))
+        else:  # (FTS5 scores every match of the best ones faster than it looks up each of many)
+            best = max(200, 4 * len(docs))
+            doc_scores = dict(self.db.execute(f"{score} ORDER BY score LIMIT ?", [expression, best]))
         by_score = sorted(docs, key=lambda doc: doc_scores.get(doc, 0.0))
-        doc_rank = {doc: place for place, doc in enumerate(by_score)}
-        fused = [
-            (section, -(1 / (_FUSION_K + place) + 1 / (_FUSION_K + doc_rank[doc_of[section]])))
-            for place, (section, _) in enumerate(ranked)
-        ]
-        return sorted(fused, key=lambda item: item[1])
+        return doc_of, {doc: place for place, doc in enumerate(by_score)}
 
-    def search(self, expression: str, usable: Usable, limit: int) -> list[Hit]:
-        """Sections matching the FTS5 expression within the usable documents, best first.
+    def _stems(self, texts: list[str]) -> list[tuple[str, ...]]:
+        """Each text's tokens as the index stems them, read back from a scratch FTS5 table in this
+        connection's temp schema (nothing is written to the cache file)."""
+        if self._scratch is not self.db:
+            self.db.execute(f"CREATE VIRTUAL TABLE temp.query_text USING fts5(text, tokenize='{_TOKENIZE}')")
+            vocabulary = "fts5vocab(temp, query_text, instance)"
+            self.db.execute(f"CREATE VIRTUAL TABLE temp.query_tokens USING {vocabulary}")
+            self._scratch = self.db
+        self.db.execute("DELETE FROM temp.query_text")
+        self.db.executemany("INSERT INTO temp.query_text (rowid, text) VALUES (?, ?)", enumerate(texts, 1))
+        found: dict[int, list[tuple[int, str]]] = {}
+        for row, offset, term in self.db.execute("SELECT doc, offset, term FROM temp.query_tokens"):
+            found.setdefault(row, []).append((offset, term))
+        return [tuple(term for _, term in sorted(found.get(row, []))) for row in range(1, len(texts) + 1)]
+
+    def _structure(self, sections: list[int], query: Query) -> tuple[dict[int, ranking.Evidence], float]:
+        """What each section's heading and text hold of the query's phrases (ranking.evidence),
+        and what the asked phrases the index holds weigh together."""
+        weighed = [(phrase, True) for phrase in query.focus] + [(phrase, False) for phrase in query.context]
+        denials = _DENIALS.split() if query.negated else []
+        stems = self._stems([phrase.strip('"') for phrase, _ in weighed] + denials)
+        phrase_stems, denial_stems = stems[: len(weighed)], {s[0] for s in stems[len(weighed) :] if s}
+        terms = sorted({stem for group in stems for stem in group})
+        counts = {
+            term: (rows, instances)
+            for term, rows, instances in self.db.execute(
+                f"SELECT term, doc, cnt FROM section_terms WHERE term IN ({_marks(terms)})", terms
+            )
+        }
+        total = self.db.execute("SELECT coalesce(sum(section_count), 0) FROM docs").fetchone()[0]
+        phrases: list[ranking.Phrase] = []
+        for group, (_, asked) in zip(phrase_stems, weighed, strict=True):
+            df = min((counts.get(stem, (0, 0))[0] for stem in group), default=0)
+            if df:  # (a phrase the index does not hold can be found nowhere)
+                weight = ranking.idf(df, total) * (1.0 if asked else ranking.CONTEXT_WEIGHT)
+                phrases.append(ranking.Phrase(group, weight, asked))
+        wanted = [
+            term
+            for term in terms
+            if 0 < counts.get(term, (0, 0))[1] <= (_MAX_DENIALS if term in denial_stems else _MAX_INSTANCES)
+        ]
+        columns: dict[int, dict[str, dict[str, list[int]]]] = {section: {} for section in sections}
+        if phrases and wanted:
+            rows = self.db.execute(
+                "SELECT doc, col, term, group_concat(offset) FROM section_tokens"
+                f" WHERE term IN ({_marks(wanted)}) AND col IN ('title', 'body')"
+                f" AND doc IN ({_marks(sections)}) GROUP BY doc, col, term",
+                [*wanted, *sections],
+            )
+            for section, column, term, offsets in rows:
+                columns[section].setdefault(column, {})[term] = [int(offset) for offset in offsets.split(",")]
+        reach = ranking.reach(phrases, columns.values())
+        count = sum(phrase.asked for phrase in phrases)
+        denial_weight = reach / count if count and denial_stems else 0.0  # (an asked word's, on average)
+        found = {}
+        for section, title, text in self.db.execute(
+            f"SELECT id, title, text FROM sections WHERE id IN ({_marks(sections)})", sections
+        ):
+            words = sum(1 for token in tokens(title) if is_cjk(token) or token not in STOPWORDS)
+            places = ranking.passages(prose_of(text)[0]) if _HAS_PASSAGES.search(text) else []
+            found[section] = ranking.evidence(
+                columns[section], phrases, words, places, denial_stems, denial_weight
+            )
+        return found, reach
+
+    def _fused(self, query: Query, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """ranked (section id, bm25) reordered by what their structure adds to their BM25 (read for
+        the best _STRUCTURE_POOL) and by reciprocal-rank fusion with their document's place
+        (ranking.fuse); the score kept is the fused one, negated as bm25's (lower is better)."""
+        assert query.expression is not None
+        sections = [section for section, _ in ranked]
+        doc_of, doc_place = self._doc_places(query.expression, sections)
+        found, reach = self._structure(sections[:_STRUCTURE_POOL], query)
+        places = {section: doc_place[doc_of[section]] for section in sections}
+        fused = ranking.fuse(ranked, places, found, reach, query.negated)
+        return [(section, -score) for section, score in fused]
+
+    def search(self, query: Query, usable: Usable, limit: int) -> list[Hit]:
+        """Sections matching the query's FTS5 expression within the usable documents, best first.
 
         The WHERE clause is `Usable.admits` (access.py) in SQL, over the same fields."""
         where = [
@@ -296,13 +388,20 @@ class KnowledgeIndex(CacheDB):
             keys = sorted(usable.body_keys)
             where.append(f"d.body_key IN ({','.join('?' * len(keys))})")
             params.extend(keys)
+        if query.expression is None:
+            return []
         pool = max(limit * 4, 50)  # the candidates fusion reorders
-        ranked = self._rank(
-            expression, " AND ".join(where), params, pool, selective=usable.body_keys is not None
-        )
+        selective = usable.body_keys is not None
+        expression = query.expression
+        if query.context and query.focus and not query.phrases:
+            # A follow-up: its sections are ranked by the question asked, the sentences before it
+            # at a third of its weight (FTS5's BM25 sums over the expression's phrases, so a
+            # phrase written three times weighs three times); its documents by all of them alike.
+            expression = " OR ".join(query.focus * _ASKED_WEIGHT + query.context)
+        ranked = self._rank(expression, " AND ".join(where), params, pool, selective=selective)
         if not ranked:
             return []
-        ranked = self._fused(expression, ranked)[:limit]
+        ranked = self._fused(query, ranked)[:limit]
         details = {
             row[0]: row[1:]
             for row in self.db.execute(

@@ -260,13 +260,13 @@ class Retrieval:
         index = self.sync.index()
         usable = self._usable(task, status)
         if not parsed.phrases:
-            hits = index.search(parsed.expression, usable, limit)
+            hits = index.search(parsed, usable, limit)
         else:
             # FTS5 matches a phrase's words in order; whether it occurs as written is checked
             # here, widening the window until enough hits pass or the matches run out.
             window = max(limit * 20, 200)
             while True:
-                found = index.search(parsed.expression, usable, window)
+                found = index.search(parsed, usable, window)
                 hits = [hit for hit in found if contains_phrases(hit.text, parsed.phrases)][:limit]
                 if len(hits) == limit or len(found) < window:
                     break

@@ -9,12 +9,49 @@ from ..text import STOPWORDS, is_cjk, query_terms, tokens
 from .outline import split_lines
 
 _QUOTED = re.compile(r'"([^"]+)"')
+# A sentence: up to a question or exclamation mark, a full stop before a capital letter, a Chinese
+# full stop or semicolon, a new line, or the end. "What is X? What does it return?" asks the second.
+_SENTENCE = re.compile(r"(.*?)([?？]+|[!！。；\n]+|\.(?=\s+[A-Z])|$)", re.DOTALL)
+# A question that asks what is not so ("which option is NOT…", "what does X not support",
+# 不支持 / 不是 / 除了): its answer says "not" near its words, the distractor does not.
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|cannot|without|except|neither|nor|none|unlike)\b|n['’]t\b|[不没沒无無非未别別]|除了",
+    re.IGNORECASE,
+)
+# A Chinese pair of characters that holds one of these is a question word or a particle (什么,
+# 怎么, 哪些, 如何, …的…), as "what", "how" and "which" are English stop words: it names no subject.
+_QUESTION_CHARS = frozenset("哪么吗呢吧啊何怎什的了")
+# Words that only deny (what is left of "doesn't", "isn't", and the Chinese verbs of denial): as
+# search terms they find every section that denies anything, the distractor as much as the
+# answer. The ranking looks for a denial near the question's words instead (ranking.py).
+_DENIALS = frozenset(
+    "not never cannot without neither nor none don doesn didn isn aren wasn weren won wouldn shouldn"
+    " couldn hasn haven hadn mustn needn 不能 不会 不是 没有 不要 不用 不必 不需 无法 并不".split()
+)
+
+
+def _subject_terms(terms: list[str]) -> list[str]:
+    """The FTS5 phrases ('"word"', '"字 词"') but Chinese question words and words that only
+    deny; all of them if nothing else is left."""
+    kept = [
+        term
+        for term in terms
+        if not _QUESTION_CHARS.intersection(term) and term.strip('"').replace(" ", "") not in _DENIALS
+    ]
+    return kept or terms
 
 
 class Query(NamedTuple):
     phrases: list[str]  # as written, each must occur in a hit
     terms: list[str]  # tokens outside quotes (stopwords dropped)
     expression: str | None  # the FTS5 MATCH expression; None if nothing searchable
+    # The FTS5 phrases of the question asked: the last sentence with a question mark, when other
+    # sentences have words too. The others are context ("How do I create a vector? How do I read
+    # its elements?"): they choose the document, the question the section. All of them otherwise
+    # ("Tell me about X. Give an example." asks nothing apart).
+    focus: list[str]
+    context: list[str]  # the phrases only the sentences before the question hold
+    negated: bool  # the question asks what is not so
 
     @property
     def all_tokens(self) -> set[str]:
@@ -28,7 +65,7 @@ def parse_query(text: str) -> Query:
     """Quoted parts are phrases that must all occur; other words and CJK bigrams rank the hits."""
     phrases = [p.strip() for p in _QUOTED.findall(text) if tokens(p)]
     rest = _QUOTED.sub(" ", text)
-    optional = query_terms(rest)
+    optional = _subject_terms(query_terms(rest))
     terms = [t for t in tokens(rest) if is_cjk(t) or (t not in STOPWORDS and len(t) > 1)]
     required = ['"' + " ".join(tokens(p)) + '"' for p in phrases]
     if required:
@@ -39,7 +76,13 @@ def parse_query(text: str) -> Query:
         expression = " OR ".join(optional)
     else:
         expression = None
-    return Query(phrases, terms, expression)
+    sentences = [(text, end) for text, end in _SENTENCE.findall(rest) if query_terms(text)]
+    questions = [text for text, end in sentences if end.startswith(("?", "？"))]
+    asked = questions[-1] if questions and len(sentences) > 1 else rest
+    focus = list(dict.fromkeys(required + _subject_terms(query_terms(asked))))
+    context = [term for term in optional if term not in focus]
+    negated = _NEGATION.search(asked) is not None
+    return Query(phrases, terms, expression, focus, context, negated)
 
 
 def contains_phrases(text: str, phrases: list[str]) -> bool:
