@@ -53,7 +53,8 @@ installed in the virtualenv: run `make install` first to measure the working tre
 
 Output: Markdown tables with the count n beside every figure, and the elapsed time; --json OUT also
 writes every figure, and each query's outcome, as JSON so that two runs can be compared.
---only NAME (repeatable: madial, qmd, sections, dated, handbook) runs only those parts.
+--only PARTS (a comma-separated list of madial, qmd, sections, dated, handbook, paraphrase,
+common_terms, dated_days) runs only those parts.
 """
 
 from __future__ import annotations
