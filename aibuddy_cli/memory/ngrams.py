@@ -50,7 +50,8 @@ B = 0.3
 WEIGHT = 0.5  # the signal's weight in the fusion with the words (theirs is 1)
 MATCH_COVERAGE = 0.15  # a match by meaning holds at least this share of the question's characters
 MATCH_SHARE = 0.5  # ... and scores at least this share of the best record's score
-QUESTION_GRAMS = 200  # a long question's rarest grams, the only ones read
+QUESTION_GRAMS = 100  # a long question's rarest grams, the only ones read (3 SQL values each: with a
+# dated question's 500 records, under the 999 an older SQLite allows)
 TEXT_CHARS = 2000  # of a record's body, as for the vectors (index.embed_missing)
 
 _RUN = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]+")
