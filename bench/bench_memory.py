@@ -2,8 +2,10 @@
 """Whole-process timing of aibuddy's memory commands on vaults of 1,000 to 10,000 records.
 
 Recall ranks by words and meaning (the default); the same recall with `[recall] semantic = false`
-(the words alone) is timed in the same rounds, so the table shows what meaning costs a cold process
-(the index built, its vectors made), and, once, what making every record's vector costs.
+(the words alone) is timed in the same rounds, in English (the static vectors) and in Chinese (the
+characters the question shares with the records, memory/ngrams.py), so the table shows what meaning
+costs a cold process (the index built, its vectors made), and, once, what making every record's
+vector costs.
 
 Run with the project's virtualenv after `make install`:  .venv/bin/python bench/bench_memory.py
 Vaults are generated once under bench/out/ (git-ignored) and reused; delete them to regenerate.
@@ -38,6 +40,11 @@ ZH_QUERY = "周报格式"
 COMMON_QUERY = "staging deploy release"
 COMMON_ABSENT_QUERY = "staging deploy marker"
 ZH_COMMON_QUERY = "测试环境部署"
+# A Chinese question as long as a turn of a conversation: many characters, each with its records.
+ZH_LONG_QUERY = (
+    "组长说周报格式要改成三段式，进展、风险和计划分开写，"
+    "部署前的测试结果也要附上，我想确认一下具体的模板放在哪里"
+)
 YEAR = 365 * 24 * 3600
 
 VOCAB = """api cache build deploy release branch merge review test staging production
@@ -191,6 +198,9 @@ BASE, HELP, LIST, RECALL_EN, RECALL_ZH, *RECALL_COMMON = COMMANDS
 COLD = "`memory list --json`, cold index (1 run)"
 WORDS_EN = f'`memory recall "{EN_QUERY}" --json`, words alone (`semantic = false`)'
 MEANING_EN = f'`memory recall "{EN_QUERY}" --json`, words and meaning (same rounds)'
+WORDS_ZH = f'`memory recall "{ZH_QUERY}" --json`, words alone (`semantic = false`)'
+MEANING_ZH = f'`memory recall "{ZH_QUERY}" --json`, words and meaning (same rounds)'
+PAIRS = ((RECALL_EN, WORDS_EN, MEANING_EN), (RECALL_ZH, WORDS_ZH, MEANING_ZH))
 FIRST = "first recall after the index is built: every record's vector made (1 run)"
 MEANING_BUDGET_MS = 30  # what meaning may add to a cold recall at 10,000 records
 
@@ -207,35 +217,37 @@ def set_semantic(vault: Path, on: bool) -> None:
 
 
 def measure_meaning(vault: Path, env: dict[str, str], runs: int) -> dict[str, float]:
-    """Median ms of the English recall with the words alone and with meaning, interleaved round by
-    round (the setting switched between runs, outside the timing)."""
-    argv = COMMANDS[RECALL_EN]
-    samples: dict[str, list[float]] = {WORDS_EN: [], MEANING_EN: []}
+    """Median ms of the English and the Chinese recall with the words alone and with meaning,
+    interleaved round by round (the setting switched between runs, outside the timing)."""
+    samples: dict[str, list[float]] = {label: [] for _, words, meaning in PAIRS for label in (words, meaning)}
     for _ in range(runs):
-        for label, on in ((WORDS_EN, False), (MEANING_EN, True)):
-            set_semantic(vault, on)
-            samples[label].append(run_once(argv, env))
+        for command, words, meaning in PAIRS:
+            for label, on in ((words, False), (meaning, True)):
+                set_semantic(vault, on)
+                samples[label].append(run_once(COMMANDS[command], env))
     set_semantic(vault, True)
     return {label: statistics.median(values) for label, values in samples.items()}
 
 
-WARM_QUERIES = (EN_QUERY, COMMON_QUERY, COMMON_ABSENT_QUERY, ZH_COMMON_QUERY)
+WARM_QUERIES = (EN_QUERY, COMMON_QUERY, COMMON_ABSENT_QUERY, ZH_QUERY, ZH_COMMON_QUERY, ZH_LONG_QUERY)
 # One process answering recall after recall, as an MCP server does: the median ms of one call
-# after the first (the index open, the modules imported); and of the ranking by words alone (the
-# index already checked against the folder, which a recall does first).
+# after the first (the index open, the modules imported); and of the ranking by words alone and by
+# words and meaning (the index already checked against the folder, which a recall does first).
 WARM_SCRIPT = """
 import datetime as dt, json, statistics, sys, time
 from pathlib import Path
+from aibuddy_cli.memory.semantic import shared
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 runs, queries = int(sys.argv[2]), sys.argv[3:]
 today = dt.date.today()
 with Session(Vault.open(Path(sys.argv[1]), {}), "bench", environ={}) as session:
-    timings = {"recall": {}, "rank": {}}
+    timings = {"recall": {}, "rank": {}, "meaning": {}}
     for query in queries:
         for label, call in (
             ("recall", lambda: session.memory.recall(query)),
             ("rank", lambda index=session.memory.index(): index.rank(query, 5, today)),
+            ("meaning", lambda index=session.memory.index(): index.rank(query, 5, today, shared())),
         ):
             call()
             samples = []
@@ -257,7 +269,11 @@ def warm(vault: Path, runs: int, env: dict[str, str]) -> dict[str, float]:
         return {}
     recalls = {f'warm `recall("{query}")`, in process': ms for query, ms in found["recall"].items()}
     ranks = {f'its ranking by words alone, `rank("{query}", 5)`': ms for query, ms in found["rank"].items()}
-    return recalls | ranks
+    fused = {
+        f'its ranking by words and meaning, `rank("{query}", 5, model)`': ms
+        for query, ms in found["meaning"].items()
+    }
+    return recalls | ranks | fused
 
 
 def bench_size(n: int, runs: int) -> tuple[dict[str, float], list[str]]:
@@ -298,7 +314,8 @@ def verdict(ok: bool) -> str:
 def report(results: dict[int, dict[str, float]], runs: int, notes: list[str]) -> str:
     """The Markdown table, target checks and recall notes."""
     sizes = sorted(results)
-    rows = [BASE, HELP, LIST, COLD, RECALL_EN, RECALL_ZH, *RECALL_COMMON, WORDS_EN, MEANING_EN, FIRST]
+    rows = [BASE, HELP, LIST, COLD, RECALL_EN, RECALL_ZH, *RECALL_COMMON, WORDS_EN, MEANING_EN, WORDS_ZH,
+            MEANING_ZH, FIRST]
     lines = [
         f"Median of {runs} runs after 1 warm-up; ratio to `python -c pass` measured in the same run."
         " A command is a whole process (a cold recall: the index opened, the first question);"
@@ -327,11 +344,13 @@ def report(results: dict[int, dict[str, float]], runs: int, notes: list[str]) ->
     else:
         lines.append("- list on 10,000 ≤ 40× bare: not measured")
     for n in sizes:
-        extra = results[n][MEANING_EN] - results[n][WORDS_EN]
-        lines.append(
-            f"- meaning adds to a cold recall at {n:,}: {extra:+.0f} ms (≤ {MEANING_BUDGET_MS} ms at 10,000)"
-            + (f" — {verdict(extra <= MEANING_BUDGET_MS)}" if n == 10_000 else "")
-        )
+        for language, (_, words, meaning) in zip(("English", "Chinese"), PAIRS, strict=True):
+            extra = results[n][meaning] - results[n][words]
+            lines.append(
+                f"- meaning adds to a cold {language} recall at {n:,}: {extra:+.0f} ms"
+                f" (≤ {MEANING_BUDGET_MS} ms at 10,000)"
+                + (f" — {verdict(extra <= MEANING_BUDGET_MS)}" if n == 10_000 else "")
+            )
     if 1_000 in results and 10_000 in results:
         for row in (RECALL_EN, RECALL_ZH):
             growth = results[10_000][row] / results[1_000][row]

@@ -677,9 +677,9 @@ OWN_SETS = Path(__file__).resolve().parent / "sets"
 
 def run_dated(scratch: Path) -> dict[str, Any]:
     """bench/sets/dated_recall.jsonl: questions that name a day, a month or a time relative to
-    the set's `today`, over a year of notes each written the day it happened. Ranked twice: with
-    the question's time read (`rank(query, k, today)`) and as words alone (`today=None`, the
-    ranking before dates were read)."""
+    the set's `today`, over a year of notes each written the day it happened. Ranked three times:
+    with the question's time read (`rank(query, k, today)`), as words alone (`today=None`, the
+    ranking before dates were read), and with its time read by words and meaning (the default)."""
     import datetime as dt
 
     lines = read_jsonl(OWN_SETS / "dated_recall.jsonl")
@@ -694,13 +694,15 @@ def run_dated(scratch: Path) -> dict[str, Any]:
         )  # fmt: skip
         (folder / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
     outcomes = []
+    embedder = meaning_model()
     with Session(vault, USER, environ=NO_MODEL) as session:
         index = session.memory.index()
         for item in (line for line in lines[1:] if "question" in line):
             with_dates = [name for name, _ in index.rank(item["question"], 5, today)]
             words_only = [name for name, _ in index.rank(item["question"], 5)]
-            outcomes.append({**item, "dates": with_dates, "words": words_only})
-    return {"today": today.isoformat(), "outcomes": outcomes}
+            meaning = [name for name, _ in index.rank(item["question"], 5, today, embedder)]
+            outcomes.append({**item, "dates": with_dates, "words": words_only, "meaning": meaning})
+    return {"today": today.isoformat(), "outcomes": outcomes, "measured_meaning": embedder is not None}
 
 
 def dated_report(results: dict[str, Any]) -> list[str]:
@@ -715,17 +717,20 @@ def dated_report(results: dict[str, Any]) -> list[str]:
             for group in {f"{language}: {named}", f"{language}: {outcome['category'].removeprefix('zh ')}"}:
                 groups.setdefault(group, []).append(outcome)
 
+    keys = ("words", "dates", "meaning") if results.get("measured_meaning") else ("words", "dates")
     rows = []
     for group, items in sorted(groups.items()):
         n = len(items)
         cells = [group, str(n)]
-        for key in ("words", "dates"):
+        for key in keys:
             cells += [fraction(sum(hit(o[key], o["gold"], 1) for o in items), n),
                       fraction(sum(hit(o[key], o["gold"], 5) for o in items), n)]  # fmt: skip
         rows.append(cells)
     empty = [o for o in results["outcomes"] if not o["gold"]]
     lines = ["", f"## Own set: dated recall (bench/sets/dated_recall.jsonl, today = {results['today']})", ""]
-    lines += table(["group", "n", "words Hit@1", "words Hit@5", "dates Hit@1", "dates Hit@5"], rows)
+    header = ["group", "n", "words Hit@1", "words Hit@5", "dates Hit@1", "dates Hit@5"]
+    header += ["dates and meaning Hit@1", "dates and meaning Hit@5"] if len(keys) == 3 else []
+    lines += table(header, rows)
     if empty:
         said = ", ".join(f'"{o["question"]}" -> {o["dates"] or "nothing"}' for o in empty)
         lines += ["", f"Questions with no gold (nothing fits their time): {said}"]
@@ -824,11 +829,18 @@ def paraphrase_report(results: dict[str, Any]) -> list[str]:
 
 
 class Ranked(NamedTuple):
-    """One question's outcome: rank()'s top MRR_K and what recall() returned (record names)."""
+    """One question's outcome: rank()'s top MRR_K by the words alone, what recall() returned
+    (record names), and rank()'s top MRR_K by words and meaning (the default; [] when the model
+    could not be loaded)."""
 
     item: dict[str, Any]
     ranked: list[str]
     recalled: list[str]
+    meaning: list[str] = []
+
+    def by_meaning(self) -> Ranked:
+        """The outcome with the ranking by words and meaning in place of the words'."""
+        return self._replace(ranked=self.meaning)
 
 
 def gold_share(names: list[str], gold: list[str]) -> float:
@@ -853,12 +865,18 @@ def ask(vault: Vault, questions: list[dict[str, Any]], today: Any) -> list[Ranke
     from aibuddy_cli.memory import service
 
     outcomes = []
+    embedder = meaning_model()
     with Session(vault, USER, environ=NO_MODEL) as session, on_day(service, today):
         memory = session.memory
         for item in questions:
             ranked = [name for name, _ in memory.index().rank(item["question"], MRR_K, today)]
             recalled = [record.name for record in memory.recall(item["question"]).records]
-            outcomes.append(Ranked(item, ranked, recalled))
+            meaning = (
+                [name for name, _ in memory.index().rank(item["question"], MRR_K, today, embedder)]
+                if embedder is not None
+                else []
+            )
+            outcomes.append(Ranked(item, ranked, recalled, meaning))
     return outcomes
 
 
@@ -903,6 +921,23 @@ def ranked_rows(groups: dict[str, list[Ranked]]) -> list[list[str]]:
     return rows
 
 
+def meaning_rows(groups: dict[str, list[Ranked]]) -> list[list[str]]:
+    """rank()'s figures by the words alone → by words and meaning, per group."""
+    rows = []
+    for group, members in groups.items():
+        words, fused = ranked_figures(members), ranked_figures([o.by_meaning() for o in members])
+        n = words["n"]
+        rows.append([
+            group, str(n),
+            f"{words['recall_at_5']:.3f} → {fused['recall_at_5']:.3f}",
+            f"{fraction(words['hit_at_1'], n)} → {fraction(fused['hit_at_1'], n)}",
+            f"{fraction(words['hit_at_5'], n)} → {fraction(fused['hit_at_5'], n)}",
+            f"{words['mrr_at_10']:.3f} → {fused['mrr_at_10']:.3f}",
+        ])  # fmt: skip
+    return rows
+
+
+MEANING_HEADER = ["group", "n", "Recall@5", "Hit@1", "Hit@5", "MRR@10"]
 RANKED_HEADER = ["group", "n", "Recall@5", "Hit@1", "Hit@5", "MRR@10", "recall() gold share",
                  "recall() returned"]  # fmt: skip
 COMMON_WORDS = {"en": ["payments", "release", "incident", "api", "notes", "checklist"],
@@ -972,9 +1007,10 @@ def common_terms_report(results: dict[str, Any]) -> list[str]:
         "",
         "## Own set: common words (bench/sets/common_terms.jsonl)",
         "",
-        "rank() = `index.rank(question, 10)`; recall() = `memory.recall(question)` (at most 5); gold share ="
-        " gold records among the 5 of those there could be; Hit@1 = the record holding the question's rarer"
-        " word first, where one does, else any gold record first.",
+        "rank() = `index.rank(question, 10)`, by the words alone; recall() = `memory.recall(question)`"
+        " (at most 5, words and meaning: the default); gold share = gold records among the 5 of those there"
+        " could be; Hit@1 = the record holding the question's rarer word first, where one does, else any gold"
+        " record first.",
         "",
         *table(RANKED_HEADER, ranked_rows(by_size)),
         "",
@@ -982,6 +1018,10 @@ def common_terms_report(results: dict[str, Any]) -> list[str]:
         "",
         f"Share of the records holding each word: {shares}.",
     ]
+    if any(o.meaning for o in outcomes):
+        lines += ["", "### rank(), words alone → words and meaning (the default)", ""]
+        lines += table(MEANING_HEADER, meaning_rows(by_size))
+        lines += ["", *table(MEANING_HEADER, meaning_rows(dict(sorted(by_category.items()))))]
     return lines
 
 
@@ -1012,6 +1052,9 @@ def dated_days_report(results: dict[str, Any]) -> list[str]:
     lines = ["", f"## Own set: dated days (bench/sets/dated_days.jsonl, today = {results['today']})", ""]
     lines += table(RANKED_HEADER, ranked_rows(dict(sorted(groups.items()))))
     outcomes = [Ranked(**o) for o in results["outcomes"]]
+    if any(o.meaning for o in outcomes):
+        lines += ["", "### rank(), words alone → words and meaning (the default)", ""]
+        lines += table(MEANING_HEADER, meaning_rows(dict(sorted(groups.items()))))
     misses = [o for o in outcomes if not o.ranked or o.ranked[0] not in o.item["gold"]]
     lines += ["", "Misses at 1 (the top 3):"]
     lines += [f'- "{o.item["question"]}" (gold {", ".join(o.item["gold"])}): {o.ranked[:3]}' for o in misses]

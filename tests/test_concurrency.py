@@ -44,7 +44,7 @@ def test_a_real_process_saves_and_recalls(aibuddy_exe: list[str], env: dict[str,
     recalled = run_aibuddy(aibuddy_exe, "memory", "recall", "周报格式", "--json", env=env)
     assert recalled.returncode == 0, recalled.stderr
     document = json.loads(recalled.stdout)
-    assert document["method"] == "lexical"
+    assert document["method"] == "words+meaning"  # a Chinese question: its characters (ngrams.py)
     assert document["records"][0]["body"] == "周报格式：三段式\n"
     missing = run_aibuddy(aibuddy_exe, "memory", "show", "nope", "--json", env=env)
     assert missing.returncode == 3 and json.loads(missing.stdout)["error"]["code"] == "not_found"

@@ -86,20 +86,103 @@ def test_without_the_model_recall_uses_the_words_and_says_so(
     assert any("used the words alone" in w for w in warnings)
 
 
-def test_a_chinese_question_keeps_the_words(notes: Vault) -> None:
-    """The static vocabulary is English: on MADial-Bench ZH it made Chinese recall worse."""
+# --- Chinese: the characters a question shares with the records (memory/ngrams.py) ---------------
+
+CHINESE_NOTES = {
+    "vegetarian": ("从去年开始吃素，不碰肉类", "可以吃鸡蛋和牛奶。"),
+    "corgi": ("家里养了一只柯基，叫豆豆", "每天傍晚在小区里遛它。"),
+    "weekly-report": ("每周五下午写周报发给主管", "格式：本周完成、遇到的问题、下周计划。"),
+    "high-speed-rail": ("出差尽量坐高铁，不坐飞机", "晕机严重，上海到北京也选高铁。"),
+}
+
+
+@pytest.fixture
+def chinese_notes(notes: Vault) -> Vault:
+    folder = notes.root / "memory/demo"
+    for name, (description, body) in CHINESE_NOTES.items():
+        record = MemoryRecord(
+            name=name,
+            description=description,
+            type="user",
+            body=body,
+            created="2026-01-01T00:00:00Z",
+            updated="2026-01-01T00:00:00Z",
+        )
+        (folder / f"{name}.md").write_text(render_record(record))
+    return notes
+
+
+def test_a_chinese_question_finds_a_record_it_shares_only_a_character_with(chinese_notes: Vault) -> None:
+    """"她平时吃荤吗？" shares no two adjacent characters (the words) with "从去年开始吃素": the
+    characters it shares with the records find it, and --json's method says meaning ranked."""
+    names, method, warnings = recall(chinese_notes, "她平时吃荤吗？")
+    assert names == ["vegetarian"] and method == "words+meaning" and warnings == []
+    assert recall(chinese_notes, "周报什么时候交？")[0][0] == "weekly-report"  # the words still count
+
+
+def test_a_chinese_question_with_semantic_false_keeps_the_words(chinese_notes: Vault) -> None:
+    assert recall(chinese_notes, "她平时吃荤吗？")[:2] == (["vegetarian"], "words+meaning")
+    setting(chinese_notes, "recall", "semantic = false")
+    assert recall(chinese_notes, "她平时吃荤吗？")[:2] == ([], "lexical")
+
+
+def test_a_chinese_question_needs_no_static_model(
+    chinese_notes: Vault, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """The characters need no package: without WordLlama a Chinese question still ranks by meaning."""
+    monkeypatch.setattr(semantic, "_SHARED", semantic.StaticModel(tmp_path / "no-such-package"))
+    names, method, warnings = recall(chinese_notes, "她平时吃荤吗？")
+    assert names == ["vegetarian"] and method == "words+meaning" and warnings == []
+
+
+def test_an_english_question_never_uses_the_characters(
+    chinese_notes: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a question mostly in Chinese or Japanese is ranked by its characters; a mixed one
+    ("weekly 周报 format") is an English question: the static vectors rank it, as before."""
+    from aibuddy_cli.memory.index import MemoryIndex
+
+    asked: list[str] = []
+    real = MemoryIndex.rank_characters
+
+    def spied(self: MemoryIndex, query: str, *rest: object) -> object:
+        asked.append(query)
+        return real(self, query, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MemoryIndex, "rank_characters", spied)
     assert semantic.mostly_cjk("周报格式是什么") and not semantic.mostly_cjk("weekly 周报 format")
-    assert recall(notes, "她有宠物吗")[1] == "lexical"
+    for question in ("Does she have pets?", "weekly 周报 format"):
+        assert recall(chinese_notes, question)[1] == "words+meaning"
+    assert recall(chinese_notes, "Does she have pets?")[0][0] == "dogs"
+    assert asked == []
+    recall(chinese_notes, "她有宠物吗")
+    assert asked == ["她有宠物吗"]
 
 
-def test_the_text_is_cut_into_the_vocabularys_pieces() -> None:
-    vocab = {"\u2581dogs": 1, "\u2581do": 2, "gs": 3, "\u2581river": 4, "<0xE7>": 5, "<0x8C>": 6, "<0xAB>": 7}
+def test_a_chinese_question_finds_what_a_changed_record_says_now(chinese_notes: Vault) -> None:
+    """The records' characters are kept in the derived index and replaced when a record changes."""
+    path = chinese_notes.root / "memory/demo/vegetarian.md"
+    text = path.read_text().replace("从去年开始吃素，不碰肉类", "周末去爬山")
+    path.write_text(text.replace("可以吃鸡蛋和牛奶。", ""))
+    assert "vegetarian" not in recall(chinese_notes, "她平时吃荤吗？")[0]
+    assert recall(chinese_notes, "喜欢登山吗？")[0] == ["vegetarian"]
+    path.unlink()
+    assert recall(chinese_notes, "喜欢登山吗？")[0] == []
 
-    def known(candidates):
-        return {piece: vocab[piece] for piece in candidates if piece in vocab}
 
-    assert semantic.pieces("dogs  river", known) == [1, 4]  # the longest piece at each place
-    assert semantic.pieces("猫", known)[-3:] == [5, 6, 7]  # an unknown character: its UTF-8 bytes
+def test_a_record_sharing_only_common_characters_is_no_match(vault: Vault) -> None:
+    """A match by meaning holds at least 15 % of the question's characters, weighted by rarity: a
+    question about something no record mentions gets nothing for the 的 and 是 it shares with them."""
+    folder = vault.root / "memory/demo"
+    folder.mkdir(parents=True)
+    for number, description in enumerate(
+        ["女儿的钢琴课在周六上午", "我的电脑是去年买的", "妈妈做的红烧肉最好吃", "公司的年会在十二月",
+         "朋友送的绿萝长得很好", "周报的格式是三段式"]
+    ):  # fmt: skip
+        record = MemoryRecord(name=f"note-{number}", description=description, type="user", body="")
+        (folder / f"note-{number}.md").write_text(render_record(record))
+    assert recall(vault, "量子计算机的原理是什么？")[:2] == ([], "words+meaning")
+    assert recall(vault, "周报怎么写？")[0] == ["note-5"]
 
 
 # --- the embedding role ---------------------------------------------------------------------------
@@ -165,6 +248,13 @@ def test_a_chat_model_for_every_role_is_not_asked_for_embeddings(
     """AIBUDDY_MODEL (or [models] default) names a chat model: recall's meaning stays static."""
     recall(notes, "Does she have pets?", model_env)
     assert embedded_texts(fake_openai) == []
+
+
+def test_the_embedding_model_ranks_a_chinese_question_itself(
+    chinese_notes: Vault, fake_openai: FakeOpenAI, embedding_env: dict[str, str]
+) -> None:
+    """An embedding model reads Chinese: it replaces the characters as it replaces the static vectors."""
+    assert recall(chinese_notes, "她平时吃荤吗？", embedding_env)[1] == "words+embedding"
 
 
 def test_many_records_at_once_get_the_vectors_one_record_gets() -> None:

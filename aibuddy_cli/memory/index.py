@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import heapq
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple, TypedDict
 
@@ -30,11 +31,11 @@ from ..dates import Span, read_time, text_days
 from ..folder_watch import cursor_source
 from ..storage import Entry
 from ..text import index_text
-from . import expiry, lexical
+from . import expiry, lexical, ngrams
 from .records import MemoryRecord
 from .semantic import Known, Meaning, code, mostly_cjk, pack, unpack
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -70,6 +71,12 @@ CREATE TABLE IF NOT EXISTS record_codes (
 CREATE TABLE IF NOT EXISTS record_vectors (
     id INTEGER NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (id, model)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS record_grams (
+    gram TEXT NOT NULL, id INTEGER NOT NULL, count INTEGER NOT NULL, length INTEGER NOT NULL,
+    PRIMARY KEY (gram, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS record_grams_by_id ON record_grams (id);
+CREATE TABLE IF NOT EXISTS record_gram_lengths (id INTEGER PRIMARY KEY, length INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS meaning_vocab (piece TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meaning_models (what TEXT PRIMARY KEY, identity TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS record_days_by_day ON record_days (day, id);
@@ -162,13 +169,17 @@ Loaded = tuple[Entry, MemoryRecord | None, str | None] | None
 None when the file vanished before it could be read."""
 
 
-def fuse(rankings: Iterable[list[tuple[str, float]]], limit: int) -> list[tuple[str, float]]:
-    """Reciprocal-rank fusion: each ranking gives its place p the score 1 / (RRF_K + p), summed per
-    name; the best `limit`, by that sum (one scale, whatever each ranking's own scores were)."""
+def fuse(
+    rankings: Iterable[list[tuple[str, float]]], limit: int, weights: Iterable[float] | None = None
+) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion: each ranking gives its place p the score w / (RRF_K + p), summed per
+    name (w: the ranking's weight, 1 unless given); the best `limit`, by that sum (one scale,
+    whatever each ranking's own scores were)."""
     fused: dict[str, float] = {}
-    for ranking in rankings:
+    rankings = list(rankings)
+    for ranking, weight in zip(rankings, [1.0] * len(rankings) if weights is None else weights, strict=True):
         for place, (name, _) in enumerate(ranking, 1):
-            fused[name] = fused.get(name, 0.0) + 1 / (RRF_K + place)
+            fused[name] = fused.get(name, 0.0) + weight / (RRF_K + place)
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
 
@@ -206,8 +217,8 @@ class MemoryIndex(CacheDB):
     schema = _SCHEMA
     version = SCHEMA_VERSION
     tables = (
-        "meta", "cursors", "records", "record_days", "record_codes", "record_vectors", "meaning_vocab",
-        "meaning_models", "records_fts",
+        "meta", "cursors", "records", "record_days", "record_codes", "record_vectors", "record_grams",
+        "record_gram_lengths", "meaning_vocab", "meaning_models", "records_fts",
     )  # fmt: skip
 
     # --- keeping it current -----------------------------------------------------------
@@ -347,6 +358,8 @@ class MemoryIndex(CacheDB):
         self.db.execute("DELETE FROM record_days WHERE id = ?", (row[0],))
         self.db.execute("DELETE FROM record_codes WHERE id = ?", (row[0],))
         self.db.execute("DELETE FROM record_vectors WHERE id = ?", (row[0],))
+        self.db.execute("DELETE FROM record_grams WHERE id = ?", (row[0],))
+        self.db.execute("DELETE FROM record_gram_lengths WHERE id = ?", (row[0],))
         self.db.execute("DELETE FROM records WHERE id = ?", (row[0],))
         return -entry_hash(*row[1:5])
 
@@ -412,7 +425,20 @@ class MemoryIndex(CacheDB):
                     index_text(record.body),
                 ),
             )
+            text = ngrams.record_text(name, record.description, record.body)
+            self._keep_grams(cursor.lastrowid, ngrams.grams(text))
         return delta
+
+    def _keep_grams(self, key: int | None, grams: Counter[str]) -> None:
+        """A record's runs of CJK characters (ngrams.py), for the meaning of Chinese questions: each
+        with its count and the record's length (its grams in all), which its score needs."""
+        if grams and key is not None:
+            length = sum(grams.values())
+            self.db.executemany(
+                "INSERT INTO record_grams (gram, id, count, length) VALUES (?, ?, ?, ?)",
+                [(gram, key, count, length) for gram, count in grams.items()],
+            )
+            self.db.execute("INSERT INTO record_gram_lengths (id, length) VALUES (?, ?)", (key, length))
 
     # --- reading ----------------------------------------------------------------------
 
@@ -596,6 +622,57 @@ class MemoryIndex(CacheDB):
         scored = [(name, score) for name, score in scored if score >= max(model.floor, best * MEANING_SHARE)]
         return sorted(scored, key=lambda item: (-item[1], item[0]))[:depth]
 
+    def rank_characters(
+        self, query: str, depth: int, among: set[str] | None = None
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """The records in recall that share the most of query's runs of CJK characters, by
+        ngrams.py's score (only names in among, when given): the best `depth` (name, score), best
+        first, and those of them that count as a match by meaning (ngrams.matches). Reads the
+        postings of the question's grams only (its rarest ngrams.QUESTION_GRAMS), and sums them in
+        SQLite (a Python loop over the postings of a common character costs ten times as much)."""
+        question = ngrams.grams(query)
+        records, total = self.db.execute("SELECT count(*), total(length) FROM record_gram_lengths").fetchone()
+        if not question or not records:
+            return [], []
+        counted = "SELECT gram, count(*) FROM record_grams WHERE gram IN ({}) GROUP BY gram"
+        held = dict(self._chunked(counted, list(question)))
+        weights = ngrams.weights(question, held, records)
+        if not weights:
+            return [], []
+        within = ""
+        if among is not None:
+            within = f" AND g.id IN (SELECT id FROM records WHERE name IN ({', '.join('?' * len(among))}))"
+        constant, per_gram = ngrams.length_terms(total / records)
+        rows = self.db.execute(
+            f"WITH q (gram, weight, cover) AS (VALUES {', '.join(['(?, ?, ?)'] * len(weights))})"
+            " SELECT g.id, sum(q.weight * g.count / (g.count + ? + ? * g.length)) AS score, sum(q.cover)"
+            f" FROM q JOIN record_grams g ON g.gram = q.gram WHERE 1{within}"
+            " GROUP BY g.id ORDER BY score DESC, g.id LIMIT ?",
+            (*(value for gram, weight in weights.items() for value in (gram, *weight)), constant, per_gram,
+             *sorted(among or ()), SHORTLIST),
+        ).fetchall()  # fmt: skip
+        keys = [key for key, _, _ in rows]
+        names = dict(
+            self.db.execute(
+                f"SELECT id, name FROM records WHERE id IN ({', '.join('?' * len(keys))})"
+                f" AND error IS NULL AND {_live()}",
+                keys,
+            ).fetchall()
+        )
+        whole = ngrams.characters(question, held, records) or 1.0
+        kept = [ngrams.Scored(names[key], score, cover / whole) for key, score, cover in rows if key in names]
+        ranked = kept[:depth]
+        matched = ngrams.matches(ranked)
+        return [(item.name, item.score) for item in ranked], [(item.name, item.score) for item in matched]
+
+    def _chunked(self, sql: str, values: list) -> list[tuple]:
+        """sql (its IN list written `{}`) run over values, 900 at a time (SQLite's limit on them)."""
+        found: list[tuple] = []
+        for start in range(0, len(values), 900):
+            chunk = values[start : start + 900]
+            found += self.db.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
+        return found
+
     def rank(
         self, query: str, limit: int, today: dt.date | None = None, model: Meaning | None = None
     ) -> list[tuple[str, float]]:
@@ -606,15 +683,25 @@ class MemoryIndex(CacheDB):
         self, query: str, limit: int, today: dt.date | None = None, model: Meaning | None = None
     ) -> Ranking:
         """rank_words (BM25, and the question's time), fused by reciprocal rank with the records'
-        meaning when a model is given and the question is not mostly Chinese or Japanese for a
-        static model (semantic.py); and the signals that ranked: ["words"] or ["words",
-        model.signal] (Ranking). A question that names a time, of which there are records, is matched by
-        meaning among those records only (the time narrows, the meaning decides within it)."""
+        meaning when a model is given: the model's vectors, or, for a question mostly in Chinese or
+        Japanese and a model that reads no Chinese (the static one), the characters it shares
+        with the records (rank_characters, at ngrams.WEIGHT); and the signals that ranked:
+        ["words"] or ["words", model.signal] (Ranking). A question that names a time, of which
+        there are records, is matched by meaning among those records only (the time narrows, the
+        meaning decides within it)."""
         by_words = self.rank_words(query, max(limit, MEANING_DEPTH) if model else limit, today)
-        if model is None or (model.vocabulary() is not None and mostly_cjk(query)):
+        if model is None:
             return Ranking(by_words[:limit], ["words"], by_words, [])
         spans, words = read_time(query, today) if today is not None else ([], query)
         among = (self._dated(spans) or None) if spans else None
+        if not model.reads_cjk and mostly_cjk(query):
+            ranked, matched = self.rank_characters(words, MEANING_DEPTH, among)
+            fused = fuse([by_words[:MEANING_DEPTH], ranked], 2 * MEANING_DEPTH, [1.0, ngrams.WEIGHT])
+            # The matches first (a shared word, or by meaning): a record of the question's time
+            # that shares no word, lifted by a character or two, must not take one of the five.
+            first = set(lexical.above_floor(by_words, len(by_words))) | dict(matched).keys()
+            fused = sorted(fused, key=lambda item: item[0] not in first)[:limit]
+            return Ranking(fused, ["words", "meaning"], by_words, matched)
         meaning = self.rank_meaning(words, model, MEANING_DEPTH, among)
         fused = fuse([by_words[:MEANING_DEPTH], meaning], limit)
         return Ranking(fused, ["words", model.signal], by_words, meaning)

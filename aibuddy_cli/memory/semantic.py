@@ -12,8 +12,9 @@ Two models give the vectors (`Meaning`):
   into the vocabulary's pieces by the longest known piece at each place (`pieces`), with SentencePiece's
   byte fallback for a character the vocabulary lacks. The vocabulary (32,000 pieces) is looked up
   in a table of the derived index (memory/index.py), so a question costs one query, not a
-  1.8 MB JSON parse. Its vocabulary is English: a question mostly in Chinese or Japanese is ranked
-  by its words alone (measured on MADial-Bench ZH, the model made Chinese recall worse).
+  1.8 MB JSON parse. Its vocabulary is English (on MADial-Bench ZH the model made Chinese recall
+  worse): a question mostly in Chinese or Japanese is ranked instead by the characters it shares
+  with the records (ngrams.py), which needs no model.
 - `EmbeddingModel`: the `embedding` model role through litellm (`[models] embedding`), which
   replaces the static vectors when configured; it handles Chinese too.
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 DIMENSIONS = 256
 _WEIGHTS = ("weights", "l2_supercat_256.safetensors")
 _TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
-CJK_SHARE = 0.3  # a query with more of its letters CJK than this is ranked by its words alone
+CJK_SHARE = 0.3  # a query with more of its letters CJK than this is mostly CJK (ngrams.py ranks it)
 _LONGEST_PIECE = 16  # pieces of the vocabulary tried at each place, longest first
 _SPACE = "\u2581"  # SentencePiece's mark of a word's start
 BULK = 16  # more texts than this at once are embedded through numpy
@@ -59,6 +60,7 @@ class Meaning(Protocol):
     key: str  # names the model and how it embeds: vectors of another key are never compared
     signal: str  # what `--json` calls it beside the words: "meaning" or "embedding"
     floor: float  # the cosine from which a record matches by meaning
+    reads_cjk: bool  # whether it embeds Chinese and Japanese (else ngrams.py ranks such a question)
 
     def vocabulary(self) -> tuple[str, Callable[[], dict[str, int]]] | None:
         """(identity, loader) of a vocabulary the index may keep for it (StaticModel), else None."""
@@ -131,6 +133,7 @@ class StaticModel:
 
     key = "wordllama-l2_supercat-256"
     signal = "meaning"
+    reads_cjk = False  # its vocabulary is English
     # A record counts as a match by meaning from this cosine on (recall's rule: no body without a
     # match): unrelated sentences score about 0 (-0.1 to 0.15), one on the question's topic 0.2
     # and more; and only from half the best record's cosine (index.MEANING_SHARE).
@@ -239,6 +242,7 @@ class EmbeddingModel:
 
     signal = "embedding"
     floor = 0.0  # models' scales differ: any positive cosine counts
+    reads_cjk = True
 
     def __init__(self, settings: ModelSettings) -> None:
         self.settings = settings

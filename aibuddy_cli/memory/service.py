@@ -727,11 +727,11 @@ class MemoryService:
 
     def _ranked(self, index: MemoryIndex, query: str, limit: int) -> tuple[Ranking, str]:
         """index.ranked with the meaning signal, and the method that ranked ("lexical": the words
-        alone; "words+meaning": the static vectors fused in; "words+embedding": the `embedding`
-        model's). The embedding model, when `[models] embedding` names one, replaces the static
-        vectors; when it fails, or the static model cannot be loaded, the words alone rank, with a
-        warning (recall never fails for meaning). `[recall] semantic = false` turns the static
-        vectors off."""
+        alone; "words+meaning": the static vectors fused in, or a Chinese question's characters
+        (ngrams.py); "words+embedding": the `embedding` model's). The embedding model, when
+        `[models] embedding` names one, replaces the static vectors; when it fails, or the static
+        model cannot be loaded, the words alone rank, with a warning (recall never fails for
+        meaning). `[recall] semantic = false` turns the static vectors and the characters off."""
         from ..errors import ModelError
         from .semantic import SemanticUnavailable
 
