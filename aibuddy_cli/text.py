@@ -53,9 +53,10 @@ def tokens(text: str) -> list[str]:
     return result
 
 
-_CJK_CLASS = "".join(f"\\u{low:04x}-\\u{high:04x}" for low, high in _CJK_RANGES)
+# The CJK ranges as a regular expression's character class body: `[{CJK_CLASS}]`.
+CJK_CLASS = "".join(f"\\u{low:04x}-\\u{high:04x}" for low, high in _CJK_RANGES)
 # One token of tokens(): a CJK character that is a word character, or a run of other word ones.
-_TOKEN = re.compile(f"(?=[^\\W_])[{_CJK_CLASS}]|[^\\W_{_CJK_CLASS}]+")
+_TOKEN = re.compile(f"(?=[^\\W_])[{CJK_CLASS}]|[^\\W_{CJK_CLASS}]+")
 
 
 def count_tokens(text: str) -> int:

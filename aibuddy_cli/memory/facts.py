@@ -51,9 +51,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import NamedTuple
 
-from ..text import STOPWORDS
+from ..text import CJK_CLASS, STOPWORDS
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_CJK = re.compile(f"[{CJK_CLASS}]")
 # A number with its separators (9:30, 3.11, 2026-03-17), or a word (letters and digits, an
 # apostrophe inside: user's, don't).
 _TERM = re.compile(r"\d+(?:[.:/-]\d+)+(?:am|pm)?|[^\W_]+(?:['’][^\W_]+)?")

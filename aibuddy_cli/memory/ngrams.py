@@ -42,7 +42,7 @@ import re
 from collections import Counter
 from typing import NamedTuple
 
-from ..text import _CJK_RANGES  # the one definition of which characters are CJK
+from ..text import CJK_CLASS  # the one definition of which characters are CJK
 
 SIZES = (1, 2, 3)  # the lengths of the runs of characters kept
 K1 = 1.2
@@ -54,7 +54,7 @@ QUESTION_GRAMS = 100  # a long question's rarest grams, the only ones read (3 SQ
 # dated question's 500 records, under the 999 an older SQLite allows)
 TEXT_CHARS = 2000  # of a record's body, as for the vectors (index.embed_missing)
 
-_RUN = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]+")
+_RUN = re.compile(f"[{CJK_CLASS}]+")
 
 
 def grams(text: str) -> Counter[str]:
