@@ -266,3 +266,52 @@ def test_many_records_at_once_get_the_vectors_one_record_gets() -> None:
     many = model.embed(texts)
     pairs = zip(alone, many[:2], strict=True)
     assert all(abs(a - b) < 1e-5 for one, other in pairs for a, b in zip(one, other, strict=True))
+
+
+def test_a_server_session_finds_what_records_say_now(notes: Vault) -> None:
+    """A long-lived process (the MCP server) keeps the records' sign codes in memory from its
+    second question on: a record changed by hand, saved, updated or deleted since is ranked by
+    what it says now."""
+    with Session(Vault.open(notes.root, {}), "demo", environ={}) as session:
+
+        def names(query: str) -> list[str]:
+            return [record.name for record in session.memory.recall(query).records]
+
+        for _ in range(3):  # the codes are kept from the second question on
+            assert names("Does she have pets?")[0] == "dogs"
+        path = notes.root / "memory/demo/oven.md"
+        text = path.read_text().replace("The oven thermostat is broken", "Booked a flight to Lisbon")
+        path.write_text(text)
+        assert names("plane journey abroad")[0] == "oven"
+        planted = "Planted tomatoes in the vegetable patch"
+        session.memory.save("garden", type="user", description=planted, body="")
+        assert names("growing food plants")[0] == "garden"
+        session.memory.update("garden", description="Repaired the roof tiles after the storm")
+        assert names("fixing the house top")[0] == "garden"
+        session.memory.delete("dogs")
+        assert "dogs" not in names("Does she have pets?")
+
+
+def test_the_shortlist_in_memory_is_the_one_read_from_the_index() -> None:
+    """SignCodes (numpy, a server's) picks the very records the pure-Python popcount picks: the
+    fewest differing signs, ties to the lower id; only among the given ids when some are."""
+    import heapq
+    import random
+
+    rng = random.Random(7)
+    def code() -> bytes:  # many alike: ties
+        return bytes(rng.choice([0, 255, rng.randrange(256)]) for _ in range(32))
+
+    rows = [(key, code()) for key in range(1, 900)]
+    rng.shuffle(rows)
+    table = semantic.SignCodes(rows)
+    for _ in range(20):
+        question = bytes(rng.randrange(256) for _ in range(32))
+        among = sorted(rng.sample(range(1, 900), 300))
+        for size, within in ((200, None), (50, among), (1000, among)):
+            listed = [(key, blob) for key, blob in rows if within is None or key in within]
+            bits = int.from_bytes(question, "little")
+            expected = heapq.nsmallest(
+                size, (((int.from_bytes(blob, "little") ^ bits).bit_count(), key) for key, blob in listed)
+            )
+            assert table.shortlist(question, size, within) == [key for _, key in expected]

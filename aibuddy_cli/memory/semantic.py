@@ -20,6 +20,8 @@ Two models give the vectors (`Meaning`):
 
 `code(vector)` is the vector's signs as bits: the index shortlists records by how many signs they
 share with the question (a popcount, fast in pure Python) and scores only the shortlist exactly.
+A process that asks again (a server) keeps the codes in memory (`SignCodes`, numpy): the popcount
+over 10,000 records then costs about 0.3 ms instead of 10 ms, the shortlist the same records.
 """
 
 from __future__ import annotations
@@ -97,6 +99,53 @@ def pack(vector: Sequence[float]) -> bytes:
 
 def unpack(blob: bytes) -> Vector:
     return list(struct.unpack(f"<{len(blob) // 4}f", blob))
+
+
+class SignCodes:
+    """The records' sign codes as one numpy table, for a process that ranks again and again: the
+    shortlist of index.rank_meaning (the records sharing the most signs with the question, ties to
+    the lower id: the very records heapq.nsmallest over (distance, id) picks)."""
+
+    def __init__(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        import numpy as np
+
+        width = max((len(blob) for _, blob in rows), default=8)
+        self.width = -(-width // 8) * 8  # padded to whole 64-bit words (zero bits share nothing)
+        self.ids = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
+        packed = b"".join(blob.ljust(self.width, b"\0") for _, blob in rows)
+        self.words = np.frombuffer(packed, dtype="<u8").reshape(len(rows), self.width // 8)
+
+    def shortlist(self, question: bytes, size: int, among: Sequence[int] | None = None) -> list[int]:
+        """The ids of the `size` records (of those in among, when given) whose codes differ from
+        question's in the fewest bits, fewest first, then by id."""
+        import numpy as np
+
+        bits = np.frombuffer(question.ljust(self.width, b"\0")[: self.width], dtype="<u8")
+        distances = np.bitwise_count(self.words ^ bits).sum(axis=1, dtype=np.int64)
+        ids = self.ids
+        if among is not None:
+            inside = np.isin(ids, np.asarray(among, dtype=np.int64))
+            distances, ids = distances[inside], ids[inside]
+        if not len(ids):
+            return []
+        if ids.min() < 0 or ids.max() >= 1 << 40:  # (rowids SQLite gives are never)
+            order = np.lexsort((ids, distances))[:size]
+            return [int(key) for key in ids[order]]
+        keys = (distances << 40) | ids  # one sortable number: distance, then id
+        if len(keys) > size:
+            keys = np.partition(keys, size - 1)[:size]
+        keys.sort()
+        return [int(key) for key in keys & ((1 << 40) - 1)]
+
+
+def cosines(question: Sequence[float], blobs: Sequence[bytes]) -> list[float]:
+    """question's cosine with each packed vector (numpy: for a process that has it loaded)."""
+    import numpy as np
+
+    if not blobs:
+        return []
+    table = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
+    return [float(score) for score in table.astype(np.float64) @ np.asarray(question, dtype=np.float64)]
 
 
 def pieces(text: str, known: Known) -> list[int]:
