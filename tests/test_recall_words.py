@@ -114,3 +114,51 @@ def test_a_long_pasted_question_still_recalls(vault: Vault) -> None:
     write(vault, "glossary", "Glossary", words)
     names = recalled(vault, f"{words} canary")
     assert names[0] == "glossary" and "release-4" in names
+
+
+def test_a_server_ranks_by_words_as_a_one_shot_command_does(vault: Vault) -> None:
+    """A long-lived process sums each phrase's kept BM25 scores in numpy (lexical.PhraseScores)
+    instead of asking FTS5 to score every record that holds a word: the same records, the same
+    scores, the same order, ties by name, a record out of recall (expired) left out, a word more
+    than half of the records hold, a question's time; and after a record changes, what it says now."""
+    from aibuddy_cli.memory import lexical
+    from aibuddy_cli.memory.index import _live
+
+    checklist(vault)
+    for number in range(40):  # identical records: ties, ordered by name
+        write(
+            vault,
+            f"twin-{number:02d}",
+            "Weekly budget meeting notes",
+            "deploy report",
+            f"2026-03-{number % 28 + 1:02d}T09:00:00Z",
+        )
+    write(vault, "gone", "Weekly budget meeting notes deploy report budget budget")
+    path = vault.root / "memory/demo/gone.md"
+    path.write_text(path.read_text().replace("\nupdated:", "\nexpires: 2020-01-01\nupdated:", 1))
+    questions = [
+        "budget meeting", "deploy report payments", "payments release marker", "weekly notes",
+        "budget meeting on 2026-03-14", "what did we decide in March", "marker", "nothing here",
+    ]  # fmt: skip
+    today = dt.date(2026, 4, 2)
+    with Session(Vault.open(vault.root, {}), "demo", environ={}) as session:
+        index = session.memory.index()
+        assert "gone" in {item.record.name for item in index.records(expired=True)}
+        where = str(index.path)
+        lexical.kept_scores(where, index.generation()[1])  # a first question: numpy may not be loaded
+        for _ in range(2):
+            scores = lexical.kept_scores(where, index.generation()[1])
+            assert scores is not None
+            for question in questions:
+                for limit in (3, 5, 50):
+                    alone = lexical.rank(index.db, question, limit, today, _live("r"))
+                    assert lexical.rank(index.db, question, limit, today, _live("r"), scores) == alone
+                    assert "gone" not in dict(alone)
+            # A record changed: its words are read again, not the ones kept.
+            session.memory.update("twin-07", description="Marker: the marker of the release, marker")
+            index = session.memory.index()
+            kept = lexical.kept_scores(where, index.generation()[1])
+            assert kept is not None
+            assert lexical.rank(index.db, "marker", 1, today, _live("r"), kept)[0][0] == "twin-07"
+            session.memory.update("twin-07", description="Weekly budget meeting notes")
+            index = session.memory.index()

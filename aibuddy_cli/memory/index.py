@@ -624,7 +624,7 @@ class MemoryIndex(CacheDB):
                     (int.from_bytes(os.urandom(8), "little") >> 1,),
                 )
 
-    def generation(self) -> object:
+    def generation(self) -> tuple[sqlite3.Connection, int | None]:
         """What changes whenever a record's rows or codes do (telemetry alone does not), with the
         connection it was read on (a reopened or rebuilt index is another)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
@@ -793,7 +793,9 @@ class MemoryIndex(CacheDB):
         """Best matches by words over all of the user's records: (name, score), best first; when
         the query names a time (`dates.read_time`, relative to today), its records first
         (lexical.py says how)."""
-        return lexical.rank(self.db, query, limit, today, _live("r"))
+        where = f"memory:{id(self)}" if self.in_memory else str(self.path)
+        scores = lexical.kept_scores(where, self.generation()[1])
+        return lexical.rank(self.db, query, limit, today, _live("r"), scores)
 
     def _dated(self, spans: list[Span]) -> set[str]:
         """The well-formed records with a day in one of spans (the newest, lexical.DATED_LIMIT)."""
