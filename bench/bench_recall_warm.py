@@ -270,7 +270,8 @@ def serve_and_time(
         return asyncio.run(with_stdio(env, timed_mix(asked)))
     server = HttpServer(env)
     try:
-        return asyncio.run(with_http(server.url, token(env, f"bench-{os.getpid()}"), timed_mix(asked)))
+        secret = token(env, f"bench-{os.getpid()}-{time.monotonic_ns()}")  # (a name is given once)
+        return asyncio.run(with_http(server.url, secret, timed_mix(asked)))
     finally:
         server.stop()
 

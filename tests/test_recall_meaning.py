@@ -113,7 +113,7 @@ def chinese_notes(notes: Vault) -> Vault:
 
 
 def test_a_chinese_question_finds_a_record_it_shares_only_a_character_with(chinese_notes: Vault) -> None:
-    """"她平时吃荤吗？" shares no two adjacent characters (the words) with "从去年开始吃素": the
+    """ "她平时吃荤吗？" shares no two adjacent characters (the words) with "从去年开始吃素": the
     characters it shares with the records find it, and --json's method says meaning ranked."""
     names, method, warnings = recall(chinese_notes, "她平时吃荤吗？")
     assert names == ["vegetarian"] and method == "words+meaning" and warnings == []
@@ -299,12 +299,13 @@ def test_the_shortlist_in_memory_is_the_one_read_from_the_index() -> None:
     import random
 
     rng = random.Random(7)
+
     def code() -> bytes:  # many alike: ties
         return bytes(rng.choice([0, 255, rng.randrange(256)]) for _ in range(32))
 
     rows = [(key, code()) for key in range(1, 900)]
     rng.shuffle(rows)
-    table = semantic.SignCodes(rows)
+    table = semantic.SignCodes([(key, blob, None) for key, blob in rows])
     for _ in range(20):
         question = bytes(rng.randrange(256) for _ in range(32))
         among = sorted(rng.sample(range(1, 900), 300))
@@ -315,3 +316,23 @@ def test_the_shortlist_in_memory_is_the_one_read_from_the_index() -> None:
                 size, (((int.from_bytes(blob, "little") ^ bits).bit_count(), key) for key, blob in listed)
             )
             assert table.shortlist(question, size, within) == [key for _, key in expected]
+
+
+def test_the_vectors_in_memory_score_as_the_index_s() -> None:
+    """A server's cosines from the vectors it keeps are the very numbers the vectors read from
+    the index give (a ranking never depends on where they came from)."""
+    import random
+
+    rng = random.Random(3)
+    vectors = {key: semantic.normalised([rng.uniform(-1, 1) for _ in range(32)]) for key in range(1, 300)}
+    rows = [(key, semantic.code(vector), semantic.pack(vector)) for key, vector in vectors.items()]
+    table = semantic.SignCodes(rows[::-1])
+    question = semantic.normalised([rng.uniform(-1, 1) for _ in range(32)])
+    chosen = table.shortlist(semantic.code(question), 50)
+    by_blobs = semantic.cosines(question, [semantic.pack(vectors[key]) for key in chosen])
+    assert table.cosines(question, chosen) == by_blobs
+    alone = [
+        sum(a * b for a, b in zip(question, semantic.unpack(semantic.pack(vectors[key])), strict=True))
+        for key in chosen
+    ]
+    assert all(abs(a - b) < 1e-12 for a, b in zip(alone, by_blobs, strict=True))

@@ -25,6 +25,7 @@ import heapq
 import os
 import sqlite3
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -95,6 +96,9 @@ MEANING_DEPTH = 50  # how deep each ranking goes into the fusion of words and me
 RRF_K = 60  # reciprocal-rank fusion's usual constant
 SHORTLIST = 200  # records scored exactly by meaning, of those sharing the most signs with the question
 MEANING_SHARE = 0.5  # a match by meaning scores at least this share of the best one's cosine
+
+_KEPT_CODES: dict[tuple[str, str], SignCodes | None] = {}  # by index file and model: a server's
+_KEPT_GUARD = threading.Lock()
 
 _LARGEST = (1 << 63) - 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -606,9 +610,7 @@ class MemoryIndex(CacheDB):
         return db
 
     _rows_changed = False  # a record's rows (or codes) were written in this write transaction
-    _kept_codes: tuple[str, object, SignCodes] | None = None  # (model key, generation, codes)
     _embedded: tuple[str, object] | None = None  # (model key, generation) when every record had a vector
-    _ranked_once = False
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -630,20 +632,33 @@ class MemoryIndex(CacheDB):
         row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         return (self.db, None if row is None else row[0])
 
-    def _sign_codes(self, model: Meaning, generation: object) -> SignCodes | None:
-        """The records' sign codes of model in memory, read again when they changed; None (the
-        pure-Python popcount) for a process's first question unless numpy is loaded already: a
-        one-shot command does not pay numpy's import (about 60 ms) for one question."""
-        kept = self._kept_codes
-        if kept is not None and kept[:2] == (model.key, generation):
-            return kept[2]
-        if not self._ranked_once and "numpy" not in sys.modules:
-            self._ranked_once = True
-            return None
-        rows = self.db.execute("SELECT id, code FROM record_codes WHERE model = ?", (model.key,)).fetchall()
-        codes = SignCodes(rows)
-        self._kept_codes = (model.key, generation, codes)
-        return codes
+    def _sign_codes(self, model: Meaning) -> SignCodes | None:
+        """The process's SignCodes of model for this index, read again when the records changed
+        (shared by a server's threads); None (the pure-Python popcount) for a process's first
+        question unless numpy is loaded already: a one-shot command does not pay numpy's import
+        (about 60 ms) for one question."""
+        where = (f"memory:{id(self)}" if self.in_memory else str(self.path), model.key)
+        generation = self.generation()[1]
+        with _KEPT_GUARD:
+            if where not in _KEPT_CODES and "numpy" not in sys.modules:
+                _KEPT_CODES[where] = None
+                return None
+            kept = _KEPT_CODES.get(where)
+        if kept is not None and kept.generation == generation:
+            return kept
+        records, width = self.db.execute(
+            "SELECT count(*), max(length(vector)) FROM record_vectors WHERE model = ?", (model.key,)
+        ).fetchone()
+        vectors = "v.vector" if records * (width or 0) <= SignCodes.VECTOR_BYTES else "NULL"
+        rows = self.db.execute(
+            f"SELECT c.id, c.code, {vectors} FROM record_codes c LEFT JOIN record_vectors v"
+            " ON v.id = c.id AND v.model = c.model WHERE c.model = ? ORDER BY c.id",
+            (model.key,),
+        ).fetchall()
+        kept = SignCodes(rows, generation)
+        with _KEPT_GUARD:
+            _KEPT_CODES[where] = kept
+        return kept
 
     def rank_meaning(
         self, query: str, model: Meaning, depth: int, among: set[str] | None = None
@@ -662,7 +677,7 @@ class MemoryIndex(CacheDB):
         question = model.embed([query], known)[0]
         if not any(question):
             return []
-        table = self._sign_codes(model, generation)
+        table = self._sign_codes(model)
         if table is not None:
             keys = None
             if among is not None:
@@ -673,17 +688,26 @@ class MemoryIndex(CacheDB):
             ids = self._shortlist(code(question), model, among)
         if not ids:
             return []
-        rows = self.db.execute(
-            "SELECT r.name, v.vector FROM record_vectors v JOIN records r ON r.id = v.id"
-            f" WHERE v.model = ? AND v.id IN ({', '.join('?' * len(ids))})"
-            f" AND r.error IS NULL AND {_live('r')}",
-            (model.key, *ids),
-        ).fetchall()
-        if table is not None:
-            scores = cosines(question, [blob for _, blob in rows])
-            scored = [(name, score) for (name, _), score in zip(rows, scores, strict=True)]
+        if table is not None and table.vectors is not None:
+            live = self.db.execute(
+                f"SELECT id, name FROM records WHERE id IN ({', '.join('?' * len(ids))})"
+                f" AND error IS NULL AND {_live()}",
+                ids,
+            ).fetchall()
+            scores = table.cosines(question, [key for key, _ in live]) or []
+            scored = [(name, score) for (_, name), score in zip(live, scores, strict=True)]
         else:
-            scored = [(name, sum(map(float.__mul__, question, unpack(blob)))) for name, blob in rows]
+            rows = self.db.execute(
+                "SELECT r.name, v.vector FROM record_vectors v JOIN records r ON r.id = v.id"
+                f" WHERE v.model = ? AND v.id IN ({', '.join('?' * len(ids))})"
+                f" AND r.error IS NULL AND {_live('r')}",
+                (model.key, *ids),
+            ).fetchall()
+            if table is not None:
+                scores = cosines(question, [blob for _, blob in rows])
+                scored = [(name, score) for (name, _), score in zip(rows, scores, strict=True)]
+            else:
+                scored = [(name, sum(map(float.__mul__, question, unpack(blob)))) for name, blob in rows]
         best = max((score for _, score in scored), default=0.0)
         scored = [(name, score) for name, score in scored if score >= max(model.floor, best * MEANING_SHARE)]
         return sorted(scored, key=lambda item: (-item[1], item[0]))[:depth]

@@ -102,18 +102,30 @@ def unpack(blob: bytes) -> Vector:
 
 
 class SignCodes:
-    """The records' sign codes as one numpy table, for a process that ranks again and again: the
-    shortlist of index.rank_meaning (the records sharing the most signs with the question, ties to
-    the lower id: the very records heapq.nsmallest over (distance, id) picks)."""
+    """The records' sign codes (and, up to VECTOR_BYTES, their vectors) as numpy tables, for a
+    process that ranks again and again: the shortlist of index.rank_meaning (the records sharing
+    the most signs with the question, ties to the lower id: the very records heapq.nsmallest over
+    (distance, id) picks), and their cosines, the same numbers as from the index's vectors."""
 
-    def __init__(self, rows: Sequence[tuple[int, bytes]]) -> None:
+    VECTOR_BYTES = 48 << 20  # vectors kept in memory up to this size (12,000 records of the
+    # static model's 256 dimensions is 12 MB); beyond it the shortlist's are read from the index
+
+    def __init__(self, rows: Sequence[tuple[int, bytes, bytes | None]], generation: object = None) -> None:
+        """rows: (id, code, vector or None)."""
         import numpy as np
 
-        width = max((len(blob) for _, blob in rows), default=8)
+        rows = sorted(rows, key=lambda row: row[0])
+        self.generation = generation
+        width = max((len(blob) for _, blob, _ in rows), default=8)
         self.width = -(-width // 8) * 8  # padded to whole 64-bit words (zero bits share nothing)
-        self.ids = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
-        packed = b"".join(blob.ljust(self.width, b"\0") for _, blob in rows)
+        self.ids = np.fromiter((key for key, _, _ in rows), dtype=np.int64, count=len(rows))
+        packed = b"".join(blob.ljust(self.width, b"\0") for _, blob, _ in rows)
         self.words = np.frombuffer(packed, dtype="<u8").reshape(len(rows), self.width // 8)
+        self.vectors = None
+        if rows and all(vector is not None for _, _, vector in rows):
+            table = np.frombuffer(b"".join(vector for _, _, vector in rows if vector), dtype="<f4")
+            if len(table) % len(rows) == 0:
+                self.vectors = table.reshape(len(rows), -1)
 
     def shortlist(self, question: bytes, size: int, among: Sequence[int] | None = None) -> list[int]:
         """The ids of the `size` records (of those in among, when given) whose codes differ from
@@ -121,7 +133,10 @@ class SignCodes:
         import numpy as np
 
         bits = np.frombuffer(question.ljust(self.width, b"\0")[: self.width], dtype="<u8")
-        distances = np.bitwise_count(self.words ^ bits).sum(axis=1, dtype=np.int64)
+        counted = np.bitwise_count(self.words ^ bits)
+        distances = counted[:, 0].astype(np.int64)
+        for column in range(1, counted.shape[1]):
+            distances += counted[:, column]
         ids = self.ids
         if among is not None:
             inside = np.isin(ids, np.asarray(among, dtype=np.int64))
@@ -136,6 +151,16 @@ class SignCodes:
             keys = np.partition(keys, size - 1)[:size]
         keys.sort()
         return [int(key) for key in keys & ((1 << 40) - 1)]
+
+    def cosines(self, question: Sequence[float], ids: Sequence[int]) -> list[float] | None:
+        """question's cosine with the vector of each of ids (all kept), or None when the vectors
+        are not kept."""
+        import numpy as np
+
+        if self.vectors is None:
+            return None
+        places = np.searchsorted(self.ids, np.asarray(ids, dtype=np.int64))
+        return [float(score) for score in self.vectors[places].astype(np.float64) @ np.asarray(question)]
 
 
 def cosines(question: Sequence[float], blobs: Sequence[bytes]) -> list[float]:
