@@ -120,7 +120,8 @@ class SignCodes:
         self.width = -(-width // 8) * 8  # padded to whole 64-bit words (zero bits share nothing)
         self.ids = np.fromiter((key for key, _, _ in rows), dtype=np.int64, count=len(rows))
         packed = b"".join(blob.ljust(self.width, b"\0") for _, blob, _ in rows)
-        self.words = np.frombuffer(packed, dtype="<u8").reshape(len(rows), self.width // 8)
+        words = np.frombuffer(packed, dtype="<u8").reshape(len(rows), self.width // 8)
+        self.columns = np.ascontiguousarray(words.T)  # one row per 64 bits: each counted at once
         self.vectors = None
         if rows and all(vector is not None for _, _, vector in rows):
             table = np.frombuffer(b"".join(vector for _, _, vector in rows if vector), dtype="<f4")
@@ -133,24 +134,18 @@ class SignCodes:
         import numpy as np
 
         bits = np.frombuffer(question.ljust(self.width, b"\0")[: self.width], dtype="<u8")
-        counted = np.bitwise_count(self.words ^ bits)
-        distances = counted[:, 0].astype(np.int64)
-        for column in range(1, counted.shape[1]):
-            distances += counted[:, column]
+        distances = np.zeros(len(self.ids), dtype=np.uint16)
+        for column, word in zip(self.columns, bits, strict=True):
+            distances += np.bitwise_count(column ^ word)
         ids = self.ids
         if among is not None:
             inside = np.isin(ids, np.asarray(among, dtype=np.int64))
             distances, ids = distances[inside], ids[inside]
-        if not len(ids):
-            return []
-        if ids.min() < 0 or ids.max() >= 1 << 40:  # (rowids SQLite gives are never)
-            order = np.lexsort((ids, distances))[:size]
-            return [int(key) for key in ids[order]]
-        keys = (distances << 40) | ids  # one sortable number: distance, then id
-        if len(keys) > size:
-            keys = np.partition(keys, size - 1)[:size]
-        keys.sort()
-        return [int(key) for key in keys & ((1 << 40) - 1)]
+        if len(ids) > size:  # those within the size-th smallest distance (ties all kept)
+            near = distances <= np.partition(distances, size - 1)[size - 1]
+            distances, ids = distances[near], ids[near]
+        order = np.lexsort((ids, distances))[:size]  # fewest differing bits, then by id
+        return [int(key) for key in ids[order]]
 
     def cosines(self, question: Sequence[float], ids: Sequence[int]) -> list[float] | None:
         """question's cosine with the vector of each of ids (all kept), or None when the vectors
