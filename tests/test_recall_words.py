@@ -162,3 +162,16 @@ def test_a_server_ranks_by_words_as_a_one_shot_command_does(vault: Vault) -> Non
             assert lexical.rank(index.db, "marker", 1, today, _live("r"), kept)[0][0] == "twin-07"
             session.memory.update("twin-07", description="Weekly budget meeting notes")
             index = session.memory.index()
+
+
+def test_a_server_keeps_the_scores_of_its_latest_indexes_only() -> None:
+    """A server of many users keeps what it learned of the indexes it used last (each store is
+    bounded), not of every user it ever served."""
+    from aibuddy_cli.memory import lexical
+
+    kept: dict = {}
+    for user in range(10):
+        lexical.keep_latest(kept, f"index-{user}", user)
+    lexical.keep_latest(kept, "index-6", 6)  # used again: the latest
+    lexical.keep_latest(kept, "index-10", 10)
+    assert list(kept) == ["index-8", "index-9", "index-6", "index-10"]

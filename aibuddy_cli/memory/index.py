@@ -641,11 +641,12 @@ class MemoryIndex(CacheDB):
         generation = self.generation()[1]
         with _KEPT_GUARD:
             if where not in _KEPT_CODES and "numpy" not in sys.modules:
-                _KEPT_CODES[where] = None
+                lexical.keep_latest(_KEPT_CODES, where, None)
                 return None
             kept = _KEPT_CODES.get(where)
-        if kept is not None and kept.generation == generation:
-            return kept
+            if kept is not None and kept.generation == generation:
+                lexical.keep_latest(_KEPT_CODES, where, kept)
+                return kept
         records, width = self.db.execute(
             "SELECT count(*), max(length(vector)) FROM record_vectors WHERE model = ?", (model.key,)
         ).fetchone()
@@ -657,7 +658,7 @@ class MemoryIndex(CacheDB):
         ).fetchall()
         kept = SignCodes(rows, generation)
         with _KEPT_GUARD:
-            _KEPT_CODES[where] = kept
+            lexical.keep_latest(_KEPT_CODES, where, kept)
         return kept
 
     def rank_meaning(

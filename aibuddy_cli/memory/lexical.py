@@ -320,6 +320,16 @@ class PhraseScores:
 
 _KEPT: dict[str, PhraseScores | None] = {}  # by index file: a server's, from its second question on
 _KEPT_GUARD = threading.Lock()
+KEPT_INDEXES = 4  # the indexes (users) a process keeps scores of, the last used: a server of many
+# users keeps at most this many stores of MAX_POSTINGS
+
+
+def keep_latest(kept: dict, key: object, value: object, most: int = KEPT_INDEXES) -> None:
+    """kept[key] = value, as the latest used; the ones used longest ago go beyond `most`."""
+    kept.pop(key, None)
+    kept[key] = value
+    while len(kept) > most:
+        del kept[next(iter(kept))]
 
 
 def kept_scores(where: str, generation: object) -> PhraseScores | None:
@@ -328,11 +338,12 @@ def kept_scores(where: str, generation: object) -> PhraseScores | None:
     one-shot command asks once and does not pay numpy's import (about 60 ms) for it."""
     with _KEPT_GUARD:
         if where not in _KEPT and "numpy" not in sys.modules:
-            _KEPT[where] = None
+            keep_latest(_KEPT, where, None)
             return None
         scores = _KEPT.get(where)
         if scores is None or scores.generation != generation:
-            _KEPT[where] = scores = PhraseScores(generation)
+            scores = PhraseScores(generation)
+        keep_latest(_KEPT, where, scores)
         return scores
 
 
