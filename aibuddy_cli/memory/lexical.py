@@ -153,7 +153,7 @@ class WordRanking:
         the rarer terms are in few records; otherwise each common term's records are read once,
         into a lookup (about 0.8 ms for one that 7,000 of 10,000 records hold). With PhraseScores,
         the same scores summed in numpy (`_summed`)."""
-        if self.scores is not None:
+        if self.scores is not None and (within.days or not within.sql):  # (a condition it can read)
             return self._summed(within, limit, self.scores)
         common = "SELECT c.rowid FROM records_fts c WHERE c.records_fts MATCH ?"
         if self.rare_held <= LOOKUPS:
@@ -297,6 +297,8 @@ class PhraseScores:
         ids = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
         values = np.fromiter((value for _, value in rows), dtype=np.float64, count=len(rows))
         with self._guard:
+            if phrase in self._phrases:  # another thread read it meanwhile
+                return self._phrases[phrase]
             while self._phrases and self._kept + len(rows) > self.MAX_POSTINGS:
                 self._kept -= len(self._phrases.pop(next(iter(self._phrases)))[0])
             self._phrases[phrase] = (ids, values)
