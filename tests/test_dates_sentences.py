@@ -44,3 +44,8 @@ def test_each_sentence_names_the_dates_it_did(row: dict[str, object]) -> None:
 def test_hand_checked_days(text: str, days: list[str]) -> None:
     assert [day.isoformat() for day in text_days(text, RECORD_YEAR)] == days
 
+
+def test_a_month_in_unusual_letters_is_read_not_a_crash() -> None:
+    """Case-blind matching takes the long s (ſ) for an s: "ſept 5" is September 5th, where a
+    record saying it used to stop the index build with a KeyError."""
+    assert text_days("ſept 5", RECORD_YEAR) == [dt.date(2024, 9, 5)]
