@@ -107,7 +107,6 @@ _PATTERNS = [
     (re.compile(rf"(?:((?:19|20)\d\d)年)?({_CN_NUM})月(?!\d|[日号份])"), "cn-m"),
 ]
 _DIGITS = re.compile(r"\d+")
-_ASCII_DIGITS = re.compile(r"[0-9]+")  # the same in an ASCII text, and quicker
 _BARE_MONTH = re.compile(rf"(?:\b({_TIME_WORDS})\s+)?\b({_MONTH})\b\.?", re.I)
 _YEAR = re.compile(
     r"(?:\b(?:in|of|during|since)\s+((?:19|20)\d\d)\b)|((?:19|20)\d\d)年(?![0-9一二三四五六七八九十]{1,3}月)"
@@ -152,6 +151,34 @@ def _month_starts(text: str) -> list[int]:
     return sorted(starts)
 
 
+def _year_starts(text: str) -> list[int]:
+    """Where a year of a "2023-06-16" may begin: a word starting 19 or 20."""
+    starts = []
+    for century in ("19", "20"):
+        at = text.find(century)
+        while at != -1:
+            if at == 0 or not _is_word(text[at - 1]):
+                starts.append(at)
+            at = text.find(century, at + 1)
+    return sorted(starts)
+
+
+def _day_starts(text: str, months: list[int]) -> list[int]:
+    """Where a "16th of June" may begin: the numbers just before a month's name (at most two
+    digits, a suffix, spaces, "of" and spaces)."""
+    starts: set[int] = set()
+    for month in months:
+        at = month
+        while at > 0 and text[at - 1].isspace():
+            at -= 1
+        at -= 2  # "of"
+        while at > 0 and text[at - 1].isspace():
+            at -= 1
+        at = max(at - 6, 0)  # a suffix, two digits and a character to spare
+        starts.update(number.start() for number in _DIGITS.finditer(text, at, month))
+    return sorted(starts)
+
+
 def _matches_from(pattern: re.Pattern[str], text: str, starts: list[int]) -> Iterator[re.Match[str]]:
     """What `pattern.finditer(text)` yields, for a pattern whose matches can only begin at starts."""
     end = 0
@@ -190,7 +217,8 @@ def _bare_month_matches(text: str, starts: list[int]) -> Iterator[re.Match[str]]
 def _found(text: str) -> list[_Found]:
     """Every day or month named in text, with where it stands; a later pattern never reads a
     stretch an earlier one took. Each pattern is tried only where one of its matches can begin
-    (a number, a month's name) or in a text that has a 月, not at each of the text's characters."""
+    (a year, a month's name, a number before one) or in a text that has a 月, not at each of the
+    text's characters."""
     taken: list[tuple[int, int]] = []
     found: list[_Found] = []
 
@@ -198,14 +226,13 @@ def _found(text: str) -> list[_Found]:
         return all(end <= a or start >= b for a, b in taken)
 
     months = _month_starts(text)
-    numbers = [match.start() for match in (_ASCII_DIGITS if text.isascii() else _DIGITS).finditer(text)]
     chinese_month = "月" in text
     for pattern, kind in _PATTERNS:
         matches: Iterator[re.Match[str]]
         if kind == "ymd":
-            matches = _matches_from(pattern, text, numbers)
+            matches = _matches_from(pattern, text, _year_starts(text))
         elif kind == "dmy":
-            matches = _matches_from(pattern, text, numbers if months else [])
+            matches = _matches_from(pattern, text, _day_starts(text, months))
         elif kind in ("mdy", "my"):
             matches = _matches_from(pattern, text, months)
         else:
