@@ -14,10 +14,8 @@ from aibuddy_cli.dates import read_time, text_days
 
 TODAY = dt.date(2026, 3, 15)
 RECORD_YEAR = 2024
-SENTENCES = [
-    json.loads(line)
-    for line in (Path(__file__).parent / "fixtures" / "date_sentences.jsonl").read_text(encoding="utf-8").splitlines()
-]
+SET = Path(__file__).parent / "fixtures" / "date_sentences.jsonl"
+SENTENCES = [json.loads(line) for line in SET.read_text(encoding="utf-8").splitlines()]
 
 
 @pytest.mark.parametrize("row", SENTENCES, ids=[f"s{number}" for number in range(len(SENTENCES))])
