@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
         return refused
     code: int | None = None
     try:
-        code = _run(args)
+        with _build_progress():
+            code = _run(args)
         sys.stdout.flush()  # here rather than at exit, where a failure could only be ignored
     except BrokenPipeError:
         # The reader went away (`aibuddy memory list | head -1`): stop quietly, as Unix tools do.
@@ -36,6 +37,19 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: cannot write standard output: {error.strerror or error}\n")
         return 1
     return code or 0
+
+
+def _build_progress():  # noqa: ANN202 - a context manager
+    """A first command over a vault without its index shows the build's progress to a person at
+    a terminal (stderr), never in a pipe or a file."""
+    from contextlib import nullcontext
+
+    from . import build_progress
+    from .cli import output
+
+    if not sys.stderr.isatty():
+        return nullcontext()
+    return build_progress.listening(output.BuildProgress(sys.stderr))
 
 
 def _run(args: list[str]) -> int:

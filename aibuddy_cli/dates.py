@@ -106,23 +106,138 @@ _PATTERNS = [
     # 2023年6月, 五月
     (re.compile(rf"(?:((?:19|20)\d\d)年)?({_CN_NUM})月(?!\d|[日号份])"), "cn-m"),
 ]
+_DIGITS = re.compile(r"\d+")
 _BARE_MONTH = re.compile(rf"(?:\b({_TIME_WORDS})\s+)?\b({_MONTH})\b\.?", re.I)
 _YEAR = re.compile(
     r"(?:\b(?:in|of|during|since)\s+((?:19|20)\d\d)\b)|((?:19|20)\d\d)年(?![0-9一二三四五六七八九十]{1,3}月)"
 )
 
 
+# Letters that case-blind matching takes for an ASCII letter of a month's name: folded, a word
+# the patterns matched is a key of MONTHS, and a text keeps its length (where each date stands).
+_FOLD = {"İ": "i", "ı": "i", "ſ": "s", "K": "k"}
+_MONTH_PREFIXES = frozenset(name[:3] for name in MONTHS)
+_TIME_WORD = re.compile(rf"\b{_TIME_WORDS}\s+", re.I)
+
+
+def _folded(text: str) -> str:
+    for letter, ascii_letter in _FOLD.items():
+        if letter in text:
+            text = text.replace(letter, ascii_letter)
+    return text.lower()
+
+
+def _month_number(word: str) -> int:
+    return MONTHS[_folded(word)]
+
+
+def _is_word(character: str) -> bool:
+    """What `\\w` matches (so `\\b` stands beside a character that is not one)."""
+    return character.isalnum() or character == "_"
+
+
+def _month_starts(text: str) -> list[int]:
+    """Where a month's name may begin: a word starting with the first three letters of one. Every
+    English pattern needs one, so a text without any is never scanned by them, and the others
+    are tried only there, not at each of the text's characters."""
+    folded = _folded(text)
+    starts = []
+    for prefix in _MONTH_PREFIXES:
+        at = folded.find(prefix)
+        while at != -1:
+            if at == 0 or not _is_word(text[at - 1]):
+                starts.append(at)
+            at = folded.find(prefix, at + 1)
+    return sorted(starts)
+
+
+def _year_starts(text: str) -> list[int]:
+    """Where a year of a "2023-06-16" may begin: a word starting 19 or 20."""
+    starts = []
+    for century in ("19", "20"):
+        at = text.find(century)
+        while at != -1:
+            if at == 0 or not _is_word(text[at - 1]):
+                starts.append(at)
+            at = text.find(century, at + 1)
+    return sorted(starts)
+
+
+def _day_starts(text: str, months: list[int]) -> list[int]:
+    """Where a "16th of June" may begin: the numbers just before a month's name (at most two
+    digits, a suffix, spaces, "of" and spaces)."""
+    starts: set[int] = set()
+    for month in months:
+        at = month
+        while at > 0 and text[at - 1].isspace():
+            at -= 1
+        at -= 2  # "of"
+        while at > 0 and text[at - 1].isspace():
+            at -= 1
+        at = max(at - 6, 0)  # a suffix, two digits and a character to spare
+        starts.update(number.start() for number in _DIGITS.finditer(text, at, month))
+    return sorted(starts)
+
+
+def _matches_from(pattern: re.Pattern[str], text: str, starts: list[int]) -> Iterator[re.Match[str]]:
+    """What `pattern.finditer(text)` yields, for a pattern whose matches can only begin at starts."""
+    end = 0
+    for start in starts:
+        if start >= end:
+            match = pattern.match(text, start)
+            if match is not None:
+                end = match.end()
+                yield match
+
+
+def _bare_month_matches(text: str, starts: list[int]) -> Iterator[re.Match[str]]:
+    """What `_BARE_MONTH.finditer(text)` yields: a match begins at a month's name or at the word
+    of time before it ("in May")."""
+    end = 0
+    for start in starts:
+        if start < end:
+            continue
+        before = start
+        while before > end and text[before - 1].isspace():
+            before -= 1
+        match = None
+        if before < start:
+            word = before
+            while word > end and _is_word(text[word - 1]):
+                word -= 1
+            if word < before and _TIME_WORD.match(text, word) is not None:
+                match = _BARE_MONTH.match(text, word)
+        if match is None:
+            match = _BARE_MONTH.match(text, start)
+        if match is not None:
+            end = match.end()
+            yield match
+
+
 def _found(text: str) -> list[_Found]:
     """Every day or month named in text, with where it stands; a later pattern never reads a
-    stretch an earlier one took."""
+    stretch an earlier one took. Each pattern is tried only where one of its matches can begin
+    (a year, a month's name, a number before one) or in a text that has a 月, not at each of the
+    text's characters."""
     taken: list[tuple[int, int]] = []
     found: list[_Found] = []
 
     def free(start: int, end: int) -> bool:
         return all(end <= a or start >= b for a, b in taken)
 
+    months = _month_starts(text)
+    chinese_month = "月" in text
     for pattern, kind in _PATTERNS:
-        for match in pattern.finditer(text):
+        matches: Iterator[re.Match[str]]
+        if kind == "ymd":
+            matches = _matches_from(pattern, text, _year_starts(text))
+        elif kind == "dmy":
+            matches = _matches_from(pattern, text, _day_starts(text, months))
+        elif kind in ("mdy", "my"):
+            matches = _matches_from(pattern, text, months)
+        else:
+            matches = pattern.finditer(text) if chinese_month else iter(())
+        for match in matches:
             if not free(match.start(), match.end()):
                 continue
             groups = match.groups()
@@ -133,17 +248,17 @@ def _found(text: str) -> list[_Found]:
             elif kind == "dmy":
                 year, month, day = (
                     (int(groups[2]) if groups[2] else None),
-                    MONTHS[groups[1].lower()],
+                    _month_number(groups[1]),
                     int(groups[0]),
                 )
             elif kind == "mdy":
                 year, month, day = (
                     (int(groups[2]) if groups[2] else None),
-                    MONTHS[groups[0].lower()],
+                    _month_number(groups[0]),
                     int(groups[1]),
                 )
             elif kind == "my":
-                year, month, day = int(groups[1]), MONTHS[groups[0].lower()], None
+                year, month, day = int(groups[1]), _month_number(groups[0]), None
             else:
                 month_number = _cn_number(groups[1])
                 day_number = _cn_number(groups[2]) if kind == "cn-md" else None
@@ -154,8 +269,8 @@ def _found(text: str) -> list[_Found]:
                 continue
             taken.append((match.start(), match.end()))
             found.append(_Found(year, month, day, match.start(), match.end()))
-    for match in _BARE_MONTH.finditer(text):
-        word = match.group(2).lower()
+    for match in _bare_month_matches(text, months):
+        word = _folded(match.group(2))
         if not free(match.start(2), match.end(2)) or (word in _AMBIGUOUS and not match.group(1)):
             continue
         if word in _AMBIGUOUS and match.group(2)[0].islower() and match.group(1).lower() in ("to", "by"):

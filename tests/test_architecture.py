@@ -38,7 +38,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                      "redaction", "redaction_rules", "redaction_catalog", "merging", "conflict_markers",
                      "gitfiles", "inputs", "names",
                      "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch",
-                     "transcripts", "hook_settings", "dates", "pgstore", "")),  # fmt: skip  ("": __init__)
+                     "transcripts", "hook_settings", "dates", "pgstore", "build_progress",
+                     "")),  # fmt: skip  ("": __init__)
 )
 
 # Imports up a floor that are known and on their way out, (importer, imported): the test passes

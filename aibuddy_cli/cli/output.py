@@ -146,3 +146,34 @@ def silence_stdout() -> None:
         return
     os.dup2(null, fd)
     os.close(null)
+
+
+class BuildProgress:
+    """How far an index build has come, on one line of a terminal's stderr that is cleared when it
+    ends: shown once the build has run a second, or from its start when it is big enough to take
+    one (BIG items: about a second here)."""
+
+    AFTER_SECONDS = 1.0
+    BIG = 3000
+
+    def __init__(self, err: TextIO, clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self.err, self.clock = err, clock or time.monotonic
+        self.started = 0.0
+        self.shown = False
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        now = self.clock()
+        if done == 0:
+            self.started = now
+        if done >= total:
+            if self.shown:
+                self.err.write("\r\x1b[K")
+                self.err.flush()
+                self.shown = False
+            return
+        if self.shown or total >= self.BIG or now - self.started >= self.AFTER_SECONDS:
+            self.err.write(f"\r\x1b[K{what}: {done:,} of {total:,}")
+            self.err.flush()
+            self.shown = True

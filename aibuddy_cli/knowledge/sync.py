@@ -7,6 +7,7 @@ sidecar, and if it was published goes back to pending, so it is never served as 
 
 from __future__ import annotations
 
+from ..build_progress import steps
 from ..cache_db import files_digest, rebuild_if_corrupt
 from ..clock import utc_now
 from ..errors import InvalidInput, NotFound
@@ -96,7 +97,7 @@ class Sync:
         indexed: list[Indexable] = []
         if changed:
             with self.state.lock():
-                for ref in changed:
+                for ref in steps("knowledge index: reading documents", changed):
                     outcome = self._reconcile(ref)
                     if outcome is None or outcome[0] != ref:  # not indexable, or moved
                         removed.append(ref.body_key)
@@ -105,7 +106,7 @@ class Sync:
         with index.write():
             for key in removed:
                 index.remove(key)
-            for ref, meta, text, signature in indexed:
+            for ref, meta, text, signature in steps("knowledge index: indexing", indexed):
                 index.put(ref, meta, text, signature)
             # The listing this refresh started from: if a file changed since (or this refresh
             # moved one), the next refresh sees a different digest and compares again.

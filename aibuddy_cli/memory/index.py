@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple, TypedDict
 
+from ..build_progress import steps
 from ..cache_db import CacheDB, entry_hash, files_digest
 from ..dates import Span, read_time, text_days
 from ..folder_watch import cursor_source
@@ -291,14 +292,15 @@ class MemoryIndex(CacheDB):
         }
         changed = [entry for name, entry in current.items() if seen.get(name) != _stored(entry)[1:]]
         removed = [name for name in seen if name not in current]
-        self._apply(changed, removed, [load(entry) for entry in changed], cursor)
+        loaded = [load(entry) for entry in steps("memory index: reading records", changed)]
+        self._apply(changed, removed, loaded, cursor)
 
     def _apply(
         self, changed: list[Entry], removed: list[str], loaded: list[Loaded], cursor: str | None
     ) -> None:
         with self.write():
             delta = sum(self._delete(name) for name in removed)
-            for entry, outcome in zip(changed, loaded, strict=True):
+            for entry, outcome in steps("memory index: indexing", list(zip(changed, loaded, strict=True))):
                 if outcome is None:
                     delta += self._delete(entry.name[: -len(".md")])
                 else:
