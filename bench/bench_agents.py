@@ -148,8 +148,9 @@ def fresh_vault(base: dict[str, str], name: str) -> tuple[Path, dict[str, str], 
     subprocess.run([str(AIBUDDY), "--user", USER, "init", str(root)], check=True, capture_output=True)
     env = {**base, "AIBUDDY_VAULT": str(root), "AIBUDDY_USER": USER, "AIBUDDY_WORKER": "0"}
     made = subprocess.run(
-        [str(AIBUDDY), "token", "create", "--name", "agents"], env=env, capture_output=True, text=True, check=True
-    )
+        [str(AIBUDDY), "token", "create", "--name", "agents"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
     subprocess.run(
         [str(AIBUDDY), "table", "create", "load", "--column", "client:int", "--column", "call:int",
          "--column", "word:str"],
@@ -207,7 +208,8 @@ def variant(base: dict[str, str], servers: int, clients: int, calls: int, rounds
     every = [value for values in mixes.values() for value in values]
     floor_p99, mix_p99 = percentile(floors[NO_TOOL], 0.99), percentile(every, 0.99)
     bound = 1.5 * floor_p99 + 0.150
-    print(f"\n{servers} server(s), {clients} clients x {calls} calls, {rounds} round(s) ({load_average()}):\n")
+    print(f"\n{servers} server(s), {clients} clients x {calls} calls, {rounds} round(s)", end=" ")
+    print(f"({load_average()}):\n")
     print("| calls | n | p50 | p95 | p99 |")
     print("|---|---|---|---|---|")
     rows = [(f"{NO_TOOL} (the floor)", floors[NO_TOOL]), (f"{LISTING} (for comparison)", floors[LISTING])]
