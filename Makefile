@@ -49,6 +49,7 @@ bench: install
 	$(PY) bench/bench_git.py
 	$(PY) bench/bench_mcp.py
 	$(PY) bench/bench_recall_warm.py
+	$(PY) bench/bench_agents.py
 	$(PY) bench/bench_hooks.py
 	$(PY) bench/secret_rates.py
 	$(PY) bench/secret_heldout.py --quiet

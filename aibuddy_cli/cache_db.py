@@ -14,7 +14,7 @@ import functools
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 from zlib import crc32
@@ -227,20 +227,28 @@ class CacheDB:
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        """One write transaction; BEGIN IMMEDIATE serialises concurrent writers."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            # A full disk or an I/O error may have rolled the transaction back already; the
-            # original error is the one to report.
-            if self.db.in_transaction:
-                try:
-                    self.db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-            raise
-        self.db.execute("COMMIT")
+        """One write transaction; BEGIN IMMEDIATE serialises concurrent writers. The threads of
+        this process queue for the file in memory first (locks.held): SQLite's own wait for a
+        writer sleeps and tries again, up to 100 ms at a time, so it is left to other processes."""
+        from .locks import held
+
+        name = None if self.in_memory else f"sqlite:{os.path.abspath(self.path)}"
+        with held(name, self.busy_timeout) if name else nullcontext(True) as had:
+            if not had:
+                raise Busy(f"the vault's index {self.path} is busy; try again")
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                # A full disk or an I/O error may have rolled the transaction back already; the
+                # original error is the one to report.
+                if self.db.in_transaction:
+                    try:
+                        self.db.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                raise
+            self.db.execute("COMMIT")
 
     def stored_digest(self) -> int | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'digest'").fetchone()

@@ -217,7 +217,7 @@ def serve_http(
     import uvicorn
 
     from .folder_watch import FolderWatch
-    from .mcp_server import Server, mcp_app, warm_models
+    from .mcp_server import WRITE_BEHIND_SECONDS, Server, mcp_app, warm_models
     from .session import database_store
     from .storage import FileStore
     from .vault import Vault
@@ -246,4 +246,7 @@ def serve_http(
         flush=True,
     )
     config = uvicorn.Config(starlette, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    try:
+        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    finally:
+        server.write_behind.drain(WRITE_BEHIND_SECONDS)

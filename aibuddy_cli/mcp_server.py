@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from .errors import EXPECTED, AibuddyError, InvalidInput, as_aibuddy_error, describe_failure, tool_words
+from .locks import WriteBehind
 from .mcp_stdio import json_text, wire_json
 from .session import Session
 
@@ -55,6 +56,10 @@ the user's knowledge tables directly (table_filter, table_add_rows, ...); table_
 table_update do it from a described question or end state. To let aibuddy learn from a
 conversation by itself, open it with task_new, add each turn with task_add_message and close it
 with task_end."""
+
+
+# How long a server that is stopping waits for the writes it made after their answers.
+WRITE_BEHIND_SECONDS = 30.0
 
 
 class Server:
@@ -77,6 +82,8 @@ class Server:
         self.vault, self.user, self.task, self.environ, self.cwd = vault, user, task, environ, cwd
         self.http, self.watch = http, watch
         self._threads = threading.local()  # each worker thread's sessions, by user
+        # Bookkeeping written after the answer (a recall's telemetry), one write at a time.
+        self.write_behind = WriteBehind(_report_failure)
         if http:
             from .errors import UsageError
             from .vault import locate_vault
@@ -125,6 +132,7 @@ class Server:
             session = Session.locate(
                 self.vault, user, environ=self.environ, cwd=self.cwd, warnings=warnings, watch=self.watch
             )
+            session.memory.telemetry_later = self.write_behind.submit
             kept = (config, session)
             sessions[user] = kept
         session = kept[1]
@@ -229,6 +237,12 @@ class Server:
     def tools(self) -> list[Callable[..., Any]]:
         """The tools this server offers (each returns a CallToolResult: see call)."""
         return [self.tool(op) for op in self.operations()]
+
+
+def _report_failure(error: Exception) -> None:
+    """A write made after its answer failed: the server's log says why (the caller has gone)."""
+    message = as_aibuddy_error(error).message if isinstance(error, EXPECTED) else describe_failure(error)
+    print(f"warning: {' '.join(message.split())}", file=sys.stderr, flush=True)
 
 
 def _sdk_parameters(op: Operation, defaults: Mapping[str, Any]) -> list[inspect.Parameter]:
@@ -368,4 +382,7 @@ def serve(
 
     app = mcp_app(server)
     warm_models(environ, Vault.open(server.root, environ).config.models)
-    anyio.run(serve_stdio, app)
+    try:
+        anyio.run(serve_stdio, app)
+    finally:
+        server.write_behind.drain(WRITE_BEHIND_SECONDS)

@@ -492,36 +492,69 @@ class FileStore:
             raise OSError(refusal.errno, refusal.strerror, refusal.filename)
 
     def _acquire(self, name: str, timeout: float) -> Callable[[], None]:
-        """Take the lock (waiting up to timeout, then "busy"); returns how to release it."""
+        """Take the lock (waiting up to timeout, then "busy"); returns how to release it.
+
+        The threads of this process queue for it in memory first, in turn, and the one at the
+        front waits for other processes in a blocking flock (locks.py): nobody polls."""
+        from .locks import process_lock
+
         self.locks_dir.mkdir(parents=True, exist_ok=True)
         lock_path = self.locks_dir / f"{name}.lock"
         busy = Busy(f"the vault is busy ({name} locked for {timeout:.0f}s); try again")
+        deadline = time.monotonic() + timeout
+        in_process = process_lock(os.path.abspath(lock_path))
+        if not in_process.acquire(timeout):
+            raise busy
         try:
-            import fcntl
-        except ImportError:  # not POSIX: fall back to the portable library
-            from filelock import FileLock, Timeout
-
-            portable = FileLock(str(lock_path))
-            try:
-                portable.acquire(timeout=timeout)
-            except Timeout:
-                raise busy from None
-            return portable.release
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if not flock_within(fd, timeout, poll=0.005):
-                raise busy
+            release_file = _lock_file(lock_path, deadline)
         except BaseException:
-            os.close(fd)
+            in_process.release()
             raise
+        if release_file is None:
+            in_process.release()
+            raise busy
 
         def release() -> None:
             try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                release_file()
             finally:
-                os.close(fd)
+                in_process.release()
 
         return release
+
+
+def _lock_file(lock_path: Path, deadline: float) -> Callable[[], None] | None:
+    """The file lock at lock_path, had by deadline (time.monotonic()): how to release it, or None."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: fall back to the portable library
+        from filelock import FileLock, Timeout
+
+        portable = FileLock(str(lock_path))
+        try:
+            portable.acquire(timeout=max(0.0, deadline - time.monotonic()))
+        except Timeout:
+            return None
+        return portable.release
+    from .locks import flock_until
+
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        had = flock_until(fd, deadline)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not had:
+        os.close(fd)
+        return None
+
+    def release() -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    return release
 
 
 def flock_within(fd: int, timeout: float, *, poll: float) -> bool:

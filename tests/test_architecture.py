@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("services", ("memory", "knowledge", "tables", "tokens")),
     ("model calls", ("agent", "models", "model_roles", "model_workers", "worker", "worker_client",
                      "tool_arguments")),  # fmt: skip
-    ("foundations", ("vault", "config", "storage", "composed", "cache_db", "background", "scan",
+    ("foundations", ("vault", "config", "storage", "locks", "composed", "cache_db", "background", "scan",
                      "redaction", "redaction_rules", "redaction_catalog", "merging", "conflict_markers",
                      "gitfiles", "inputs", "names",
                      "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch",

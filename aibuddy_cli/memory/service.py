@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from ..cache_db import rebuild_if_corrupt
@@ -226,6 +226,9 @@ class MemoryService:
         self.store = store
         self.environ = environ
         self._index: MemoryIndex | None = None
+        # A long-lived server's writer (locks.WriteBehind.submit): a recall's telemetry is written
+        # there after the answer, so a recall never waits for the lock a save holds.
+        self.telemetry_later: Callable[[Callable[[], None]], None] | None = None
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -760,8 +763,45 @@ class MemoryService:
                 return EmbeddingModel(settings)
         return shared() if self.vault.config.recall.semantic else None
 
+    def _recalled_later(self, names: list[str], warnings: list[str]) -> list[MemoryRecord]:
+        """The chosen records as read, each counted as recalled now, their telemetry lines written
+        by telemetry_later once the answer is out (under the user's lock, each file read again
+        then, so concurrent recalls all count)."""
+        records: list[MemoryRecord] = []
+        now = utc_now()
+        later: list[str] = []
+        for name in names:
+            try:
+                text, record = self._read_text(name)
+            except (NotFound, MalformedRecord) as exc:
+                warnings.append(f"skipped {name}: {exc.message}")
+                continue
+            recalled = record.recalled(now)
+            if mark_recalled_text(text, recalled) == text:
+                warnings.append(f"recall of {name} not recorded: its header cannot be edited")
+                records.append(record)
+                continue
+            records.append(recalled)
+            later.append(name)
+        if later and self.telemetry_later is not None:
+            self.telemetry_later(lambda: self._write_recalls(later, now))
+        return records
+
+    def _write_recalls(self, names: list[str], now: str) -> None:
+        """Bump recallCount/lastRecalledAt of names under the user's lock (see _recalled_later)."""
+        with self._lock():
+            for name in names:
+                try:
+                    text, record, _ = self._read_entry(name)
+                except (NotFound, MalformedRecord):
+                    continue  # removed or broken since the recall read it: nothing to count
+                edited = mark_recalled_text(text, record.recalled(now))
+                if edited != text:
+                    self.store.write(self._key(name), edited.encode("utf-8"))
+
     def _mark_recalled(self, names: list[str], warnings: list[str]) -> list[MemoryRecord]:
-        """Read the chosen bodies and bump recallCount/lastRecalledAt under the user's lock.
+        """Read the chosen bodies and bump recallCount/lastRecalledAt under the user's lock (in a
+        server, after the answer: _recalled_later).
 
         Only the telemetry lines of each file change, so a person's formatting survives. When the
         vault refuses a write (read-only, full disk, no permission) the recall still answers:
@@ -771,6 +811,8 @@ class MemoryService:
 
         from ..errors import as_aibuddy_error
 
+        if self.telemetry_later is not None:
+            return self._recalled_later(names, warnings)
         records: list[MemoryRecord] = []
         written: list[tuple[Entry, MemoryRecord, Entry]] = []  # (as written, the record, as read)
         now = utc_now()
