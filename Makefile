@@ -55,6 +55,7 @@ bench: install
 	$(PY) bench/secret_heldout3.py --quiet
 	$(PY) bench/bench_redaction.py
 	$(PY) bench/bench_store.py
+	$(PY) bench/bench_workers.py
 	$(PY) bench/fact_pair_rates.py
 	$(PY) bench/cue_gate_rates.py
 	$(PY) bench/eval_retrieval.py
