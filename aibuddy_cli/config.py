@@ -553,7 +553,7 @@ def _named_tuple(name: str, fields: list[tuple[str, Any, Any]]) -> type:
 SCHEMA = Schema(TABLES, Config, SETTINGS_TYPES)
 KNOWN_KEYS = SCHEMA.known_keys
 DEFAULT_TIMEOUT = float(SCHEMA.setting("models", "timeout").default)
-MAX_KEEP_WORKER = float(SCHEMA.setting("models", "keep_worker").high)
+MAX_KEEP_WORKER = float(SCHEMA.setting("models", "keep_worker").high or 0)
 
 
 def config_from_data(data: Mapping[str, Any], source: str = CONFIG_FILE) -> Config:
