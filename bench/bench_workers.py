@@ -83,6 +83,7 @@ def one_worker(env: dict[str, str], url: str) -> dict:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        cwd=env["PYTHONPATH"],  # `-m` puts the working directory first on sys.path: the tree's code
     )
     try:
         deadline = time.monotonic() + 300
@@ -115,7 +116,9 @@ def mcp_rss(env: dict[str, str], query: str) -> tuple[float, float, float]:
     from mcp import Client, StdioServerParameters
 
     async def main() -> tuple[float, float, float]:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "aibuddy_cli", "mcp"], env=env)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "aibuddy_cli", "mcp"], env=env, cwd=env["PYTHONPATH"]
+        )
         before = set(children())
         times = []
         async with Client(params) as client:
@@ -150,7 +153,7 @@ def vault_with_records(scratch: Path, env: dict[str, str], count: int = 200) -> 
     """A small vault (count records of everyday words): the server's memory is not the vault's."""
     vault = scratch / "vault"
     subprocess.run([sys.executable, "-m", "aibuddy_cli", "--user", "bench", "init", str(vault)],
-                   env=env, check=True, capture_output=True)  # fmt: skip
+                   env=env, check=True, capture_output=True, cwd=env["PYTHONPATH"])  # fmt: skip
     code = (
         "import sys\nfrom aibuddy_cli.session import Session\nfrom aibuddy_cli.vault import Vault\n"
         "from pathlib import Path\n"
@@ -160,7 +163,9 @@ def vault_with_records(scratch: Path, env: dict[str, str], count: int = 200) -> 
         "    w = ' '.join(words[(i + k) % len(words)] for k in range(3))\n"
         "    memory.save(f'note-{i}', type='project', description=f'{w} {i}', body=f'{w} body {i}.')\n"
     )
-    subprocess.run([sys.executable, "-c", code, str(vault), str(count)], env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-c", code, str(vault), str(count)], env=env, check=True, cwd=env["PYTHONPATH"]
+    )
     return vault
 
 
