@@ -576,7 +576,7 @@ def test_a_hosts_first_index_reads_the_records_in_a_few_queries_not_one_each(
     store = PgStore(postgres_url)
     names = [f"note-{i:03d}" for i in range(300)]
     for name in names:
-        record = MemoryRecord(name=name, type="project", description=f"Weekly deploy notes {name}", body="b\n")
+        record = MemoryRecord(name=name, type="project", description=f"Deploy notes {name}", body="b\n")
         store.write(f"memory/alice/{name}.md", render_record(record).encode())
     queries: list[str] = []
     real_query = PgStore._query
