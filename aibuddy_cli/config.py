@@ -193,6 +193,9 @@ TABLES: tuple[Table, ...] = (
         Setting("timeout", SECONDS, 20, low=0, high=600,
                 description="seconds the wait for a model's answer may take (more than 0); litellm's "
                             "one-time import has its own bound, AIBUDDY_IMPORT_TIMEOUT (120)"),
+        Setting("keep_worker", SECONDS, None, low=0, high=86_400, template="",
+                description="seconds an unused model worker stays up (AIBUDDY_WORKER_IDLE overrides); "
+                            "unset: as long as its own start took, so no idle worker outlives its cost"),
     ), note="litellm model strings per role, or `default` for all. The roles:\n"
             f"{', '.join(ROLES)}.\n"
             'Unset means "no model": the deterministic paths run.', raw=True),
@@ -550,6 +553,7 @@ def _named_tuple(name: str, fields: list[tuple[str, Any, Any]]) -> type:
 SCHEMA = Schema(TABLES, Config, SETTINGS_TYPES)
 KNOWN_KEYS = SCHEMA.known_keys
 DEFAULT_TIMEOUT = float(SCHEMA.setting("models", "timeout").default)
+MAX_KEEP_WORKER = float(SCHEMA.setting("models", "keep_worker").high or 0)
 
 
 def config_from_data(data: Mapping[str, Any], source: str = CONFIG_FILE) -> Config:

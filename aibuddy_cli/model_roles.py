@@ -10,7 +10,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .config import CONFIG_FILE, DEFAULT_TIMEOUT, ROLES  # declared with the other [models] keys
+# declared with the other [models] keys
+from .config import CONFIG_FILE, DEFAULT_TIMEOUT, MAX_KEEP_WORKER, ROLES
 
 _DISABLED = {"", "none", "off", "false", "0"}
 # litellm's one-time import (seconds; far more on a busy machine) has its own bound: a start-up
@@ -51,6 +52,9 @@ class ModelSettings(NamedTuple):
     # The environment a model worker serves this call in (see `worker_environment`); None: the
     # call runs in this process. Not sent to the worker, which calls in its own process.
     worker: Environment | None = None
+    # Seconds the model worker serving this call stays up unused ([models] keep_worker); None: as
+    # long as its own start took (the worker measures it). Sent with each request.
+    keep_worker: float | None = None
 
     @property
     def configured(self) -> bool:
@@ -103,6 +107,19 @@ def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, s
         api_base = None
         if model is not None:
             problem = f"{CONFIG_FILE}: [models] api_base must be a URL string, not {models['api_base']!r}"
+    keep_worker = models.get("keep_worker")
+    if keep_worker is not None:
+        try:
+            if isinstance(keep_worker, bool) or not 0 <= float(keep_worker) <= MAX_KEEP_WORKER:
+                raise ValueError
+            keep_worker = float(keep_worker)
+        except (TypeError, ValueError):
+            if model is not None:
+                problem = (
+                    f"{CONFIG_FILE}: [models] keep_worker must be a number of seconds from 0 to "
+                    f"{MAX_KEEP_WORKER:g}, not {keep_worker!r}"
+                )
+            keep_worker = None
     return ModelSettings(
         role=role,
         model=model.strip() if model else None,
@@ -111,6 +128,7 @@ def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, s
         problem=problem,
         import_timeout=import_bound,
         worker=worker_environment(environ),
+        keep_worker=keep_worker,
     )
 
 

@@ -7,7 +7,9 @@ says how a worker is found, keyed to one environment and kept to one user.
 It only makes model calls: it reads no vault file and knows no user. A worker binds its socket
 only once litellm is imported, so every call it takes pays only the model's latency; it holds the
 lock beside the socket for its whole life (taken by the caller that started it and handed down).
-It exits after `AIBUDDY_WORKER_IDLE` seconds (default 600) without a call; `AIBUDDY_WORKER=0`
+It exits once unused for as long as its own start took (spawn to ready, measured here; a machine
+that used several provider environments keeps no idle process per environment), or for
+`AIBUDDY_WORKER_IDLE` seconds, or `[models] keep_worker`, when the user asks; `AIBUDDY_WORKER=0`
 turns it off.
 """
 
@@ -26,8 +28,9 @@ from typing import Any, NamedTuple
 from .worker_client import (
     WorkerTimedOut,
     WorkerUnavailable,
+    asked_idle,
+    derived_idle,
     fingerprint,
-    idle_seconds,
     lock_path,
     open_lock,
     peer_uid,
@@ -70,7 +73,8 @@ class WorkerStatus(NamedTuple):
     socket: str
     pid: int | None
     calls: int | None
-    idle_seconds: float
+    idle_seconds: float | None  # how long it stays up unused (None: not running, nothing asked)
+    start_seconds: float | None  # what its start took (spawn to ready)
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()
@@ -92,8 +96,9 @@ def status(environ: Mapping[str, str]) -> WorkerStatus:
     try:
         reply = send(path, {"op": "status"}, 2.0)
     except (WorkerUnavailable, WorkerTimedOut):
-        return WorkerStatus(False, str(path), None, None, idle_seconds(environ))
-    return WorkerStatus(True, str(path), reply.get("pid"), reply.get("calls"), idle_seconds(environ))
+        return WorkerStatus(False, str(path), None, None, asked_idle(environ), None)
+    pid, calls, idle, start = (reply.get(key) for key in ("pid", "calls", "idle_limit", "start_seconds"))
+    return WorkerStatus(True, str(path), pid, calls, idle, start)
 
 
 def stop(environ: Mapping[str, str]) -> WorkerStatus:
@@ -108,10 +113,12 @@ def stop(environ: Mapping[str, str]) -> WorkerStatus:
     return status(environ)
 
 
-def serve(environ: Mapping[str, str], lock_fd: int | None = None) -> None:
-    """Answer model calls on the socket until idle for idle_seconds, or asked to stop. The socket
-    is bound only once litellm is imported (within the import bound), so a worker that answers
-    is a warm one. lock_fd: the worker's lock, taken by the process that started this one."""
+def serve(environ: Mapping[str, str], lock_fd: int | None = None, spawned_at: float | None = None) -> None:
+    """Answer model calls on the socket until unused for its idle limit, or asked to stop. The
+    socket is bound only once litellm is imported (within the import bound), so a worker that
+    answers is a warm one. lock_fd: the worker's lock, taken by the process that started this
+    one; spawned_at: when it spawned this one (time.time()), else now: the start of its start cost."""
+    begun = spawned_at if spawned_at is not None and spawned_at <= time.time() else time.time()
     from . import models
     from .errors import ModelError
 
@@ -130,12 +137,14 @@ def serve(environ: Mapping[str, str], lock_fd: int | None = None) -> None:
                 models.import_litellm(bound)
             except ModelError:
                 return  # litellm did not import (in time): calls stay in-process
-            _serve_on(path, digest, idle_seconds(environ))
+            _serve_on(path, digest, time.time() - begun, asked_idle(environ))
     except (OSError, WorkerUnavailable):
         return
 
 
-def _serve_on(path: Path, digest: str, idle: float) -> None:
+def _serve_on(path: Path, digest: str, start_seconds: float, asked: float | None = None) -> None:
+    """Serve on path until unused for `asked` seconds (AIBUDDY_WORKER_IDLE) or, when the user
+    asked nothing, for derived_idle(start_seconds) or the longest `keep_worker` a call asked."""
     try:
         path.unlink()  # a stale socket of a worker that died (we hold the lock: no live one)
     except FileNotFoundError:
@@ -151,7 +160,11 @@ def _serve_on(path: Path, digest: str, idle: float) -> None:
         os.umask(old_mask)
     server.listen(16)
     server.settimeout(1.0)
-    state: dict[str, Any] = {"last": time.monotonic(), "calls": 0, "stop": False, "env": digest, "busy": 0}
+    state: dict[str, Any] = {
+        "last": time.monotonic(), "calls": 0, "stop": False, "env": digest, "busy": 0,
+        "start_seconds": start_seconds, "asked": asked is not None,
+        "idle": asked if asked is not None else derived_idle(start_seconds),
+    }  # fmt: skip
     busy = threading.Lock()
 
     def handle(connection: socket.socket) -> None:
@@ -181,7 +194,8 @@ def _serve_on(path: Path, digest: str, idle: float) -> None:
     handlers: list[threading.Thread] = []
     try:
         # Idle means no call for `idle` seconds and none in flight: a long call is never cut off.
-        while not state["stop"] and (state["busy"] or time.monotonic() - state["last"] < idle):
+        while not state["stop"] and (state["busy"] or time.monotonic() - state["last"] < state["idle"]):
+            server.settimeout(min(1.0, max(state["idle"] / 4, 0.05)))  # an exit close to the limit
             try:
                 connection, _ = server.accept()
             except TimeoutError:
@@ -207,7 +221,10 @@ def _answer(request: Any, state: dict[str, Any]) -> dict[str, Any]:
 
     op = request.get("op") if isinstance(request, dict) else None
     if op == "status":
-        return {"ok": True, "pid": os.getpid(), "calls": state["calls"]}
+        return {
+            "ok": True, "pid": os.getpid(), "calls": state["calls"],
+            "idle_limit": state["idle"], "start_seconds": state["start_seconds"],
+        }  # fmt: skip
     if op == "stop":
         state["stop"] = True
         return {"ok": True}
@@ -218,6 +235,8 @@ def _answer(request: Any, state: dict[str, Any]) -> dict[str, Any]:
     state["calls"] += 1
     try:
         settings = ModelSettings(**request["settings"])
+        if settings.keep_worker is not None and not state["asked"]:  # the user asked to keep it
+            state["idle"] = max(state["idle"], float(settings.keep_worker))
         message = call_in_process(settings, request["messages"], **request.get("options", {}))
     except ModelError as exc:
         return {"ok": False, "error": str(exc)}

@@ -49,7 +49,10 @@ from .model_roles import ModelSettings
 
 CONNECT_TIMEOUT = 0.2
 ANSWER_GRACE = 1.0  # past the model's timeout, for the worker's own "timed out" reply to arrive
-DEFAULT_IDLE = 600.0
+# A worker nobody asked to keep exits once unused for this many times what its own start took
+# (spawn to ready, measured by the worker): an idle worker never costs more waiting than it saves.
+IDLE_PER_START = 1.0
+MIN_IDLE = 1.0  # seconds: a start measured shorter (a clock step) still gets this much
 
 # Variables that change per shell, terminal or test and that no provider client reads: they do
 # not make a different worker. Everything else in the environment does.
@@ -161,11 +164,18 @@ def lock_path(path: Path) -> Path:
     return path.with_suffix(".lock")
 
 
-def idle_seconds(environ: Mapping[str, str]) -> float:
+def asked_idle(environ: Mapping[str, str]) -> float | None:
+    """The seconds AIBUDDY_WORKER_IDLE asks an unused worker to stay up (0: start none); None when
+    unset or not a number: the worker derives its limit from its own start (`derived_idle`)."""
     try:
-        return max(float(environ.get("AIBUDDY_WORKER_IDLE", DEFAULT_IDLE)), 0.0)
-    except ValueError:
-        return DEFAULT_IDLE
+        return max(float(environ["AIBUDDY_WORKER_IDLE"]), 0.0)
+    except (KeyError, ValueError):
+        return None
+
+
+def derived_idle(start_seconds: float) -> float:
+    """The idle limit of a worker nobody asked to keep, from what its start took."""
+    return max(start_seconds * IDLE_PER_START, MIN_IDLE)
 
 
 def peer_uid(connection: socket.socket) -> int | None:
@@ -264,7 +274,7 @@ def start(environ: Mapping[str, str]) -> None:
     starting or serving already. The starter takes the worker's lock and hands it to the worker
     (the same open file, so the same lock), so from this moment until the worker exits every other
     caller finds the lock taken and starts none: two calls at once start one worker."""
-    if idle_seconds(environ) <= 0:
+    if asked_idle(environ) == 0:
         return
     from .storage import flock_within
 
@@ -278,7 +288,10 @@ def start(environ: Mapping[str, str]) -> None:
         import subprocess
 
         subprocess.Popen(
-            [sys.executable, "-m", "aibuddy_cli", "worker", "serve", "--lock-fd", str(fd)],
+            [
+                sys.executable, "-m", "aibuddy_cli", "worker", "serve", "--lock-fd", str(fd),
+                "--spawned-at", repr(time.time()),  # its start cost, from which it derives its idle limit
+            ],  # fmt: skip
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -50,7 +50,8 @@ def test_the_settings_objects_are_typed_named_tuples() -> None:
 
 def test_the_models_table_keys_and_timeout_come_from_the_declarations() -> None:
     assert models.ROLES == config.ROLES and models.DEFAULT_TIMEOUT == 20.0
-    assert set(config.KNOWN_KEYS["models"] or ()) == {"default", "api_base", "timeout", *models.ROLES}
+    declared = {"default", "api_base", "timeout", "keep_worker", *models.ROLES}
+    assert set(config.KNOWN_KEYS["models"] or ()) == declared
     timeout = SCHEMA.setting("models", "timeout")
     assert models.model_settings("recall", {}, {}).timeout == float(timeout.default)
     # models.model_settings checks the range the declaration documents.

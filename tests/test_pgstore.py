@@ -561,3 +561,33 @@ def test_a_stopped_writer_cannot_hold_every_host_for_ever(postgres_url: str) -> 
     assert db.execute("SHOW lock_timeout").fetchall() == [("30s",)]
     failure = store._failure(psycopg.errors.LockNotAvailable("canceling statement due to lock timeout"))
     assert type(failure) is Busy and "busy" in failure.message
+
+
+def test_a_hosts_first_index_reads_the_records_in_a_few_queries_not_one_each(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host with no index of the database yet (a new host, 10,000 records) reads the records
+    in batches: a query per record would cost each host's first command one round trip a record."""
+    from aibuddy_cli.memory.records import MemoryRecord, render_record
+    from aibuddy_cli.pgstore import PgStore
+    from aibuddy_cli.session import Session
+    from aibuddy_cli.vault import Vault
+
+    store = PgStore(postgres_url)
+    names = [f"note-{i:03d}" for i in range(300)]
+    for name in names:
+        record = MemoryRecord(name=name, type="project", description=f"Deploy notes {name}", body="b\n")
+        store.write(f"memory/alice/{name}.md", render_record(record).encode())
+    queries: list[str] = []
+    real_query = PgStore._query
+
+    def counted(self: PgStore, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        queries.append(sql)
+        return real_query(self, sql, params)
+
+    monkeypatch.setattr(PgStore, "_query", counted)
+    init_vault(tmp_path / "b", "alice")
+    with Session(Vault.open(tmp_path / "b"), "alice", environ={"AIBUDDY_STORE_URL": postgres_url}) as session:
+        listed = session.memory.list_records()
+    assert sorted(found.record.name for found in listed.records) == names
+    assert len(queries) <= 30, f"{len(queries)} queries for {len(names)} records"

@@ -79,11 +79,13 @@ def status(aibuddy_exe: list[str], env: dict[str, str]) -> dict:
     return json.loads(run_aibuddy(aibuddy_exe, "worker", "status", "--json", env=env).stdout)
 
 
+@pytest.mark.parametrize("idle", [0.5, None], ids=["AIBUDDY_WORKER_IDLE", "derived from its start"])
 def test_a_call_in_flight_outlives_the_idle_bound(
-    runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
+    runtime_dir: Path, monkeypatch: pytest.MonkeyPatch, idle: float | None
 ) -> None:
     """The worker's loop (in-process) counts idle time from its last call's end, not its start: a
-    model slower than AIBUDDY_WORKER_IDLE is answered, and a stop lets the call finish."""
+    model slower than its idle limit (asked, or derived from its start) is answered, and a stop
+    lets the call finish."""
     release, asked = threading.Event(), threading.Event()
 
     def slow_answer(request: dict, state: dict) -> dict:
@@ -97,7 +99,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     worker_answer = worker._answer
     monkeypatch.setattr(worker, "_answer", slow_answer)
     path = runtime_dir / "w.sock"
-    server = threading.Thread(target=worker._serve_on, args=(path, "digest", 0.5), daemon=True)
+    server = threading.Thread(target=worker._serve_on, args=(path, "digest", 0.1, idle), daemon=True)
     server.start()
     deadline = time.monotonic() + 60
     while not path.exists() and time.monotonic() < deadline:
@@ -110,7 +112,8 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     client.start()
     assert asked.wait(60)
     held = time.monotonic()
-    while time.monotonic() - held < 2:  # the event: four times the idle bound has gone by
+    limit = idle if idle is not None else worker_client.derived_idle(0.1)
+    while time.monotonic() - held < 4 * limit:  # the event: four times the idle bound has gone by
         time.sleep(0.05)
     assert server.is_alive()  # still serving the call in flight
     worker_client.send(path, {"op": "stop"}, 10)  # a stop, too, lets the call finish
@@ -119,6 +122,74 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     server.join(60)
     assert replies == [{"ok": True, "message": {"content": "late", "tool_calls": None}}]
     assert not server.is_alive() and not path.exists()
+
+
+def serve_in_thread(path: Path, digest: str, start_seconds: float, asked: float | None) -> threading.Thread:
+    """The worker's loop in this process, on path; returned once it listens."""
+    server = threading.Thread(target=worker._serve_on, args=(path, digest, start_seconds, asked), daemon=True)
+    server.start()
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert path.exists()
+    return server
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads processes from /proc")
+def test_an_unused_worker_exits_once_idle_for_as_long_as_its_start_took(
+    worker_env: dict[str, str]
+) -> None:
+    """Nobody asked to keep it (no AIBUDDY_WORKER_IDLE, no keep_worker): the worker started for an
+    environment measures its own start (spawn to ready), says so, and exits once unused for that
+    long, so a machine that used several provider environments keeps no idle worker per
+    environment for minutes."""
+    env = {name: value for name, value in worker_env.items() if name != "AIBUDDY_WORKER_IDLE"}
+    started = time.time()
+    worker_client.start(env)  # as the first model call that finds no worker does
+    wait_for_worker(env)
+    found = worker.status(env)
+    assert found.start_seconds is not None and 0 < found.start_seconds <= time.time() - started
+    assert found.idle_seconds == worker_client.derived_idle(found.start_seconds)
+    deadline = time.monotonic() + 120  # generous: the event is the worker's own exit
+    while found.pid in worker_pids(env["XDG_RUNTIME_DIR"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert found.pid not in worker_pids(env["XDG_RUNTIME_DIR"])
+    assert not worker.status(env).running and not Path(found.socket).exists()
+
+
+def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
+    runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[models] keep_worker` travels with each call: the worker serving it stays up unused for
+    that long, not just for its start's cost (the loop in-process; the model call is stubbed)."""
+    monkeypatch.setattr(models, "call_in_process", lambda settings, messages, **options: {"content": "ok"})
+    env = {"XDG_RUNTIME_DIR": str(runtime_dir), "PATH": os.environ.get("PATH", "")}
+    digest = worker_client.fingerprint(env)
+    path = worker_client.socket_path(env, digest)
+    server = serve_in_thread(path, digest, 0.05, None)  # derived limit: MIN_IDLE
+    try:
+        kept = models.model_settings("recall", {"recall": "openai/x", "keep_worker": 600}, env)
+        assert kept.keep_worker == 600 and kept.problem is None
+        answer = worker_client.complete(kept, [{"role": "user", "content": "hi"}], {}, env)
+        assert answer.content == "ok"
+        used = time.monotonic()
+        assert worker.status(env).idle_seconds == 600
+        derived = worker_client.derived_idle(0.05)
+        while time.monotonic() - used < 3 * derived:  # the event: three times the derived limit
+            time.sleep(0.05)
+        assert server.is_alive() and worker.status(env).running
+    finally:
+        worker_client.send(path, {"op": "stop"}, 10)
+        server.join(60)
+    assert not server.is_alive()
+
+
+def test_a_keep_worker_that_is_not_seconds_is_said_by_every_call() -> None:
+    settings = models.model_settings("recall", {"recall": "openai/x", "keep_worker": "long"}, {})
+    assert settings.keep_worker is None
+    assert settings.problem == (
+        "aibuddy.toml: [models] keep_worker must be a number of seconds from 0 to 86400, not 'long'"
+    )
 
 
 def test_a_stale_socket_never_fails_or_hangs_a_command(

@@ -17,7 +17,11 @@ def status(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="
 
     state = state_of(ctx, json)
     found = worker.status(state.environ)
-    text = f"running (pid {found.pid}, {found.calls} calls)" if found.running else "not running"
+    text = (
+        f"running (pid {found.pid}, {found.calls} calls; exits after {found.idle_seconds:g} s unused)"
+        if found.running and found.idle_seconds is not None
+        else "running" if found.running else "not running"
+    )
     output.render(state.json, found.to_json, lambda: text, lambda: output.emit_text(text))
 
 
@@ -36,8 +40,9 @@ def stop(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Pr
 def serve(
     ctx: typer.Context,
     lock_fd: int | None = typer.Option(None, "--lock-fd", hidden=True, help="The lock its starter took."),
+    spawned_at: float | None = typer.Option(None, "--spawned-at", hidden=True, help="When it was spawned."),
 ) -> None:
     """Serve model calls until idle (started by the first model call that finds no worker)."""
     from .. import worker
 
-    worker.serve(state_of(ctx).environ, lock_fd)
+    worker.serve(state_of(ctx).environ, lock_fd, spawned_at)
