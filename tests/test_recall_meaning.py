@@ -336,3 +336,34 @@ def test_the_vectors_in_memory_score_as_the_index_s() -> None:
         for key in chosen
     ]
     assert all(abs(a - b) < 1e-12 for a, b in zip(alone, by_blobs, strict=True))
+
+
+def test_a_servers_sign_codes_follow_changed_records_as_a_fresh_read_does() -> None:
+    """SignCodes.changed (a server's codes after a save: the changed records read again only)
+    gives the same shortlist and cosines as the codes read anew."""
+    import random
+
+    from aibuddy_cli.memory import semantic
+
+    chance = random.Random(7)
+
+    def row(key: int) -> tuple[int, bytes, bytes]:
+        vector = [chance.uniform(-1, 1) for _ in range(4)]
+        return key, chance.randbytes(8), semantic.pack(vector)
+
+    rows = {key: row(key) for key in range(1, 300)}
+    table = semantic.SignCodes(list(rows.values()), "before")
+    changed = [5, 17, 299, 300, 301]
+    for key in changed[:3]:
+        del rows[key]
+    for key in (17, 300, 301):
+        rows[key] = row(key)
+    fresh = semantic.SignCodes(list(rows.values()))
+    after = table.changed([rows[key] for key in changed if key in rows], changed, "after")
+    assert after.generation == "after" and table.generation == "before"
+    question = chance.randbytes(8)
+    assert after.shortlist(question, 20) == fresh.shortlist(question, 20)
+    assert after.shortlist(question, 20, [17, 300, 42]) == fresh.shortlist(question, 20, [17, 300, 42])
+    assert after.cosines([0.5, 0.1, -0.2, 0.3], [17, 301, 2]) == fresh.cosines(
+        [0.5, 0.1, -0.2, 0.3], [17, 301, 2]
+    )

@@ -65,6 +65,7 @@ class RecordJson(RecordHeaderJson):
 
 MAX_COUNT = 2**63 - 1  # recallCount's largest value: SQLite's largest integer
 
+
 class MemoryRecord(NamedTuple):
     name: str
     description: str

@@ -128,6 +128,35 @@ class SignCodes:
             if len(table) % len(rows) == 0:
                 self.vectors = table.reshape(len(rows), -1)
 
+    def changed(
+        self, rows: Sequence[tuple[int, bytes, bytes | None]], ids: Sequence[int], generation: object
+    ) -> SignCodes:
+        """A new table: this one with the records ids read again (rows: those of them that have
+        codes now, as for __init__); this one stays as it was for the threads reading it."""
+        import numpy as np
+
+        changed = SignCodes(rows)
+        kept = ~np.isin(self.ids, np.asarray(ids, dtype=np.int64))
+        table = SignCodes([])
+        table.generation = generation
+        table.width = max(self.width, changed.width)
+        ids_ = np.concatenate([self.ids[kept], changed.ids])
+        order = np.argsort(ids_, kind="stable")
+        table.ids = ids_[order]
+
+        def widened(columns: np.ndarray) -> np.ndarray:
+            return np.pad(columns, ((0, table.width // 8 - len(columns)), (0, 0)))
+
+        columns = np.concatenate([widened(self.columns[:, kept]), widened(changed.columns)], axis=1)
+        table.columns = np.ascontiguousarray(columns[:, order])
+        table.vectors = None
+        if self.vectors is not None and (not len(changed.ids) or changed.vectors is not None):
+            if changed.vectors is None or changed.vectors.shape[1] == self.vectors.shape[1]:
+                width = self.vectors.shape[1]
+                fresh = changed.vectors if changed.vectors is not None else np.zeros((0, width), "<f4")
+                table.vectors = np.concatenate([self.vectors[kept], fresh])[order]
+        return table
+
     def shortlist(self, question: bytes, size: int, among: Sequence[int] | None = None) -> list[int]:
         """The ids of the `size` records (of those in among, when given) whose codes differ from
         question's in the fewest bits, fewest first, then by id."""
