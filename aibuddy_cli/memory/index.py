@@ -577,21 +577,29 @@ class MemoryIndex(CacheDB):
 
         return known
 
-    def embed_missing(self, model: Meaning, known: Known | None = None) -> int:
+    def embed_missing(
+        self, model: Meaning, known: Known | None = None, among: list[int] | None = None
+    ) -> int:
         """Embed the well-formed records that have no vector of model yet (new or changed since);
-        returns how many. A record keeps its vectors until it changes (its row is replaced)."""
-        counted = (
-            "SELECT (SELECT count(*) FROM records WHERE error IS NULL),"
-            " (SELECT count(*) FROM record_codes WHERE model = ?)"
-        )
-        records, coded = self.db.execute(counted, (model.key,)).fetchone()
-        if records == coded:
+        returns how many. A record keeps its vectors until it changes (its row is replaced).
+        among: the ids of the only records that may lack one (those changed since every record
+        had one: a server after a save), None to look at all."""
+        if among is None:
+            counted = (
+                "SELECT (SELECT count(*) FROM records WHERE error IS NULL),"
+                " (SELECT count(*) FROM record_codes WHERE model = ?)"
+            )
+            records, coded = self.db.execute(counted, (model.key,)).fetchone()
+            if records == coded:
+                return 0
+        elif not among:
             return 0
+        within = "" if among is None else f" AND r.id IN ({', '.join('?' * len(among))})"
         missing = self.db.execute(
             "SELECT r.id, r.name, r.description, f.body FROM records r JOIN records_fts f ON f.rowid = r.id"
-            " WHERE r.error IS NULL AND NOT EXISTS"
+            f" WHERE r.error IS NULL{within} AND NOT EXISTS"
             " (SELECT 1 FROM record_codes c WHERE c.id = r.id AND c.model = ?)",
-            (model.key,),
+            (*(among or ()), model.key),
         ).fetchall()
         if not missing:
             return 0
@@ -606,9 +614,11 @@ class MemoryIndex(CacheDB):
                 "INSERT OR REPLACE INTO record_vectors (id, model, vector) VALUES (?, ?, ?)",
                 [(record_id, model.key, pack(vector)) for record_id, vector in made],
             )
-            # Another model's vectors (a changed [models] embedding, a reinstalled package) go.
-            self.db.execute("DELETE FROM record_codes WHERE model <> ?", (model.key,))
-            self.db.execute("DELETE FROM record_vectors WHERE model <> ?", (model.key,))
+            if (
+                among is None
+            ):  # Another model's vectors (a changed [models] embedding, a reinstalled package) go.
+                self.db.execute("DELETE FROM record_codes WHERE model <> ?", (model.key,))
+                self.db.execute("DELETE FROM record_vectors WHERE model <> ?", (model.key,))
             self._rows_changed = True
         return len(missing)
 
@@ -734,7 +744,14 @@ class MemoryIndex(CacheDB):
         known = self._known(model)
         generation = self.generation()
         if self._embedded != (model.key, generation):  # (else nothing changed since all were)
-            self.embed_missing(model, known)
+            changed: list[int] | None = None  # after a save: only those changed since all had one
+            before = (
+                self._embedded[1] if self._embedded is not None and self._embedded[0] == model.key else None
+            )
+            if isinstance(before, tuple) and before[0] is generation[0] and generation[1] is not None:
+                if before[1] == generation[1]:
+                    changed = self.changed_since(before[2])
+            self.embed_missing(model, known, changed)
             generation = self.generation()
             self._embedded = (model.key, generation)
         question = model.embed([query], known)[0]
