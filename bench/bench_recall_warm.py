@@ -251,7 +251,17 @@ def timed_mix(asked: list[tuple[str, str]]) -> Callable[[Any], Awaitable[dict[st
                 started = time.perf_counter()
                 await call()
                 times.append(time.perf_counter() - started)
-        for number, (_, question) in enumerate(asked[:WRITES]):  # each right after a save
+        for category, question in asked:
+            started = time.perf_counter()
+            result = await client.call_tool("memory_recall", {"query": question})
+            elapsed = time.perf_counter() - started
+            if result.is_error:
+                sys.exit(f"recall of {question!r} failed: {result.content}")
+            found.setdefault(category, []).append(elapsed)
+            found.setdefault("all", []).append(elapsed)
+        for number, (_, question) in enumerate(
+            asked[:WRITES]
+        ):  # each right after a save (asked before: warm)
             await client.call_tool(
                 "memory_save",
                 {
@@ -264,14 +274,6 @@ def timed_mix(asked: list[tuple[str, str]]) -> Callable[[Any], Awaitable[dict[st
             started = time.perf_counter()
             result = await client.call_tool("memory_recall", {"query": question})
             found.setdefault("after a save", []).append(time.perf_counter() - started)
-        for category, question in asked:
-            started = time.perf_counter()
-            result = await client.call_tool("memory_recall", {"query": question})
-            elapsed = time.perf_counter() - started
-            if result.is_error:
-                sys.exit(f"recall of {question!r} failed: {result.content}")
-            found.setdefault(category, []).append(elapsed)
-            found.setdefault("all", []).append(elapsed)
         return found
 
     return body
