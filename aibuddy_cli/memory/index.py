@@ -743,7 +743,7 @@ class MemoryIndex(CacheDB):
         their vectors, read for the shortlist only, score it."""
         known = self._known(model)
         generation = self.generation()
-        if self._embedded != (model.key, generation):  # (else nothing changed since all were)
+        if generation[1] is None or self._embedded != (model.key, generation):  # (else none changed)
             changed: list[int] | None = None  # after a save: only those changed since all had one
             before = (
                 self._embedded[1] if self._embedded is not None and self._embedded[0] == model.key else None
