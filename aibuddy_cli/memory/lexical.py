@@ -27,8 +27,8 @@ date narrows, the question's subject decides within it, and a rare word from ano
 longer outweighs the date. Records of that time that share no word with the question come last,
 with a score of 0 ("what did I decide last week?").
 
-A long-lived process (the MCP server) keeps, per index and until its records change (the index's
-generation), each phrase's records and its share of the BM25 score (`PhraseScores`: FTS5's own
+A long-lived process (the MCP server) keeps, per index, and after a save renews from the records
+that changed only (index.MemoryIndex.changed_since; `PhraseScores.after`), each phrase's records and its share of the BM25 score (`PhraseScores`: FTS5's own
 bm25() of the phrase alone, which is what the phrase adds to a question of several; summed here in
 FTS5's order, so the scores are the very same numbers); a question then sums and orders the
 records of its phrases in numpy (about 1 ms where FTS5 scoring every record that holds a word 15 %
