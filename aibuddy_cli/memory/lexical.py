@@ -28,7 +28,8 @@ longer outweighs the date. Records of that time that share no word with the ques
 with a score of 0 ("what did I decide last week?").
 
 A long-lived process (the MCP server) keeps, per index, and after a save renews from the records
-that changed only (index.MemoryIndex.changed_since; `PhraseScores.after`), each phrase's records and its share of the BM25 score (`PhraseScores`: FTS5's own
+that changed only (index.MemoryIndex.changed_since; `PhraseScores.after`), each phrase's records
+and its share of the BM25 score (`PhraseScores`: FTS5's own
 bm25() of the phrase alone, which is what the phrase adds to a question of several; summed here in
 FTS5's order, so the scores are the very same numbers); a question then sums and orders the
 records of its phrases in numpy (about 1 ms where FTS5 scoring every record that holds a word 15 %
