@@ -77,6 +77,7 @@ QUESTION = LazyPattern(
 )
 
 
+
 # A sentence about a booking at hand: what is booked (a ride, a table for four, two tickets, the
 # 7 pm one), or one of its slots (a date, a clock time, how many people, a street address).
 # A preference or first-person statement in such a sentence chooses among the options of the

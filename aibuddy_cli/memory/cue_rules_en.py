@@ -606,3 +606,4 @@ CASED_IDENTITY = LazyPattern(
     r"A|An|The|Very|Good|Glad|Happy|Sure|Afraid|Going|Sad|Tired|Hungry|Ready|Late|Away|Busy|Free|"
     r"New)\b)(?![A-Z]\w*ing\b)[A-Z][a-z\u00c0-\u024f'-]+\b"
 )
+

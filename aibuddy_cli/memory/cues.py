@@ -217,6 +217,7 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.findall(text) if s.strip(" \n.!?;。")]
 
 
+
 # English and Chinese, kind by kind, in this order (the data: cue_rules_en.py, cue_rules_zh.py).
 _RULES: tuple[Rule, ...] = (
     *en.PREFERENCE,

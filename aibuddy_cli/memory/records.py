@@ -65,7 +65,6 @@ class RecordJson(RecordHeaderJson):
 
 MAX_COUNT = 2**63 - 1  # recallCount's largest value: SQLite's largest integer
 
-
 class MemoryRecord(NamedTuple):
     name: str
     description: str

@@ -181,9 +181,8 @@ class Importer:
         except AibuddyError as error:
             return Decision("write", "failed", error.message, name)
         detail = {
-            "restored": f"its exported file, {describe(found)} redacted"
-            if found
-            else "its exported file, byte for byte",
+            "restored": f"its exported file, {describe(found)} redacted" if found else "its exported file, "
+            "byte for byte",
             "no-op": "the vault holds the same file",
             "kept": "a different record of that name is in the vault: never overwritten",
         }[outcome]
