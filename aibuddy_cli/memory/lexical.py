@@ -402,7 +402,7 @@ class PhraseScores:
 
         rows, tokens = self.stats(db)
         length = self._lengths_of(db, postings.ids)
-        if length is None or not len(postings.ids) or not rows:
+        if length is None or not len(postings.ids) or not held <= rows:  # (rows read after a write)
             return postings
         idf = max(math.log((rows - held + 0.5) / (held + 0.5)), 1e-6)
         norm = K1 * (1 - B + B * length / (float(tokens) / float(rows)))
@@ -449,10 +449,12 @@ class PhraseScores:
         fresh = self._counted(db, fresh, held)
         if fresh.freq is None or fresh.length is None:
             return None
+        rows, tokens = self.stats(db)
+        if held > rows:  # (the counts were read before a later write)
+            return None
         order = np.argsort(ids, kind="stable")
         freq = np.concatenate([before.freq[kept], fresh.freq])[order]
         length = np.concatenate([before.length[kept], fresh.length])[order]
-        rows, tokens = self.stats(db)
         return Postings(ids[order], bm25_share(freq, length, held, rows, tokens), freq, length)
 
     def of_days(self, db: sqlite3.Connection, spans: tuple[Span, ...]) -> np.ndarray:
