@@ -57,6 +57,17 @@ def files_digest(entries: Iterable[Entry | None]) -> int:
 _PERM, _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 10, 11, 13, 14, 26
 
 
+def _statements(script: str) -> Iterator[str]:
+    """script's statements, one by one (a trigger's body holds semicolons of its own)."""
+    statement = ""
+    for part in script.split(";"):
+        statement += part + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \n;"):
+                yield statement
+            statement = ""
+
+
 def _code(error: sqlite3.Error) -> int | None:
     code = getattr(error, "sqlite_errorcode", None)
     return None if code is None else code & 0xFF
@@ -186,9 +197,8 @@ class CacheDB:
                 if db.execute("PRAGMA user_version").fetchone()[0] != self.version:
                     for table in self.tables:
                         db.execute(f"DROP TABLE IF EXISTS {table}")
-                    for statement in self.schema.split(";"):
-                        if statement.strip():
-                            db.execute(statement)
+                    for statement in _statements(self.schema):
+                        db.execute(statement)
                     db.execute(f"PRAGMA user_version = {self.version}")
                 db.execute("COMMIT")
             if not self.in_memory and db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":

@@ -148,9 +148,9 @@ def generate(n: int) -> Vault:
         if rng.random() < 0.33:
             day = (moment - dt.timedelta(days=rng.randint(0, 20))).date()
             days.append(day.isoformat())
-            words[rng.randrange(len(words)) :] += ["on", day.isoformat()] if rng.random() < 0.6 else [
-                "on", f"{day:%B} {day.day}"
-            ]
+            words[rng.randrange(len(words)) :] += (
+                ["on", day.isoformat()] if rng.random() < 0.6 else ["on", f"{day:%B} {day.day}"]
+            )
         text = " ".join(words)
         sentences = [text[k : k + 90].strip().capitalize() + "." for k in range(0, len(text), 90)]
         body = "\n\n".join(" ".join(sentences[k : k + 4]) for k in range(0, len(sentences), 4))
@@ -228,6 +228,7 @@ async def with_http(url: str, secret: str, body: Callable[[Any], Awaitable[Any]]
 
 
 FLOOR_CALLS = 100
+WRITES = 30  # recalls each timed right after a memory_save (the category "after a save")
 
 
 def timed_mix(asked: list[tuple[str, str]]) -> Callable[[Any], Awaitable[dict[str, list[float]]]]:
@@ -258,6 +259,21 @@ def timed_mix(asked: list[tuple[str, str]]) -> Callable[[Any], Awaitable[dict[st
                 sys.exit(f"recall of {question!r} failed: {result.content}")
             found.setdefault(category, []).append(elapsed)
             found.setdefault("all", []).append(elapsed)
+        for number, (_, question) in enumerate(
+            asked[:WRITES]
+        ):  # each right after a save (asked before: warm)
+            await client.call_tool(
+                "memory_save",
+                {
+                    "name": f"bench-save-{os.getpid()}-{time.monotonic_ns()}-{number}",
+                    "type": "project",
+                    "description": f"Deploy report {number} budget",
+                    "body": f"budget meeting notes {number}",
+                },
+            )
+            started = time.perf_counter()
+            result = await client.call_tool("memory_recall", {"query": question})
+            found.setdefault("after a save", []).append(time.perf_counter() - started)
         return found
 
     return body
@@ -274,6 +290,15 @@ def serve_and_time(
         return asyncio.run(with_http(server.url, secret, timed_mix(asked)))
     finally:
         server.stop()
+
+
+def copied(path: Path) -> Path:
+    """A cached copy of the vault at path, for the baseline tree."""
+    copy = path.with_name(path.name + "-baseline")
+    if not copy.is_dir():
+        shutil.copytree(path, copy.with_name(copy.name + ".tmp"), symlinks=True, dirs_exist_ok=True)
+        copy.with_name(copy.name + ".tmp").rename(copy)
+    return copy
 
 
 def fmt(values: list[float]) -> str:
@@ -354,9 +379,13 @@ def main() -> None:
         results: dict[tuple[str, str], dict[str, list[float]]] = {}
         for transport in args.transports.split(","):
             for tree, source in trees.items():
-                env = {**base, "AIBUDDY_VAULT": str(vault.path), "AIBUDDY_USER": USER, "AIBUDDY_WORKER": "0",
+                # The baseline on a copy: its index (maybe another version) is kept, not rebuilt.
+                where = vault.path if tree == "this" else copied(vault.path)
+                env = {**base, "AIBUDDY_VAULT": str(where), "AIBUDDY_USER": USER, "AIBUDDY_WORKER": "0",
                        "PYTHONPATH": source}  # fmt: skip
                 results[(transport, tree)] = serve_and_time(env, transport, asked)
+                for saved in where.glob("memory/*/bench-save-*.md"):  # the cached vault as it was
+                    saved.unlink()
                 done = f"  ({n:,} records, {transport}, {tree}: done, load {load()})"
                 print(done, file=sys.stderr, flush=True)
         print(f"\nWarm `memory_recall`, {n:,} records, {len(asked)} questions once each"
@@ -365,7 +394,7 @@ def main() -> None:
         print("| | " + " | ".join(f"{t} {tree}" for t, tree in columns) + " |")
         print("|---" * (len(columns) + 1) + "|")
         rows = ["all", "common", "rare", "chinese", "dated", "paraphrase",
-                "floor: tools/list", "floor: task_list", "first call"]  # fmt: skip
+                "after a save", "floor: tools/list", "floor: task_list", "first call"]  # fmt: skip
         for row in rows:
             print(f"| {row} | " + " | ".join(fmt(results[c].get(row, [0.0])) for c in columns) + " |")
         for column in columns:

@@ -336,3 +336,35 @@ def test_the_vectors_in_memory_score_as_the_index_s() -> None:
         for key in chosen
     ]
     assert all(abs(a - b) < 1e-12 for a, b in zip(alone, by_blobs, strict=True))
+
+
+def test_a_servers_sign_codes_follow_changed_records_as_a_fresh_read_does() -> None:
+    """SignCodes.changed (a server's codes after a save: the changed records read again only)
+    gives the same shortlist and cosines as the codes read anew."""
+    import random
+
+    from aibuddy_cli.memory import semantic
+
+    chance = random.Random(7)
+
+    def row(key: int) -> tuple[int, bytes, bytes]:
+        vector = [chance.uniform(-1, 1) for _ in range(4)]
+        return key, chance.randbytes(8), semantic.pack(vector)
+
+    rows = {key: row(key) for key in range(1, 300)}
+    table = semantic.SignCodes(list(rows.values()), "before")
+    first = table
+    for step in range(40):  # save after save: the kept vectors grow, and are copied anew at times
+        changed = sorted({chance.randrange(1, 300 + step * 40) for _ in range(30)} | {300 + step})
+        for key in changed:
+            if key in rows and chance.random() < 0.5:
+                del rows[key]
+            else:
+                rows[key] = row(key)
+        fresh = semantic.SignCodes(list(rows.values()))
+        table = table.changed([rows[key] for key in changed if key in rows], changed, step)
+        question, some = chance.randbytes(8), chance.sample(sorted(rows), 5)
+        assert table.shortlist(question, 20) == fresh.shortlist(question, 20)
+        assert table.shortlist(question, 20, some) == fresh.shortlist(question, 20, some)
+        assert table.cosines([0.5, 0.1, -0.2, 0.3], some) == fresh.cosines([0.5, 0.1, -0.2, 0.3], some)
+    assert first.generation == "before" and table.generation == 39

@@ -145,9 +145,11 @@ def test_a_server_ranks_by_words_as_a_one_shot_command_does(vault: Vault) -> Non
         index = session.memory.index()
         assert "gone" in {item.record.name for item in index.records(expired=True)}
         where = str(index.path)
-        lexical.kept_scores(where, index.generation()[1])  # a first question: numpy may not be loaded
+        lexical.kept_scores(
+            where, index.db, *index.generation()[1:], index.changed_since
+        )  # a first question: numpy may not be loaded
         for _ in range(2):
-            scores = lexical.kept_scores(where, index.generation()[1])
+            scores = lexical.kept_scores(where, index.db, *index.generation()[1:], index.changed_since)
             assert scores is not None
             for question in questions:
                 for limit in (3, 5, 50):
@@ -157,7 +159,7 @@ def test_a_server_ranks_by_words_as_a_one_shot_command_does(vault: Vault) -> Non
             # A record changed: its words are read again, not the ones kept.
             session.memory.update("twin-07", description="Marker: the marker of the release, marker")
             index = session.memory.index()
-            kept = lexical.kept_scores(where, index.generation()[1])
+            kept = lexical.kept_scores(where, index.db, *index.generation()[1:], index.changed_since)
             assert kept is not None
             assert lexical.rank(index.db, "marker", 1, today, _live("r"), kept)[0][0] == "twin-07"
             session.memory.update("twin-07", description="Weekly budget meeting notes")
@@ -175,3 +177,84 @@ def test_a_server_keeps_the_scores_of_its_latest_indexes_only() -> None:
     lexical.keep_latest(kept, "index-6", 6)  # used again: the latest
     lexical.keep_latest(kept, "index-10", 10)
     assert list(kept) == ["index-8", "index-9", "index-6", "index-10"]
+
+
+def test_a_server_ranks_as_a_one_shot_command_after_each_save(vault: Vault) -> None:
+    """After a save (or a forget) a long-lived process reads the changed records again only and
+    computes every kept phrase's score at the index's new counts: the same records, scores and
+    order as FTS5's own, save after save; and an index written by a version that lists no changes
+    is ranked in SQL alone."""
+    import numpy  # noqa: F401  (a server has it loaded)
+
+    from aibuddy_cli.memory import lexical
+    from aibuddy_cli.memory.index import _live
+
+    checklist(vault)
+    for number in range(30):
+        write(vault, f"note-{number:02d}", "Weekly budget meeting notes", f"deploy report {number}")
+    questions = ["budget meeting", "deploy report payments", "marker release", "weekly notes deploy"]
+    today = dt.date(2026, 4, 2)
+    renewed = []
+    real = lexical.PhraseScores._renewed
+
+    def spy(self: lexical.PhraseScores, db: object, phrase: str) -> object:
+        found = real(self, db, phrase)  # type: ignore[arg-type]
+        renewed.append(found is not None)
+        return found
+
+    with Session(Vault.open(vault.root, {}), "demo", environ={}) as session:
+        lexical.PhraseScores._renewed = spy  # type: ignore[method-assign]
+        try:
+            for step in range(6):
+                index = session.memory.index()
+                scores = lexical.kept_scores(
+                    str(index.path), index.db, *index.generation()[1:], index.changed_since
+                )
+                assert scores is not None
+                for question in questions:
+                    alone = lexical.rank(index.db, question, 5, today, _live("r"))
+                    assert lexical.rank(index.db, question, 5, today, _live("r"), scores) == alone
+                if step % 3 == 2:
+                    session.memory.delete(f"note-{step:02d}")
+                else:
+                    session.memory.update(
+                        f"note-{step:02d}", description=f"Budget marker release {step}, deploy deploy budget"
+                    )
+        finally:
+            lexical.PhraseScores._renewed = real  # type: ignore[method-assign]
+    assert any(renewed)
+
+
+def test_a_server_sees_a_write_made_by_another_writer(vault: Vault) -> None:
+    """Another process that writes the index without telling anyone (any writer of this version:
+    the index's own triggers list what it changed) is seen by the next question; an index that
+    lists no changes (an older version made it) is ranked in SQL alone."""
+    import sqlite3
+
+    import numpy  # noqa: F401
+
+    from aibuddy_cli.memory import lexical
+    from aibuddy_cli.memory.index import _live
+
+    checklist(vault)
+    today = dt.date(2026, 4, 2)
+    with Session(Vault.open(vault.root, {}), "demo", environ={}) as session:
+        index = session.memory.index()
+        where = str(index.path)
+
+        def kept() -> lexical.PhraseScores | None:
+            return lexical.kept_scores(where, index.db, *index.generation()[1:], index.changed_since)
+
+        first = kept()
+        assert first is not None
+        before = lexical.rank(index.db, "release", 5, today, _live("r"), first)
+        other = sqlite3.connect(index.path, isolation_level=None)
+        key = other.execute("SELECT id FROM records WHERE name = ?", (before[0][0],)).fetchone()[0]
+        other.execute("DELETE FROM records_fts WHERE rowid = ?", (key,))
+        other.execute("DELETE FROM records WHERE id = ?", (key,))
+        after = lexical.rank(index.db, "release", 5, today, _live("r"), kept())
+        assert after == lexical.rank(index.db, "release", 5, today, _live("r"))
+        assert before[0][0] not in dict(after)
+        other.execute("DROP TABLE record_changes")
+        other.close()
+        assert kept() is None

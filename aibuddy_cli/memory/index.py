@@ -41,7 +41,7 @@ from . import expiry, lexical, ngrams
 from .records import MemoryRecord
 from .semantic import Known, Meaning, SignCodes, code, cosines, mostly_cjk, pack, unpack
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -87,6 +87,21 @@ CREATE TABLE IF NOT EXISTS meaning_vocab (piece TEXT PRIMARY KEY, id INTEGER NOT
 CREATE TABLE IF NOT EXISTS meaning_models (what TEXT PRIMARY KEY, identity TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS record_days_by_day ON record_days (day, id);
 CREATE INDEX IF NOT EXISTS record_days_by_id ON record_days (id);
+CREATE TABLE IF NOT EXISTS record_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS record_added AFTER INSERT ON records
+    BEGIN INSERT INTO record_changes (id) VALUES (new.id); END;
+CREATE TRIGGER IF NOT EXISTS record_removed AFTER DELETE ON records
+    BEGIN INSERT INTO record_changes (id) VALUES (old.id); END;
+CREATE TRIGGER IF NOT EXISTS record_renamed AFTER UPDATE OF id, name, error ON records
+    BEGIN INSERT INTO record_changes (id) VALUES (old.id), (new.id); END;
+CREATE TRIGGER IF NOT EXISTS code_added AFTER INSERT ON record_codes
+    BEGIN INSERT INTO record_changes (id) VALUES (new.id); END;
+CREATE TRIGGER IF NOT EXISTS code_removed AFTER DELETE ON record_codes
+    BEGIN INSERT INTO record_changes (id) VALUES (old.id); END;
+CREATE TRIGGER IF NOT EXISTS vector_added AFTER INSERT ON record_vectors
+    BEGIN INSERT INTO record_changes (id) VALUES (new.id); END;
+CREATE TRIGGER IF NOT EXISTS vector_removed AFTER DELETE ON record_vectors
+    BEGIN INSERT INTO record_changes (id) VALUES (old.id); END;
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
     name, description, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
@@ -231,7 +246,7 @@ class MemoryIndex(CacheDB):
     version = SCHEMA_VERSION
     tables = (
         "meta", "cursors", "records", "record_days", "record_codes", "record_vectors", "record_grams",
-        "record_gram_lengths", "meaning_vocab", "meaning_models", "records_fts",
+        "record_gram_lengths", "meaning_vocab", "meaning_models", "records_fts", "record_changes",
     )  # fmt: skip
 
     # --- keeping it current -----------------------------------------------------------
@@ -564,21 +579,29 @@ class MemoryIndex(CacheDB):
 
         return known
 
-    def embed_missing(self, model: Meaning, known: Known | None = None) -> int:
+    def embed_missing(
+        self, model: Meaning, known: Known | None = None, among: list[int] | None = None
+    ) -> int:
         """Embed the well-formed records that have no vector of model yet (new or changed since);
-        returns how many. A record keeps its vectors until it changes (its row is replaced)."""
-        counted = (
-            "SELECT (SELECT count(*) FROM records WHERE error IS NULL),"
-            " (SELECT count(*) FROM record_codes WHERE model = ?)"
-        )
-        records, coded = self.db.execute(counted, (model.key,)).fetchone()
-        if records == coded:
+        returns how many. A record keeps its vectors until it changes (its row is replaced).
+        among: the ids of the only records that may lack one (those changed since every record
+        had one: a server after a save), None to look at all."""
+        if among is None:
+            counted = (
+                "SELECT (SELECT count(*) FROM records WHERE error IS NULL),"
+                " (SELECT count(*) FROM record_codes WHERE model = ?)"
+            )
+            records, coded = self.db.execute(counted, (model.key,)).fetchone()
+            if records == coded:
+                return 0
+        elif not among:
             return 0
+        within = "" if among is None else f" AND r.id IN ({', '.join('?' * len(among))})"
         missing = self.db.execute(
             "SELECT r.id, r.name, r.description, f.body FROM records r JOIN records_fts f ON f.rowid = r.id"
-            " WHERE r.error IS NULL AND NOT EXISTS"
+            f" WHERE r.error IS NULL{within} AND NOT EXISTS"
             " (SELECT 1 FROM record_codes c WHERE c.id = r.id AND c.model = ?)",
-            (model.key,),
+            (*(among or ()), model.key),
         ).fetchall()
         if not missing:
             return 0
@@ -593,9 +616,11 @@ class MemoryIndex(CacheDB):
                 "INSERT OR REPLACE INTO record_vectors (id, model, vector) VALUES (?, ?, ?)",
                 [(record_id, model.key, pack(vector)) for record_id, vector in made],
             )
-            # Another model's vectors (a changed [models] embedding, a reinstalled package) go.
-            self.db.execute("DELETE FROM record_codes WHERE model <> ?", (model.key,))
-            self.db.execute("DELETE FROM record_vectors WHERE model <> ?", (model.key,))
+            if (
+                among is None
+            ):  # Another model's vectors (a changed [models] embedding, a reinstalled package) go.
+                self.db.execute("DELETE FROM record_codes WHERE model <> ?", (model.key,))
+                self.db.execute("DELETE FROM record_vectors WHERE model <> ?", (model.key,))
             self._rows_changed = True
         return len(missing)
 
@@ -612,53 +637,100 @@ class MemoryIndex(CacheDB):
         return db
 
     _rows_changed = False  # a record's rows (or codes) were written in this write transaction
-    _embedded: tuple[str, object] | None = None  # (model key, generation) when every record had a vector
+    _embedded: tuple[object, ...] | None = None  # (model key, generation) when every record had a vector
+    KEPT_CHANGES = 20_000  # the latest changes the index lists (record_changes); a process that kept
+    # the records as they were before older ones reads them all again
+    CHANGES_APPLIED = 2_000  # more changed records than this: all are read again (it is cheaper)
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        """CacheDB.write; a transaction that wrote a record's rows or codes also sets the meta row
-        `generation` anew (a random value, so that a rebuilt index never repeats one): what a
-        process keeps in memory of the records (their codes, their counts) is read again."""
+        """CacheDB.write. Whatever writes a record's rows or codes (this version's or any later
+        one's: the index's triggers) lists the record's id in record_changes; a process that keeps
+        the records in memory (their codes, their phrases' scores) reads those again only. The
+        meta row `generation` (a random value, set when the index is made) tells one index from
+        another made anew at the same path (an older aibuddy makes it anew: another version)."""
         self._rows_changed = False
         with super().write():
             yield
             if self._rows_changed:
                 self.db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', ?)",
                     (int.from_bytes(os.urandom(8), "little") >> 1,),
                 )
+                self.db.execute(
+                    "DELETE FROM record_changes WHERE seq <= (SELECT max(seq) FROM record_changes) - ?",
+                    (self.KEPT_CHANGES,),
+                )
 
-    def generation(self) -> tuple[sqlite3.Connection, int | None]:
-        """What changes whenever a record's rows or codes do (telemetry alone does not), with the
-        connection it was read on (a reopened or rebuilt index is another)."""
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        return (self.db, None if row is None else row[0])
+    def generation(self) -> tuple[sqlite3.Connection, int | None, int | None]:
+        """What changes whenever a record's rows or codes do (telemetry alone does not): the
+        index's generation and its latest change, with the connection they were read on (a
+        reopened or rebuilt index is another). (None, None) for an index an older aibuddy made."""
+        try:
+            row = self.db.execute(
+                "SELECT (SELECT value FROM meta WHERE key = 'generation'),"
+                " (SELECT max(seq) FROM record_changes)"
+            ).fetchone()
+        except sqlite3.OperationalError:  # no record_changes: an older version's index
+            return (self.db, None, None)
+        return (self.db, row[0], row[1])
+
+    def changed_since(self, seq: int | None) -> list[int] | None:
+        """The ids of the records whose rows or codes changed after change seq (ascending), or
+        None when the index no longer lists them all (or too many for reading them one by one)."""
+        if seq is None:
+            return None
+        first = self.db.execute("SELECT min(seq) FROM record_changes").fetchone()[0]
+        if first is None or first > seq + 1:
+            return None
+        ids = [
+            key
+            for (key,) in self.db.execute(
+                "SELECT DISTINCT id FROM record_changes WHERE seq > ? ORDER BY id LIMIT ?",
+                (seq, self.CHANGES_APPLIED + 1),
+            )
+        ]
+        return None if len(ids) > self.CHANGES_APPLIED else ids
 
     def _sign_codes(self, model: Meaning) -> SignCodes | None:
-        """The process's SignCodes of model for this index, read again when the records changed
-        (shared by a server's threads); None (the pure-Python popcount) for a process's first
-        question unless numpy is loaded already: a one-shot command does not pay numpy's import
-        (about 60 ms) for one question."""
+        """The process's SignCodes of model for this index, brought up to date with the records
+        changed since (shared by a server's threads); None (the pure-Python popcount) for a
+        process's first question unless numpy is loaded already: a one-shot command does not pay
+        numpy's import (about 60 ms) for one question."""
         where = (f"memory:{id(self)}" if self.in_memory else str(self.path), model.key)
-        generation = self.generation()[1]
+        _, lineage, seq = self.generation()
         with _KEPT_GUARD:
             if where not in _KEPT_CODES and "numpy" not in sys.modules:
                 lexical.keep_latest(_KEPT_CODES, where, None)
                 return None
             kept = _KEPT_CODES.get(where)
-            if kept is not None and kept.generation == generation:
+        if kept is not None and lineage is not None and kept.generation == (lineage, seq):
+            with _KEPT_GUARD:
                 lexical.keep_latest(_KEPT_CODES, where, kept)
-                return kept
-        records, width = self.db.execute(
-            "SELECT count(*), max(length(vector)) FROM record_vectors WHERE model = ?", (model.key,)
-        ).fetchone()
-        vectors = "v.vector" if records * (width or 0) <= SignCodes.VECTOR_BYTES else "NULL"
-        rows = self.db.execute(
-            f"SELECT c.id, c.code, {vectors} FROM record_codes c LEFT JOIN record_vectors v"
-            " ON v.id = c.id AND v.model = c.model WHERE c.model = ? ORDER BY c.id",
-            (model.key,),
-        ).fetchall()
-        kept = SignCodes(rows, generation)
+            return kept
+        changed = None
+        if kept is not None and lineage is not None and kept.generation[0] == lineage:  # type: ignore[index]
+            changed = self.changed_since(kept.generation[1])  # type: ignore[index]
+        if changed is not None and kept is not None:
+            vectors = "NULL" if kept.vectors is None else "v.vector"
+            rows = self._chunked(
+                f"SELECT c.id, c.code, {vectors}, c.model FROM record_codes c LEFT JOIN record_vectors v"
+                " ON v.id = c.id AND v.model = c.model WHERE c.id IN ({})",
+                changed,
+            )
+            theirs = [(key, blob, vector) for key, blob, vector, of in rows if of == model.key]
+            kept = kept.changed(theirs, changed, (lineage, seq))
+        else:
+            records, width = self.db.execute(
+                "SELECT count(*), max(length(vector)) FROM record_vectors WHERE model = ?", (model.key,)
+            ).fetchone()
+            vectors = "v.vector" if records * (width or 0) <= SignCodes.VECTOR_BYTES else "NULL"
+            rows = self.db.execute(
+                f"SELECT c.id, c.code, {vectors} FROM record_codes c LEFT JOIN record_vectors v"
+                " ON v.id = c.id AND v.model = c.model WHERE c.model = ? ORDER BY c.id",
+                (model.key,),
+            ).fetchall()
+            kept = SignCodes(rows, (lineage, seq))
         with _KEPT_GUARD:
             lexical.keep_latest(_KEPT_CODES, where, kept)
         return kept
@@ -673,8 +745,15 @@ class MemoryIndex(CacheDB):
         their vectors, read for the shortlist only, score it."""
         known = self._known(model)
         generation = self.generation()
-        if self._embedded != (model.key, generation):  # (else nothing changed since all were)
-            self.embed_missing(model, known)
+        if generation[1] is None or self._embedded != (model.key, generation):  # (else none changed)
+            changed: list[int] | None = None  # after a save: only those changed since all had one
+            before = (
+                self._embedded[1] if self._embedded is not None and self._embedded[0] == model.key else None
+            )
+            if isinstance(before, tuple) and before[0] is generation[0] and generation[1] is not None:
+                if before[1] == generation[1]:
+                    changed = self.changed_since(before[2])
+            self.embed_missing(model, known, changed)
             generation = self.generation()
             self._embedded = (model.key, generation)
         question = model.embed([query], known)[0]
@@ -821,7 +900,8 @@ class MemoryIndex(CacheDB):
         the query names a time (`dates.read_time`, relative to today), its records first
         (lexical.py says how)."""
         where = f"memory:{id(self)}" if self.in_memory else str(self.path)
-        scores = lexical.kept_scores(where, self.generation()[1])
+        _, lineage, seq = self.generation()
+        scores = lexical.kept_scores(where, self.db, lineage, seq, self.changed_since)
         return lexical.rank(self.db, query, limit, today, _live("r"), scores)
 
     def _dated(self, spans: list[Span]) -> set[str]:

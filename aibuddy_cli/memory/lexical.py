@@ -27,8 +27,9 @@ date narrows, the question's subject decides within it, and a rare word from ano
 longer outweighs the date. Records of that time that share no word with the question come last,
 with a score of 0 ("what did I decide last week?").
 
-A long-lived process (the MCP server) keeps, per index and until its records change (the index's
-generation), each phrase's records and its share of the BM25 score (`PhraseScores`: FTS5's own
+A long-lived process (the MCP server) keeps, per index, and after a save renews from the records
+that changed only (index.MemoryIndex.changed_since; `PhraseScores.after`), each phrase's records
+and its share of the BM25 score (`PhraseScores`: FTS5's own
 bm25() of the phrase alone, which is what the phrase adds to a question of several; summed here in
 FTS5's order, so the scores are the very same numbers); a question then sums and orders the
 records of its phrases in numpy (about 1 ms where FTS5 scoring every record that holds a word 15 %
@@ -47,7 +48,7 @@ import math
 import sqlite3
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..dates import Span, read_time
@@ -253,57 +254,208 @@ def _chunked(db: sqlite3.Connection, sql: str, values: list) -> list[tuple]:
     return found
 
 
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's variable-length integers, one after another (FTS5's sizes and averages)."""
+    values: list[int] = []
+    value, read = 0, 0
+    for byte in blob:
+        read += 1
+        if read == 9:  # the ninth byte: all 8 bits
+            values.append((value << 8) | byte)
+            value, read = 0, 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            values.append((value << 7) | byte)
+            value, read = 0, 0
+    return values
+
+
+K1, B = 1.2, 0.75  # FTS5's bm25() constants
+
+
+def bm25_share(freq: np.ndarray, length: np.ndarray, held: int, rows: int, tokens: int) -> np.ndarray:
+    """What FTS5's bm25() gives records for a phrase alone (negated), computed as its C code does
+    (the same operations in the same order, in float64): freq, the phrase's hits in each record
+    weighted by column; length, each record's tokens; held, the records holding it; rows and
+    tokens, FTS5's row count and tokens in all."""
+    import numpy as np
+
+    idf = math.log((rows - held + 0.5) / (held + 0.5))
+    if idf <= 0.0:
+        idf = 1e-6
+    average = float(tokens) / float(rows)
+    with np.errstate(all="ignore"):
+        return idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * length / average)))
+
+
+class Postings(NamedTuple):
+    """A phrase's records (ids, ascending) and the score it gives each, at the index's stats
+    (rows, tokens); freq and length (bm25_share's), when they reproduce those scores exactly."""
+
+    ids: np.ndarray
+    values: np.ndarray
+    freq: np.ndarray | None = None
+    length: np.ndarray | None = None
+
+
 class PhraseScores:
-    """What a long-lived process keeps of one index between questions, for one generation of its
-    records (index.MemoryIndex.generation): each phrase's records (ids, sorted) and what it adds
-    to each one's BM25 score (FTS5's bm25() of the phrase alone), the records in FTS5, the
-    records of a span of days. Shared by the threads of a server (each its own connection); a
-    thread that reads another generation makes a new one (`kept_scores`). At most MAX_POSTINGS
-    records in all are kept (the phrases kept first go first)."""
+    """What a long-lived process keeps of one index between questions, as of one generation
+    and change of its records (index.MemoryIndex.generation): each phrase's records (ids, sorted)
+    and what it adds to each one's BM25 score (FTS5's bm25() of the phrase alone), the records
+    in FTS5, the records of a span of days. Shared by the threads of a server (each its own
+    connection); a thread that reads a later change makes a new one (`kept_scores`), which
+    takes over the phrases of this one: their changed records are read again, and every score
+    computed anew at the new stats (bm25_share: the same numbers FTS5 gives), so a save costs
+    the next question the changed records only. At most MAX_POSTINGS records in all are kept
+    (the phrases kept first go first)."""
 
     MAX_POSTINGS = 2_000_000  # about 32 MB
 
     def __init__(self, generation: object) -> None:
         self.generation = generation
         self._guard = threading.Lock()
-        self._phrases: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._phrases: dict[str, Postings] = {}
+        self._stale: dict[str, tuple[Postings, np.ndarray]] = {}  # from an earlier change: (its, changed ids)
+        self._lengths: np.ndarray | None = None  # each record's tokens by id (-1: none), once read
         self._days: dict[tuple[Span, ...], np.ndarray] = {}
-        self._total: int | None = None
+        self._stats: tuple[int, int] | None = None
         self._kept = 0
+
+    def after(self, generation: object, changed: Sequence[int]) -> PhraseScores:
+        """A PhraseScores at a later change of the same index, the records `changed` since."""
+        import numpy as np
+
+        later = PhraseScores(generation)
+        ids = np.asarray(changed, dtype=np.int64)
+        with self._guard:
+            for phrase, (postings, before) in self._stale.items():
+                later._stale[phrase] = (postings, np.union1d(before, ids))
+            for phrase, postings in self._phrases.items():
+                later._stale[phrase] = (postings, ids)
+            later._kept = self._kept
+            if self._lengths is not None:
+                later._lengths = self._lengths.copy()
+                later._lengths[ids[ids < len(later._lengths)]] = -1
+        return later
+
+    def stats(self, db: sqlite3.Connection) -> tuple[int, int]:
+        """FTS5's row count (each well-formed record has one row) and tokens in all."""
+        if self._stats is None:
+            row = db.execute("SELECT block FROM records_fts_data WHERE id = 1").fetchone()
+            sizes = _varints(row[0]) if row is not None else []
+            self._stats = (sizes[0], sum(sizes[1:])) if sizes else (0, 0)
+        return self._stats
 
     def total(self, db: sqlite3.Connection) -> int:
         """The records FTS5 holds (each well-formed record has one row)."""
-        if self._total is None:
-            records = db.execute("SELECT count(*) FROM records").fetchone()[0]
-            broken = db.execute("SELECT count(*) FROM records WHERE error IS NOT NULL").fetchone()[0]
-            self._total = records - broken
-        return self._total
+        return self.stats(db)[0]
 
     def held(self, db: sqlite3.Connection, phrase: str) -> int:
         return len(self.of(db, phrase)[0])
+
+    def _lengths_of(self, db: sqlite3.Connection, ids: np.ndarray) -> np.ndarray | None:
+        """The tokens of each of the records ids (FTS5's sizes), None when one has none."""
+        import numpy as np
+
+        if not len(ids):
+            return np.zeros(0)
+        with self._guard:
+            lengths = self._lengths
+        wanted = "SELECT id, sz FROM records_fts_docsize"
+        if lengths is None or int(ids.max()) >= len(lengths) or (lengths[ids] < 0).any():
+            if lengths is None:
+                rows = db.execute(wanted).fetchall()
+            else:
+                unknown = (ids >= len(lengths)) | (lengths[np.minimum(ids, len(lengths) - 1)] < 0)
+                rows = _chunked(db, wanted + " WHERE id IN ({})", ids[unknown].tolist())
+            before = 0 if lengths is None else len(lengths) - 1
+            top = max([before, int(ids.max()), *(key for key, _ in rows)])
+            grown = np.full(top + 1, -1.0)
+            if lengths is not None:
+                grown[: len(lengths)] = lengths
+            for key, blob in rows:
+                grown[key] = sum(_varints(blob))
+            with self._guard:
+                self._lengths = lengths = grown
+        found = lengths[ids]
+        return None if (found < 0).any() else found
+
+    def _read(self, db: sqlite3.Connection, phrase: str, among: np.ndarray | None = None) -> Postings:
+        """The phrase's records (of among, when given) and their scores, from FTS5."""
+        import numpy as np
+
+        within = "" if among is None else f" AND rowid IN ({', '.join('?' * len(among))})"
+        rows = db.execute(
+            f"SELECT rowid, -bm25(records_fts, {COLUMN_WEIGHTS}) FROM records_fts"
+            f" WHERE records_fts MATCH ?{within} ORDER BY rowid",
+            (phrase, *([] if among is None else among.tolist())),
+        ).fetchall()
+        ids = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
+        values = np.fromiter((value for _, value in rows), dtype=np.float64, count=len(rows))
+        return Postings(ids, values)
+
+    def _counted(self, db: sqlite3.Connection, postings: Postings, held: int) -> Postings:
+        """postings with the weighted hits of each record (read back from its score: a whole
+        number, since the column weights are), when bm25_share gives the very same scores."""
+        import numpy as np
+
+        rows, tokens = self.stats(db)
+        length = self._lengths_of(db, postings.ids)
+        if length is None or not len(postings.ids) or not held <= rows:  # (rows read after a write)
+            return postings
+        idf = max(math.log((rows - held + 0.5) / (held + 0.5)), 1e-6)
+        norm = K1 * (1 - B + B * length / (float(tokens) / float(rows)))
+        with np.errstate(all="ignore"):
+            freq = np.rint(postings.values * norm / (idf * (K1 + 1.0) - postings.values))
+        if not np.array_equal(bm25_share(freq, length, held, rows, tokens), postings.values):
+            return postings
+        return postings._replace(freq=freq, length=length)
 
     def of(self, db: sqlite3.Connection, phrase: str) -> tuple[np.ndarray, np.ndarray]:
         """The phrase's records (ids, ascending) and the score it gives each."""
         kept = self._phrases.get(phrase)
         if kept is not None:
-            return kept
-        import numpy as np
-
-        rows = db.execute(
-            f"SELECT rowid, -bm25(records_fts, {COLUMN_WEIGHTS}) FROM records_fts"
-            " WHERE records_fts MATCH ? ORDER BY rowid",
-            (phrase,),
-        ).fetchall()
-        ids = np.fromiter((key for key, _ in rows), dtype=np.int64, count=len(rows))
-        values = np.fromiter((value for _, value in rows), dtype=np.float64, count=len(rows))
+            return kept.ids, kept.values
+        postings = self._renewed(db, phrase)
+        if postings is None:
+            postings = self._read(db, phrase)
+            postings = self._counted(db, postings, len(postings.ids))
         with self._guard:
             if phrase in self._phrases:  # another thread read it meanwhile
-                return self._phrases[phrase]
-            while self._phrases and self._kept + len(rows) > self.MAX_POSTINGS:
-                self._kept -= len(self._phrases.pop(next(iter(self._phrases)))[0])
-            self._phrases[phrase] = (ids, values)
-            self._kept += len(rows)
-        return ids, values
+                return self._phrases[phrase].ids, self._phrases[phrase].values
+            self._stale.pop(phrase, None)
+            while self._phrases and self._kept + len(postings.ids) > self.MAX_POSTINGS:
+                self._kept -= len(self._phrases.pop(next(iter(self._phrases))).ids)
+            self._phrases[phrase] = postings
+            self._kept += len(postings.ids)
+        return postings.ids, postings.values
+
+    def _renewed(self, db: sqlite3.Connection, phrase: str) -> Postings | None:
+        """The phrase's postings from those of an earlier change: its changed records read
+        again, every score computed at the stats of now; None when that cannot be exact."""
+        import numpy as np
+
+        stale = self._stale.get(phrase)
+        if stale is None:
+            return None
+        before, changed = stale
+        if before.freq is None or before.length is None:
+            return None
+        kept = ~np.isin(before.ids, changed, assume_unique=True)
+        fresh = self._read(db, phrase, changed) if len(changed) else Postings(changed, changed.astype(float))
+        ids = np.concatenate([before.ids[kept], fresh.ids])
+        held = len(ids)
+        fresh = self._counted(db, fresh, held)
+        if fresh.freq is None or fresh.length is None:
+            return None
+        rows, tokens = self.stats(db)
+        if held > rows:  # (the counts were read before a later write)
+            return None
+        order = np.argsort(ids, kind="stable")
+        freq = np.concatenate([before.freq[kept], fresh.freq])[order]
+        length = np.concatenate([before.length[kept], fresh.length])[order]
+        return Postings(ids[order], bm25_share(freq, length, held, rows, tokens), freq, length)
 
     def of_days(self, db: sqlite3.Connection, spans: tuple[Span, ...]) -> np.ndarray:
         """The ids of the records with a day in one of spans (ascending)."""
@@ -334,19 +486,33 @@ def keep_latest(kept: dict, key: object, value: object, most: int = KEPT_INDEXES
         del kept[next(iter(kept))]
 
 
-def kept_scores(where: str, generation: object) -> PhraseScores | None:
-    """The process's PhraseScores of the index at `where`, at generation (a new one when the
-    records changed); None for the first question on it in a process without numpy loaded: a
-    one-shot command asks once and does not pay numpy's import (about 60 ms) for it."""
+def kept_scores(
+    where: str,
+    db: sqlite3.Connection,
+    lineage: int | None,
+    seq: int | None,
+    changed_since: Callable[[int | None], list[int] | None],
+) -> PhraseScores | None:
+    """The process's PhraseScores of the index at `where` (read on db), at its generation
+    `lineage` and latest change `seq`: the kept one, or one renewed from it (the records changed
+    since, by changed_since), or a new one; None for the first question on it in a process
+    without numpy loaded (a one-shot command asks once and does not pay numpy's import, about
+    60 ms, for it), and for an index of an older version (no generation: SQL alone)."""
     with _KEPT_GUARD:
-        if where not in _KEPT and "numpy" not in sys.modules:
+        if lineage is None or (where not in _KEPT and "numpy" not in sys.modules):
             keep_latest(_KEPT, where, None)
             return None
         scores = _KEPT.get(where)
-        if scores is None or scores.generation != generation:
-            scores = PhraseScores(generation)
+    if scores is None or scores.generation != (lineage, seq):
+        later = None
+        if scores is not None and scores.generation[0] == lineage:  # type: ignore[index]
+            changed = changed_since(scores.generation[1])  # type: ignore[index]
+            if changed is not None:
+                later = scores.after((lineage, seq), changed)
+        scores = later or PhraseScores((lineage, seq))
+    with _KEPT_GUARD:
         keep_latest(_KEPT, where, scores)
-        return scores
+    return scores
 
 
 def rank(

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Protocol
 from ..text import is_cjk
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..models import ModelSettings
 
 DIMENSIONS = 256
@@ -101,6 +103,30 @@ def unpack(blob: bytes) -> Vector:
     return list(struct.unpack(f"<{len(blob) // 4}f", blob))
 
 
+class _Rows:
+    """The vectors of a server's SignCodes tables, one after another: a save's tables add the
+    changed records' at the end (room is made a quarter at a time), instead of each copying all."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.array = vectors
+        self.used = len(vectors)
+        self._guard = threading.Lock()
+
+    def append(self, vectors: np.ndarray) -> np.ndarray:
+        """Keeps vectors; returns their rows in `array` (which is a larger one when it had no room)."""
+        import numpy as np
+
+        with self._guard:
+            if self.used + len(vectors) > len(self.array) or not self.array.flags.writeable:
+                room = self.used + len(vectors) + self.used // 4 + 64
+                grown = np.empty((room, self.array.shape[1]), dtype=self.array.dtype)
+                grown[: self.used] = self.array[: self.used]
+                self.array = grown
+            self.array[self.used : self.used + len(vectors)] = vectors
+            self.used += len(vectors)
+            return np.arange(self.used - len(vectors), self.used)
+
+
 class SignCodes:
     """The records' sign codes (and, up to VECTOR_BYTES, their vectors) as numpy tables, for a
     process that ranks again and again: the shortlist of index.rank_meaning (the records sharing
@@ -122,11 +148,50 @@ class SignCodes:
         packed = b"".join(blob.ljust(self.width, b"\0") for _, blob, _ in rows)
         words = np.frombuffer(packed, dtype="<u8").reshape(len(rows), self.width // 8)
         self.columns = np.ascontiguousarray(words.T)  # one row per 64 bits: each counted at once
-        self.vectors = None
+        self.vectors: np.ndarray | None = None  # (rows of them may be of records gone since: `rows`)
+        self.rows: np.ndarray | None = None  # each record's row in vectors (None: the same place)
+        self._store: _Rows | None = None
         if rows and all(vector is not None for _, _, vector in rows):
             table = np.frombuffer(b"".join(vector for _, _, vector in rows if vector), dtype="<f4")
             if len(table) % len(rows) == 0:
                 self.vectors = table.reshape(len(rows), -1)
+
+    def changed(
+        self, rows: Sequence[tuple[int, bytes, bytes | None]], ids: Sequence[int], generation: object
+    ) -> SignCodes:
+        """A new table: this one with the records ids read again (rows: those of them that have
+        codes now, as for __init__); this one stays as it was for the threads reading it."""
+        import numpy as np
+
+        changed = SignCodes(rows)
+        kept = ~np.isin(self.ids, np.asarray(ids, dtype=np.int64))
+        table = SignCodes([])
+        table.generation = generation
+        table.width = max(self.width, changed.width)
+        ids_ = np.concatenate([self.ids[kept], changed.ids])
+        # (A new record's id is the highest: then the order holds, and nothing is copied again.)
+        order = slice(None) if bool(np.all(ids_[1:] > ids_[:-1])) else np.argsort(ids_, kind="stable")
+        table.ids = ids_[order]
+
+        def widened(columns: np.ndarray) -> np.ndarray:
+            return np.pad(columns, ((0, table.width // 8 - len(columns)), (0, 0)))
+
+        columns = np.concatenate([widened(self.columns[:, kept]), widened(changed.columns)], axis=1)
+        table.columns = np.ascontiguousarray(columns[:, order])  # type: ignore[index]
+        table.vectors, table.rows, table._store = None, None, None
+        if self.vectors is None or (len(changed.ids) and changed.vectors is None):
+            return table
+        if changed.vectors is not None and changed.vectors.shape[1] != self.vectors.shape[1]:
+            return table
+        if self._store is None:
+            self._store = _Rows(self.vectors)
+        held = self.rows if self.rows is not None else np.arange(len(self.ids))
+        fresh = self._store.append(changed.vectors) if changed.vectors is not None else np.zeros(0, np.int64)
+        table.vectors, table._store = self._store.array, self._store
+        table.rows = np.concatenate([held[kept], fresh])[order]  # type: ignore[index]
+        if self._store.used > 2 * len(table.ids) + 1024:  # mostly records gone since: copied anew
+            table.vectors, table.rows, table._store = table.vectors[table.rows], None, None
+        return table
 
     def shortlist(self, question: bytes, size: int, among: Sequence[int] | None = None) -> list[int]:
         """The ids of the `size` records (of those in among, when given) whose codes differ from
@@ -155,6 +220,8 @@ class SignCodes:
         if self.vectors is None:
             return None
         places = np.searchsorted(self.ids, np.asarray(ids, dtype=np.int64))
+        if self.rows is not None:
+            places = self.rows[places]
         return [float(score) for score in self.vectors[places].astype(np.float64) @ np.asarray(question)]
 
 
