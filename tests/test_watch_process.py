@@ -17,6 +17,7 @@ import pytest
 from conftest import run_aibuddy, wait_for
 
 from aibuddy_cli import watch_client, watchd
+from aibuddy_cli.config import CONFIG_FILE as CONFIG
 from aibuddy_cli.folder_watch import FolderWatch
 from aibuddy_cli.session import Session
 from aibuddy_cli.storage import FileStore
@@ -191,9 +192,12 @@ def test_the_watch_process_answers_only_about_its_users_real_folders(vault: Vaul
 
     folder = vault.root / "memory"
     (vault.root / "link").symlink_to(folder)
-    for asked in (str(vault.root / "link"), f"{folder}/../memory", "memory", str(vault.root / "aibuddy.toml")):
+    not_folders = (str(vault.root / "link"), f"{folder}/../memory", "memory", str(vault.root / CONFIG))
+    for asked in not_folders:
         assert send(path, {"op": "changes", "folder": asked, "since": []}, 10) == {
-            "ok": True, "cursor": None, "names": None
+            "ok": True,
+            "cursor": None,
+            "names": None,
         }
     first = send(path, {"op": "changes", "folder": str(folder), "since": []}, 10)
     (folder / "x.md").write_text("x", encoding="utf-8")
