@@ -243,3 +243,17 @@ def test_the_watch_process_answers_no_other_uid(vault: Vault, runtime_dir: Path)
     send(path, {"op": "stop"}, 10)
     server.join(60)
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_watch_status_and_stop_say_what_runs(
+    aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault
+) -> None:
+    save(aibuddy_exe, watch_env, "tea", "drinks green tea")
+    listed(aibuddy_exe, watch_env)  # starts the watch process
+    started = running(watch_env, vault)
+    shown = json.loads(run_aibuddy(aibuddy_exe, "watch", "status", "--json", env=watch_env).stdout)
+    assert shown["running"] and shown["pid"] == started.pid
+    stopped = run_aibuddy(aibuddy_exe, "watch", "stop", env=watch_env)
+    assert stopped.returncode == 0 and stopped.stdout.decode().strip() == "stopped"
+    assert started.pid and wait_for(lambda: not _alive(started.pid), 60)
+    assert run_aibuddy(aibuddy_exe, "watch", "status", env=watch_env).stdout.decode().strip() == "not running"
