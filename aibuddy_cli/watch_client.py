@@ -19,7 +19,6 @@ path, and both ends check the other's uid.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Collection, Mapping
@@ -40,12 +39,30 @@ def mode(environ: Mapping[str, str], configured: str) -> str:
     return given if given in MODES else configured
 
 
+def socket_name(root: Path) -> str:
+    """The socket's name, from the vault's path. Two vaults whose names meet share one watch
+    process, which answers about each folder apart: no harm (zlib's sums: hashlib would cost each
+    command 3 ms of import)."""
+    import zlib
+
+    data = os.fsencode(str(root))
+    return f"watch-{zlib.crc32(data):08x}{zlib.adler32(data):08x}.sock"
+
+
 def socket_path(environ: Mapping[str, str], root: Path) -> Path:
     """The vault's watch socket (WorkerUnavailable when the private folder cannot be used)."""
     from .worker_client import folder
 
-    digest = hashlib.sha256(os.fsencode(str(root))).hexdigest()[:16]
-    return folder(environ) / f"watch-{digest}.sock"
+    return folder(environ) / socket_name(root)
+
+
+def surely_absent(environ: Mapping[str, str], root: Path) -> bool:
+    """Whether no watch process can be listening, seen without importing the socket machinery
+    (10 ms of a command's start): the runtime folder is known and holds no such socket."""
+    from .xdg import base_dir
+
+    runtime = base_dir(environ, "XDG_RUNTIME_DIR")
+    return runtime is not None and not os.path.exists(runtime / "aibuddy" / socket_name(root))
 
 
 class RemoteWatch:
@@ -56,7 +73,8 @@ class RemoteWatch:
         self._absent = False  # no process answered in this command: do not ask again
 
     def changes(self, folder: Path, since: Collection[str]) -> Changes:
-        if self._absent:
+        if self._absent or surely_absent(self.environ, self.root):
+            self._absent = True
             return UNKNOWN
         from .worker_client import NoWorker, WorkerTimedOut, WorkerUnavailable, send
 
