@@ -99,7 +99,8 @@ ENVIRONMENT = "\n".join(
         "AIBUDDY_TIMEOUT: seconds for a model's answer",
         "AIBUDDY_IMPORT_TIMEOUT: seconds for litellm's import",
         "AIBUDDY_WORKER=0: no model worker; AIBUDDY_WORKER_IDLE: seconds it stays up",
-        "AIBUDDY_WATCH=auto|on|off: the vault's watch process ([indexes] watch)",
+        "AIBUDDY_WATCH=auto|on|off: the vault's watch process ([indexes] watch);",
+        "  AIBUDDY_WATCH_IDLE: seconds it stays up without a question (1800)",
         "AIBUDDY_CONSOLIDATE_<CATEGORY>=0|1: a consolidation category off or on",
         "and litellm's provider variables: OPENAI_API_KEY, OPENAI_API_BASE, ...",
     )
