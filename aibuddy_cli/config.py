@@ -129,6 +129,12 @@ def _store_url(setting: Setting, value: Any, low: Any, high: Any, source: str, w
     return value
 
 
+def _watch_mode(setting: Setting, value: Any, low: Any, high: Any, source: str, warnings: list[str]) -> str:
+    if value not in ("auto", "on", "off"):
+        raise InvalidInput(f'{source}: [indexes] {setting.name} must be "auto", "on" or "off"')
+    return str(value)
+
+
 WHOLE = Kind("whole number", int, _whole)
 NUMBER = Kind("number", float, _number)
 FLAG = Kind("true or false", bool, _flag)
@@ -140,6 +146,7 @@ MODEL = Kind("litellm model string", str | None, None)
 URL = Kind("URL", str | None, None)
 STORE_URL = Kind("postgresql:// URL", str | None, _store_url)
 SECONDS = Kind("seconds", float, None)
+WATCH_MODE = Kind('"auto", "on" or "off"', str, _watch_mode)
 
 
 def _team(name: str, value: Any, source: str, warnings: list[str]) -> Any:
@@ -261,6 +268,12 @@ TABLES: tuple[Table, ...] = (
         Setting("url", STORE_URL, None, template="",
                 description="a PostgreSQL database serving this vault to many hosts (no password here)"),
     )),
+    Table("indexes", (
+        Setting("watch", WATCH_MODE, "auto", template="",
+                description='"auto": a vault folder of 2,000 files or more gets a small background process '
+                            'that tells each command what changed in it (inotify), so no command stats every '
+                            'file; "on": any folder; "off": none (also AIBUDDY_WATCH=off)'),
+    )),
     Table("teams", (), raw=True, entries=_team,
           note="[teams.<team>] members = [\"alice\", \"bob\"]: who shares tables/team/<team>/"),
 )  # fmt: skip
@@ -315,6 +328,10 @@ class StoreSettings(NamedTuple):
     url: str | None = None
 
 
+class IndexSettings(NamedTuple):
+    watch: str = "auto"
+
+
 class Config(NamedTuple):
     default_user: str | None = None
     admins: tuple[str, ...] = ()
@@ -327,6 +344,7 @@ class Config(NamedTuple):
     tables: TablesSettings = TablesSettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()
     store: StoreSettings = StoreSettings()
+    indexes: IndexSettings = IndexSettings()
     teams: Mapping[str, frozenset[str]] = MappingProxyType({})  # team -> its members
     # Unknown keys and ignored values, said on every run.
     warnings: tuple[str, ...] = ()
@@ -343,6 +361,7 @@ SETTINGS_TYPES: dict[str, type] = {
     "tables": TablesSettings,
     "consolidation": ConsolidationSettings,
     "store": StoreSettings,
+    "indexes": IndexSettings,
 }
 
 

@@ -22,7 +22,7 @@ import os
 import threading
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 # A folder's log of changed names is cut after this many events: cursors older than the cut get
 # "unknown" and scan once.
@@ -35,6 +35,16 @@ class Changes(NamedTuple):
 
 
 UNKNOWN = Changes(None, None)
+
+
+class Watch(Protocol):
+    """What a store asks: a FolderWatch in a long-lived process, or a one-shot command's
+    watch_client.RemoteWatch, which asks the vault's watch process."""
+
+    def changes(self, folder: Path, since: Collection[str]) -> Changes: ...
+
+    def scanned(self, folder: Path, count: int) -> None:
+        """A walk of folder (after an "unknown") listed count files."""
 
 
 def cursor_source(cursor: str) -> str:
@@ -81,6 +91,9 @@ class FolderWatch:
                 self._inotify = None
             self._logs.clear()
             self._by_descriptor.clear()
+
+    def scanned(self, folder: Path, count: int) -> None:
+        pass  # this process watches already
 
     def changes(self, folder: Path, since: Collection[str]) -> Changes:
         """The files changed directly in folder since this watch's cursor among `since` (see the

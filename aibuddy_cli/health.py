@@ -54,6 +54,7 @@ def checks(session: Session, vault_from: str, user_from: str) -> list[Check]:
         cache_check(session.vault.root),
         *model_checks(session),
         worker_check(session.environ),
+        watch_check(session),
         *index_checks(session),
         memory_check(session),
         secrets_check(),
@@ -169,6 +170,23 @@ def worker_check(environ: Mapping[str, str]) -> Check:
     if status.running:
         return Check("model worker", True, f"running (pid {status.pid}, {status.calls} calls)")
     return Check("model worker", True, "not running (the next model call starts one)")
+
+
+def watch_check(session: Session) -> Check:
+    """The vault's watch process (watch_client): off, running, or started by the next walk of a big folder."""
+    from .watch_client import mode, status
+    from .worker_client import WorkerUnavailable
+
+    chosen = mode(session.environ, session.vault.config.indexes.watch)
+    if chosen == "off":
+        return Check("watch process", True, "off ([indexes] watch or AIBUDDY_WATCH)")
+    try:
+        found = status(session.environ, session.vault.root)
+    except WorkerUnavailable as error:
+        return Check("watch process", False, str(error))
+    if found.running:
+        return Check("watch process", True, f"running (pid {found.pid}, {found.folders} folders watched)")
+    return Check("watch process", True, f"not running ({chosen}: the next walk of a big folder starts one)")
 
 
 def index_checks(session: Session) -> list[Check]:

@@ -29,7 +29,7 @@ from .storage import FileStore, Store, WalkableStore
 from .vault import Vault, locate_vault, resolve_user, validate_user_name
 
 if TYPE_CHECKING:
-    from .folder_watch import FolderWatch
+    from .folder_watch import Watch
     from .knowledge.service import KnowledgeService
     from .memory.service import MemoryService
     from .tables.service import TableService
@@ -50,6 +50,17 @@ def database_store(vault: Vault, environ: Mapping[str, str]) -> WalkableStore | 
     return shared_store(url)
 
 
+def _remote_watch(vault: Vault, environ: Mapping[str, str]) -> Watch | None:
+    """A one-shot command's watch: the vault's watch process, asked over its socket (watch_client),
+    unless `[indexes] watch` / AIBUDDY_WATCH is "off"."""
+    from .watch_client import MIN_FILES, RemoteWatch, mode
+
+    chosen = mode(environ, vault.config.indexes.watch)
+    if chosen == "off":
+        return None
+    return RemoteWatch(vault.root, environ, 0 if chosen == "on" else MIN_FILES)
+
+
 class Session:
     def __init__(
         self,
@@ -59,7 +70,7 @@ class Session:
         environ: Mapping[str, str] | None = None,
         store: Store | None = None,
         warnings: list[str] | None = None,
-        watch: FolderWatch | None = None,
+        watch: Watch | None = None,
     ) -> None:
         """warnings: the sink to use as it is (else a new one holding the config file's warnings);
         watch: a long-lived process's, so the vault's folders need no scan to tell what changed."""
@@ -70,6 +81,8 @@ class Session:
         self.warnings: list[str] = list(vault.config.warnings) if warnings is None else warnings
         if store is None:
             store = database_store(vault, self.environ)
+        if store is None and watch is None:
+            watch = _remote_watch(vault, self.environ)
         # In a team vault: what the composition moved into the personal vault (`team.compose`).
         self.adopted: Adopted | None = None
         if store is None and vault.config.team_vault:
@@ -87,7 +100,7 @@ class Session:
         environ: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         warnings: list[str] | None = None,
-        watch: FolderWatch | None = None,
+        watch: Watch | None = None,
     ) -> Session:
         """The vault and user a command names: --vault, then AIBUDDY_VAULT, then the nearest
         aibuddy.toml above cwd; --user, then AIBUDDY_USER, then the vault's default_user.

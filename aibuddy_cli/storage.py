@@ -17,7 +17,7 @@ from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import NamedTuple, NoReturn, Protocol
 
 from .errors import Busy, Conflict, InvalidInput, NotFound
-from .folder_watch import UNKNOWN, Changes, FolderWatch
+from .folder_watch import UNKNOWN, Changes, Watch
 
 TEMP_PREFIX = ".aibuddy-tmp-"
 # A temp file older than this was left by a killed write: no write takes a minute, and age also
@@ -278,7 +278,7 @@ class FileStore:
     """Store over a folder on disk; with a watch (a long-lived process), it can tell what changed
     in a folder without scanning it."""
 
-    def __init__(self, root: Path, locks_dir: Path, watch: FolderWatch | None = None) -> None:
+    def __init__(self, root: Path, locks_dir: Path, watch: Watch | None = None) -> None:
         self.root = root.resolve()
         self.locks_dir = locks_dir
         self.watch = watch
@@ -328,6 +328,8 @@ class FileStore:
                 if S_ISREG(st.st_mode) or S_ISLNK(st.st_mode):
                     append(Entry(base + name, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
         self._temps_seen[str(folder)] = temps
+        if self.watch is not None:
+            self.watch.scanned(folder, len(entries))
         return entries
 
     def changes(self, prefix: str, since: Collection[str]) -> Changes:

@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 from .composed import PERSONAL_FOLDERS, RoutedStore
 from .config import CONFIG_FILE
 from .errors import AibuddyError, Conflict, InvalidInput, NotFound, UsageError
-from .folder_watch import FolderWatch
+from .folder_watch import Watch
 from .storage import TEMP_PREFIX, FileStore, Store, atomic_write
 from .vault import CACHE_DIR, GITIGNORE_LINES, Vault, add_lines, is_user_name
 
@@ -169,7 +169,7 @@ def _private_folder(folder: Path) -> None:
 
 
 def compose(
-    vault: Vault, user: str, environ: Mapping[str, str], warnings: list[str], watch: FolderWatch | None = None
+    vault: Vault, user: str, environ: Mapping[str, str], warnings: list[str], watch: Watch | None = None
 ) -> tuple[RoutedStore, Adopted | None]:
     """The store of user in a team vault (the session asks only for one): its folder composed
     with the user's personal vault; and what it moved there from the folder this clone used

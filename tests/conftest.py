@@ -59,6 +59,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         if name.startswith(("AIBUDDY_", "OPENAI_", "LITELLM_", "ANTHROPIC_")):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AIBUDDY_WORKER", "0")  # children started without child_env too
+    monkeypatch.setenv("AIBUDDY_WATCH", "off")  # no watch process either: its own tests turn it on
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)  # a team vault's personal vaults go under HOME
     home = tmp_path / "home"
     home.mkdir()
@@ -307,6 +308,7 @@ def child_env(vault_root: Path, user: str = "demo", **extra: str) -> dict[str, s
     AIBUDDY_/OPENAI_ settings, and PYTHONPATH to the code these tests import."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIBUDDY_", "OPENAI_"))}
     clean["AIBUDDY_WORKER"] = "0"  # no model worker outlives a test: the worker's own tests turn it on
+    clean["AIBUDDY_WATCH"] = "off"  # nor a watch process
     return {**clean, "AIBUDDY_VAULT": str(vault_root), "AIBUDDY_USER": user, **extra, "PYTHONPATH": str(CODE)}
 
 

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # whose tools are operations (each loop offers operations of the registry as its tools).
     ("operations", ("operations", "tables.loops", "tables.tools", "knowledge.ask")),
     # What builds the services for one vault and user, and what spans several of them.
-    ("composition", ("session", "team", "gitmerge", "health", "store_copy")),
+    ("composition", ("session", "team", "gitmerge", "health", "store_copy", "watch_client")),
     ("task services", ("tasks",)),  # a task's context and consolidation use the other services
     ("services", ("memory", "knowledge", "tables", "tokens")),
     ("model calls", ("agent", "models", "model_roles", "model_workers", "worker", "worker_client",
@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundations", ("vault", "config", "storage", "locks", "composed", "cache_db", "background", "scan",
                      "redaction", "redaction_rules", "redaction_catalog", "merging", "conflict_markers",
                      "gitfiles", "inputs", "names",
-                     "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch",
+                     "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch", "watchd",
                      "transcripts", "hook_settings", "dates", "pgstore", "build_progress",
                      "")),  # fmt: skip  ("": __init__)
 )

@@ -44,8 +44,8 @@ def test_the_settings_objects_are_typed_named_tuples() -> None:
     assert recall.__annotations__ == fields
     assert config.ExtractionSettings.__annotations__["similarity"] is float
     assert config.Config._fields == ("default_user", "admins", "vault_id", "models", "recall", "knowledge",
-                                     "extraction", "context", "tables", "consolidation", "store", "teams",
-                                     "warnings", "team_vault")
+                                     "extraction", "context", "tables", "consolidation", "store", "indexes",
+                                     "teams", "warnings", "team_vault")
 
 
 def test_the_models_table_keys_and_timeout_come_from_the_declarations() -> None:
@@ -114,7 +114,7 @@ def test_top_level_keys_and_tables_keep_their_messages() -> None:
         config.config_from_data({"recall": 5}, SOURCE)
     tables = (
         "[models], [recall], [knowledge], [extraction], [context], [tables], [consolidation], [store], "
-        "[teams]"
+        "[indexes], [teams]"
     )
     assert str(raised.value) == f"{SOURCE}: {tables} must be tables"
 

@@ -25,7 +25,7 @@ from .context import AppState
 # that runs many commands (the tests) does not rebuild sixty of them each time.
 COMMANDS = (
     "scan", "doctor", "init", "mcp", "token", "hook", "import", "memory", "kb", "task", "table", "worker",
-    "git", "store",
+    "git", "store", "watch",
 )  # fmt: skip
 MODULES = {"import": "imports"}  # a command whose name is a Python keyword
 
@@ -99,6 +99,8 @@ ENVIRONMENT = "\n".join(
         "AIBUDDY_TIMEOUT: seconds for a model's answer",
         "AIBUDDY_IMPORT_TIMEOUT: seconds for litellm's import",
         "AIBUDDY_WORKER=0: no model worker; AIBUDDY_WORKER_IDLE: seconds it stays up",
+        "AIBUDDY_WATCH=auto|on|off: the vault's watch process ([indexes] watch);",
+        "  AIBUDDY_WATCH_IDLE: seconds it stays up without a question (1800)",
         "AIBUDDY_CONSOLIDATE_<CATEGORY>=0|1: a consolidation category off or on",
         "and litellm's provider variables: OPENAI_API_KEY, OPENAI_API_BASE, ...",
     )
