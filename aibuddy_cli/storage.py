@@ -333,7 +333,16 @@ class FileStore:
         return entries
 
     def changes(self, prefix: str, since: Collection[str]) -> Changes:
-        return UNKNOWN if self.watch is None else self.watch.changes(self.path(prefix), since)
+        if self.watch is None:
+            return UNKNOWN
+        folder = self.path(prefix)
+        answer = self.watch.changes(folder, since)
+        if answer.names is not None:
+            # The watch answered: this process will not list the folder, so a write here sweeps no
+            # temp files (the watch never logs hidden ones) rather than listing it for them; a
+            # killed writer's temp file waits, hidden, for the next process that walks the folder.
+            self._temps_seen.setdefault(str(folder), [])
+        return answer
 
     def folders(self, prefix: str) -> list[str]:
         """Names of the sub-folders directly in prefix (hidden ones and symlinks skipped)."""
