@@ -57,6 +57,7 @@ bench: install
 	$(PY) bench/bench_redaction.py
 	$(PY) bench/bench_store.py
 	$(PY) bench/bench_growth.py
+	$(PY) bench/bench_index_build.py
 	$(PY) bench/fact_pair_rates.py
 	$(PY) bench/cue_gate_rates.py
 	$(PY) bench/eval_retrieval.py
