@@ -96,3 +96,34 @@ def test_a_first_build_makes_the_rows_a_record_by_record_build_makes(
     assert len(bulk["records"]) == 65 and len(bulk["record_grams"]) > 100 and bulk["record_days"]
     assert sum(1 for row in bulk["records"] if row[7] is not None) == 4  # the malformed files
     assert bulk == reference
+
+
+def test_the_records_vectors_are_the_sums_of_their_pieces_rows_exactly() -> None:
+    """Bulk embedding (the first recall's) makes each row float32 once: the vectors are exactly
+    the normalised sums of the float16 rows of the texts' pieces, as when each text's rows were
+    converted on their own."""
+    import numpy as np
+
+    from aibuddy_cli.memory import semantic
+
+    model = semantic.StaticModel()
+    texts = [text for body in BODIES for text in (body, body.upper(), f"{body} deploy report")] * 2
+    mapped, offset, count = model._load()
+    table = np.frombuffer(mapped, dtype="<f2", count=count * semantic.DIMENSIONS, offset=offset)
+    table = table.reshape(count, semantic.DIMENSIONS)
+    vocabulary = model.vocab()
+
+    def expected(text: str) -> list[float]:
+        ids = [
+            piece
+            for word in text.split()
+            for piece in semantic.pieces(word, lambda cut: {p: vocabulary[p] for p in cut if p in vocabulary})
+        ]
+        total = (
+            table[ids].astype(np.float32).sum(axis=0) if ids else np.zeros(semantic.DIMENSIONS, np.float32)
+        )
+        norm = float(np.linalg.norm(total))
+        return (total / norm if norm else total).tolist()
+
+    assert len(texts) > semantic.BULK
+    assert model.embed(texts) == [expected(text) for text in texts]
