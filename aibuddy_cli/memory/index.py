@@ -173,6 +173,7 @@ def recency_ns(record: MemoryRecord, mtime_ns: int) -> int:
     return max(stamps)
 
 
+Read = tuple[bytes, Entry]  # a file's bytes and its Entry as it was read
 Loaded = tuple[Entry, MemoryRecord | None, str | None] | None
 """What reading one file gave: its entry as read, the record or None, the problem or None;
 None when the file vanished before it could be read."""
@@ -270,13 +271,19 @@ class MemoryIndex(CacheDB):
         self._apply(changed, removed, [load(entry) for entry in changed], cursor)
 
     def refresh(
-        self, entries: list[Entry], load: Callable[[Entry], Loaded], cursor: str | None = None
+        self,
+        entries: list[Entry],
+        load: Callable[[Entry, Read | None], Loaded],
+        cursor: str | None = None,
+        read_many: Callable[[list[str]], dict[str, Read]] | None = None,
     ) -> None:
         """Bring the index in line with the folder listing `entries`; then keep cursor (the
         watch's, when the listing was made after it was given).
 
         The folder digest (a sum of per-file hashes, kept current by every upsert and delete)
         answers "anything changed?" without reading 10,000 rows; only then are rows compared.
+        load(entry, read) makes a file's Loaded from its bytes and Entry as read, or reads it
+        itself (read None); read_many, when given, reads the changed files BULK at a time.
         """
         if files_digest(entries) == self.stored_digest():
             if cursor is not None and cursor not in self.cursors():
@@ -292,7 +299,12 @@ class MemoryIndex(CacheDB):
         }
         changed = [entry for name, entry in current.items() if seen.get(name) != _stored(entry)[1:]]
         removed = [name for name in seen if name not in current]
-        loaded = [load(entry) for entry in steps("memory index: reading records", changed)]
+        loaded: list[Loaded] = []
+        read: dict[str, Read] = {}
+        for place, entry in enumerate(steps("memory index: reading records", changed)):
+            if read_many is not None and place % self.BULK == 0:
+                read = read_many([later.key for later in changed[place : place + self.BULK]])
+            loaded.append(load(entry, read.get(entry.key)))
         self._apply(changed, removed, loaded, cursor)
 
     def _apply(

@@ -271,7 +271,9 @@ class MemoryService:
         index = self._index
         changes = self.store.changes(self.prefix, index.cursors())
         if changes.names is None or changes.cursor is None:
-            index.refresh(self.store.scan(self.prefix, ".md"), self._load, changes.cursor)
+            index.refresh(
+                self.store.scan(self.prefix, ".md"), self._load, changes.cursor, self.store.read_many
+            )
         else:  # the watch or the database knows what changed: no scan of the whole folder
             names = sorted(name[: -len(".md")] for name in changes.names if name.endswith(".md"))
             keys = [f"{self.prefix}/{name}.md" for name in names]
