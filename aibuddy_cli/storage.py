@@ -391,7 +391,48 @@ class FileStore:
             raise NotFound(f"{key} not found") from None
 
     def read_many(self, keys: Iterable[str]) -> dict[str, tuple[bytes, Entry]]:
-        return read_each(self, keys)
+        """read_each, for many files of few folders (an index build) at a third of the cost: each
+        folder is checked for symlinks once (`path`) and opened, and its files are opened in it,
+        never through a symlink. A file that cannot be read so is left out, as by read_each."""
+        wanted = [check_key(key) for key in keys]  # a key that is no path is refused, not left out
+        if os.open not in os.supports_dir_fd or not hasattr(os, "O_DIRECTORY"):
+            return read_each(self, wanted)
+        found: dict[str, tuple[bytes, Entry]] = {}
+        folders: dict[str, int | None] = {}
+        nofollow = getattr(os, "O_NOFOLLOW", 0)
+        try:
+            for key in wanted:
+                parent, _, name = key.rpartition("/")
+                if parent not in folders:
+                    try:
+                        where = self.path(parent) if parent else self.root
+                        folders[parent] = os.open(where, os.O_RDONLY | os.O_DIRECTORY | nofollow)
+                    except (InvalidInput, OSError):
+                        folders[parent] = None
+                folder = folders[parent]
+                if folder is None:
+                    continue
+                try:
+                    fd = os.open(name, os.O_RDONLY | nofollow, dir_fd=folder)
+                except OSError:
+                    continue
+                try:
+                    st = os.fstat(fd)
+                    if not S_ISREG(st.st_mode):
+                        continue
+                    parts = [os.read(fd, st.st_size + 1)]
+                    while parts[-1]:  # until the end, as read() reads a file that grew meanwhile
+                        parts.append(os.read(fd, 1 << 16))
+                except OSError:
+                    continue
+                finally:
+                    os.close(fd)
+                found[key] = b"".join(parts), _entry(key, st)
+        finally:
+            for folder in folders.values():
+                if folder is not None:
+                    os.close(folder)
+        return found
 
     def read(self, key: str) -> tuple[bytes, Entry]:
         path = self.path(key)

@@ -54,8 +54,19 @@ def is_cjk(token: str) -> bool:
     return len(token) == 1 and _is_cjk_char(token)
 
 
+# An ASCII byte as index_text keeps it: a letter lower-cased, a digit itself, anything else a space.
+_ASCII_INDEXED = bytes(
+    code + 32 if 65 <= code <= 90 else code if 48 <= code <= 57 or 97 <= code <= 122 else 32
+    for code in range(256)
+)
+
+
 def index_text(text: str) -> str:
-    """The text an FTS5 column stores: tokens joined by spaces, so FTS5 sees each CJK character."""
+    """The text an FTS5 column stores: tokens joined by spaces, so FTS5 sees each CJK character.
+    An ASCII text (most records) is mapped byte by byte and split on the spaces, twice as fast as
+    the regex and the same words (an index build tokenises every record)."""
+    if text.isascii():
+        return b" ".join(text.encode("ascii").translate(_ASCII_INDEXED).split()).decode("ascii")
     return " ".join(tokens(text))
 
 

@@ -188,6 +188,7 @@ def recency_ns(record: MemoryRecord, mtime_ns: int) -> int:
     return max(stamps)
 
 
+Read = tuple[bytes, Entry]  # a file's bytes and its Entry as it was read
 Loaded = tuple[Entry, MemoryRecord | None, str | None] | None
 """What reading one file gave: its entry as read, the record or None, the problem or None;
 None when the file vanished before it could be read."""
@@ -285,13 +286,19 @@ class MemoryIndex(CacheDB):
         self._apply(changed, removed, [load(entry) for entry in changed], cursor)
 
     def refresh(
-        self, entries: list[Entry], load: Callable[[Entry], Loaded], cursor: str | None = None
+        self,
+        entries: list[Entry],
+        load: Callable[[Entry, Read | None], Loaded],
+        cursor: str | None = None,
+        read_many: Callable[[list[str]], dict[str, Read]] | None = None,
     ) -> None:
         """Bring the index in line with the folder listing `entries`; then keep cursor (the
         watch's, when the listing was made after it was given).
 
         The folder digest (a sum of per-file hashes, kept current by every upsert and delete)
         answers "anything changed?" without reading 10,000 rows; only then are rows compared.
+        load(entry, read) makes a file's Loaded from its bytes and Entry as read, or reads it
+        itself (read None); read_many, when given, reads the changed files BULK at a time.
         """
         if files_digest(entries) == self.stored_digest():
             if cursor is not None and cursor not in self.cursors():
@@ -307,19 +314,28 @@ class MemoryIndex(CacheDB):
         }
         changed = [entry for name, entry in current.items() if seen.get(name) != _stored(entry)[1:]]
         removed = [name for name in seen if name not in current]
-        loaded = [load(entry) for entry in steps("memory index: reading records", changed)]
+        loaded: list[Loaded] = []
+        read: dict[str, Read] = {}
+        for place, entry in enumerate(steps("memory index: reading records", changed)):
+            if read_many is not None and place % self.BULK == 0:
+                read = read_many([later.key for later in changed[place : place + self.BULK]])
+            loaded.append(load(entry, read.get(entry.key)))
         self._apply(changed, removed, loaded, cursor)
 
     def _apply(
         self, changed: list[Entry], removed: list[str], loaded: list[Loaded], cursor: str | None
     ) -> None:
         with self.write():
-            delta = sum(self._delete(name) for name in removed)
-            for entry, outcome in steps("memory index: indexing", list(zip(changed, loaded, strict=True))):
-                if outcome is None:
-                    delta += self._delete(entry.name[: -len(".md")])
-                else:
-                    delta += self._upsert(*outcome)
+            pairs = steps("memory index: indexing", list(zip(changed, loaded, strict=True)))
+            if not removed and self.db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None:
+                delta = self._insert_new(outcome for _, outcome in pairs)
+            else:
+                delta = sum(self._delete(name) for name in removed)
+                for entry, outcome in pairs:
+                    if outcome is None:
+                        delta += self._delete(entry.name[: -len(".md")])
+                    else:
+                        delta += self._upsert(*outcome)
             self._add_to_digest(delta)
             self._keep_cursor(cursor)
 
@@ -408,6 +424,107 @@ class MemoryIndex(CacheDB):
             return min(_stored(entry)[1], expiry.now_ns())
         return touched
 
+    BULK = 1000  # records whose rows a first build inserts at once
+
+    def _insert_new(self, loaded: Iterable[Loaded]) -> int:
+        """_upsert of every record read for an index that has none yet (a first build): the same
+        rows with the same ids, inserted table by table BULK records at a time (one statement per
+        table, not six per record); returns the change to the folder digest."""
+        delta = 0
+        key = 0
+        records: list[tuple] = []
+        days: list[tuple[int, str]] = []
+        texts: list[tuple[int, str, str, str]] = []
+        grams: list[tuple[str, int, int, int]] = []
+        lengths: list[tuple[int, int]] = []
+
+        def flush() -> None:
+            self.db.executemany(
+                f"INSERT INTO records (id, {self._RECORD_COLUMNS}) VALUES (?, {self._SLOTS})", records
+            )
+            self.db.executemany("INSERT INTO record_days (id, day) VALUES (?, ?)", days)
+            self.db.executemany(
+                "INSERT INTO records_fts (rowid, name, description, body) VALUES (?, ?, ?, ?)", texts
+            )
+            self.db.executemany(
+                "INSERT INTO record_grams (gram, id, count, length) VALUES (?, ?, ?, ?)", grams
+            )
+            self.db.executemany("INSERT INTO record_gram_lengths (id, length) VALUES (?, ?)", lengths)
+            for rows in (records, days, texts, grams, lengths):
+                rows.clear()
+
+        for outcome in loaded:
+            if outcome is None:  # the file vanished before it was read
+                continue
+            entry, record, problem = outcome
+            key += 1
+            name = entry.name[: -len(".md")]
+            delta += entry_hash(*entry)
+            content = None if record is None else content_digest(record)
+            records.append((key, name, *self._values(entry, record, problem, content, None)))
+            if record is not None:
+                days += [(key, day.isoformat()) for day in record_days(record)]
+                texts.append((key, *self._texts(name, record)))
+                counted = ngrams.grams(ngrams.record_text(name, record.description, record.body))
+                if counted:
+                    length = sum(counted.values())
+                    grams += [(gram, key, count, length) for gram, count in counted.items()]
+                    lengths.append((key, length))
+            if len(records) == self.BULK:
+                flush()
+        flush()
+        self._rows_changed = self._rows_changed or key > 0
+        return delta
+
+    _RECORD_COLUMNS = (
+        "name, key, mtime_ns, ctime_ns, size, recency_ns, error, description, type, provenance,"
+        " created, updated, recall_count, last_recalled_at, expires, expires_ns, content, touched_ns"
+    )
+    _SLOTS = ", ".join("?" * 18)
+
+    @staticmethod
+    def _values(
+        entry: Entry,
+        record: MemoryRecord | None,
+        problem: str | None,
+        content: str | None,
+        touched: int | None,
+    ) -> tuple:
+        """A record's row of `records` but its name (_RECORD_COLUMNS after name), its content
+        digest and touched_ns given."""
+        stored = _stored(entry)
+        if record is None:
+            return (*stored, stored[1], problem, *(None,) * 10, touched)
+        recency = recency_ns(record, stored[1])
+        if touched is not None:
+            recency = max(recency, touched)
+        expires = None if record.expires is None else _clamp(expiry.moment_ns(record.expires) or 0)
+        return (
+            *stored,
+            recency,
+            problem,
+            record.description,
+            record.type,
+            record.provenance,
+            record.created,
+            record.updated,
+            record.recall_count,
+            record.last_recalled_at,
+            record.expires,
+            expires,
+            content,
+            touched,
+        )
+
+    @staticmethod
+    def _texts(name: str, record: MemoryRecord) -> tuple[str, str, str]:
+        """A record's row of records_fts but its rowid: its words, each column's joined by spaces."""
+        return (
+            index_text(name.replace("-", " ").replace("_", " ")),
+            index_text(record.description),
+            index_text(record.body),
+        )
+
     def _upsert(self, entry: Entry, record: MemoryRecord | None, problem: str | None) -> int:
         """Insert or replace the rows of entry's record; returns the change to the folder digest."""
         name = entry.name[: -len(".md")]
@@ -415,32 +532,10 @@ class MemoryIndex(CacheDB):
         old = self.db.execute(self._OLD_ROW, (name,)).fetchone()
         touched = self._touched(old, entry, record, content)
         delta = self._delete(name, old) + entry_hash(*entry)
-        values = (
-            (None,) * 10
-            if record is None
-            else (
-                record.description,
-                record.type,
-                record.provenance,
-                record.created,
-                record.updated,
-                record.recall_count,
-                record.last_recalled_at,
-                record.expires,
-                None if record.expires is None else _clamp(expiry.moment_ns(record.expires) or 0),
-                content,
-            )
-        )
-        stored = _stored(entry)
-        recency = stored[1] if record is None else recency_ns(record, stored[1])
-        if touched is not None:
-            recency = max(recency, touched)
         self._rows_changed = True
         cursor = self.db.execute(
-            "INSERT INTO records (name, key, mtime_ns, ctime_ns, size, recency_ns, error, description,"
-            " type, provenance, created, updated, recall_count, last_recalled_at, expires, expires_ns,"
-            " content, touched_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, *stored, recency, problem, *values, touched),
+            f"INSERT INTO records ({self._RECORD_COLUMNS}) VALUES ({self._SLOTS})",
+            (name, *self._values(entry, record, problem, content, touched)),
         )
         if record is not None:
             self.db.executemany(
@@ -449,12 +544,7 @@ class MemoryIndex(CacheDB):
             )
             self.db.execute(
                 "INSERT INTO records_fts (rowid, name, description, body) VALUES (?, ?, ?, ?)",
-                (
-                    cursor.lastrowid,
-                    index_text(name.replace("-", " ").replace("_", " ")),
-                    index_text(record.description),
-                    index_text(record.body),
-                ),
+                (cursor.lastrowid, *self._texts(name, record)),
             )
             text = ngrams.record_text(name, record.description, record.body)
             self._keep_grams(cursor.lastrowid, ngrams.grams(text))

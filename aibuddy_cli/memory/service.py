@@ -205,36 +205,6 @@ class Cleared(NamedTuple):
         return {"user": self.user, "removed": self.removed, "not_removed": self.not_removed}
 
 
-class _ReadAhead:
-    """`load` for an index refresh over a listing: the records it is asked for, read with the ones
-    after them in the listing (`read_many`: one query on a database instead of one per record).
-
-    The refresh asks for the changed entries in listing order. The read-ahead doubles while the
-    asks are consecutive (a first index, where every record is new: 10,000 reads become a few
-    dozen queries) and falls back to one when they are not (a few changed records: no record is
-    read in vain but a few), so it never reads much more than the refresh needs."""
-
-    MAX = 512  # records one query reads at most
-
-    def __init__(self, store: Store, entries: list[Entry], load: Callable[..., Loaded]) -> None:
-        self.store, self.load = store, load
-        self.position = {entry.key: i for i, entry in enumerate(entries)}
-        self.entries = entries
-        self.read: dict[str, tuple[bytes, Entry]] = {}
-        self.last, self.ahead = -2, 1
-
-    def __call__(self, entry: Entry) -> Loaded:
-        at = self.position.get(entry.key)
-        if at is None:
-            return self.load(entry)
-        if entry.key not in self.read:
-            self.ahead = min(self.ahead * 2, self.MAX) if at == self.last + 1 else 1
-            keys = [later.key for later in self.entries[at : at + self.ahead]]
-            self.read = self.store.read_many(keys)  # (a file gone since the listing is left out)
-        self.last = at
-        return self.load(entry, self.read.pop(entry.key, None))
-
-
 class MemoryService:
     """One user's memory in one vault."""
 
@@ -304,8 +274,9 @@ class MemoryService:
         index = self._index
         changes = self.store.changes(self.prefix, index.cursors())
         if changes.names is None or changes.cursor is None:
-            listing = self.store.scan(self.prefix, ".md")
-            index.refresh(listing, _ReadAhead(self.store, listing, self._load), changes.cursor)
+            index.refresh(
+                self.store.scan(self.prefix, ".md"), self._load, changes.cursor, self.store.read_many
+            )
         else:  # the watch or the database knows what changed: no scan of the whole folder
             names = sorted(name[: -len(".md")] for name in changes.names if name.endswith(".md"))
             keys = [f"{self.prefix}/{name}.md" for name in names]
