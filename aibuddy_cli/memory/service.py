@@ -790,20 +790,36 @@ class MemoryService:
         return records
 
     def _write_recalls(self, names: list[str], now: str) -> None:
-        """Bump recallCount/lastRecalledAt of names under the user's lock (see _recalled_later)."""
+        """Bump recallCount/lastRecalledAt of names under the user's lock (see _recalled_later),
+        and tell the index, so the next question neither re-reads these files nor renews the
+        ranking caches of records whose words did not change."""
+        import sqlite3
+
+        written: list[tuple[Entry, MemoryRecord, Entry]] = []  # (as written, the record, as read)
         with self._lock():
             for name in names:
                 try:
-                    text, record, _ = self._read_entry(name)
+                    text, record, read = self._read_entry(name)
                 except (NotFound, MalformedRecord):
                     continue  # removed or broken since the recall read it: nothing to count
-                edited = mark_recalled_text(text, record.recalled(now))
+                recalled = record.recalled(now)
+                edited = mark_recalled_text(text, recalled)
                 if edited != text:
-                    self.store.write(self._key(name), edited.encode("utf-8"))
+                    entry = self.store.write(self._key(name), edited.encode("utf-8"))
+                    written.append((entry, recalled, read))
+            if written and self._index is not None:
+                try:
+                    self._index.recalls_written(written)
+                except sqlite3.Error:
+                    pass  # only a shortcut: the next refresh sees these files changed
 
     def _mark_recalled(self, names: list[str], warnings: list[str]) -> list[MemoryRecord]:
         """Read the chosen bodies and bump recallCount/lastRecalledAt under the user's lock (in a
-        server, after the answer: _recalled_later).
+        server, only when that lock is free this instant; else after the answer: _recalled_later,
+        so a recall never waits for a save).
+
+        Written before the answer when it can be, the index learns the new file fields at once, so
+        the next question does not take these files for hand edits to read and rank again.
 
         Only the telemetry lines of each file change, so a person's formatting survives. When the
         vault refuses a write (read-only, full disk, no permission) the recall still answers:
@@ -813,14 +829,13 @@ class MemoryService:
 
         from ..errors import as_aibuddy_error
 
-        if self.telemetry_later is not None:
-            return self._recalled_later(names, warnings)
+        later = self.telemetry_later is not None
         records: list[MemoryRecord] = []
         written: list[tuple[Entry, MemoryRecord, Entry]] = []  # (as written, the record, as read)
         now = utc_now()
         refused = False
         try:
-            with self._lock():
+            with self.store.lock(f"memory-{self.user}", 0.0) if later else self._lock():
                 for name in names:
                     try:
                         text, record, read = self._read_entry(name)
@@ -849,6 +864,8 @@ class MemoryService:
                     except sqlite3.Error:
                         pass  # only a shortcut: the next refresh sees these files changed
         except Busy as exc:
+            if later and not records:  # a save holds the lock now: count these after the answer
+                return self._recalled_later(names, warnings)
             warnings.append(f"{exc.message}; recall telemetry not updated")
             for name in names[len(records) :]:
                 try:
