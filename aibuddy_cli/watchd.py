@@ -23,13 +23,13 @@ import json
 import os
 import socket
 import stat
-import struct
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from .folder_watch import FolderWatch
+from .unix_peer import peer_uid
 
 IDLE_SECONDS = 1800.0  # half an hour without a question
 MAX_FOLDERS = 64
@@ -97,20 +97,6 @@ def _serve_on(path: Path, watch: FolderWatch, idle: float) -> None:
             path.unlink()
         except FileNotFoundError:
             pass
-
-
-def peer_uid(connection: socket.socket) -> int | None:
-    """The uid at the other end (SO_PEERCRED), None where the system cannot tell. The same as
-    worker_client.peer_uid, which this process does not import (it would bring in the model
-    settings and a few MB)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    try:
-        credentials = connection.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    except OSError:
-        return None
-    return int(struct.unpack("3i", credentials)[1])
 
 
 def _handle(connection: socket.socket, watch: FolderWatch, state: dict[str, Any]) -> None:

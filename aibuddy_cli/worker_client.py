@@ -36,7 +36,6 @@ import json
 import os
 import socket
 import stat
-import struct
 import sys
 import tempfile
 import time
@@ -46,6 +45,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from .model_roles import ModelSettings
+from .unix_peer import peer_uid
 
 CONNECT_TIMEOUT = 0.2
 ANSWER_GRACE = 1.0  # past the model's timeout, for the worker's own "timed out" reply to arrive
@@ -176,20 +176,6 @@ def asked_idle(environ: Mapping[str, str]) -> float | None:
 def derived_idle(start_seconds: float) -> float:
     """The idle limit of a worker nobody asked to keep, from what its start took."""
     return max(start_seconds * IDLE_PER_START, MIN_IDLE)
-
-
-def peer_uid(connection: socket.socket) -> int | None:
-    """The uid of the process at the other end of a Unix socket; None where the system cannot
-    tell (no SO_PEERCRED: not Linux)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    try:
-        credentials = connection.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    except OSError:
-        return None
-    _, uid, _ = struct.unpack("3i", credentials)
-    return int(uid)
 
 
 def send(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:

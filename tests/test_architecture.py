@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                      "redaction", "redaction_rules", "redaction_catalog", "merging", "conflict_markers",
                      "gitfiles", "inputs", "names",
                      "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch", "watchd",
-                     "transcripts", "hook_settings", "dates", "pgstore", "build_progress",
+                     "transcripts", "hook_settings", "dates", "pgstore", "build_progress", "unix_peer",
                      "")),  # fmt: skip  ("": __init__)
 )
 
