@@ -39,6 +39,11 @@ def variant_env(vault: Path, variant: str) -> dict[str, str]:
 
 
 def wait_for_watch(env: dict[str, str], vault: Path) -> bool:
+    """Whether a watch process serves vault (waited for up to a minute where one should start)."""
+    memory = vault / "memory"
+    files = sum(1 for folder in memory.iterdir() if folder.is_dir() for _ in folder.iterdir())
+    if files < watch_client.MIN_FILES:
+        return False  # auto starts none for so few: nothing to wait for
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if watch_client.status(env, vault).running:
