@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .folder_watch import FolderWatch
-from .unix_peer import peer_uid
+from .unix_peer import bind_private, peer_uid
 
 IDLE_SECONDS = 1800.0  # half an hour without a question
 MAX_FOLDERS = 64
@@ -65,19 +65,9 @@ def _is_lock_of(fd: int, path: Path) -> bool:
 
 
 def _serve_on(path: Path, watch: FolderWatch, idle: float) -> None:
-    try:
-        path.unlink()  # a stale socket of a watch process that died (we hold the lock)
-    except FileNotFoundError:
-        pass
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_mask = os.umask(0o177)
-    try:
-        server.bind(str(path))
-    except OSError:
-        server.close()
+    server = bind_private(path)  # (we hold the lock: a socket there is a dead one's)
+    if server is None:
         return
-    finally:
-        os.umask(old_mask)
     server.listen(64)
     server.settimeout(min(idle, 60.0) or 0.01)
     state: dict[str, Any] = {"last": time.monotonic(), "questions": 0, "stop": False, "folders": set()}

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .unix_peer import bind_private
 from .worker_client import (
     WorkerTimedOut,
     WorkerUnavailable,
@@ -145,19 +146,9 @@ def serve(environ: Mapping[str, str], lock_fd: int | None = None, spawned_at: fl
 def _serve_on(path: Path, digest: str, start_seconds: float, asked: float | None = None) -> None:
     """Serve on path until unused for `asked` seconds (AIBUDDY_WORKER_IDLE) or, when the user
     asked nothing, for derived_idle(start_seconds) or the longest `keep_worker` a call asked."""
-    try:
-        path.unlink()  # a stale socket of a worker that died (we hold the lock: no live one)
-    except FileNotFoundError:
-        pass
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_mask = os.umask(0o177)
-    try:
-        server.bind(str(path))
-    except OSError:
-        server.close()
+    server = bind_private(path)  # (we hold the lock: a socket there is a dead one's)
+    if server is None:
         return
-    finally:
-        os.umask(old_mask)
     server.listen(16)
     server.settimeout(1.0)
     state: dict[str, Any] = {

@@ -151,6 +151,11 @@ def measure(vaults: dict[str, Path], sources: dict[str, str | None], runs: int) 
             jobs[f"{name}|{label}"] = ([str(AIBUDDY), *argv], bench_env(vaults[kind], source))
     for argv, env in jobs.values():
         check_run(argv, env)
+    return sample(jobs, runs)
+
+
+def sample(jobs: dict[str, tuple[list[str], dict[str, str]]], runs: int) -> dict[str, float]:
+    """Median wall and CPU ms per job label ("cpu|" + label), the jobs interleaved round by round."""
     samples: dict[str, list[tuple[float, float]]] = {label: [] for label in jobs}
     for _ in range(runs):
         for label, (argv, env) in jobs.items():

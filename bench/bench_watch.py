@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's code, as the commands run
 
 import bench_growth  # noqa: E402
-from bench_growth import AIBUDDY, CACHE, MAKERS, bench_env, cached, report, run_once  # noqa: E402
+from bench_growth import AIBUDDY, CACHE, MAKERS, bench_env, cached, report, sample  # noqa: E402
 from benchlib import check_run  # noqa: E402
 
 from aibuddy_cli import watch_client  # noqa: E402
@@ -71,15 +70,7 @@ def measure(vaults: dict[str, Path], runs: int, watched: list[str]) -> dict[str,
             check_run(argv, env)  # the watch process's first look: a walk, then the index keeps its cursor
             found = watch_client.status(env, Path(env["AIBUDDY_VAULT"]))
             watched.append(f"{env['AIBUDDY_VAULT']}: pid {found.pid}, {resident_kb(found.pid)} kB resident")
-    samples: dict[str, list[tuple[float, float]]] = {label: [] for label in jobs}
-    for _ in range(runs):
-        for label, (argv, env) in jobs.items():
-            samples[label].append(run_once(argv, env))
-    timings = {}
-    for label, values in samples.items():
-        timings[label] = statistics.median(wall for wall, _ in values)
-        timings[f"cpu|{label}"] = statistics.median(cpu for _, cpu in values)
-    return timings
+    return sample(jobs, runs)
 
 
 def main() -> None:
