@@ -8,7 +8,8 @@ warm server serves several clients, users and machines.
 - Every request carries `Authorization: Bearer <token>` (`aibuddy token create`): without one, or
   with an unknown or revoked one, the answer is 401 and nothing is read or written. The token
   fixes the user of every call (mcp_server.Server.caller); no argument can name another. The
-  tokens file is read at each request, so a revocation holds from the next one.
+  tokens file is looked at (stat) at each request and read again when it changed, so a
+  revocation holds from the next one.
 - Host and Origin are checked against an allow-list (DNS rebinding: a web page must not reach
   the server through a name it controls): the loopback names and the address bound, at the port
   bound, and what --allow-host and --allow-origin add. A request without Origin (not from a
@@ -29,10 +30,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import InvalidInput, UsageError
+from .errors import InvalidInput, NotFound, UsageError
 from .mcp_stdio import answer_to, surrogate_at, valid_id
-from .storage import Store
-from .tokens import find_token, read_tokens
+from .storage import Entry, Store
+from .tokens import TOKENS_KEY, Token, find_token, parse_tokens
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 PATH = "/mcp"
@@ -79,17 +80,33 @@ def allow_list(bound: Address, port: int, hosts: Sequence[str], origins: Sequenc
 
 
 class VaultTokens:
-    """The SDK's TokenVerifier over the vault's tokens file (tokens.py)."""
+    """The SDK's TokenVerifier over the vault's tokens file (tokens.py): read again whenever its
+    stat changes (a revocation or a new token replaces the file), else kept: a request costs one
+    stat, not a read and a parse."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._reported: str | None = None
+        self._kept: tuple[Entry, list[Token]] | None = None
+
+    def tokens(self) -> list[Token]:
+        try:
+            entry = self.store.stat(TOKENS_KEY)
+        except NotFound:
+            return []
+        kept = self._kept
+        if kept is not None and kept[0] == entry:
+            return kept[1]
+        data, read = self.store.read(TOKENS_KEY)
+        tokens = parse_tokens(data)
+        self._kept = (read, tokens)
+        return tokens
 
     async def verify_token(self, token: str) -> Any:
         from mcp.server.auth.provider import AccessToken
 
         try:
-            found = find_token(read_tokens(self.store), token)
+            found = find_token(self.tokens(), token)
         except (InvalidInput, OSError) as error:  # every request is refused until it is fixed
             message = getattr(error, "message", None) or str(error)
             if message != self._reported:

@@ -3,10 +3,11 @@
 table_filter) against `aibuddy mcp --http`, beside the floor: the same clients calling nothing.
 
 Run with the project's virtualenv after `make install`:  .venv/bin/python bench/bench_agents.py
-Each client is its own MCP session (the SDK's streamable-HTTP client, one connection each), all
-started together. The floor is a call of a tool the server does not have: a whole `tools/call`
-request (the SDK, the transport, the bearer check, the clients themselves) that runs nothing, with
-no no-op tool shipped for it (`ping` is gone from the protocol's 2026-07-28 revision); an uncached
+Each client is its own MCP session (the SDK's streamable-HTTP client, one connection each): all
+connect and list the tools (as an agent does on connecting), then start calling together. The
+floor is a call of a tool the server does not have: a whole `tools/call` request (the SDK, the
+transport, the bearer check, the clients themselves) that runs nothing, with no no-op tool shipped
+for it (`ping` is gone from the protocol's 2026-07-28 revision); an uncached
 `tools/list` is shown beside it. Both are timed in the same run, one server on one vault and then two
 server processes on that vault with the clients split between them (the vault's locks are then
 between processes). Afterwards the vault is checked: every save is a record, every row is in the
@@ -108,10 +109,17 @@ async def run_clients(
     """clients at once, each making calls (the mix, or only the floor's request), client i on
     urls[i % len(urls)]: latencies per call kind, errors."""
 
+    ready = asyncio.Barrier(clients)
+
     async def one(index: int) -> tuple[Timings, list[str]]:
         async def body(client: Any) -> tuple[Timings, list[str]]:
             times: Timings = {}
             errors: list[str] = []
+            # As an agent does when it connects: the tools listed once (the SDK's client checks
+            # each result against its tool's output schema, and lists the tools first when it has
+            # not), every client connected; then all start calling at once.
+            await client.list_tools()
+            await ready.wait()
             for call in calls:
                 name, arguments = (floor, {}) if floor else mixed_call(index, call)
                 started = time.perf_counter()

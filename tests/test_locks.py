@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -178,3 +179,48 @@ def test_a_servers_recall_answers_while_a_save_holds_the_lock_and_counts_once_it
         let_go(holder)
     assert server.write_behind.drain(120)
     assert memory.show("tea").recall_count == 1
+
+
+def test_recalls_answered_while_a_save_holds_the_lock_are_all_counted_and_the_index_told(
+    vault: Vault,
+) -> None:
+    """Two recalls answered while the lock is held: both counted in one write once it is let go,
+    and the index learns that write from the write-behind thread itself (it failed silently on
+    the answering thread's SQLite handle: every later question read the file again as a hand edit)."""
+    memory = Session(vault, "demo", environ={}).memory
+    memory.save("tea", type="user", description="Drinks green tea", body="tea")
+    server = Server(str(vault.root), "demo", None, {}, vault.root)
+    (recall,) = [op for op in server.operations() if op.tools["mcp"] == "memory_recall"]
+    holder = hold(vault.locks_dir() / "memory-demo.lock")
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            for _ in range(2):
+                pool.submit(server.run_tool, recall, {"query": "green tea"}).result(timeout=300)
+    finally:
+        let_go(holder)
+    assert server.write_behind.drain(120)
+    file = os.stat(vault.root / "memory" / "demo" / "tea.md")
+    index = sqlite3.connect(vault.memory_index_path("demo"))
+    try:
+        row = index.execute("SELECT mtime_ns, ctime_ns, size FROM records WHERE name = 'tea'").fetchone()
+    finally:
+        index.close()
+    assert row == (file.st_mtime_ns, file.st_ctime_ns, file.st_size)
+    assert memory.show("tea").recall_count == 2
+
+
+def test_a_refresh_that_read_a_file_before_this_process_wrote_it_keeps_the_writers_row(vault: Vault) -> None:
+    """Threads of a server: one refreshes the index from what it read, another writes the record
+    and tells the index meanwhile. The refresh, finishing last, must not put back what it read."""
+    memory = Session(vault, "demo", environ={}).memory
+    memory.save("tea", type="user", description="Drinks green tea", body="tea")
+    index = memory.index()
+    ticket = index.ticket()  # the refresh begins: it reads the file as it is now
+    key = "memory/demo/tea.md"
+    stale_entry = memory.store.stat(key)
+    stale = (stale_entry, memory.show("tea"), None)
+    memory.update("tea", description="Drinks black tea now")  # written and told meanwhile
+    index.refresh_changed([stale_entry], ["tea"], lambda entry: stale, "cursor.1.1", ticket)
+    file = memory.store.stat(key)
+    row = index.db.execute("SELECT mtime_ns, ctime_ns, size, description FROM records WHERE name = 'tea'")
+    assert row.fetchone() == (file.mtime_ns, file.ctime_ns, file.size, "Drinks black tea now")

@@ -268,6 +268,20 @@ def test_many_records_at_once_get_the_vectors_one_record_gets() -> None:
     assert all(abs(a - b) < 1e-5 for one, other in pairs for a, b in zip(one, other, strict=True))
 
 
+def test_a_few_records_a_server_embeds_get_the_very_vectors_of_a_bulk_build() -> None:
+    """A server embeds the records saved since the last question a few at a time (numpy being
+    loaded): exactly the vectors a first build gives them (the whole table made float32 first)."""
+    import numpy  # noqa: F401 - loaded, as in a server
+
+    texts = [
+        f"Walked her dog by the river {n}, then filed the tax return 周报"
+        for n in range(semantic.WHOLE_TABLE + 1)
+    ]
+    model = semantic.StaticModel()
+    bulk = model.embed(texts, records=True)
+    assert [model.embed([text], records=True)[0] for text in texts[:3]] == bulk[:3]
+
+
 def test_a_server_session_finds_what_records_say_now(notes: Vault) -> None:
     """A long-lived process (the MCP server) keeps the records' sign codes in memory from its
     second question on: a record changed by hand, saved, updated or deleted since is ranked by

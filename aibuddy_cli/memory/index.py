@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import heapq
+import itertools
 import os
 import sqlite3
 import sys
@@ -34,7 +35,6 @@ from typing import NamedTuple, TypedDict
 from ..build_progress import steps
 from ..cache_db import CacheDB, entry_hash, files_digest
 from ..dates import Span, read_time, text_days
-from ..folder_watch import cursor_source
 from ..storage import Entry
 from ..text import index_text
 from . import expiry, lexical, ngrams
@@ -115,6 +115,10 @@ MEANING_SHARE = 0.5  # a match by meaning scores at least this share of the best
 
 _KEPT_CODES: dict[tuple[str, str], SignCodes | None] = {}  # by index file and model: a server's
 _KEPT_GUARD = threading.Lock()
+_WRITING: Counter[tuple[str, str]] = Counter()  # (index, record name): being written by this process,
+# which tells the index itself (MemoryIndex.writing)
+_WRITTEN: dict[tuple[str, str], int] = {}  # (index, record name): the ticket of this process's last write
+_TICKETS = itertools.count(1)
 
 _LARGEST = (1 << 63) - 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -258,10 +262,19 @@ class MemoryIndex(CacheDB):
         return [str(cursor) for (cursor,) in self.db.execute("SELECT cursor FROM cursors")]
 
     def _keep_cursor(self, cursor: str | None) -> None:
+        """Keep cursor, unless one of the same watch and epoch already stands further on (another
+        thread of this process brought the index further meanwhile: going back would only make
+        the next refresh look at those files again)."""
         if cursor is not None:
+            source, epoch, position = (cursor.split(".") + ["", ""])[:3]
+            kept = self.db.execute("SELECT cursor FROM cursors WHERE watch = ?", (source,)).fetchone()
+            if kept is not None and position.isdigit():
+                _, kept_epoch, kept_position = (kept[0].split(".") + ["", ""])[:3]
+                if kept_epoch == epoch and kept_position.isdigit() and int(kept_position) > int(position):
+                    return
             self.db.execute(
                 "INSERT OR REPLACE INTO cursors (watch, cursor) VALUES (?, ?)",
-                (cursor_source(cursor), cursor),
+                (source, cursor),
             )
             # Servers that ended left theirs: keep the latest few.
             self.db.execute(
@@ -270,11 +283,18 @@ class MemoryIndex(CacheDB):
             )
 
     def refresh_changed(
-        self, entries: list[Entry | None], names: Iterable[str], load: Callable[[Entry], Loaded], cursor: str
+        self,
+        entries: list[Entry | None],
+        names: Iterable[str],
+        load: Callable[[Entry], Loaded],
+        cursor: str,
+        ticket: int | None = None,
     ) -> None:
         """Bring the rows of the records `names` in line with `entries` (theirs, None where the file
-        is gone), the only files changed since the index last saw the folder; then keep cursor."""
-        wanted = dict(zip(names, entries, strict=True))
+        is gone), the only files changed since the index last saw the folder; then keep cursor.
+        ticket: taken before entries were read (see ticket)."""
+        writing = self._left_to_writers(ticket)
+        wanted = {name: entry for name, entry in zip(names, entries, strict=True) if name not in writing}
         stored = {
             name: self.db.execute(
                 "SELECT mtime_ns, ctime_ns, size FROM records WHERE name = ?", (name,)
@@ -291,9 +311,10 @@ class MemoryIndex(CacheDB):
         load: Callable[[Entry, Read | None], Loaded],
         cursor: str | None = None,
         read_many: Callable[[list[str]], dict[str, Read]] | None = None,
+        ticket: int | None = None,
     ) -> None:
         """Bring the index in line with the folder listing `entries`; then keep cursor (the
-        watch's, when the listing was made after it was given).
+        watch's, when the listing was made after it was given); ticket: taken before the listing.
 
         The folder digest (a sum of per-file hashes, kept current by every upsert and delete)
         answers "anything changed?" without reading 10,000 rows; only then are rows compared.
@@ -312,8 +333,13 @@ class MemoryIndex(CacheDB):
                 "SELECT name, mtime_ns, ctime_ns, size FROM records"
             )
         }
-        changed = [entry for name, entry in current.items() if seen.get(name) != _stored(entry)[1:]]
-        removed = [name for name in seen if name not in current]
+        writing = self._left_to_writers(ticket)
+        changed = [
+            entry
+            for name, entry in current.items()
+            if seen.get(name) != _stored(entry)[1:] and name not in writing
+        ]
+        removed = [name for name in seen if name not in current and name not in writing]
         loaded: list[Loaded] = []
         read: dict[str, Read] = {}
         for place, entry in enumerate(steps("memory index: reading records", changed)):
@@ -342,6 +368,56 @@ class MemoryIndex(CacheDB):
     def _add_to_digest(self, delta: int) -> None:
         if delta:
             self.set_digest((self.stored_digest() or 0) + delta)
+
+    def _where(self) -> str:
+        """This index among the process's (its file, or the memory of one made in memory)."""
+        return f"memory:{id(self)}" if self.in_memory else str(self.path)
+
+    def ticket(self) -> int:
+        """Taken before listing or reading the files a refresh compares (refresh, refresh_changed):
+        a write this process makes after it is the writer's to index."""
+        with _KEPT_GUARD:
+            return next(_TICKETS)
+
+    def _left_to_writers(self, ticket: int | None) -> set[str]:
+        """The names a refresh that took ticket leaves alone: being written by this process, or
+        written since ticket (the index row describes a later file than the refresh read)."""
+        if ticket is None:
+            return set()
+        where = self._where()
+        with _KEPT_GUARD:
+            writing = {name for (index, name) in _WRITING if index == where}
+            return writing | {
+                name for (index, name), at in _WRITTEN.items() if index == where and at > ticket
+            }
+
+    @contextmanager
+    def writing(self, names: Iterable[str]) -> Iterator[None]:
+        """Around a write of names' files by this process and its telling the index (records_written,
+        recalls_written, record_deleted): meanwhile a refresh on another thread leaves those
+        names to the writer instead of reading, parsing and indexing them again as hand edits
+        (with many agents on one server, every recall did so for the files others had just
+        written). Should the block fail, the cursors go: the next refresh compares every file."""
+        keys = [(self._where(), name) for name in names]
+        with _KEPT_GUARD:
+            _WRITING.update(keys)
+        try:
+            yield
+        except BaseException:
+            try:
+                with self.write():
+                    self.db.execute("DELETE FROM cursors")
+            except sqlite3.Error:
+                pass  # the index is broken: it is made again on next use
+            raise
+        finally:
+            with _KEPT_GUARD:
+                _WRITING.subtract(keys)
+                done = next(_TICKETS)
+                for key in keys:
+                    _WRITTEN[key] = done
+                    if _WRITING[key] <= 0:
+                        _WRITING.pop(key, None)
 
     def records_written(self, written: Iterable[tuple[Entry, MemoryRecord]]) -> None:
         """Tell the index about writes this process just made, so the next refresh skips them."""
@@ -696,7 +772,11 @@ class MemoryIndex(CacheDB):
         if not missing:
             return 0
         texts = [f"{name.replace('-', ' ')}. {about}. {body[:2000]}" for _, name, about, body in missing]
-        made = list(zip((record_id for record_id, *_ in missing), model.embed(texts, known), strict=True))
+        made = list(
+            zip(
+                (record_id for record_id, *_ in missing), model.embed(texts, known, records=True), strict=True
+            )
+        )
         with self.write():
             self.db.executemany(
                 "INSERT OR REPLACE INTO record_codes (id, model, code) VALUES (?, ?, ?)",

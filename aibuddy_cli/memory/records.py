@@ -104,9 +104,9 @@ class MemoryRecord(NamedTuple):
             return {**data, "body": self.body}
         return data
 
-    def recalled(self, when: str) -> MemoryRecord:
+    def recalled(self, when: str, times: int = 1) -> MemoryRecord:
         # (the count stops at the index's largest integer: a recall never breaks a good record)
-        return self._replace(recall_count=min(self.recall_count + 1, MAX_COUNT), last_recalled_at=when)
+        return self._replace(recall_count=min(self.recall_count + times, MAX_COUNT), last_recalled_at=when)
 
 
 def validate_type(value: str) -> str:

@@ -30,6 +30,7 @@ import json
 import math
 import mmap
 import struct
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -49,6 +50,8 @@ CJK_SHARE = 0.3  # a query with more of its letters CJK than this is mostly CJK 
 _LONGEST_PIECE = 16  # pieces of the vocabulary tried at each place, longest first
 _SPACE = "\u2581"  # SentencePiece's mark of a word's start
 BULK = 16  # more texts than this at once are embedded through numpy
+WHOLE_TABLE = 200  # more texts than this: the whole table made float32 first, not each text's rows
+WORDS_KEPT = 100_000  # words whose pieces a process keeps (a server embeds new records all day)
 
 Vector = list[float]
 Known = Callable[[Iterable[str]], dict[str, int]]  # pieces -> those in the vocabulary, with their ids
@@ -70,8 +73,11 @@ class Meaning(Protocol):
         """(identity, loader) of a vocabulary the index may keep for it (StaticModel), else None."""
         ...
 
-    def embed(self, texts: Sequence[str], known: Known | None = None) -> list[Vector]:
-        """One normalised vector per text; known: the index's lookup of the vocabulary."""
+    def embed(
+        self, texts: Sequence[str], known: Known | None = None, *, records: bool = False
+    ) -> list[Vector]:
+        """One normalised vector per text; known: the index's lookup of the vocabulary; records:
+        the texts are records (not a question), embedded the same way whatever their number."""
         ...
 
 
@@ -278,6 +284,8 @@ class StaticModel:
     def __init__(self, root: Path | None = None) -> None:
         self._root = root
         self._table: tuple[mmap.mmap, int, int] | None = None  # (map, offset of row 0, rows)
+        self._vocab: dict[str, int] | None = None  # kept once read: a server embeds all day
+        self._words: dict[str, list[int]] = {}  # a word's pieces, cut once per process
         self._guard = threading.Lock()
 
     def root(self) -> Path:
@@ -302,14 +310,19 @@ class StaticModel:
         return self.identity(), self.vocab
 
     def vocab(self) -> dict[str, int]:
-        """Every piece of the vocabulary with its id (a 1.8 MB JSON: read only to fill the index's
-        table, or when no index is at hand)."""
-        try:
-            with self.root().joinpath(*_TOKENIZER).open(encoding="utf-8") as handle:
-                found = json.load(handle)["model"]["vocab"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise SemanticUnavailable(f"the wordllama vocabulary could not be read ({error})") from None
-        return {str(piece): int(index) for piece, index in found.items()}
+        """Every piece of the vocabulary with its id (a 1.8 MB JSON, 90 ms to read: read only to
+        fill the index's table, to embed many records, or when no index is at hand; then kept, 4 MB)."""
+        with self._guard:
+            if self._vocab is None:
+                try:
+                    with self.root().joinpath(*_TOKENIZER).open(encoding="utf-8") as handle:
+                        found = json.load(handle)["model"]["vocab"]
+                except (OSError, ValueError, KeyError, TypeError) as error:
+                    raise SemanticUnavailable(
+                        f"the wordllama vocabulary could not be read ({error})"
+                    ) from None
+                self._vocab = {str(piece): int(index) for piece, index in found.items()}
+            return self._vocab
 
     def _load(self) -> tuple[mmap.mmap, int, int]:
         with self._guard:
@@ -328,11 +341,15 @@ class StaticModel:
                 self._table = (table, 8 + size + header["data_offsets"][0], rows)
             return self._table
 
-    def embed(self, texts: Sequence[str], known: Known | None = None) -> list[Vector]:
+    def embed(
+        self, texts: Sequence[str], known: Known | None = None, *, records: bool = False
+    ) -> list[Vector]:
         """One normalised vector per text (zeros for a text with no piece). A question's few
         pieces are looked up with `known` and their rows summed in Python; many texts (the
-        records, once) go through numpy (a wordllama dependency) and the whole vocabulary."""
-        if len(texts) > BULK:
+        records, once) go through numpy (a wordllama dependency) and the whole vocabulary, and so
+        do a few records where numpy is loaded already (a server: the records saved since the last
+        question, the same vectors as in bulk, without a query per piece)."""
+        if len(texts) > BULK or (records and "numpy" in sys.modules):
             return self._embed_many(texts)
         table, offset, rows = self._load()
         if known is None:
@@ -352,12 +369,18 @@ class StaticModel:
         import numpy as np
 
         mapped, offset, rows = self._load()
-        table = np.frombuffer(mapped, dtype="<f2", count=rows * DIMENSIONS, offset=offset)
-        # Each row made float32 once (8 MB of the map, 32 MB here), not again for each text that
-        # holds its piece: 10,000 records' vectors in half the time, the very same numbers.
-        table = table.reshape(rows, DIMENSIONS).astype(np.float32)
+        table = np.frombuffer(mapped, dtype="<f2", count=rows * DIMENSIONS, offset=offset).reshape(
+            rows, DIMENSIONS
+        )
+        if len(texts) > WHOLE_TABLE:
+            # Each row made float32 once (8 MB of the map, 32 MB here, 20 ms), not again for each
+            # text that holds its piece: 10,000 records' vectors in half the time; a few texts
+            # convert their own rows only. The very same numbers either way.
+            table = table.astype(np.float32)
         everything = self.vocab()
-        words: dict[str, list[int]] = {}  # a word's pieces, cut once
+        words = self._words
+        if len(words) > WORDS_KEPT:
+            words.clear()
 
         def known(candidates: Iterable[str]) -> dict[str, int]:
             return {piece: everything[piece] for piece in candidates if piece in everything}
@@ -366,10 +389,15 @@ class StaticModel:
         for text in texts:
             ids: list[int] = []
             for word in text.split():
-                if word not in words:
-                    words[word] = [piece for piece in pieces(word, known) if 0 <= piece < rows]
-                ids += words[word]
-            total = table[ids].sum(axis=0) if ids else np.zeros(DIMENSIONS, np.float32)
+                cut = words.get(word)
+                if cut is None:
+                    cut = words[word] = [piece for piece in pieces(word, known) if 0 <= piece < rows]
+                ids += cut
+            total = (
+                table[ids].astype(np.float32, copy=False).sum(axis=0)
+                if ids
+                else np.zeros(DIMENSIONS, np.float32)
+            )
             norm = float(np.linalg.norm(total))
             vectors.append((total / norm if norm else total).tolist())
         return vectors
@@ -389,7 +417,9 @@ class EmbeddingModel:
     def vocabulary(self) -> None:
         return None
 
-    def embed(self, texts: Sequence[str], known: Known | None = None) -> list[Vector]:
+    def embed(
+        self, texts: Sequence[str], known: Known | None = None, *, records: bool = False
+    ) -> list[Vector]:
         from ..errors import ModelError
         from ..models import embed
 

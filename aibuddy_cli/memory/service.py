@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from ..cache_db import rebuild_if_corrupt
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 def today() -> dt.date:
     """The day a question's "yesterday" or "last week" is counted from (UTC, as the headers)."""
     return dt.datetime.now(dt.UTC).date()
+
+
 HISTORY_FOLDER = ".history"  # memory/<user>/.history/<name>.jsonl: hidden, so no scan lists it
 HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 
@@ -205,6 +210,43 @@ class Cleared(NamedTuple):
         return {"user": self.user, "removed": self.removed, "not_removed": self.not_removed}
 
 
+class DueRecalls:
+    """A user's recalls a server has answered and not yet counted in the files: the write-behind
+    writes them all at once (under fifty agents, one lock and one write per file for many
+    recalls, not five files per recall)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._due: dict[str, tuple[int, str]] = {}  # name: (recalls, the latest moment)
+
+    def add(self, names: list[str], now: str) -> bool:
+        """Count names recalled at now; True when nothing was due before (a write is to be
+        handed to the write-behind; otherwise one is on its way and takes these too)."""
+        with self._guard:
+            first = not self._due
+            for name in names:
+                times, latest = self._due.get(name, (0, now))
+                self._due[name] = (times + 1, max(latest, now))
+            return first
+
+    def take(self) -> dict[str, tuple[int, str]]:
+        with self._guard:
+            due, self._due = self._due, {}
+            return due
+
+
+_DUE: dict[str, DueRecalls] = {}  # by memory index: one per user of a vault, shared by a server's threads
+_THREADS = threading.local()  # a thread's own handles on indexes services of other threads opened
+
+
+def _thread_index(path: Path) -> MemoryIndex:
+    """This thread's MemoryIndex at path (a server's write-behind thread: see MemoryService._told)."""
+    kept: dict[Path, MemoryIndex] = _THREADS.__dict__.setdefault("indexes", {})
+    if path not in kept:
+        kept[path] = MemoryIndex(path)
+    return kept[path]
+
+
 class MemoryService:
     """One user's memory in one vault."""
 
@@ -226,6 +268,7 @@ class MemoryService:
         self.store = store
         self.environ = environ
         self._index: MemoryIndex | None = None
+        self._index_thread = 0  # the thread that opened _index (the only one that may use it)
         # A long-lived server's writer (locks.WriteBehind.submit): a recall's telemetry is written
         # there after the answer, so a recall never waits for the lock a save holds.
         self.telemetry_later: Callable[[Callable[[], None]], None] | None = None
@@ -271,12 +314,13 @@ class MemoryService:
         """The derived index, brought up to date with the folder (rebuilt if it is corrupt)."""
         if self._index is None:
             self._index = MemoryIndex(self.vault.memory_index_path(self.user))
+            self._index_thread = threading.get_ident()
         index = self._index
+        ticket = index.ticket()
         changes = self.store.changes(self.prefix, index.cursors())
         if changes.names is None or changes.cursor is None:
-            index.refresh(
-                self.store.scan(self.prefix, ".md"), self._load, changes.cursor, self.store.read_many
-            )
+            listed = self.store.scan(self.prefix, ".md")
+            index.refresh(listed, self._load, changes.cursor, self.store.read_many, ticket)
         else:  # the watch or the database knows what changed: no scan of the whole folder
             names = sorted(name[: -len(".md")] for name in changes.names if name.endswith(".md"))
             keys = [f"{self.prefix}/{name}.md" for name in names]
@@ -286,7 +330,7 @@ class MemoryService:
                 for key, name in zip(keys, names, strict=True)
             ]
             index.refresh_changed(
-                entries, names, lambda entry: self._load(entry, read.get(entry.key)), changes.cursor
+                entries, names, lambda entry: self._load(entry, read.get(entry.key)), changes.cursor, ticket
             )
         return index
 
@@ -340,12 +384,38 @@ class MemoryService:
     def _read(self, name: str) -> MemoryRecord:
         return self._read_text(name, fast=False)[1]
 
+    def _told(self) -> MemoryIndex | None:
+        """The index this service's writes tell about themselves: the one open on this thread; in
+        a server (which answers the next question from it) one opened without bringing it up to
+        date, the write-behind thread's own (an SQLite handle serves the thread that opened it);
+        None for a one-shot command that has not opened it."""
+        here = threading.get_ident()
+        if self._index is not None and self._index_thread == here:
+            return self._index
+        if self.telemetry_later is None:
+            return None
+        if self._index is None:
+            self._index, self._index_thread = MemoryIndex(self.vault.memory_index_path(self.user)), here
+            return self._index
+        return _thread_index(self.vault.memory_index_path(self.user))
+
+    @contextmanager
+    def _telling(self, names: list[str]) -> Iterator[MemoryIndex | None]:
+        """Around writing names' files and telling the index (_told; MemoryIndex.writing)."""
+        index = self._told()
+        if index is None:
+            yield None
+            return
+        with index.writing(names):
+            yield index
+
     def _write(self, record: MemoryRecord, *, create: bool = False, text: str | None = None) -> None:
         """Write record; `text` is its file text when it is not simply rendered (an edit in place)."""
         data = (render_record(record) if text is None else text).encode("utf-8")
-        entry = self.store.write(self._key(record.name), data, create=create)
-        if self._index is not None:
-            self._index.records_written([(entry, record)])
+        with self._telling([record.name]) as index:
+            entry = self.store.write(self._key(record.name), data, create=create)
+            if index is not None:
+                index.records_written([(entry, record)])
 
     # --- operations -------------------------------------------------------------------
 
@@ -418,7 +488,11 @@ class MemoryService:
         validate_record_name(name)
         if type is None and description is None and body is None and expires is None:
             raise UsageError(  # (or an expiry: the message scripts know is kept as it was)
-                "nothing to update: give ", Option("type"), ", ", Option("description"), " or ",
+                "nothing to update: give ",
+                Option("type"),
+                ", ",
+                Option("description"),
+                " or ",
                 Option("body", cli="a body"),
             )
         until = None if expires is None else parse_expires(expires)
@@ -476,7 +550,10 @@ class MemoryService:
             if not 1 <= to <= len(versions):
                 raise NotFound(
                     f"memory record {name!r} keeps {len(versions)} earlier version(s): ",
-                    Option("to"), f" {to} is not one of them (see ", Operation("memory history", name), ")",
+                    Option("to"),
+                    f" {to} is not one of them (see ",
+                    Operation("memory history", name),
+                    ")",
                 )
             version = versions[to - 1]
             try:
@@ -786,32 +863,54 @@ class MemoryService:
             records.append(recalled)
             later.append(name)
         if later and self.telemetry_later is not None:
-            self.telemetry_later(lambda: self._write_recalls(later, now))
+            due = _DUE.setdefault(str(self.vault.memory_index_path(self.user)), DueRecalls())
+            if due.add(later, now):
+                self.telemetry_later(lambda: self._write_recalls(due.take()))
         return records
 
-    def _write_recalls(self, names: list[str], now: str) -> None:
-        """Bump recallCount/lastRecalledAt of names under the user's lock (see _recalled_later),
-        and tell the index, so the next question neither re-reads these files nor renews the
-        ranking caches of records whose words did not change."""
-        import sqlite3
-
-        written: list[tuple[Entry, MemoryRecord, Entry]] = []  # (as written, the record, as read)
-        with self._lock():
+    def _write_recalls(self, due: dict[str, tuple[int, str]]) -> None:
+        """Bump recallCount/lastRecalledAt of the records due (name: recalls not yet counted, the
+        latest moment) under the user's lock (see _recalled_later), each file once whatever its
+        count, and tell the index, so the next question neither re-reads these files nor renews
+        the ranking caches of records whose words did not change."""
+        names = sorted(due)
+        with self._lock(), self._telling_recalls(names) as written:
             for name in names:
                 try:
                     text, record, read = self._read_entry(name)
                 except (NotFound, MalformedRecord):
                     continue  # removed or broken since the recall read it: nothing to count
-                recalled = record.recalled(now)
-                edited = mark_recalled_text(text, recalled)
-                if edited != text:
-                    entry = self.store.write(self._key(name), edited.encode("utf-8"))
-                    written.append((entry, recalled, read))
-            if written and self._index is not None:
-                try:
-                    self._index.recalls_written(written)
-                except sqlite3.Error:
-                    pass  # only a shortcut: the next refresh sees these files changed
+                times, now = due[name]
+                done = self._recall_written(name, text, record.recalled(now, times))
+                if done is not None:
+                    written.append((done[1], done[0], read))
+
+    def _recall_written(
+        self, name: str, text: str, recalled: MemoryRecord
+    ) -> tuple[MemoryRecord, Entry] | None:
+        """recalled (the record of file text, counted) written over text, only its telemetry lines
+        changed: the record and its entry as written; None when its header cannot be edited so."""
+        edited = mark_recalled_text(text, recalled)
+        if edited == text:
+            return None
+        return recalled, self.store.write(self._key(name), edited.encode("utf-8"))
+
+    @contextmanager
+    def _telling_recalls(self, names: list[str]) -> Iterator[list[tuple[Entry, MemoryRecord, Entry]]]:
+        """Around writing the recall counts of names: the block lists what it wrote (as written,
+        the record, as read), and the index is told. Telling it is only a shortcut: when the index
+        cannot take it, it forgets its cursors (MemoryIndex.writing) and the next refresh compares
+        the files."""
+        import sqlite3
+
+        written: list[tuple[Entry, MemoryRecord, Entry]] = []
+        try:
+            with self._telling(names) as index:
+                yield written
+                if written and index is not None:
+                    index.recalls_written(written)
+        except (sqlite3.Error, Busy):
+            pass
 
     def _mark_recalled(self, names: list[str], warnings: list[str]) -> list[MemoryRecord]:
         """Read the chosen bodies and bump recallCount/lastRecalledAt under the user's lock (in a
@@ -825,51 +924,48 @@ class MemoryService:
         vault refuses a write (read-only, full disk, no permission) the recall still answers:
         telemetry is skipped from then on, with one warning, not one per record.
         """
-        import sqlite3
-
-        from ..errors import as_aibuddy_error
-
         later = self.telemetry_later is not None
-        records: list[MemoryRecord] = []
-        written: list[tuple[Entry, MemoryRecord, Entry]] = []  # (as written, the record, as read)
-        now = utc_now()
-        refused = False
         try:
             with self.store.lock(f"memory-{self.user}", 0.0) if later else self._lock():
-                for name in names:
-                    try:
-                        text, record, read = self._read_entry(name)
-                    except (NotFound, MalformedRecord) as exc:
-                        warnings.append(f"skipped {name}: {exc.message}")
-                        continue
-                    if not refused:
-                        recalled = record.recalled(now)
-                        try:
-                            edited = mark_recalled_text(text, recalled)
-                            if edited == text:  # a header whose telemetry lines cannot be edited alone
-                                warnings.append(f"recall of {name} not recorded: its header cannot be edited")
-                                records.append(record)
-                                continue
-                            entry = self.store.write(self._key(name), edited.encode("utf-8"))
-                            written.append((entry, recalled, read))
-                            record = recalled
-                        except OSError as exc:
-                            refused = True
-                            reason = as_aibuddy_error(exc).message
-                            warnings.append(f"could not record the recall ({reason}); telemetry skipped")
-                    records.append(record)
-                if written and self._index is not None:
-                    try:
-                        self._index.recalls_written(written)
-                    except sqlite3.Error:
-                        pass  # only a shortcut: the next refresh sees these files changed
-        except Busy as exc:
-            if later and not records:  # a save holds the lock now: count these after the answer
+                return self._count_recalls(names, warnings)
+        except Busy as exc:  # (only the lock raises it: the index's own is _telling_recalls')
+            if later:  # a save holds the lock now: count these after the answer
                 return self._recalled_later(names, warnings)
             warnings.append(f"{exc.message}; recall telemetry not updated")
-            for name in names[len(records) :]:
+            records = []
+            for name in names:
                 try:
                     records.append(self._read_text(name)[1])
                 except (NotFound, MalformedRecord):
                     continue
+            return records
+
+    def _count_recalls(self, names: list[str], warnings: list[str]) -> list[MemoryRecord]:
+        """_mark_recalled's work, under the user's lock."""
+        from ..errors import as_aibuddy_error
+
+        records: list[MemoryRecord] = []
+        now = utc_now()
+        refused = False
+        with self._telling_recalls(names) as written:
+            for name in names:
+                try:
+                    text, record, read = self._read_entry(name)
+                except (NotFound, MalformedRecord) as exc:
+                    warnings.append(f"skipped {name}: {exc.message}")
+                    continue
+                if not refused:
+                    try:
+                        done = self._recall_written(name, text, record.recalled(now))
+                    except OSError as exc:
+                        refused = True
+                        reason = as_aibuddy_error(exc).message
+                        warnings.append(f"could not record the recall ({reason}); telemetry skipped")
+                    else:
+                        if done is None:
+                            warnings.append(f"recall of {name} not recorded: its header cannot be edited")
+                        else:
+                            record = done[0]
+                            written.append((done[1], record, read))
+                records.append(record)
         return records
