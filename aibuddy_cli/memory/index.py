@@ -115,6 +115,8 @@ MEANING_SHARE = 0.5  # a match by meaning scores at least this share of the best
 
 _KEPT_CODES: dict[tuple[str, str], SignCodes | None] = {}  # by index file and model: a server's
 _KEPT_GUARD = threading.Lock()
+_EMBEDDED: dict[tuple[str, str], tuple[int, int | None]] = {}  # by index file and model: the
+# generation at which every record had a vector (the threads of a server share it)
 _WRITING: Counter[tuple[str, str]] = Counter()  # (index, record name): being written by this process,
 # which tells the index itself (MemoryIndex.writing)
 _WRITTEN: dict[tuple[str, str], int] = {}  # (index, record name): the ticket of this process's last write
@@ -807,7 +809,6 @@ class MemoryIndex(CacheDB):
         return db
 
     _rows_changed = False  # a record's rows (or codes) were written in this write transaction
-    _embedded: tuple[object, ...] | None = None  # (model key, generation) when every record had a vector
     KEPT_CHANGES = 20_000  # the latest changes the index lists (record_changes); a process that kept
     # the records as they were before older ones reads them all again
     CHANGES_APPLIED = 2_000  # more changed records than this: all are read again (it is cheaper)
@@ -914,18 +915,18 @@ class MemoryIndex(CacheDB):
         records' sign codes shortlist (the SHORTLIST sharing the most signs with the question's);
         their vectors, read for the shortlist only, score it."""
         known = self._known(model)
-        generation = self.generation()
-        if generation[1] is None or self._embedded != (model.key, generation):  # (else none changed)
+        where = (self._where(), model.key)
+        _, lineage, seq = self.generation()
+        with _KEPT_GUARD:
+            before = _EMBEDDED.get(where)
+        if lineage is None or before != (lineage, seq):  # (else none changed)
             changed: list[int] | None = None  # after a save: only those changed since all had one
-            before = (
-                self._embedded[1] if self._embedded is not None and self._embedded[0] == model.key else None
-            )
-            if isinstance(before, tuple) and before[0] is generation[0] and generation[1] is not None:
-                if before[1] == generation[1]:
-                    changed = self.changed_since(before[2])
+            if before is not None and before[0] == lineage:
+                changed = self.changed_since(before[1])
             self.embed_missing(model, known, changed)
-            generation = self.generation()
-            self._embedded = (model.key, generation)
+            if lineage is not None:  # the change read before embedding: a record saved meanwhile
+                with _KEPT_GUARD:  # is among those the next question looks at
+                    lexical.keep_latest(_EMBEDDED, where, (lineage, seq))
         question = model.embed([query], known)[0]
         if not any(question):
             return []
