@@ -52,6 +52,17 @@ def cursor_source(cursor: str) -> str:
     return cursor.split(".", 1)[0]
 
 
+def further_on(cursor: str, than: str) -> bool:
+    """Whether cursor stands after than: one source, one epoch (a watch's `epoch.count`), a
+    larger last number. Keeping than instead would only show changes again."""
+    source, _, position = cursor.partition(".")
+    other, _, before = than.partition(".")
+    *epoch, count = position.split(".")
+    *other_epoch, other_count = before.split(".")
+    same = source == other and epoch == other_epoch
+    return same and count.isdigit() and other_count.isdigit() and int(count) > int(other_count)
+
+
 class _Log:
     """One watched folder: the names changed since the watch began (or since the log was cut)."""
 

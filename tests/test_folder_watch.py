@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from conftest import environment
 
-from aibuddy_cli.folder_watch import FolderWatch
+from aibuddy_cli.folder_watch import FolderWatch, further_on
 from aibuddy_cli.memory.records import MemoryRecord, render_record
+from aibuddy_cli.session import Session
 from aibuddy_cli.storage import FileStore
 from aibuddy_cli.vault import Vault
 
@@ -175,3 +176,19 @@ def test_a_real_server_sees_a_save_from_another_process_at_its_next_call(
             assert recalled(await client.call_tool("memory_recall", {"query": "standup"})) == ["standup"]
 
     asyncio.run(main())
+
+
+def test_an_index_keeps_the_cursor_furthest_on_of_each_watch(vault: Vault) -> None:
+    """Two threads of a server bring one index up to date: the one that finishes last with an
+    older cursor does not set it back (the next look would show those files changed again)."""
+    assert further_on("w.2.10", "w.2.9") and not further_on("w.2.9", "w.2.10")
+    assert not further_on("w.3.1", "w.2.10")  # another epoch: the newer one is kept
+    assert not further_on("v.2.10", "w.2.9")  # another watch
+    index = Session(vault, "demo", environ={}).memory.index()
+    with index.write():
+        index._keep_cursor("w.2.10")
+        index._keep_cursor("w.2.9")
+    assert index.cursors() == ["w.2.10"]
+    with index.write():
+        index._keep_cursor("w.3.1")
+    assert index.cursors() == ["w.3.1"]

@@ -35,6 +35,7 @@ from typing import NamedTuple, TypedDict
 from ..build_progress import steps
 from ..cache_db import CacheDB, entry_hash, files_digest
 from ..dates import Span, read_time, text_days
+from ..folder_watch import cursor_source, further_on
 from ..storage import Entry
 from ..text import index_text
 from . import expiry, lexical, ngrams
@@ -268,16 +269,11 @@ class MemoryIndex(CacheDB):
         thread of this process brought the index further meanwhile: going back would only make
         the next refresh look at those files again)."""
         if cursor is not None:
-            source, epoch, position = (cursor.split(".") + ["", ""])[:3]
+            source = cursor_source(cursor)
             kept = self.db.execute("SELECT cursor FROM cursors WHERE watch = ?", (source,)).fetchone()
-            if kept is not None and position.isdigit():
-                _, kept_epoch, kept_position = (kept[0].split(".") + ["", ""])[:3]
-                if kept_epoch == epoch and kept_position.isdigit() and int(kept_position) > int(position):
-                    return
-            self.db.execute(
-                "INSERT OR REPLACE INTO cursors (watch, cursor) VALUES (?, ?)",
-                (source, cursor),
-            )
+            if kept is not None and further_on(kept[0], cursor):
+                return
+            self.db.execute("INSERT OR REPLACE INTO cursors (watch, cursor) VALUES (?, ?)", (source, cursor))
             # Servers that ended left theirs: keep the latest few.
             self.db.execute(
                 "DELETE FROM cursors WHERE rowid NOT IN"
