@@ -289,12 +289,17 @@ class FileStore:
     def path(self, key: str) -> Path:
         """The on-disk path of key, refusing any symlink between the vault root and the file."""
         check_key(key)
-        probe = self.root
-        for part in key.split("/"):
-            probe = probe / part
-            if probe.is_symlink():
-                raise InvalidInput(f"refusing {key}: {probe.relative_to(self.root)} is a symlink")
-        return probe
+        probe = str(self.root)
+        for part in key.split("/"):  # (strings, not Path objects: every read and write comes here)
+            probe = f"{probe}/{part}"
+            try:
+                symlink = S_ISLNK(os.lstat(probe).st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                break  # what does not exist is no symlink, and neither is anything under it
+            if symlink:
+                where = probe[len(str(self.root)) + 1 :]
+                raise InvalidInput(f"refusing {key}: {where} is a symlink")
+        return self.root / key
 
     def scan(self, prefix: str, suffix: str | tuple[str, ...]) -> list[Entry]:
         """Regular files directly in prefix whose name ends with suffix, or one of several
