@@ -239,12 +239,15 @@ _DUE: dict[str, DueRecalls] = {}  # by memory index: one per user of a vault, sh
 _THREADS = threading.local()  # a thread's own handles on indexes services of other threads opened
 
 
-def _thread_index(path: Path) -> MemoryIndex:
-    """This thread's MemoryIndex at path (a server's write-behind thread: see MemoryService._told)."""
+def _thread_index(path: Path, most: int = 4) -> MemoryIndex:
+    """This thread's MemoryIndex at path (a server's write-behind thread: see MemoryService._told),
+    of the `most` it used last (the others closed)."""
     kept: dict[Path, MemoryIndex] = _THREADS.__dict__.setdefault("indexes", {})
-    if path not in kept:
-        kept[path] = MemoryIndex(path)
-    return kept[path]
+    index = kept.pop(path, None) or MemoryIndex(path)
+    kept[path] = index
+    while len(kept) > most:
+        kept.pop(next(iter(kept))).close()
+    return index
 
 
 class MemoryService:
