@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import CODE, wait_for
+from conftest import CODE, wait_for, write_record_file
 
 from aibuddy_cli.errors import Busy
 from aibuddy_cli.mcp_server import Server
@@ -224,3 +224,18 @@ def test_a_refresh_that_read_a_file_before_this_process_wrote_it_keeps_the_write
     file = memory.store.stat(key)
     row = index.db.execute("SELECT mtime_ns, ctime_ns, size, description FROM records WHERE name = 'tea'")
     assert row.fetchone() == (file.mtime_ns, file.ctime_ns, file.size, "Drinks black tea now")
+
+
+def test_a_hand_edit_made_while_this_process_writes_the_record_is_looked_at_again(vault: Vault) -> None:
+    """A refresh on another thread leaves a record this process is writing to the writer; should
+    an editor have changed the file meanwhile, the writer sees it at the end and the next refresh
+    compares every file (the cursors go), instead of the edit staying out of the index."""
+    memory = Session(vault, "demo", environ={}).memory
+    memory.save("tea", type="user", description="Drinks green tea", body="tea")
+    index = memory.index()
+    with index.writing(["tea"], memory._stat):
+        ticket = index.ticket()
+        edited = "---\nname: tea\ndescription: Drinks black tea now\ntype: user\n---\ntea\n"
+        write_record_file(vault, "tea", edited)
+        index.refresh_changed([memory._stat("tea")], ["tea"], lambda entry: None, "w.1.5", ticket)
+    assert index.cursors() == []

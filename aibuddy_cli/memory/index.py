@@ -122,6 +122,7 @@ _WRITING: Counter[tuple[str, str]] = Counter()  # (index, record name): being wr
 # which tells the index itself (MemoryIndex.writing)
 _WRITTEN: dict[tuple[str, str], int] = {}  # (index, record name): the ticket of this process's last write
 _TICKETS = itertools.count(1)
+_SKIPPED: set[tuple[str, str]] = set()  # (index, record name): left by a refresh while being written
 
 _LARGEST = (1 << 63) - 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -291,17 +292,18 @@ class MemoryIndex(CacheDB):
         """Bring the rows of the records `names` in line with `entries` (theirs, None where the file
         is gone), the only files changed since the index last saw the folder; then keep cursor.
         ticket: taken before entries were read (see ticket)."""
-        writing = self._left_to_writers(ticket)
-        wanted = {name: entry for name, entry in zip(names, entries, strict=True) if name not in writing}
+        wanted = dict(zip(names, entries, strict=True))
         stored = {
             name: self.db.execute(
                 "SELECT mtime_ns, ctime_ns, size FROM records WHERE name = ?", (name,)
             ).fetchone()
             for name in wanted
         }
-        changed = [entry for name, entry in wanted.items() if entry and stored[name] != _stored(entry)[1:]]
-        removed = [name for name, entry in wanted.items() if entry is None and stored[name] is not None]
-        self._apply(changed, removed, [load(entry) for entry in changed], cursor)
+        differ = {name for name, entry in wanted.items() if (entry and _stored(entry)[1:]) != stored[name]}
+        kept, left = self._left_to_writers(ticket, differ)
+        changed = [entry for name, entry in wanted.items() if name in kept and entry]
+        removed = [name for name, entry in wanted.items() if name in kept and entry is None]
+        self._apply(changed, removed, [load(entry) for entry in changed], None if left else cursor)
 
     def refresh(
         self,
@@ -331,13 +333,12 @@ class MemoryIndex(CacheDB):
                 "SELECT name, mtime_ns, ctime_ns, size FROM records"
             )
         }
-        writing = self._left_to_writers(ticket)
-        changed = [
-            entry
-            for name, entry in current.items()
-            if seen.get(name) != _stored(entry)[1:] and name not in writing
-        ]
-        removed = [name for name in seen if name not in current and name not in writing]
+        differ = {name for name, entry in current.items() if seen.get(name) != _stored(entry)[1:]}
+        kept, left = self._left_to_writers(ticket, differ | (seen.keys() - current.keys()))
+        changed = [entry for name, entry in current.items() if name in kept and name in differ]
+        removed = [name for name in seen if name not in current and name in kept]
+        if left:
+            cursor = None
         loaded: list[Loaded] = []
         read: dict[str, Read] = {}
         for place, entry in enumerate(steps("memory index: reading records", changed)):
@@ -377,45 +378,64 @@ class MemoryIndex(CacheDB):
         with _KEPT_GUARD:
             return next(_TICKETS)
 
-    def _left_to_writers(self, ticket: int | None) -> set[str]:
-        """The names a refresh that took ticket leaves alone: being written by this process, or
-        written since ticket (the index row describes a later file than the refresh read)."""
+    def _left_to_writers(self, ticket: int | None, differ: set[str]) -> tuple[set[str], bool]:
+        """Of the names whose files differ from their rows as a refresh that took ticket read
+        them: those it brings in line, and whether it left any to be looked at again. It leaves
+        alone what this process is writing (the writer tells the index, and looks at the file
+        again should a refresh have left it meanwhile: writing), and what it wrote since ticket
+        (the row may describe a later file than the refresh read: the refresh then does not keep
+        its cursor, so the next one looks again)."""
         if ticket is None:
-            return set()
+            return differ, False
         where = self._where()
         with _KEPT_GUARD:
-            writing = {name for (index, name) in _WRITING if index == where}
-            return writing | {
-                name for (index, name), at in _WRITTEN.items() if index == where and at > ticket
-            }
+            writing = {name for name in differ if _WRITING[(where, name)] > 0}
+            _SKIPPED.update((where, name) for name in writing)
+            since = {name for name in differ - writing if _WRITTEN.get((where, name), 0) > ticket}
+        return differ - writing - since, bool(since)
 
     @contextmanager
-    def writing(self, names: Iterable[str]) -> Iterator[None]:
+    def writing(self, names: Iterable[str], current: Callable[[str], Entry | None]) -> Iterator[None]:
         """Around a write of names' files by this process and its telling the index (records_written,
         recalls_written, record_deleted): meanwhile a refresh on another thread leaves those
         names to the writer instead of reading, parsing and indexing them again as hand edits
         (with many agents on one server, every recall did so for the files others had just
-        written). Should the block fail, the cursors go: the next refresh compares every file."""
+        written). A name a refresh left meanwhile is looked at once more at the end (current:
+        its file's Entry now): had someone else changed it since (an editor, another process),
+        or should the block fail, the cursors go and the next refresh compares every file."""
         keys = [(self._where(), name) for name in names]
         with _KEPT_GUARD:
             _WRITING.update(keys)
         try:
             yield
         except BaseException:
-            try:
-                with self.write():
-                    self.db.execute("DELETE FROM cursors")
-            except sqlite3.Error:
-                pass  # the index is broken: it is made again on next use
+            self._forget_cursors()
             raise
         finally:
             with _KEPT_GUARD:
                 _WRITING.subtract(keys)
                 done = next(_TICKETS)
+                left = []
                 for key in keys:
                     _WRITTEN[key] = done
                     if _WRITING[key] <= 0:
                         _WRITING.pop(key, None)
+                        if key in _SKIPPED:
+                            _SKIPPED.discard(key)
+                            left.append(key[1])
+        for name in left:
+            row = self.db.execute("SELECT mtime_ns, ctime_ns, size FROM records WHERE name = ?", (name,))
+            entry = current(name)
+            if row.fetchone() != (entry and _stored(entry)[1:]):
+                self._forget_cursors()
+                break
+
+    def _forget_cursors(self) -> None:
+        try:
+            with self.write():
+                self.db.execute("DELETE FROM cursors")
+        except sqlite3.Error:
+            pass  # the index is broken: it is made again on next use
 
     def records_written(self, written: Iterable[tuple[Entry, MemoryRecord]]) -> None:
         """Tell the index about writes this process just made, so the next refresh skips them."""

@@ -409,7 +409,7 @@ class MemoryService:
         if index is None:
             yield None
             return
-        with index.writing(names):
+        with index.writing(names, self._stat):
             yield index
 
     def _write(self, record: MemoryRecord, *, create: bool = False, text: str | None = None) -> None:
