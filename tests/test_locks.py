@@ -20,6 +20,8 @@ from conftest import CODE, wait_for, write_record_file
 
 from aibuddy_cli.errors import Busy
 from aibuddy_cli.mcp_server import Server
+from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.operations.registry import Operation
 from aibuddy_cli.session import Session
 from aibuddy_cli.storage import FileStore
 from aibuddy_cli.vault import Vault
@@ -160,13 +162,19 @@ def test_a_lock_held_past_the_deadline_is_busy_for_a_thread_of_the_same_process(
         pass  # let go, it is free again
 
 
-def test_a_servers_recall_answers_while_a_save_holds_the_lock_and_counts_once_it_is_let_go(
-    vault: Vault,
-) -> None:
+def tea_and_a_server(vault: Vault) -> tuple[MemoryService, Server, Operation]:
+    """demo's memory holding one record, a server on the vault, and its memory_recall tool."""
     memory = Session(vault, "demo", environ={}).memory
     memory.save("tea", type="user", description="Drinks green tea", body="tea")
     server = Server(str(vault.root), "demo", None, {}, vault.root)
     (recall,) = [op for op in server.operations() if op.tools["mcp"] == "memory_recall"]
+    return memory, server, recall
+
+
+def test_a_servers_recall_answers_while_a_save_holds_the_lock_and_counts_once_it_is_let_go(
+    vault: Vault,
+) -> None:
+    memory, server, recall = tea_and_a_server(vault)
     holder = hold(vault.locks_dir() / "memory-demo.lock")
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -187,10 +195,7 @@ def test_recalls_answered_while_a_save_holds_the_lock_are_all_counted_and_the_in
     """Two recalls answered while the lock is held: both counted in one write once it is let go,
     and the index learns that write from the write-behind thread itself (it failed silently on
     the answering thread's SQLite handle: every later question read the file again as a hand edit)."""
-    memory = Session(vault, "demo", environ={}).memory
-    memory.save("tea", type="user", description="Drinks green tea", body="tea")
-    server = Server(str(vault.root), "demo", None, {}, vault.root)
-    (recall,) = [op for op in server.operations() if op.tools["mcp"] == "memory_recall"]
+    memory, server, recall = tea_and_a_server(vault)
     holder = hold(vault.locks_dir() / "memory-demo.lock")
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
