@@ -519,6 +519,7 @@ class PgStore:
     def lock(self, name: str, timeout: float = 30.0) -> Iterator[None]:
         """An advisory lock, held by this thread's lock connection (kept apart from its transactions,
         and from one lock to the next): a process that dies releases it with its connections.
+        A writer waits in the server's lock queue (`lock_timeout` its deadline), never polling.
         Not reentrant, as the protocol says (PostgreSQL's session locks are): a thread asking again
         for a lock it holds is told Busy at once."""
         check_key(name)
@@ -542,12 +543,15 @@ class PgStore:
                     raise
                 connection = self._local.locks = self._connect()
                 got = connection.execute(take, key).fetchone()[0]
-            deadline = time.monotonic() + timeout
-            while not got:
-                if time.monotonic() >= deadline:
-                    raise Busy(f"the vault is busy ({name} locked for {timeout:.0f}s); try again")
-                time.sleep(0.01)
-                got = connection.execute(take, key).fetchone()[0]
+            if not got and timeout > 0:  # wait in the server's lock queue (it wakes us), up to timeout
+                connection.execute(f"SET lock_timeout = {max(1, round(timeout * 1000))}")
+                try:
+                    connection.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", key)
+                    got = True
+                except psycopg.errors.LockNotAvailable:
+                    pass
+            if not got:
+                raise Busy(f"the vault is busy ({name} locked for {timeout:.0f}s); try again")
         except psycopg.OperationalError as error:
             self._local.locks = None
             raise StoreUnavailable(

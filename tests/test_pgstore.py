@@ -190,6 +190,46 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path, postgres_url: str
         holder.wait()
 
 
+def test_a_writer_waits_for_the_lock_in_the_servers_queue_and_gets_it_when_let_go(postgres_url: str) -> None:
+    """A lock held by another session: the writer waits in PostgreSQL's lock queue (woken when it
+    is let go), not in a loop of tries and sleeps; past its deadline it is busy."""
+    import psycopg
+
+    from aibuddy_cli.pgstore import PgStore
+
+    holder, waiter = PgStore(postgres_url), PgStore(postgres_url)
+    got, let_go = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.lock("memory-alice"):
+            got.set()
+            let_go.wait(120)
+
+    def wait() -> None:
+        with waiter.lock("memory-alice", timeout=300):
+            got.set()
+
+    holding = threading.Thread(target=hold)
+    holding.start()
+    assert got.wait(120)
+    got.clear()
+    with pytest.raises(Busy, match="busy"):
+        with waiter.lock("memory-alice", timeout=0.2):
+            pass
+    waiting = threading.Thread(target=wait)
+    waiting.start()
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        asleep = (
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
+        )
+        assert wait_for(lambda: admin.execute(asleep).fetchone()[0] == 1)
+    assert not got.is_set()
+    let_go.set()
+    assert got.wait(120)
+    holding.join(120)
+    waiting.join(120)
+
+
 def test_a_server_that_goes_away_fails_fast_and_works_again_when_back(
     tmp_path: Path, postgres_url: str, postgres_cluster: object
 ) -> None:
