@@ -430,26 +430,20 @@ class MemoryIndex(CacheDB):
         return touched
 
     BULK = 1000  # records whose rows a first build inserts at once
-    BUILD_CACHE_KIB = 64 * 1024  # SQLite's page cache during a first build (2 MB otherwise)
 
     @contextmanager
     def _first_build(self) -> Iterator[None]:
-        """Within a first build's transaction: a page cache that holds what a build of 10,000
-        records writes (with SQLite's 2 MB, pages spill to the log and are written again), and the
-        character runs' index by record and the trigger listing added records made once at the
-        end (the same index, and the same record_changes: every record, in id order), instead of
-        row by row. A build that fails rolls all of it back with its rows."""
-        (cache,) = self.db.execute("PRAGMA cache_size").fetchone()
-        self.db.execute(f"PRAGMA cache_size = {-self.BUILD_CACHE_KIB}")
-        try:
-            self.db.execute("DROP INDEX IF EXISTS record_grams_by_id")
-            self.db.execute("DROP TRIGGER IF EXISTS record_added")
-            yield
-            self.db.execute("INSERT INTO record_changes (id) SELECT id FROM records ORDER BY id")
-            self.db.execute(_GRAMS_BY_ID)
-            self.db.execute(_RECORD_ADDED)
-        finally:
-            self.db.execute(f"PRAGMA cache_size = {int(cache)}")
+        """Within a first build's transaction: the character runs' index by record and the
+        trigger listing added records made once at the end (the same index, and the same
+        record_changes: every record, in id order) instead of row by row. A build that fails rolls
+        them back with its rows. (A larger page cache for the build saved 1 % more and kept its
+        pages in a server's memory.)"""
+        self.db.execute("DROP INDEX IF EXISTS record_grams_by_id")
+        self.db.execute("DROP TRIGGER IF EXISTS record_added")
+        yield
+        self.db.execute("INSERT INTO record_changes (id) SELECT id FROM records ORDER BY id")
+        self.db.execute(_GRAMS_BY_ID)
+        self.db.execute(_RECORD_ADDED)
 
     def _insert_new(self, loaded: Iterable[Loaded]) -> int:
         """_upsert of every record read for an index that has none yet (a first build): the same
