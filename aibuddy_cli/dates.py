@@ -214,26 +214,80 @@ def _bare_month_matches(text: str, starts: list[int]) -> Iterator[re.Match[str]]
             yield match
 
 
-def _found(text: str) -> list[_Found]:
+def _number_starts(text: str) -> list[int]:
+    """Where each run of digits begins (what `_DIGITS.finditer` finds): in an ASCII text by a
+    search for each of the ten digits (ten scans in C cost a tenth of the regex's one)."""
+    if not text.isascii():
+        return [number.start() for number in _DIGITS.finditer(text)]
+    digits = []
+    for digit in "0123456789":
+        at = text.find(digit)
+        while at != -1:
+            digits.append(at)
+            at = text.find(digit, at + 1)
+    digits.sort()
+    return [at for place, at in enumerate(digits) if place == 0 or digits[place - 1] != at - 1]
+
+
+def _words_before(text: str, numbers: list[int]) -> list[int]:
+    """Where a "June 16" may begin: the word just before each number (spaces, and a "." after
+    the word, between them)."""
+    starts = []
+    for number in numbers:
+        at = number
+        while at > 0 and text[at - 1].isspace():
+            at -= 1
+        if at == number:
+            continue  # a month's name is followed by a space
+        if at > 0 and text[at - 1] == ".":
+            at -= 1
+        end = at
+        while at > 0 and _is_word(text[at - 1]):
+            at -= 1
+        if at < end:
+            starts.append(at)
+    return starts
+
+
+_NO_DAY = ("my", "cn-m")  # the patterns that name a month without its day
+
+
+def _found(text: str, days_only: bool = False) -> list[_Found]:
     """Every day or month named in text, with where it stands; a later pattern never reads a
     stretch an earlier one took. Each pattern is tried only where one of its matches can begin
     (a year, a month's name, a number before one) or in a text that has a 月, not at each of the
-    text's characters."""
+    text's characters.
+
+    days_only (text_days: an index build reads every record): only the days, the same ones. A
+    day's match always holds a number (where a "2023-06-16" or a "16 June" begins, and what
+    follows a "June 16"'s month), so one pass over the text's numbers finds where each may
+    begin, instead of a search for each month's name. The months alone are not looked for: they
+    come after the days' patterns but for the Chinese day, which cannot overlap one ("June 2023"
+    begins with a letter and ends before a character that is no word's)."""
     taken: list[tuple[int, int]] = []
     found: list[_Found] = []
 
     def free(start: int, end: int) -> bool:
         return all(end <= a or start >= b for a, b in taken)
 
-    months = _month_starts(text)
+    if days_only:
+        numbers = _number_starts(text)
+        months = []
+    else:
+        months = _month_starts(text)
     chinese_month = "月" in text
     for pattern, kind in _PATTERNS:
         matches: Iterator[re.Match[str]]
+        if days_only and kind in _NO_DAY:
+            continue
         if kind == "ymd":
-            matches = _matches_from(pattern, text, _year_starts(text))
+            years = [at for at in numbers if text.startswith(("19", "20"), at)] if days_only else None
+            matches = _matches_from(pattern, text, _year_starts(text) if years is None else years)
         elif kind == "dmy":
-            matches = _matches_from(pattern, text, _day_starts(text, months))
-        elif kind in ("mdy", "my"):
+            matches = _matches_from(pattern, text, numbers if days_only else _day_starts(text, months))
+        elif kind == "mdy":
+            matches = _matches_from(pattern, text, _words_before(text, numbers) if days_only else months)
+        elif kind == "my":
             matches = _matches_from(pattern, text, months)
         else:
             matches = pattern.finditer(text) if chinese_month else iter(())
@@ -269,6 +323,8 @@ def _found(text: str) -> list[_Found]:
                 continue
             taken.append((match.start(), match.end()))
             found.append(_Found(year, month, day, match.start(), match.end()))
+    if days_only:
+        return found
     for match in _bare_month_matches(text, months):
         word = _folded(match.group(2))
         if not free(match.start(2), match.end(2)) or (word in _AMBIGUOUS and not match.group(1)):
@@ -357,7 +413,7 @@ def text_days(text: str, year: int | None) -> list[dt.date]:
     """The days text states (a day without its year in `year`, when given); months alone are not
     days and are left out."""
     days = []
-    for found in _found(text):
+    for found in _found(text, days_only=True):
         chosen = found.year if found.year is not None else year
         if found.day is None or chosen is None:
             continue

@@ -62,6 +62,10 @@ def rows(path: Path) -> dict[str, list[tuple]]:
             "record_grams": db.execute("SELECT * FROM record_grams ORDER BY gram, id").fetchall(),
             "record_gram_lengths": db.execute("SELECT * FROM record_gram_lengths ORDER BY id").fetchall(),
             "meta": db.execute("SELECT * FROM meta WHERE key <> 'generation' ORDER BY key").fetchall(),
+            "record_changes": db.execute("SELECT seq, id FROM record_changes ORDER BY seq").fetchall(),
+            "schema": db.execute(
+                "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
+            ).fetchall(),
             "matches": db.execute(
                 'SELECT rowid FROM records_fts WHERE records_fts MATCH \'"deploy" OR "周" OR "runbook"\''
                 " ORDER BY rank, rowid"
@@ -127,3 +131,34 @@ def test_the_records_vectors_are_the_sums_of_their_pieces_rows_exactly() -> None
 
     assert len(texts) > semantic.BULK
     assert model.embed(texts) == [expected(text) for text in texts]
+
+
+def test_a_first_build_that_fails_half_way_leaves_the_index_whole(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first build makes the character runs' index and the trigger that lists added records at
+    its end: one that fails half way (here, in the 40th record) keeps both, so the saves that
+    follow are still listed for a server, and the next build makes the same rows."""
+    from aibuddy_cli.memory import ngrams
+
+    varied_vault(vault)
+    reference = built(vault)
+    path = vault.memory_index_path("demo")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    grams, calls = ngrams.grams, []
+
+    def failing(text: str):  # type: ignore[no-untyped-def]
+        calls.append(text)
+        if len(calls) == 40:
+            raise RuntimeError("the build stops here")
+        return grams(text)
+
+    monkeypatch.setattr(ngrams, "grams", failing)
+    with Session(vault, "demo", environ={}) as session, pytest.raises(RuntimeError):
+        session.memory.index()
+    schema = rows(path)["schema"]
+    assert ("trigger", "record_added", "records") in [row[:3] for row in schema]
+    assert ("index", "record_grams_by_id", "record_grams") in [row[:3] for row in schema]
+    monkeypatch.setattr(ngrams, "grams", grams)
+    assert built(vault) == reference

@@ -112,6 +112,19 @@ def chinese_notes(notes: Vault) -> Vault:
     return notes
 
 
+def test_a_text_s_character_runs_are_its_runs_of_one_to_three_cjk_characters() -> None:
+    """The grams a record is ranked by for a Chinese question: each run of 1 to 3 CJK characters
+    with its count, never across a space, a punctuation mark or a Latin letter."""
+    from collections import Counter
+
+    from aibuddy_cli.memory.ngrams import grams
+
+    assert grams("周报格式，周报 ok 周x报") == Counter(
+        {"周": 3, "报": 3, "格": 1, "式": 1, "周报": 2, "报格": 1, "格式": 1, "周报格": 1, "报格式": 1}
+    )
+    assert grams("deploy report") == Counter() and grams("周 报") == Counter({"周": 1, "报": 1})
+
+
 def test_a_chinese_question_finds_a_record_it_shares_only_a_character_with(chinese_notes: Vault) -> None:
     """ "她平时吃荤吗？" shares no two adjacent characters (the words) with "从去年开始吃素": the
     characters it shares with the records find it, and --json's method says meaning ranked."""

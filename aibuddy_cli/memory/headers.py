@@ -131,24 +131,22 @@ def _buildyaml_plumbing() -> _Plumbing:
     return _Plumbing(yaml, frontmatter, RecordHandler(), Timestamp)
 
 
+# The line that closes a header: '---' or '...', then only spaces or carriage returns.
+_CLOSING_LINE = re.compile(r"\n(?:---|\.\.\.)[\r ]*(?=\n|\Z)")
+
+
 def split_frontmatter(text: str) -> tuple[str, str] | None:
-    """(header, body) when text opens with a '---' block closed by '---' or '...'."""
+    """(header, body) when text opens with a '---' block closed by '---' or '...' (lines end at
+    "\n" only)."""
     if text.startswith("\ufeff"):
         text = text[1:]
     first_end = text.find("\n")
     if first_end < 0 or text[:first_end].rstrip("\r ") != "---":
         return None
-    position = first_end + 1
-    while position <= len(text):
-        end = text.find("\n", position)
-        line = text[position:] if end < 0 else text[position:end]
-        if line.rstrip("\r ") in ("---", "..."):
-            body_start = len(text) if end < 0 else end + 1
-            return text[first_end + 1 : position], text[body_start:]
-        if end < 0:
-            return None
-        position = end + 1
-    return None
+    closing = _CLOSING_LINE.search(text, first_end)
+    if closing is None:
+        return None
+    return text[first_end + 1 : closing.start() + 1], text[closing.end() + 1 :]
 
 
 _FLAT_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?")
@@ -170,19 +168,20 @@ def _flat_scalar(raw: str) -> Any:
         return _NOT_FLAT
     if value in ("", "null", "~", "Null", "NULL"):
         return None
-    if _PLAIN_INT.fullmatch(value):
-        return int(value)
-    if _PLAIN_TIMESTAMP.fullmatch(value):
-        try:
-            return dt.datetime.fromisoformat(value[:-1]).replace(tzinfo=dt.UTC)
-        except ValueError:  # an impossible date: let YAML report it
-            return _NOT_FLAT
-    if _PLAIN_DATE.fullmatch(value):  # `expires: 2027-03-01`: YAML reads a date
-        try:
-            return dt.date.fromisoformat(value)
-        except ValueError:
-            return _NOT_FLAT
     first = value[0]
+    if first in "-0123456789":  # where a number, a timestamp or a date begins
+        if _PLAIN_INT.fullmatch(value):
+            return int(value)
+        if _PLAIN_TIMESTAMP.fullmatch(value):
+            try:
+                return dt.datetime.fromisoformat(value[:-1]).replace(tzinfo=dt.UTC)
+            except ValueError:  # an impossible date: let YAML report it
+                return _NOT_FLAT
+        if _PLAIN_DATE.fullmatch(value):  # `expires: 2027-03-01`: YAML reads a date
+            try:
+                return dt.date.fromisoformat(value)
+            except ValueError:
+                return _NOT_FLAT
     if first == "'":
         inner = value[1:-1]
         if len(value) > 1 and value.endswith("'") and "'" not in inner.replace("''", ""):

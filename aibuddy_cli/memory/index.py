@@ -44,7 +44,13 @@ from .semantic import Known, Meaning, SignCodes, code, cosines, mostly_cjk, pack
 
 SCHEMA_VERSION = 11
 
-_SCHEMA = """
+# What a first build makes once at the end instead of row by row (MemoryIndex._first_build): the
+# character runs' index by record, and the trigger that lists each added record.
+_GRAMS_BY_ID = "CREATE INDEX IF NOT EXISTS record_grams_by_id ON record_grams (id)"
+_RECORD_ADDED = """CREATE TRIGGER IF NOT EXISTS record_added AFTER INSERT ON records
+    BEGIN INSERT INTO record_changes (id) VALUES (new.id); END"""
+
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS cursors (watch TEXT PRIMARY KEY, cursor TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
@@ -82,15 +88,14 @@ CREATE TABLE IF NOT EXISTS record_grams (
     gram TEXT NOT NULL, id INTEGER NOT NULL, count INTEGER NOT NULL, length INTEGER NOT NULL,
     PRIMARY KEY (gram, id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS record_grams_by_id ON record_grams (id);
+{_GRAMS_BY_ID};
 CREATE TABLE IF NOT EXISTS record_gram_lengths (id INTEGER PRIMARY KEY, length INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS meaning_vocab (piece TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meaning_models (what TEXT PRIMARY KEY, identity TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS record_days_by_day ON record_days (day, id);
 CREATE INDEX IF NOT EXISTS record_days_by_id ON record_days (id);
 CREATE TABLE IF NOT EXISTS record_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL);
-CREATE TRIGGER IF NOT EXISTS record_added AFTER INSERT ON records
-    BEGIN INSERT INTO record_changes (id) VALUES (new.id); END;
+{_RECORD_ADDED};
 CREATE TRIGGER IF NOT EXISTS record_removed AFTER DELETE ON records
     BEGIN INSERT INTO record_changes (id) VALUES (old.id); END;
 CREATE TRIGGER IF NOT EXISTS record_renamed AFTER UPDATE OF id, name, error ON records
@@ -520,10 +525,24 @@ class MemoryIndex(CacheDB):
 
     BULK = 1000  # records whose rows a first build inserts at once
 
+    @contextmanager
+    def _first_build(self) -> Iterator[None]:
+        """Within a first build's transaction: the character runs' index by record and the
+        trigger listing added records made once at the end (the same index, and the same
+        record_changes: every record, in id order) instead of row by row. A build that fails rolls
+        them back with its rows. (A larger page cache for the build saved 1 % more and kept its
+        pages in a server's memory.)"""
+        self.db.execute("DROP INDEX IF EXISTS record_grams_by_id")
+        self.db.execute("DROP TRIGGER IF EXISTS record_added")
+        yield
+        self.db.execute("INSERT INTO record_changes (id) SELECT id FROM records ORDER BY id")
+        self.db.execute(_GRAMS_BY_ID)
+        self.db.execute(_RECORD_ADDED)
+
     def _insert_new(self, loaded: Iterable[Loaded]) -> int:
         """_upsert of every record read for an index that has none yet (a first build): the same
         rows with the same ids, inserted table by table BULK records at a time (one statement per
-        table, not six per record); returns the change to the folder digest."""
+        table, not six per record, _first_build); returns the change to the folder digest."""
         delta = 0
         key = 0
         records: list[tuple] = []
@@ -547,26 +566,27 @@ class MemoryIndex(CacheDB):
             for rows in (records, days, texts, grams, lengths):
                 rows.clear()
 
-        for outcome in loaded:
-            if outcome is None:  # the file vanished before it was read
-                continue
-            entry, record, problem = outcome
-            key += 1
-            name = entry.name[: -len(".md")]
-            delta += entry_hash(*entry)
-            content = None if record is None else content_digest(record)
-            records.append((key, name, *self._values(entry, record, problem, content, None)))
-            if record is not None:
-                days += [(key, day.isoformat()) for day in record_days(record)]
-                texts.append((key, *self._texts(name, record)))
-                counted = ngrams.grams(ngrams.record_text(name, record.description, record.body))
-                if counted:
-                    length = sum(counted.values())
-                    grams += [(gram, key, count, length) for gram, count in counted.items()]
-                    lengths.append((key, length))
-            if len(records) == self.BULK:
-                flush()
-        flush()
+        with self._first_build():
+            for outcome in loaded:
+                if outcome is None:  # the file vanished before it was read
+                    continue
+                entry, record, problem = outcome
+                key += 1
+                name = entry.name[: -len(".md")]
+                delta += entry_hash(*entry)
+                content = None if record is None else content_digest(record)
+                records.append((key, name, *self._values(entry, record, problem, content, None)))
+                if record is not None:
+                    days += [(key, day.isoformat()) for day in record_days(record)]
+                    texts.append((key, *self._texts(name, record)))
+                    counted = ngrams.grams(ngrams.record_text(name, record.description, record.body))
+                    if counted:
+                        length = sum(counted.values())
+                        grams += [(gram, key, count, length) for gram, count in counted.items()]
+                        lengths.append((key, length))
+                if len(records) == self.BULK:
+                    flush()
+            flush()
         self._rows_changed = self._rows_changed or key > 0
         return delta
 
