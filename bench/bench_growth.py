@@ -107,6 +107,7 @@ MAKERS = {"memory": make_memory, "knowledge": make_knowledge, "table": make_tabl
 COMMANDS = {  # label -> (vault kind, argv after `aibuddy`)
     RECALL: ("memory", ["memory", "recall", RECALL_QUERY, "--json"]),
     "memory list": ("memory", ["memory", "list"]),
+    "memory list --limit 50": ("memory", ["memory", "list", "--limit", "50"]),  # a terminal's page
     "memory list --json": ("memory", ["memory", "list", "--json"]),
     SEARCH: ("knowledge", ["kb", "search", KB_QUERY, "--json"]),
     FILTER: ("table", ["table", "filter", TABLE, "--where", TABLE_FILTER, "--json"]),
