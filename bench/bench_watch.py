@@ -41,8 +41,9 @@ def variant_env(vault: Path, variant: str, source: str = SOURCE) -> dict[str, st
 
 def wait_for_watch(env: dict[str, str], vault: Path) -> bool:
     """Whether a watch process serves vault (waited for up to a minute where one should start)."""
-    memory = vault / "memory"
-    files = sum(1 for folder in memory.iterdir() if folder.is_dir() for _ in folder.iterdir())
+    files = max(
+        (len(names) for top, _, names in os.walk(vault) if not Path(top).name.startswith(".")), default=0
+    )  # the largest folder's (auto watches a folder of MIN_FILES or more)
     if files < watch_client.MIN_FILES:
         return False  # auto starts none for so few: nothing to wait for
     deadline = time.monotonic() + 60
