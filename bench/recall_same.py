@@ -98,6 +98,7 @@ def answers(vault: str, warm: bool) -> dict[str, object]:
             if not warm:  # each question as a one-shot command's first (index.py, lexical.py)
                 memory_index._KEPT_CODES.clear()
                 lexical._KEPT.clear()
+                getattr(memory_index, "_KEPT_GRAMS", {}).clear()
             ranking, method = service._ranked(index, question, max(50, limit))
             matched = set(above_floor(ranking.words, len(ranking.words))) | dict(ranking.meaning).keys()
             chosen = [name for name, _ in ranking.scored[:limit] if name in matched]

@@ -450,3 +450,46 @@ def test_a_one_shot_recall_reads_the_codes_from_one_row_and_finds_what_records_s
     with Session(Vault.open(notes.root, {}), "demo", environ={}) as session:
         session.memory.delete("dogs")
     assert "dogs" not in names("Does she have pets?")
+
+
+def test_a_server_ranks_chinese_questions_by_the_postings_it_keeps_as_sqlite_does(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived process sums the characters' postings it keeps (numpy) instead of SQLite: the
+    very same scores and order, for every question, among a question's dated records too, and
+    after a save (the kept postings are dropped when a record changes)."""
+    import random
+
+    import numpy  # noqa: F401  (a server has it loaded)
+
+    from aibuddy_cli.memory import index as memory_index
+
+    chance = random.Random(9)
+    text = "周报格式要用三段式进展风险下周计划每次部署前必须先跑完整的测试数据库迁移要在低峰期部署"
+    folder = vault.root / "memory/demo"
+    folder.mkdir(parents=True)
+    for number in range(120):
+        words = "，".join(text[start : start + chance.randint(2, 6)] for start in chance.sample(range(40), 6))
+        record = MemoryRecord(name=f"n{number:03d}", description=words[:12], type="user", body=words)
+        (folder / f"{record.name}.md").write_text(render_record(record))
+    questions = ["周报格式", "测试环境部署", "数据库迁移", "每次部署前", "下周计划的风险", "低峰期"]
+
+    def both(index: memory_index.MemoryIndex, among: set[str] | None) -> None:
+        for question in questions:
+            memory_index._KEPT_GRAMS.clear()
+            assert index._gram_postings() is not None
+            kept = index.rank_characters(question, 50, among)
+            with monkeypatch.context() as patched:  # as a one-shot command: SQLite sums them
+                patched.setattr(memory_index.MemoryIndex, "_gram_postings", lambda self: None)
+                summed = index.rank_characters(question, 50, among)
+            assert kept == summed and kept[0], question
+
+    with Session(Vault.open(vault.root, {}), "demo", environ={}) as session:
+        index = session.memory.index()
+        both(index, None)
+        both(index, {f"n{number:03d}" for number in range(0, 120, 3)})
+        kept = index._gram_postings()
+        session.memory.save("later", type="user", description="周报格式", body="周报格式 下周计划")
+        index = session.memory.index()
+        assert index._gram_postings() is not kept
+        both(index, None)
