@@ -122,6 +122,7 @@ SHORTLIST = 200  # records scored exactly by meaning, of those sharing the most 
 MEANING_SHARE = 0.5  # a match by meaning scores at least this share of the best one's cosine
 
 _KEPT_CODES: dict[tuple[str, str], SignCodes | None] = {}  # by index file and model: a server's
+_KEPT_GRAMS: dict[str, ngrams.GramPostings | None] = {}  # by index file: a server's
 _KEPT_GUARD = threading.Lock()
 
 _LARGEST = (1 << 63) - 1
@@ -1076,28 +1077,29 @@ class MemoryIndex(CacheDB):
         ngrams.py's score (only names in among, when given): the best `depth` (name, score), best
         first, and those of them that count as a match by meaning (ngrams.matches). Reads the
         postings of the question's grams only (its rarest ngrams.QUESTION_GRAMS), and sums them in
-        SQLite (a Python loop over the postings of a common character costs ten times as much)."""
+        SQLite (a Python loop over the postings of a common character costs ten times as much), or,
+        in a process that asks again (a server), in numpy over the postings it keeps."""
         question = ngrams.grams(query)
         records, total = self.db.execute("SELECT count(*), total(length) FROM record_gram_lengths").fetchone()
         if not question or not records:
             return [], []
+        postings = self._gram_postings()
+        unknown = [gram for gram in question if postings is None or postings.held(gram) is None]
+        held = {gram: count for gram in question if postings is not None and (count := postings.held(gram))}
         counted = "SELECT gram, count(*) FROM record_grams WHERE gram IN ({}) GROUP BY gram"
-        held = dict(self._chunked(counted, list(question)))
+        held.update(self._chunked(counted, unknown))
         weights = ngrams.weights(question, held, records)
         if not weights:
             return [], []
-        within = ""
-        if among is not None:
-            within = f" AND g.id IN (SELECT id FROM records WHERE name IN ({', '.join('?' * len(among))}))"
         constant, per_gram = ngrams.length_terms(total / records)
-        rows = self.db.execute(
-            f"WITH q (gram, weight, cover) AS (VALUES {', '.join(['(?, ?, ?)'] * len(weights))})"
-            " SELECT g.id, sum(q.weight * g.count / (g.count + ? + ? * g.length)) AS score, sum(q.cover)"
-            f" FROM q JOIN record_grams g ON g.gram = q.gram WHERE 1{within}"
-            " GROUP BY g.id ORDER BY score DESC, g.id LIMIT ?",
-            (*(value for gram, weight in weights.items() for value in (gram, *weight)), constant, per_gram,
-             *sorted(among or ()), SHORTLIST),
-        ).fetchall()  # fmt: skip
+        if postings is not None:
+            read = "SELECT id, count, length FROM record_grams WHERE gram = ? ORDER BY id"
+            named = "SELECT id FROM records WHERE name IN ({})"
+            keys = None if among is None else [key for (key,) in self._chunked(named, sorted(among))]
+            of = lambda gram: self.db.execute(read, (gram,)).fetchall()  # noqa: E731
+            rows = postings.best(weights, constant, per_gram, of, keys, SHORTLIST)
+        else:
+            rows = self._summed(weights, constant, per_gram, among)
         keys = [key for key, _, _ in rows]
         names = dict(
             self.db.execute(
@@ -1111,6 +1113,38 @@ class MemoryIndex(CacheDB):
         ranked = kept[:depth]
         matched = ngrams.matches(ranked)
         return [(item.name, item.score) for item in ranked], [(item.name, item.score) for item in matched]
+
+    def _summed(
+        self, weights: dict[str, ngrams.Weight], constant: float, per_gram: float, among: set[str] | None
+    ) -> list[tuple[int, float, float]]:
+        """GramPostings.best in SQLite: the SHORTLIST best (id, score, cover), best first."""
+        within = ""
+        if among is not None:
+            within = f" AND g.id IN (SELECT id FROM records WHERE name IN ({', '.join('?' * len(among))}))"
+        return self.db.execute(
+            f"WITH q (gram, weight, cover) AS (VALUES {', '.join(['(?, ?, ?)'] * len(weights))})"
+            " SELECT g.id, sum(q.weight * g.count / (g.count + ? + ? * g.length)) AS score, sum(q.cover)"
+            f" FROM q JOIN record_grams g ON g.gram = q.gram WHERE 1{within}"
+            " GROUP BY g.id ORDER BY score DESC, g.id LIMIT ?",
+            (*(value for gram, weight in weights.items() for value in (gram, *weight)), constant, per_gram,
+             *sorted(among or ()), SHORTLIST),
+        ).fetchall()  # fmt: skip
+
+    def _gram_postings(self) -> ngrams.GramPostings | None:
+        """The process's GramPostings of this index at its current generation (a new one after any
+        change); None for the first Chinese question of a process without numpy loaded (a one-shot
+        command: SQLite sums the postings) or an index of an older version."""
+        where = f"memory:{id(self)}" if self.in_memory else str(self.path)
+        _, lineage, seq = self.generation()
+        with _KEPT_GUARD:
+            if lineage is None or (where not in _KEPT_GRAMS and "numpy" not in sys.modules):
+                lexical.keep_latest(_KEPT_GRAMS, where, None)
+                return None
+            kept = _KEPT_GRAMS.get(where)
+            if kept is None or kept.generation != (lineage, seq):
+                kept = ngrams.GramPostings((lineage, seq))
+            lexical.keep_latest(_KEPT_GRAMS, where, kept)
+        return kept
 
     def _chunked(self, sql: str, values: list) -> list[tuple]:
         """sql (its IN list written `{}`) run over values, 900 at a time (SQLite's limit on them)."""
