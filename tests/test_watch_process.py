@@ -291,3 +291,10 @@ def test_the_knowledge_index_sees_documents_added_edited_and_removed_through_the
     assert found == {"tea": "Coffee", "new": "New"}
     assert not [prefix for prefix in walked if prefix.startswith("knowledge")]
     assert titles() == {"personal/demo/tea": "Coffee", "personal/demo/new": "New"}
+    shutil.rmtree(folder)  # a folder the index saw, removed: a walk tells what went with it
+    assert titles() == {}
+    (folder.parent / "ready").mkdir()
+    (folder.parent / "ready" / "back.md").write_text("# Back\n\nAgain.\n", encoding="utf-8")
+    assert titles() == {"personal/demo/back": "Back"}
+    shutil.rmtree(folder.parent)  # the user's whole folder
+    assert titles() == {}

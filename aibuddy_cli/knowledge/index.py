@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
@@ -201,8 +202,10 @@ class KnowledgeIndex(CacheDB):
             found.setdefault(folder, []).append(cursor)
         return found
 
-    def keep_cursors(self, cursors: dict[str, str]) -> None:
-        """Keep each folder's cursor (inside write()); those of watches that ended go in time."""
+    def keep_cursors(self, cursors: dict[str, str], dropped: Iterable[str] = ()) -> None:
+        """Keep each folder's cursor (inside write()), and none of the folders dropped; those of
+        watches that ended go in time."""
+        self.db.executemany("DELETE FROM cursors WHERE folder = ?", [(folder,) for folder in dropped])
         self.db.executemany(
             "INSERT OR REPLACE INTO cursors (folder, watch, cursor) VALUES (?, ?, ?)",
             [(folder, cursor_source(cursor), cursor) for folder, cursor in cursors.items()],

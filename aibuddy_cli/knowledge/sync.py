@@ -7,6 +7,8 @@ sidecar, and if it was published goes back to pending, so it is never served as 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..build_progress import steps
 from ..cache_db import files_digest, rebuild_if_corrupt
 from ..clock import utc_now
@@ -88,11 +90,11 @@ class Sync:
         answers = [store.changes(folder, kept.get(folder, ())) for *_, folder in folders]
         pairs = list(zip(folders, answers, strict=True))
         cursors = {folder: answer.cursor for (*_, folder), answer in pairs if answer.cursor}
-        if cursors:  # a watch answers: a folder it cannot watch because it does not exist holds nothing
-            told = [
-                answer.names if answer.cursor else frozenset() if self._absent(folder) else None
-                for (*_, folder), answer in pairs
-            ]
+        # A watch answers: a folder it cannot watch because it does not exist holds nothing, unless
+        # the index saw it (it kept its cursor): then it was removed, and so were its documents,
+        # as with a folder no longer listed at all (a user's), which only a walk tells.
+        if cursors and not set(kept) - {folder for *_, folder in folders}:
+            told = [answer.names if answer.cursor else self._nothing(f, kept) for (*_, f), answer in pairs]
             if all(names is not None for names in told):
                 self._refresh_changed(index, folders, [names or frozenset() for names in told], cursors)
                 return
@@ -100,11 +102,15 @@ class Sync:
             (scope, owner, status, store.scan(folder, (BODY_SUFFIX, SIDECAR_SUFFIX)))
             for scope, owner, status, folder in folders
         ]
+        listed = {folder for *_, folder in folders}
         folder_digest = files_digest(entry for *_, entries in listing for entry in entries)
+        # The cursors of folders no longer listed, or (where a watch answers) not watched now
+        # (removed since), go: such a folder is walked until a watch vouches for it again.
+        dropped = {folder for folder in kept if folder not in cursors if cursors or folder not in listed}
         if folder_digest == index.stored_digest():
-            if any(cursor not in kept.get(folder, ()) for folder, cursor in cursors.items()):
+            if dropped or any(cursor not in kept.get(folder, ()) for folder, cursor in cursors.items()):
                 with index.write():
-                    index.keep_cursors(cursors)
+                    index.keep_cursors(cursors, dropped)
             return
         bodies, sidecars = self._classify(listing)
         known = index.signatures()
@@ -114,7 +120,7 @@ class Sync:
             if known.get(key) != files_digest([entry, sidecars.get(ref.sidecar_key)])
         ]
         removed = [key for key in known if key not in bodies]
-        self._apply(index, changed, removed, folder_digest, cursors)
+        self._apply(index, changed, removed, folder_digest, cursors, dropped)
 
     def _refresh_changed(
         self,
@@ -158,9 +164,10 @@ class Sync:
                 changed.append(ref)
         self._apply(index, changed, removed, None, cursors)
 
-    def _absent(self, folder: str) -> bool:
+    def _nothing(self, folder: str, kept: dict[str, list[str]]) -> frozenset[str] | None:
+        """No changes, for a folder that does not exist and never did for the index; else None."""
         parent, _, name = folder.rpartition("/")
-        return name not in self.state.store.folders(parent)
+        return None if folder in kept or name in self.state.store.folders(parent) else frozenset()
 
     def _stat(self, key: str) -> Entry | None:
         try:
@@ -175,6 +182,7 @@ class Sync:
         removed: list[str],
         folder_digest: int | None,
         cursors: dict[str, str],
+        dropped: Iterable[str] = (),
     ) -> None:
         """Reconcile the changed documents and write the index: the removed ones out, the
         changed ones in, the folders' digest (None: dropped, when the folders were not listed to
@@ -199,7 +207,7 @@ class Sync:
                 index.set_digest(folder_digest)
             elif removed or indexed:
                 index.forget_digest()
-            index.keep_cursors(cursors)
+            index.keep_cursors(cursors, dropped)
 
     def _classify(
         self, listing: list[tuple[str, str | None, str, list[Entry]]]
