@@ -964,9 +964,9 @@ class MemoryIndex(CacheDB):
             ids = table.shortlist(code(question), SHORTLIST, keys)
         else:
             packed = self._fresh_pack(model) if among is None else None
-            if packed is not None:
+            if packed is not None and packed.width() in (None, len(code(question))):
                 ids = nearest(code(question), packed.ids, packed.codes, SHORTLIST)
-            else:
+            else:  # (a dated question's few records; codes of another width than the question's)
                 ids = self._shortlist(code(question), model, among)
         if not ids:
             return []
