@@ -1,7 +1,8 @@
 """The derived knowledge search index: documents, their sections, and an FTS5 table over sections.
 
 A cache under .aibuddy/: every use compares the knowledge folders with it (a digest of every
-body's and sidecar's stat) and re-indexes only what changed; deleting it loses nothing.
+body's and sidecar's stat, or, where the vault's watch process answers, the files it says changed
+since each folder's cursor) and re-indexes only what changed; deleting it loses nothing.
 """
 
 from __future__ import annotations
