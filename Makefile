@@ -61,6 +61,7 @@ bench: install
 	$(PY) bench/bench_workers.py
 	$(PY) bench/bench_store_growth.py
 	$(PY) bench/bench_watch.py
+	$(PY) bench/recall_same.py
 	$(PY) bench/bench_index_build.py
 	$(PY) bench/fact_pair_rates.py
 	$(PY) bench/cue_gate_rates.py

@@ -45,6 +45,7 @@ KB_QUERY = "database configuration performance"
 TABLE = "big"
 TABLE_FILTER = 'price > 990 and category == "tools"'
 RECALL = f'memory recall "{RECALL_QUERY}"'
+ZH_QUERY = "周报格式"  # Chinese: ranked by the characters it shares with the records (ngrams.py)
 SEARCH = f'kb search "{KB_QUERY}"'
 FILTER = f"table filter {TABLE} --where '{TABLE_FILTER}'"
 
@@ -106,7 +107,9 @@ def make_table(vault: Path, n: int) -> None:
 MAKERS = {"memory": make_memory, "knowledge": make_knowledge, "table": make_table}
 COMMANDS = {  # label -> (vault kind, argv after `aibuddy`)
     RECALL: ("memory", ["memory", "recall", RECALL_QUERY, "--json"]),
+    f'memory recall "{ZH_QUERY}"': ("memory", ["memory", "recall", ZH_QUERY, "--json"]),
     "memory list": ("memory", ["memory", "list"]),
+    "memory list --limit 50": ("memory", ["memory", "list", "--limit", "50"]),  # a terminal's page
     "memory list --json": ("memory", ["memory", "list", "--json"]),
     SEARCH: ("knowledge", ["kb", "search", KB_QUERY, "--json"]),
     FILTER: ("table", ["table", "filter", TABLE, "--where", TABLE_FILTER, "--json"]),

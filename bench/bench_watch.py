@@ -8,7 +8,9 @@ with the default, "auto": a folder of 2,000 files or more gets a watch process, 
 warm-up, and the index takes its cursor before the timed rounds (below 2,000 files none starts,
 and the two are the same). The watch process's resident memory is printed after the table.
 
-Run with the project's virtualenv:  .venv/bin/python bench/bench_watch.py [--big] [--runs 5]
+`--baseline DIR` times the same with another source tree (e.g. /work/main) in the same rounds.
+
+Run with the project's virtualenv:  .venv/bin/python bench/bench_watch.py [--big] [--runs 5] [--baseline DIR]
 Vaults are bench_growth.py's cache (/dev/shm/aibuddy-bench-growth/ or $AIBUDDY_BENCH_CACHE).
 """
 
@@ -33,14 +35,15 @@ RUNTIME = CACHE / "run"  # the watch process's socket folder (XDG_RUNTIME_DIR) f
 VARIANTS = {"no watch": {"AIBUDDY_WATCH": "off"}, "watch": {"AIBUDDY_WATCH": "auto"}}
 
 
-def variant_env(vault: Path, variant: str) -> dict[str, str]:
-    return {**bench_env(vault, SOURCE), "XDG_RUNTIME_DIR": str(RUNTIME), **VARIANTS[variant]}
+def variant_env(vault: Path, variant: str, source: str = SOURCE) -> dict[str, str]:
+    return {**bench_env(vault, source), "XDG_RUNTIME_DIR": str(RUNTIME), **VARIANTS[variant]}
 
 
 def wait_for_watch(env: dict[str, str], vault: Path) -> bool:
     """Whether a watch process serves vault (waited for up to a minute where one should start)."""
-    memory = vault / "memory"
-    files = sum(1 for folder in memory.iterdir() if folder.is_dir() for _ in folder.iterdir())
+    files = max(
+        (len(names) for top, _, names in os.walk(vault) if not Path(top).name.startswith(".")), default=0
+    )  # the largest folder's (auto watches a folder of MIN_FILES or more)
     if files < watch_client.MIN_FILES:
         return False  # auto starts none for so few: nothing to wait for
     deadline = time.monotonic() + 60
@@ -59,17 +62,23 @@ def resident_kb(pid: int | None) -> int | None:
     return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), None)
 
 
-def measure(vaults: dict[str, Path], runs: int, watched: list[str]) -> dict[str, float]:
+def measure(
+    vaults: dict[str, Path], runs: int, watched: list[str], sources: dict[str, str]
+) -> dict[str, float]:
     jobs = {"python -c pass": ([sys.executable, "-c", "pass"], dict(os.environ))}
-    for variant in VARIANTS:
-        for label, (kind, argv) in bench_growth.COMMANDS.items():
-            jobs[f"{variant}|{label}"] = ([str(AIBUDDY), *argv], variant_env(vaults[kind], variant))
+    for name, source in sources.items():
+        for variant in VARIANTS:
+            for label, (kind, argv) in bench_growth.COMMANDS.items():
+                env = variant_env(vaults[kind], variant, source)
+                jobs[f"{name}{variant}|{label}"] = ([str(AIBUDDY), *argv], env)
     for label, (argv, env) in jobs.items():
         check_run(argv, env)  # warm-up: a walk, and a watch process started for a big folder
-        if label.startswith("watch|") and wait_for_watch(env, Path(env["AIBUDDY_VAULT"])):
+        if "watch|" in label and "no watch|" not in label and wait_for_watch(env, Path(env["AIBUDDY_VAULT"])):
             check_run(argv, env)  # the watch process's first look: a walk, then the index keeps its cursor
             found = watch_client.status(env, Path(env["AIBUDDY_VAULT"]))
-            watched.append(f"{env['AIBUDDY_VAULT']}: pid {found.pid}, {resident_kb(found.pid)} kB resident")
+            line = f"{env['AIBUDDY_VAULT']}: pid {found.pid}, {resident_kb(found.pid)} kB resident"
+            if not any(seen.split(":")[0] == line.split(":")[0] for seen in watched):
+                watched.append(line)
     return sample(jobs, runs)
 
 
@@ -79,7 +88,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="*", help="sizes to run instead of 1,000 and 10,000")
     parser.add_argument("--kinds", nargs="*", default=["memory"], help="memory knowledge table")
+    parser.add_argument("--baseline", help="another source tree to time beside this one (PYTHONPATH)")
     args = parser.parse_args()
+    sources = {"": SOURCE} if not args.baseline else {"baseline, ": args.baseline, "this, ": SOURCE}
     sizes = args.sizes or ([1_000, 10_000, 100_000] if args.big else [1_000, 10_000])
     chosen = {label: job for label, job in bench_growth.COMMANDS.items() if job[0] in args.kinds}
     bench_growth.COMMANDS = chosen
@@ -93,12 +104,12 @@ def main() -> None:
         for n in sizes:
             vaults = {kind: cached(kind, n, MAKERS[kind]) for kind in args.kinds}
             vaults_seen += vaults.values()
-            results[n] = measure(vaults, args.runs, watched)
+            results[n] = measure(vaults, args.runs, watched, sources)
             print(f"N={n:,} done (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
     finally:
         for vault in vaults_seen:  # no watch process outlives the bench
             watch_client.stop(variant_env(vault, "watch"), vault)
-    print(report(results, {variant: None for variant in VARIANTS}, args.runs))
+    print(report(results, {f"{name}{variant}": None for name in sources for variant in VARIANTS}, args.runs))
     print()
     print("Watch processes (resident memory after the warm-up):")
     for line in watched or ["none started (every folder below 2,000 files)"]:

@@ -395,3 +395,128 @@ def test_a_servers_sign_codes_follow_changed_records_as_a_fresh_read_does() -> N
         assert table.shortlist(question, 20, some) == fresh.shortlist(question, 20, some)
         assert table.cosines([0.5, 0.1, -0.2, 0.3], some) == fresh.cosines([0.5, 0.1, -0.2, 0.3], some)
     assert first.generation == "before" and table.generation == 39
+
+
+def test_a_one_shot_shortlist_is_the_one_a_server_picks() -> None:
+    """semantic.nearest (a one-shot command's shortlist, without numpy) picks the very records
+    SignCodes.shortlist picks: the fewest differing signs, ties to the lower id; with many ties,
+    codes of other widths, and codes differing in every bit from the question's."""
+    import random
+
+    rng = random.Random(11)
+    for width in (1, 8, 32, 33, 192):
+        for count in (0, 3, 200, 201, 1500):
+            alike = [rng.randbytes(width) for _ in range(3)]
+            question = rng.randbytes(width)
+            opposite = bytes(255 - byte for byte in question)
+            codes = [rng.choice([*alike, opposite, rng.randbytes(width)]) for _ in range(count)]
+            ids = sorted(rng.sample(range(1, 5 * count + 2), count))
+            table = semantic.SignCodes([(key, blob, None) for key, blob in zip(ids, codes, strict=True)])
+            for size in (1, 5, 200):
+                got = semantic.nearest(question, ids, semantic.columns(codes), size)
+                assert got == table.shortlist(question, size), (width, count, size)
+
+
+def test_a_kept_pack_of_codes_follows_changed_records_as_a_fresh_read_does() -> None:
+    """CodePack.merged (a pack renewed after saves: the changed records read again only) holds
+    the very ids and codes a pack made anew from every code holds."""
+    import random
+
+    from aibuddy_cli.memory.index import CodePack
+
+    chance = random.Random(5)
+    rows = {key: chance.randbytes(32) for key in range(1, 400, 2)}
+    pack = CodePack.of("m", 1, 0, sorted(rows.items()))
+    assert pack is not None
+    for step in range(1, 30):
+        changed = sorted({chance.randrange(1, 400 + step * 20) for _ in range(chance.choice([1, 5, 60]))})
+        for key in changed:
+            if key in rows and chance.random() < 0.4:
+                del rows[key]
+            elif chance.random() < 0.9:
+                rows[key] = chance.randbytes(32)
+        merged = pack.merged(changed, {key: rows[key] for key in changed if key in rows})
+        fresh = CodePack.of("m", 1, step, sorted(rows.items()))
+        assert merged is not None and fresh is not None
+        assert (list(merged.ids), merged.codes) == (list(fresh.ids), fresh.codes)
+        pack = merged
+    assert pack.merged([1], {1: b"short"}) is None  # a code of another width: made anew instead
+
+
+def test_a_one_shot_recall_reads_the_codes_from_one_row_and_finds_what_records_say_now(
+    notes: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command run once (no numpy: no codes kept in memory) reads the records' sign codes from
+    one row the index keeps (a pack, renewed when records change), not a row a record, and
+    counts no records when none changed; a record changed by hand, saved, updated or deleted
+    since is ranked by what it says now."""
+    from aibuddy_cli.memory.index import MemoryIndex
+
+    monkeypatch.setattr(MemoryIndex, "_sign_codes", lambda self, model: None)
+    statements: list[str] = []
+
+    def names(query: str) -> list[str]:
+        with Session(Vault.open(notes.root, {}), "demo", environ={}) as session:
+            session.memory.index().db.set_trace_callback(statements.append)
+            return [record.name for record in session.memory.recall(query).records]
+
+    assert names("Does she have pets?")[0] == "dogs"  # the first makes the pack
+    statements.clear()
+    assert names("Does she have pets?")[0] == "dogs"
+    assert not [sql for sql in statements if "record_codes" in sql or "count(" in sql]
+    path = notes.root / "memory/demo/oven.md"
+    path.write_text(path.read_text().replace("The oven thermostat is broken", "Booked a flight to Lisbon"))
+    assert names("plane journey abroad")[0] == "oven"
+    with Session(Vault.open(notes.root, {}), "demo", environ={}) as session:
+        planted = "Planted tomatoes in the vegetable patch"
+        session.memory.save("garden", type="user", description=planted, body="")
+    assert names("growing food plants")[0] == "garden"
+    with Session(Vault.open(notes.root, {}), "demo", environ={}) as session:
+        session.memory.update("garden", description="Repaired the roof tiles after the storm")
+    assert names("fixing the house top")[0] == "garden"
+    with Session(Vault.open(notes.root, {}), "demo", environ={}) as session:
+        session.memory.delete("dogs")
+    assert "dogs" not in names("Does she have pets?")
+
+
+def test_a_server_ranks_chinese_questions_by_the_postings_it_keeps_as_sqlite_does(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived process sums the characters' postings it keeps (numpy) instead of SQLite: the
+    very same scores and order, for every question, among a question's dated records too, and
+    after a save (the kept postings are dropped when a record changes)."""
+    import random
+
+    import numpy  # noqa: F401  (a server has it loaded)
+
+    from aibuddy_cli.memory import index as memory_index
+
+    chance = random.Random(9)
+    text = "周报格式要用三段式进展风险下周计划每次部署前必须先跑完整的测试数据库迁移要在低峰期部署"
+    folder = vault.root / "memory/demo"
+    folder.mkdir(parents=True)
+    for number in range(120):
+        words = "，".join(text[start : start + chance.randint(2, 6)] for start in chance.sample(range(40), 6))
+        record = MemoryRecord(name=f"n{number:03d}", description=words[:12], type="user", body=words)
+        (folder / f"{record.name}.md").write_text(render_record(record))
+    questions = ["周报格式", "测试环境部署", "数据库迁移", "每次部署前", "下周计划的风险", "低峰期"]
+
+    def both(index: memory_index.MemoryIndex, among: set[str] | None) -> None:
+        for question in questions:
+            memory_index._KEPT_GRAMS.clear()
+            assert index._gram_postings() is not None
+            kept = index.rank_characters(question, 50, among)
+            with monkeypatch.context() as patched:  # as a one-shot command: SQLite sums them
+                patched.setattr(memory_index.MemoryIndex, "_gram_postings", lambda self: None)
+                summed = index.rank_characters(question, 50, among)
+            assert kept == summed and kept[0], question
+
+    with Session(Vault.open(vault.root, {}), "demo", environ={}) as session:
+        index = session.memory.index()
+        both(index, None)
+        both(index, {f"n{number:03d}" for number in range(0, 120, 3)})
+        kept = index._gram_postings()
+        session.memory.save("later", type="user", description="周报格式", body="周报格式 下周计划")
+        index = session.memory.index()
+        assert index._gram_postings() is not kept
+        both(index, None)

@@ -257,3 +257,44 @@ def test_watch_status_and_stop_say_what_runs(
     assert stopped.returncode == 0 and stopped.stdout.decode().strip() == "stopped"
     assert started.pid and wait_for(lambda: not _alive(started.pid), 60)
     assert run_aibuddy(aibuddy_exe, "watch", "status", env=watch_env).stdout.decode().strip() == "not running"
+
+
+def test_the_knowledge_index_sees_documents_added_edited_and_removed_through_the_watch_process(
+    aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kb` commands ask the watch process too: once the index holds its cursors, a document
+    written, edited or removed by hand is seen without a walk of the knowledge folders (and a
+    folder that does not exist yet, knowledge/personal/demo/ready here, holds nothing)."""
+    folder = vault.root / "knowledge" / "personal" / "demo" / "pending"
+    folder.mkdir(parents=True)
+    (folder / "tea.md").write_text("# Tea\n\nGreen tea steeps for two minutes.\n", encoding="utf-8")
+    (folder / "gone.md").write_text("# Gone\n\nTo be removed.\n", encoding="utf-8")
+
+    def titles() -> dict[str, str]:
+        result = run_aibuddy(aibuddy_exe, "kb", "list", "--json", env=watch_env)
+        assert result.returncode == 0, result.stderr
+        return {doc["doc"]: doc["title"] for doc in json.loads(result.stdout)["documents"]}
+
+    assert set(titles()) == {"personal/demo/tea", "personal/demo/gone"}  # a walk: one is started
+    running(watch_env, vault)
+    titles()  # the first look of the watch process: a walk, then the index keeps its cursors
+    (folder / "tea.md").write_text("# Coffee\n\nBlack coffee, no sugar.\n", encoding="utf-8")
+    (folder / "new.md").write_text("# New\n\nWritten by hand.\n", encoding="utf-8")
+    (folder / "gone.md").unlink()
+    walked: list[str] = []
+    scan = FileStore.scan
+    monkeypatch.setattr(
+        FileStore, "scan", lambda self, prefix, suffix: walked.append(prefix) or scan(self, prefix, suffix)
+    )
+    with Session(Vault.open(vault.root, watch_env), "demo", environ=watch_env) as session:
+        found = {doc.ref.doc_id: doc.title for doc in session.knowledge.documents("all")}
+    assert found == {"tea": "Coffee", "new": "New"}
+    assert not [prefix for prefix in walked if prefix.startswith("knowledge")]
+    assert titles() == {"personal/demo/tea": "Coffee", "personal/demo/new": "New"}
+    shutil.rmtree(folder)  # a folder the index saw, removed: a walk tells what went with it
+    assert titles() == {}
+    (folder.parent / "ready").mkdir()
+    (folder.parent / "ready" / "back.md").write_text("# Back\n\nAgain.\n", encoding="utf-8")
+    assert titles() == {"personal/demo/back": "Back"}
+    shutil.rmtree(folder.parent)  # the user's whole folder
+    assert titles() == {}

@@ -9,6 +9,7 @@ operation over the session's service and shows the result through the operation'
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -105,7 +106,8 @@ def run(
     try:
         with (render.during or no_hooks)(values) as hooks:
             steps = render.steps(state.json) if render.steps is not None else {}
-            result = op.function(service, **values, **hooks, **steps)
+            terminal = render.terminal if render.terminal and not state.json and sys.stdout.isatty() else {}
+            result = op.function(service, **values, **hooks, **steps, **terminal)
     except AibuddyError as error:
         code = render.failed(error, state.json) if render.failed is not None else None
         if code is None:

@@ -49,6 +49,9 @@ def show_conflict(conflict: MergeConflict, json_mode: bool) -> int:
 # lines; `output.emit_text` escapes their other control characters.
 
 
+TERMINAL_PAGE = 50  # `memory list` on a terminal: the newest 50 records (--all: every one)
+
+
 def list_text(result: RecordList) -> str:
     """One tab-separated line a record: name, type, provenance, updated (with --expired: the
     expiry date), recalls, description."""
@@ -68,6 +71,10 @@ def list_text(result: RecordList) -> str:
 
 def _list_notes(result: RecordList, memory: Any, err: TextIO | None) -> None:
     report_problems(result.problems, memory.prefix, err)
+    if result.more:
+        (err or sys.stderr).write(
+            f"… {result.more:,} more record(s) not listed: --all lists every one, --limit N the newest N\n"
+        )
     if result.expired_left_out:
         (err or sys.stderr).write(
             f"{result.expired_left_out} expired record(s) not listed (out of recall, kept): "
@@ -228,7 +235,9 @@ RENDERS = {
         failed=_show_conflict,
     ),
     "memory history": Render(history_text),
-    "memory list": Render(list_text, rich=_memory_rich("show_list"), notes=_list_notes),
+    "memory list": Render(
+        list_text, rich=_memory_rich("show_list"), notes=_list_notes, terminal={"page": TERMINAL_PAGE}
+    ),
     "memory revert": Render(reverted_text),
     "memory review": Render(review_text, rich=_memory_rich("show_review"), notes=_review_notes),
     "memory manifest": Render(manifest_text, rich=_rich("show_manifest"), notes=_problems),

@@ -29,7 +29,11 @@ def show_list(result: RecordList) -> None:
     """`memory list`: a table, with an expiry column when a record has one."""
     dated = any(item.record.expires for item in result.records)
     title = "expired memory record(s)" if result.only_expired else "memory record(s)"
-    table = Table(title=f"{len(result.records)} {title}")
+    shown = len(result.records)
+    heading = f"{shown} {title}"
+    if result.more:
+        heading = f"the newest {shown} of {shown + result.more:,} {title}"
+    table = Table(title=heading)
     columns = ["name", "type", "provenance", "updated", "recalls", "description"]
     for column in [*columns, *(["expires"] if dated else [])]:
         table.add_column(column, overflow="fold")

@@ -28,6 +28,9 @@ class Render(NamedTuple):
     # How a long run reports its steps as they happen (on stderr), given whether the command's
     # output is JSON: the hooks to pass the function (`progress`), none for nobody to see them.
     steps: Callable[[bool], dict[str, Any]] | None = None
+    # What the function is given besides the command line's values when a person at a terminal
+    # reads the answer (not --json): `memory list` shows a page of the newest records.
+    terminal: Mapping[str, Any] | None = None
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """The derived knowledge search index: documents, their sections, and an FTS5 table over sections.
 
 A cache under .aibuddy/: every use compares the knowledge folders with it (a digest of every
-body's and sidecar's stat) and re-indexes only what changed; deleting it loses nothing.
+body's and sidecar's stat, or, where the vault's watch process answers, the files it says changed
+since each folder's cursor) and re-indexes only what changed; deleting it loses nothing.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from ..cache_db import MASK, CacheDB, to_signed
+from ..folder_watch import cursor_source
 from ..text import STOPWORDS, index_text, is_cjk, tokens
 from . import ranking
 from .documents import DocRef, Meta
@@ -149,20 +152,73 @@ def _marks(values: list[object] | list[int] | list[str]) -> str:
     return ",".join("?" * len(values))
 
 
+# The watch cursors (folder_watch.Changes) each folder's last refresh kept, one per watch: made on
+# opening an index of this version that an earlier aibuddy made (it had none).
+_CURSORS = """CREATE TABLE IF NOT EXISTS cursors (
+    folder TEXT NOT NULL, watch TEXT NOT NULL, cursor TEXT NOT NULL, PRIMARY KEY (folder, watch)
+)"""
+
+
 class KnowledgeIndex(CacheDB):
     schema = _SCHEMA
     version = SCHEMA_VERSION
-    tables = ("meta", "docs", "sections", "section_tokens", "section_terms", "sections_fts", "docs_fts")
+    tables = (
+        "meta", "docs", "sections", "section_tokens", "section_terms", "sections_fts", "docs_fts", "cursors",
+    )  # fmt: skip
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._scratch: sqlite3.Connection | None = None  # the connection whose temp tables stem queries
 
+    def _open(self) -> sqlite3.Connection:
+        db = super()._open()
+        try:
+            db.execute(_CURSORS)  # (no lock, unless it is missing)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
     def holds(self, body_key: str) -> bool:
         return self.db.execute("SELECT 1 FROM docs WHERE body_key = ?", (body_key,)).fetchone() is not None
 
-    def signatures(self) -> dict[str, int]:
-        return {key: sig & MASK for key, sig in self.db.execute("SELECT body_key, signature FROM docs")}
+    def signatures(self, keys: list[str] | None = None) -> dict[str, int]:
+        """Each indexed document's signature (its files' digest) by body key (of keys only, when given)."""
+        if keys is None:
+            return {key: sig & MASK for key, sig in self.db.execute("SELECT body_key, signature FROM docs")}
+        found: dict[str, int] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT body_key, signature FROM docs WHERE body_key IN ({_marks(chunk)})", chunk
+            )
+            found.update((key, sig & MASK) for key, sig in rows)
+        return found
+
+    def cursors(self) -> dict[str, list[str]]:
+        """The cursors the stores' watches gave each folder when a refresh last brought the index
+        up to date with it (several long-lived processes each keep their own)."""
+        found: dict[str, list[str]] = {}
+        for folder, cursor in self.db.execute("SELECT folder, cursor FROM cursors"):
+            found.setdefault(folder, []).append(cursor)
+        return found
+
+    def keep_cursors(self, cursors: dict[str, str], dropped: Iterable[str] = ()) -> None:
+        """Keep each folder's cursor (inside write()), and none of the folders dropped; those of
+        watches that ended go in time."""
+        self.db.executemany("DELETE FROM cursors WHERE folder = ?", [(folder,) for folder in dropped])
+        self.db.executemany(
+            "INSERT OR REPLACE INTO cursors (folder, watch, cursor) VALUES (?, ?, ?)",
+            [(folder, cursor_source(cursor), cursor) for folder, cursor in cursors.items()],
+        )
+        self.db.execute(
+            "DELETE FROM cursors WHERE rowid NOT IN (SELECT rowid FROM cursors ORDER BY rowid DESC LIMIT 64)"
+        )
+
+    def forget_digest(self) -> None:
+        """Drop the folder digest (inside write()): the next refresh that lists the folders compares
+        every document (a refresh the watch told what changed does not list them to make one)."""
+        self.db.execute("DELETE FROM meta WHERE key = 'digest'")
 
     # --- writing (inside write()) -------------------------------------------------------
 

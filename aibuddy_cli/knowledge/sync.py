@@ -7,6 +7,8 @@ sidecar, and if it was published goes back to pending, so it is never served as 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..build_progress import steps
 from ..cache_db import files_digest, rebuild_if_corrupt
 from ..clock import utc_now
@@ -76,15 +78,39 @@ class Sync:
         A body whose sha256 no longer matches its sidecar gets a fresh outline and no summary,
         and if it was ready it goes back to pending: it is never served as reviewed. A Markdown
         file dropped into a pending/ folder gets its sidecar.
+
+        Where the vault's watch process (watch_client.py) tells what changed in every folder
+        since the index last saw it, only those documents are looked at; else every folder is
+        listed (a stat per file) and compared with the index by its digest.
         """
         index = self.state.open_index()
         store = self.state.store
+        folders = doc_folders(self._personal_owners())
+        kept = index.cursors()
+        answers = [store.changes(folder, kept.get(folder, ())) for *_, folder in folders]
+        pairs = list(zip(folders, answers, strict=True))
+        cursors = {folder: answer.cursor for (*_, folder), answer in pairs if answer.cursor}
+        # A watch answers: a folder it cannot watch because it does not exist holds nothing, unless
+        # the index saw it (it kept its cursor): then it was removed, and so were its documents,
+        # as with a folder no longer listed at all (a user's), which only a walk tells.
+        if cursors and not set(kept) - {folder for *_, folder in folders}:
+            told = [answer.names if answer.cursor else self._nothing(f, kept) for (*_, f), answer in pairs]
+            if all(names is not None for names in told):
+                self._refresh_changed(index, folders, [names or frozenset() for names in told], cursors)
+                return
         listing = [
             (scope, owner, status, store.scan(folder, (BODY_SUFFIX, SIDECAR_SUFFIX)))
-            for scope, owner, status, folder in doc_folders(self._personal_owners())
+            for scope, owner, status, folder in folders
         ]
+        listed = {folder for *_, folder in folders}
         folder_digest = files_digest(entry for *_, entries in listing for entry in entries)
+        # The cursors of folders no longer listed, or (where a watch answers) not watched now
+        # (removed since), go: such a folder is walked until a watch vouches for it again.
+        dropped = {folder for folder in kept if folder not in cursors if cursors or folder not in listed}
         if folder_digest == index.stored_digest():
+            if dropped or any(cursor not in kept.get(folder, ()) for folder, cursor in cursors.items()):
+                with index.write():
+                    index.keep_cursors(cursors, dropped)
             return
         bodies, sidecars = self._classify(listing)
         known = index.signatures()
@@ -94,6 +120,73 @@ class Sync:
             if known.get(key) != files_digest([entry, sidecars.get(ref.sidecar_key)])
         ]
         removed = [key for key in known if key not in bodies]
+        self._apply(index, changed, removed, folder_digest, cursors, dropped)
+
+    def _refresh_changed(
+        self,
+        index: KnowledgeIndex,
+        folders: list[tuple[str, str | None, str, str]],
+        names: list[frozenset[str]],
+        cursors: dict[str, str],
+    ) -> None:
+        """refresh, told by the watch the names of the files changed in each folder since the
+        index last saw it: the documents of those names alone are compared with the index."""
+        refs: dict[str, DocRef] = {}
+        for (scope, owner, status, _), changed_names in zip(folders, names, strict=True):
+            for name in changed_names:
+                suffix = next((end for end in (BODY_SUFFIX, SIDECAR_SUFFIX) if name.endswith(end)), None)
+                if suffix is None:
+                    continue
+                ref = DocRef(scope, owner, name[: -len(suffix)], status)
+                try:
+                    validate_doc_id(ref.doc_id)
+                except InvalidInput:
+                    if suffix == BODY_SUFFIX and self.access.allows(ref):
+                        warning = f"{ref.body_key}: not a valid document id; rename the file"
+                        self.state.warnings.append(warning)
+                    continue
+                refs[ref.body_key] = ref
+        if not refs:
+            if any(cursor not in index.cursors().get(folder, ()) for folder, cursor in cursors.items()):
+                with index.write():
+                    index.keep_cursors(cursors)
+            return
+        known = index.signatures(sorted(refs))
+        changed: list[DocRef] = []
+        removed: list[str] = []
+        for key, ref in refs.items():
+            body = self._stat(ref.body_key)
+            if body is None:
+                if key in known:
+                    removed.append(key)
+                continue
+            if known.get(key) != files_digest([body, self._stat(ref.sidecar_key)]):
+                changed.append(ref)
+        self._apply(index, changed, removed, None, cursors)
+
+    def _nothing(self, folder: str, kept: dict[str, list[str]]) -> frozenset[str] | None:
+        """No changes, for a folder that does not exist and never did for the index; else None."""
+        parent, _, name = folder.rpartition("/")
+        return None if folder in kept or name in self.state.store.folders(parent) else frozenset()
+
+    def _stat(self, key: str) -> Entry | None:
+        try:
+            return self.state.store.stat(key)
+        except NotFound:
+            return None
+
+    def _apply(
+        self,
+        index: KnowledgeIndex,
+        changed: list[DocRef],
+        removed: list[str],
+        folder_digest: int | None,
+        cursors: dict[str, str],
+        dropped: Iterable[str] = (),
+    ) -> None:
+        """Reconcile the changed documents and write the index: the removed ones out, the
+        changed ones in, the folders' digest (None: dropped, when the folders were not listed to
+        make one) and the watch's cursors."""
         indexed: list[Indexable] = []
         if changed:
             with self.state.lock():
@@ -110,7 +203,11 @@ class Sync:
                 index.put(ref, meta, text, signature)
             # The listing this refresh started from: if a file changed since (or this refresh
             # moved one), the next refresh sees a different digest and compares again.
-            index.set_digest(folder_digest)
+            if folder_digest is not None:
+                index.set_digest(folder_digest)
+            elif removed or indexed:
+                index.forget_digest()
+            index.keep_cursors(cursors, dropped)
 
     def _classify(
         self, listing: list[tuple[str, str | None, str, list[Entry]]]

@@ -40,8 +40,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from operator import add
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..text import CJK_CLASS  # the one definition of which characters are CJK
 
@@ -124,3 +125,79 @@ def matches(ranked: list[Scored]) -> list[Scored]:
     least MATCH_COVERAGE of the question's weight."""
     best = ranked[0].score if ranked else 0.0
     return [item for item in ranked if item.score >= best * MATCH_SHARE and item.coverage >= MATCH_COVERAGE]
+
+
+Posting = tuple[int, int, int]  # a record's id, the gram's count in it and the record's length
+
+
+class GramPostings:
+    """What a long-lived process keeps of one index between Chinese questions, as of one
+    generation and change of its records (index.MemoryIndex.generation): the postings of the
+    grams asked (numpy: ids ascending, counts, lengths). `best` scores them as
+    index.rank_characters' SQL does, the very same numbers (each term in the same order of
+    operations, a record's terms summed in the question's order, ties to the lower id): 100,000
+    records in ~6 ms instead of ~90 ms of SQLite summing every posting. At most MAX_POSTINGS
+    postings are kept (the grams kept first go first); any change of the records drops them all."""
+
+    MAX_POSTINGS = 2_000_000  # about 48 MB
+
+    def __init__(self, generation: object) -> None:
+        import threading
+
+        self.generation = generation
+        self._guard = threading.Lock()
+        self._grams: dict[str, tuple[Any, Any, Any]] = {}
+        self._kept = 0
+
+    def held(self, gram: str) -> int | None:
+        """How many records hold gram, when its postings are kept."""
+        with self._guard:
+            found = self._grams.get(gram)
+        return None if found is None else len(found[0])
+
+    def postings(self, gram: str, read: Callable[[str], list[Posting]]) -> tuple[Any, Any, Any]:
+        """gram's (ids, counts, lengths), kept or read (ids ascending)."""
+        import numpy as np
+
+        with self._guard:
+            found = self._grams.get(gram)
+        if found is not None:
+            return found
+        rows = np.array(read(gram), dtype=np.int64).reshape(-1, 3)
+        found = (rows[:, 0].copy(), rows[:, 1].astype(np.float64), rows[:, 2].astype(np.float64))
+        with self._guard:
+            while self._grams and self._kept + len(found[0]) > self.MAX_POSTINGS:
+                self._kept -= len(self._grams.pop(next(iter(self._grams)))[0])
+            self._grams[gram] = found
+            self._kept += len(found[0])
+        return found
+
+    def best(
+        self,
+        weights: dict[str, Weight],
+        constant: float,
+        per_gram: float,
+        read: Callable[[str], list[Posting]],
+        among: list[int] | None,
+        size: int,
+    ) -> list[tuple[int, float, float]]:
+        """The `size` best (id, score, cover) of the records holding a gram of weights (of among,
+        when given), best first, then by id."""
+        import numpy as np
+
+        found = {gram: self.postings(gram, read) for gram in weights}
+        top = max((int(ids[-1]) for ids, _, _ in found.values() if len(ids)), default=-1) + 1
+        score, cover, seen = np.zeros(top), np.zeros(top), np.zeros(top, dtype=bool)
+        for gram, (share, rarity) in weights.items():
+            ids, counts, lengths = found[gram]
+            score[ids] += share * counts / (counts + constant + per_gram * lengths)
+            cover[ids] += rarity
+            seen[ids] = True
+        if among is not None:
+            allowed = np.zeros(top, dtype=bool)
+            inside = np.asarray([key for key in among if key < top], dtype=np.int64)
+            allowed[inside] = True
+            seen &= allowed
+        ids = np.nonzero(seen)[0]
+        order = np.lexsort((ids, -score[ids]))[:size]
+        return [(int(key), float(score[key]), float(cover[key])) for key in ids[order]]

@@ -68,6 +68,7 @@ class RecordList(NamedTuple):
     problems: list[Problem]
     expired_left_out: int = 0  # expired records a list of those in recall left out
     only_expired: bool = False  # a list of the expired records only (`memory list --expired`)
+    more: int = 0  # records a list cut to the newest few left out (`--limit`, a terminal's page)
 
     def to_json(self) -> RecordListJson:
         return {
@@ -701,15 +702,18 @@ class MemoryService:
         return self._read(name)
 
     @rebuild_if_corrupt("_index")
-    def list_records(self, expired: bool | None = None) -> RecordList:
+    def list_records(self, expired: bool | None = None, newest: int | None = None) -> RecordList:
         """The user's well-formed records (by name) and the problems of the others. expired:
         None: all; False: those in recall (not expired), counting the expired ones left out;
-        True: the expired ones only."""
+        True: the expired ones only. newest: only that many, the most recently written or
+        recalled first, counting the others (read from the index: a page of 100,000 records
+        costs what a page of 1,000 does)."""
         index = self.index()
         problems = sorted([*index.problems(), *self._folder_problems()])
-        records = index.records(expired)
+        records = index.records(expired, newest)
+        more = 0 if newest is None else max(0, index.counted(expired) - len(records))
         left_out = len(index.expired_names()) if expired is False else 0
-        return RecordList(self.user, records, problems, left_out, expired is True)
+        return RecordList(self.user, records, problems, left_out, expired is True, more)
 
     @rebuild_if_corrupt("_index")
     def manifest(self, query: str | None = None) -> Manifest:

@@ -197,12 +197,24 @@ def list_(
     expired: Annotated[
         bool, Opt("--expired", help="List only the expired records (out of recall, kept until deleted).")
     ] = False,
+    limit: Annotated[
+        int | None,
+        Opt("--limit", "-n", help="Only the N most recently written or recalled, newest first.", minimum=1),
+    ] = None,
+    every: Annotated[
+        bool, Opt("--all", help="Every record on a terminal too (it shows the newest 50).", model=False)
+    ] = False,
+    *,
+    page: int | None = None,  # a terminal's page (the Render's `terminal`): the newest 50
 ) -> RecordList:
     """List the current user's records in recall (malformed ones are reported on stderr and
     skipped, and so is how many expired ones are left out).
 
-    With --expired: the expired records only, the date column being their expiry date."""
-    return memory.list_records(expired=expired)
+    On a terminal, the newest 50 and how many more there are (--all: every one); in a pipe and
+    with --json, every record by name, unless --limit is given. With --expired: the expired
+    records only, the date column being their expiry date."""
+    newest = limit if limit is not None else None if every else page
+    return memory.list_records(expired=expired, newest=newest)
 
 
 @operation(
