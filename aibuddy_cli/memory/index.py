@@ -882,9 +882,9 @@ class MemoryIndex(CacheDB):
 
     def embed_missing(
         self, model: Meaning, known: Known | None = None, among: list[int] | None = None
-    ) -> int:
+    ) -> list[int]:
         """Embed the well-formed records that have no vector of model yet (new or changed since);
-        returns how many. A record keeps its vectors until it changes (its row is replaced).
+        returns their ids. A record keeps its vectors until it changes (its row is replaced).
         among: the ids of the only records that may lack one (those changed since every record
         had one: a server after a save), None to look at all."""
         if among is None:
@@ -894,9 +894,9 @@ class MemoryIndex(CacheDB):
             )
             records, coded = self.db.execute(counted, (model.key,)).fetchone()
             if records == coded:
-                return 0
+                return []
         elif not among:
-            return 0
+            return []
         within = "" if among is None else f" AND r.id IN ({', '.join('?' * len(among))})"
         missing = self.db.execute(
             "SELECT r.id, r.name, r.description, f.body FROM records r JOIN records_fts f ON f.rowid = r.id"
@@ -905,7 +905,7 @@ class MemoryIndex(CacheDB):
             (*(among or ()), model.key),
         ).fetchall()
         if not missing:
-            return 0
+            return []
         texts = [f"{name.replace('-', ' ')}. {about}. {body[:2000]}" for _, name, about, body in missing]
         made = list(
             zip(
@@ -927,7 +927,7 @@ class MemoryIndex(CacheDB):
                 self.db.execute("DELETE FROM record_codes WHERE model <> ?", (model.key,))
                 self.db.execute("DELETE FROM record_vectors WHERE model <> ?", (model.key,))
             self._rows_changed = True
-        return len(missing)
+        return [record_id for record_id, _ in made]
 
     # --- what a long-lived process keeps between questions ----------------------------------
 
@@ -1065,9 +1065,14 @@ class MemoryIndex(CacheDB):
                 kept = self._stored_pack(model)  # (made when every record had a code)
                 if kept is not None and kept.lineage == lineage:
                     changed = [] if kept.seq == seq else self.changed_since(kept.seq)
-            self.embed_missing(model, known, changed)
-            if lineage is not None:  # the change read before embedding: a record saved meanwhile
-                with _KEPT_GUARD:  # is among those the next question looks at
+            embedded = self.embed_missing(model, known, changed)
+            if embedded:  # the vectors just written are changes too: the next question starts
+                _, _, after = self.generation()  # past them only when they are all there is (a
+                since = self.changed_since(seq)  # record saved meanwhile is not to be missed)
+                if since is not None and set(since) <= set(embedded):
+                    seq = after
+            if lineage is not None:
+                with _KEPT_GUARD:
                     lexical.keep_latest(_EMBEDDED, where, (lineage, seq))
         question = model.embed([query], known)[0]
         if not any(question):
