@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from aibuddy_cli.memory.records import MemoryRecord, render_record
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
@@ -258,3 +260,37 @@ def test_a_server_sees_a_write_made_by_another_writer(vault: Vault) -> None:
         other.execute("DROP TABLE record_changes")
         other.close()
         assert kept() is None
+
+
+def test_a_record_rewritten_while_a_question_is_read_is_found_all_the_same(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server keeps each phrase's records as of one change of the index. A question reads that
+    change, then the records: had another writer rewritten the record in between (its row made
+    anew), the question took the kept phrase for the state it read and then did not find the
+    record at all by its words (it happened to twenty writers on one host). The question's
+    reads are one state of the index."""
+    import numpy  # noqa: F401 - loaded, as in a server: the phrases are kept
+
+    from aibuddy_cli.memory import lexical
+
+    reader = Session(vault, "demo", environ={}).memory
+    reader.save("shared", type="project", description="The shared runbook for deploys", body="")
+    reader.save("other", type="project", description="Budget meeting", body="")
+    assert [r.name for r in reader.recall("shared runbook deploys").records] == ["shared"]
+    reader.save("zeta", type="project", description="Budget meeting", body="")  # (after it, shared's
+    # row made anew gets another id)
+    writer = Session(vault, "demo", environ={}).memory
+    writer.index()  # (open: the writer tells the index what it writes)
+    kept_scores = lexical.kept_scores
+
+    def rewritten_meanwhile(*arguments: object) -> object:
+        scores = kept_scores(*arguments)  # type: ignore[arg-type]
+        monkeypatch.setattr(lexical, "kept_scores", kept_scores)
+        writer.update("shared", body="Rewritten by another writer meanwhile.")
+        return scores
+
+    index = reader.index()
+    assert [name for name, _ in index.rank_words("shared runbook deploys", 5)] == ["shared"]  # kept
+    monkeypatch.setattr(lexical, "kept_scores", rewritten_meanwhile)
+    assert [name for name, _ in index.rank_words("shared runbook deploys", 5)] == ["shared"]

@@ -984,6 +984,23 @@ class MemoryIndex(CacheDB):
             return (self.db, None, None)
         return (self.db, row[0], row[1])
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """The reads inside see one state of the index (a read transaction). What a process keeps
+        of one generation (PhraseScores, SignCodes, GramPostings) is filled from the state of that
+        generation only: statements of their own each see the latest commit, and another thread's
+        save between them had a cache of one change hold part of a later one (a record rewritten
+        meanwhile was in neither, and a question found nothing)."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self.db.in_transaction:
+                self.db.execute("COMMIT")
+
     def changed_since(self, seq: int | None) -> list[int] | None:
         """The ids of the records whose rows or codes changed after change seq (ascending), or
         None when the index no longer lists them all (or too many for reading them one by one)."""
@@ -1017,6 +1034,8 @@ class MemoryIndex(CacheDB):
             with _KEPT_GUARD:
                 lexical.keep_latest(_KEPT_CODES, where, kept)
             return kept
+        if kept is not None and lexical.later_than(kept.generation, (lineage, seq)):
+            return None  # another thread keeps a later state than this one reads: asked in SQL
         changed = None
         if kept is not None and lineage is not None and kept.generation[0] == lineage:  # type: ignore[index]
             changed = self.changed_since(kept.generation[1])  # type: ignore[index]
@@ -1077,19 +1096,26 @@ class MemoryIndex(CacheDB):
         question = model.embed([query], known)[0]
         if not any(question):
             return []
-        table = self._sign_codes(model)
-        if table is not None:
-            keys = None
-            if among is not None:
-                named = "SELECT id FROM records WHERE name IN ({})"
-                keys = [key for (key,) in self._chunked(named, sorted(among))]
-            ids = table.shortlist(code(question), SHORTLIST, keys)
-        else:
-            packed = self._fresh_pack(model) if among is None else None
-            if packed is not None and packed.width() in (None, len(code(question))):
-                ids = nearest(code(question), packed.ids, packed.codes, SHORTLIST)
-            else:  # (a dated question's few records; codes of another width than the question's)
-                ids = self._shortlist(code(question), model, among)
+        with self.snapshot():
+            table = self._sign_codes(model)
+            if table is not None:
+                keys = None
+                if among is not None:
+                    named = "SELECT id FROM records WHERE name IN ({})"
+                    keys = [key for (key,) in self._chunked(named, sorted(among))]
+                ids = table.shortlist(code(question), SHORTLIST, keys)
+                return self._scored(ids, table, question, model, depth)
+        packed = self._fresh_pack(model) if among is None else None  # (it writes: no snapshot)
+        if packed is not None and packed.width() in (None, len(code(question))):
+            ids = nearest(code(question), packed.ids, packed.codes, SHORTLIST)
+        else:  # (a dated question's few records; codes of another width than the question's)
+            ids = self._shortlist(code(question), model, among)
+        return self._scored(ids, None, question, model, depth)
+
+    def _scored(
+        self, ids: list[int], table: SignCodes | None, question: list[float], model: Meaning, depth: int
+    ) -> list[tuple[str, float]]:
+        """rank_meaning's shortlist ids scored by their vectors (table's, when it keeps them)."""
         if not ids:
             return []
         if table is not None and table.vectors is not None:
@@ -1201,6 +1227,12 @@ class MemoryIndex(CacheDB):
         postings of the question's grams only (its rarest ngrams.QUESTION_GRAMS), and sums them in
         SQLite (a Python loop over the postings of a common character costs ten times as much), or,
         in a process that asks again (a server), in numpy over the postings it keeps."""
+        with self.snapshot():
+            return self._ranked_characters(query, depth, among)
+
+    def _ranked_characters(
+        self, query: str, depth: int, among: set[str] | None
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         question = ngrams.grams(query)
         records, total = self.db.execute("SELECT count(*), total(length) FROM record_gram_lengths").fetchone()
         if not question or not records:
@@ -1263,6 +1295,8 @@ class MemoryIndex(CacheDB):
                 lexical.keep_latest(_KEPT_GRAMS, where, None)
                 return None
             kept = _KEPT_GRAMS.get(where)
+            if kept is not None and lexical.later_than(kept.generation, (lineage, seq)):
+                return None  # another thread keeps a later state than this one reads: summed in SQL
             if kept is None or kept.generation != (lineage, seq):
                 kept = ngrams.GramPostings((lineage, seq))
             lexical.keep_latest(_KEPT_GRAMS, where, kept)
@@ -1314,9 +1348,10 @@ class MemoryIndex(CacheDB):
         the query names a time (`dates.read_time`, relative to today), its records first
         (lexical.py says how)."""
         where = f"memory:{id(self)}" if self.in_memory else str(self.path)
-        _, lineage, seq = self.generation()
-        scores = lexical.kept_scores(where, self.db, lineage, seq, self.changed_since)
-        return lexical.rank(self.db, query, limit, today, _live("r"), scores)
+        with self.snapshot():
+            _, lineage, seq = self.generation()
+            scores = lexical.kept_scores(where, self.db, lineage, seq, self.changed_since)
+            return lexical.rank(self.db, query, limit, today, _live("r"), scores)
 
     def _dated(self, spans: list[Span]) -> set[str]:
         """The well-formed records with a day in one of spans (the newest, lexical.DATED_LIMIT)."""

@@ -486,6 +486,14 @@ def keep_latest(kept: dict, key: object, value: object, most: int = KEPT_INDEXES
         del kept[next(iter(kept))]
 
 
+def later_than(kept: object, read: tuple[int | None, int | None]) -> bool:
+    """Whether a kept generation (lineage, seq) is a later change of the same index than the one
+    a reader's snapshot shows (renewing it to the reader's would go back: changed_since sees none)."""
+    if not isinstance(kept, tuple) or kept[0] != read[0]:
+        return False
+    return (kept[1] or 0) > (read[1] or 0)
+
+
 def kept_scores(
     where: str,
     db: sqlite3.Connection,
@@ -503,6 +511,8 @@ def kept_scores(
             keep_latest(_KEPT, where, None)
             return None
         scores = _KEPT.get(where)
+    if scores is not None and later_than(scores.generation, (lineage, seq)):
+        return None  # another thread keeps a later state than this one reads: ranked in SQL
     if scores is None or scores.generation != (lineage, seq):
         later = None
         if scores is not None and scores.generation[0] == lineage:  # type: ignore[index]
