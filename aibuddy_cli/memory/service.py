@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 def today() -> dt.date:
     """The day a question's "yesterday" or "last week" is counted from (UTC, as the headers)."""
     return dt.datetime.now(dt.UTC).date()
-
-
 HISTORY_FOLDER = ".history"  # memory/<user>/.history/<name>.jsonl: hidden, so no scan lists it
 HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 
@@ -492,11 +490,7 @@ class MemoryService:
         validate_record_name(name)
         if type is None and description is None and body is None and expires is None:
             raise UsageError(  # (or an expiry: the message scripts know is kept as it was)
-                "nothing to update: give ",
-                Option("type"),
-                ", ",
-                Option("description"),
-                " or ",
+                "nothing to update: give ", Option("type"), ", ", Option("description"), " or ",
                 Option("body", cli="a body"),
             )
         until = None if expires is None else parse_expires(expires)
@@ -554,10 +548,7 @@ class MemoryService:
             if not 1 <= to <= len(versions):
                 raise NotFound(
                     f"memory record {name!r} keeps {len(versions)} earlier version(s): ",
-                    Option("to"),
-                    f" {to} is not one of them (see ",
-                    Operation("memory history", name),
-                    ")",
+                    Option("to"), f" {to} is not one of them (see ", Operation("memory history", name), ")",
                 )
             version = versions[to - 1]
             try:
