@@ -234,7 +234,7 @@ def serve_http(
     import uvicorn
 
     from .folder_watch import FolderWatch
-    from .mcp_server import WRITE_BEHIND_SECONDS, Server, mcp_app, warm_models
+    from .mcp_server import WRITE_BEHIND_SECONDS, Server, mcp_app, warm_up
     from .session import database_store
     from .storage import FileStore
     from .vault import Vault
@@ -255,7 +255,7 @@ def serve_http(
         host=address.host,
     )
     answering(starlette, security)
-    warm_models(environ, opened.config.models)
+    warm_up(environ, opened.config)
     print(
         f"aibuddy: serving MCP at {url} (streamable HTTP, stateless) for the vault {opened.root}; "
         "each request needs Authorization: Bearer <a token from `aibuddy token create`>",

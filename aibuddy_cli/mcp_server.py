@@ -285,6 +285,24 @@ def tool_annotations(op: Operation) -> Any:
     )
 
 
+def warm_up(environ: Mapping[str, str], config: Any) -> None:
+    """What a server's first calls would otherwise wait for, made in the background: litellm
+    imported when any role has a model, and the static model's vocabulary read (90 ms, kept: the
+    records saved from then on are embedded with it) when recall uses it."""
+    warm_models(environ, config.models)
+    if config.recall.semantic:
+
+        def read_vocabulary() -> None:
+            from .memory.semantic import SemanticUnavailable, shared
+
+            try:
+                shared().vocab()
+            except SemanticUnavailable:  # the first recall says so
+                pass
+
+        threading.Thread(target=read_vocabulary, name="aibuddy-warm-meaning", daemon=True).start()
+
+
 def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
     """Import litellm in the background when any role has a model, so the first call is warm."""
     from .config import ROLES
@@ -381,7 +399,7 @@ def serve(
     from .vault import Vault
 
     app = mcp_app(server)
-    warm_models(environ, Vault.open(server.root, environ).config.models)
+    warm_up(environ, Vault.open(server.root, environ).config)
     try:
         anyio.run(serve_stdio, app)
     finally:
