@@ -149,6 +149,9 @@ class CacheDB:
     schema = ""
     version = 0
     tables: tuple[str, ...] = ()  # dropped when the version changes
+    # Tables a later aibuddy added without a new version (so an upgrade rebuilds nothing), made on
+    # opening a cache an earlier one made (IF NOT EXISTS: no lock unless one is missing).
+    added: tuple[str, ...] = ()
     busy_timeout = 30.0  # seconds to wait for another process's write before "busy, try again"
 
     def __init__(self, path: Path) -> None:
@@ -210,6 +213,8 @@ class CacheDB:
                     if not is_contention(error):
                         raise
             db.execute("SELECT value FROM meta LIMIT 1").fetchall()
+            for statement in self.added:
+                db.execute(statement)
         except BaseException:
             db.close()
             raise

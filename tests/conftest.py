@@ -404,3 +404,35 @@ def stocked(cli: Any, vault: Vault) -> Vault:
     ]
     ok(cli("table", "add", "vendors", *[a for r in rows for a in ("--row", json.dumps(r))], "--json"))
     return vault
+
+
+def on_a_terminal(argv: list[str], env: dict[str, str], *, stdout: bool = True) -> tuple[int, bytes, str]:
+    """argv run with a pseudo-terminal on stderr, and on stdout too unless stdout=False (then a
+    pipe): its exit code, what the pipe got (b"" without one) and what the terminal showed."""
+    import pty
+    import threading
+
+    master, slave = pty.openpty()
+    shown = bytearray()
+
+    def read_terminal() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal's other end
+                return
+            if not chunk:
+                return
+            shown.extend(chunk)
+
+    reader = threading.Thread(target=read_terminal)
+    reader.start()
+    try:
+        out = slave if stdout else subprocess.PIPE
+        child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=slave)
+        os.close(slave)
+        piped, _ = child.communicate(timeout=120)
+        reader.join(timeout=120)
+    finally:
+        os.close(master)
+    return child.returncode, piped or b"", shown.decode("utf-8", "replace")

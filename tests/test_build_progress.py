@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import pty
 import subprocess
-import threading
 
-from conftest import child_env
+from conftest import child_env, on_a_terminal
 
 from aibuddy_cli import build_progress
 from aibuddy_cli.cli.output import BuildProgress
@@ -33,40 +30,13 @@ def many_records(vault: Vault, count: int) -> None:
         (folder / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
 
 
-def run_on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, bytes, str]:
-    """Exit code, stdout (a pipe) and what a terminal on stderr showed."""
-    master, slave = pty.openpty()
-    shown = bytearray()
-
-    def read_terminal() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal's other end
-                return
-            if not chunk:
-                return
-            shown.extend(chunk)
-
-    reader = threading.Thread(target=read_terminal)
-    reader.start()
-    try:
-        child = subprocess.Popen(
-            argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave
-        )
-        os.close(slave)
-        out, _ = child.communicate(timeout=120)
-        reader.join(timeout=120)
-    finally:
-        os.close(master)
-    return child.returncode, out, shown.decode("utf-8", "replace")
-
-
 def test_a_first_build_shows_progress_on_a_terminal_and_not_in_json(
     vault: Vault, aibuddy_exe: list[str]
 ) -> None:
     many_records(vault, RECORDS)
-    code, out, terminal = run_on_a_terminal([*aibuddy_exe, "memory", "list", "--json"], child_env(vault.root))
+    code, out, terminal = on_a_terminal(
+        [*aibuddy_exe, "memory", "list", "--json"], child_env(vault.root), stdout=False
+    )
     assert code == 0, terminal
     assert "memory index: indexing" in terminal and f"of {RECORDS:,}" in terminal
     assert terminal.rstrip("\r\n").endswith("\x1b[K")  # the line is cleared when the build ends

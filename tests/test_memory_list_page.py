@@ -5,12 +5,8 @@ expect, unless `--limit N` asks for the newest N."""
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import threading
 
-from conftest import child_env, run_in_process
+from conftest import child_env, on_a_terminal, run_in_process
 
 from aibuddy_cli.memory.records import MemoryRecord, render_record
 from aibuddy_cli.vault import Vault
@@ -38,43 +34,16 @@ def dated_records(vault: Vault) -> list[str]:
     return names[::-1]
 
 
-def on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Exit code and what a terminal (stdout and stderr) showed."""
-    master, slave = pty.openpty()
-    shown = bytearray()
-
-    def read_terminal() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal's other end
-                return
-            if not chunk:
-                return
-            shown.extend(chunk)
-
-    reader = threading.Thread(target=read_terminal)
-    reader.start()
-    try:
-        child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
-        os.close(slave)
-        child.wait(timeout=120)
-        reader.join(timeout=120)
-    finally:
-        os.close(master)
-    return child.returncode, shown.decode("utf-8", "replace")
-
-
 def test_a_terminal_shows_the_newest_fifty_and_how_many_more(vault: Vault, aibuddy_exe: list[str]) -> None:
     newest = dated_records(vault)
     env = {**child_env(vault.root), "COLUMNS": "200"}
-    code, shown = on_a_terminal([*aibuddy_exe, "memory", "list"], env)
+    code, _, shown = on_a_terminal([*aibuddy_exe, "memory", "list"], env)
     assert code == 0, shown
     assert f"the newest 50 of {RECORDS} memory record(s)" in shown
     assert f"… {RECORDS - 50} more record(s) not listed: --all lists every one" in shown
     assert newest[0] in shown and newest[49] in shown and newest[50] not in shown
     assert shown.index(newest[0]) < shown.index(newest[1]) < shown.index(newest[49])  # newest first
-    code, shown = on_a_terminal([*aibuddy_exe, "memory", "list", "--all"], env)
+    code, _, shown = on_a_terminal([*aibuddy_exe, "memory", "list", "--all"], env)
     assert code == 0 and f"{RECORDS} memory record(s)" in shown and "more record(s)" not in shown
     assert all(name in shown for name in newest)
 

@@ -165,19 +165,11 @@ class KnowledgeIndex(CacheDB):
     tables = (
         "meta", "docs", "sections", "section_tokens", "section_terms", "sections_fts", "docs_fts", "cursors",
     )  # fmt: skip
+    added = (_CURSORS,)
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._scratch: sqlite3.Connection | None = None  # the connection whose temp tables stem queries
-
-    def _open(self) -> sqlite3.Connection:
-        db = super()._open()
-        try:
-            db.execute(_CURSORS)  # (no lock, unless it is missing)
-        except BaseException:
-            db.close()
-            raise
-        return db
 
     def holds(self, body_key: str) -> bool:
         return self.db.execute("SELECT 1 FROM docs WHERE body_key = ?", (body_key,)).fetchone() is not None

@@ -346,6 +346,7 @@ class MemoryIndex(CacheDB):
         "record_gram_lengths", "meaning_vocab", "meaning_models", "records_fts", "record_changes",
         "code_packs",
     )  # fmt: skip
+    added = (_CODE_PACKS,)
 
     # --- keeping it current -----------------------------------------------------------
 
@@ -939,11 +940,6 @@ class MemoryIndex(CacheDB):
         db = super()._open()
         if not self.in_memory:
             db.execute(f"PRAGMA mmap_size = {self.MMAP_BYTES}").fetchall()
-        try:
-            db.execute(_CODE_PACKS)  # (no lock, unless it is missing)
-        except BaseException:
-            db.close()
-            raise
         return db
 
     _rows_changed = False  # a record's rows (or codes) were written in this write transaction
