@@ -244,3 +244,26 @@ def test_a_hand_edit_made_while_this_process_writes_the_record_is_looked_at_agai
         write_record_file(vault, "tea", edited)
         index.refresh_changed([memory._stat("tea")], ["tea"], lambda entry: None, "w.1.5", ticket)
     assert index.cursors() == []
+
+
+def test_a_refresh_older_than_the_writes_a_process_remembers_reads_again_and_keeps_no_cursor(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process remembers its latest writes only (WRITTEN_KEPT): a refresh that began before the
+    ones it forgot cannot tell which rows are later than what it read, so it brings them in line
+    from what it read and does not keep its cursor (the next refresh looks at them again)."""
+    from aibuddy_cli.memory import index as memory_index
+
+    monkeypatch.setattr(memory_index, "WRITTEN_KEPT", 1)
+    memory = Session(vault, "demo", environ={}).memory
+    memory.save("tea", type="user", description="Drinks green tea", body="tea")
+    index = memory.index()
+    ticket = index.ticket()
+    hand = "---\nname: tea\ndescription: Drinks black tea now\ntype: user\n---\ntea\n"
+    write_record_file(vault, "tea", hand)  # what the refresh reads
+    read = (memory._stat("tea"), memory.show("tea"), None)
+    for name in ("coffee", "cocoa"):  # written since: the first is forgotten
+        memory.save(name, type="user", description=f"Drinks {name}", body=name)
+    index.refresh_changed([read[0]], ["tea"], lambda entry: read, "w.1.7", ticket)
+    row = index.db.execute("SELECT description FROM records WHERE name = 'tea'").fetchone()
+    assert row == ("Drinks black tea now",) and index.cursors() == []

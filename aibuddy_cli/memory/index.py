@@ -134,7 +134,10 @@ _EMBEDDED: dict[tuple[str, str], tuple[int, int | None]] = {}  # by index file a
 # generation at which every record had a vector (the threads of a server share it)
 _WRITING: Counter[tuple[str, str]] = Counter()  # (index, record name): being written by this process,
 # which tells the index itself (MemoryIndex.writing)
-_WRITTEN: dict[tuple[str, str], int] = {}  # (index, record name): the ticket of this process's last write
+_WRITTEN: dict[tuple[str, str], int] = {}  # (index, record name): the ticket of this process's last
+# write, oldest first; the oldest go beyond WRITTEN_KEPT (a refresh older than them is told it cannot tell)
+WRITTEN_KEPT = 50_000
+_FORGOTTEN = [0]  # the latest ticket of a write _WRITTEN no longer holds
 _TICKETS = itertools.count(1)
 _SKIPPED: set[tuple[str, str]] = set()  # (index, record name): left by a refresh while being written
 
@@ -481,6 +484,8 @@ class MemoryIndex(CacheDB):
         with _KEPT_GUARD:
             writing = {name for name in differ if _WRITING[(where, name)] > 0}
             _SKIPPED.update((where, name) for name in writing)
+            if ticket < _FORGOTTEN[0]:  # writes since it may be forgotten: its reads are kept,
+                return differ - writing, True  # its cursor not (the next refresh looks again)
             since = {name for name in differ - writing if _WRITTEN.get((where, name), 0) > ticket}
         return differ - writing - since, bool(since)
 
@@ -507,12 +512,15 @@ class MemoryIndex(CacheDB):
                 done = next(_TICKETS)
                 left = []
                 for key in keys:
+                    _WRITTEN.pop(key, None)
                     _WRITTEN[key] = done
                     if _WRITING[key] <= 0:
                         _WRITING.pop(key, None)
                         if key in _SKIPPED:
                             _SKIPPED.discard(key)
                             left.append(key[1])
+                while len(_WRITTEN) > WRITTEN_KEPT:
+                    _FORGOTTEN[0] = _WRITTEN.pop(next(iter(_WRITTEN)))
         for name in left:
             row = self.db.execute("SELECT mtime_ns, ctime_ns, size FROM records WHERE name = ?", (name,))
             entry = current(name)
