@@ -26,19 +26,14 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-AIBUDDY = Path(sys.executable).parent / "aibuddy"
+from bench_mcp import AIBUDDY, HttpServer, percentile, token, with_http
+
 SCRATCH = Path("/dev/shm/aibuddy-bench-locks") if Path("/dev/shm").is_dir() else None
 USER = "bench"
 WORDS = ["deploy", "report", "budget", "meeting", "rollback", "release", "customer", "invoice"]
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def ms(value: float) -> str:
@@ -47,35 +42,6 @@ def ms(value: float) -> str:
 
 def load_average() -> str:
     return "load " + " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
-class HttpServer:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [str(AIBUDDY), "mcp", "--http", "127.0.0.1:0"],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert self.process.stderr is not None
-        line = self.process.stderr.readline()
-        if "serving MCP at " not in line:
-            sys.exit(f"the HTTP server did not start: {line}")
-        self.url = line.split("serving MCP at ", 1)[1].split(" ", 1)[0]
-
-    def stop(self) -> str:
-        """Stop it; what it wrote to stderr after starting (errors, warnings)."""
-        self.process.terminate()
-        _, err = self.process.communicate(timeout=60)
-        return err
-
-
-async def with_http(url: str, secret: str, body: Callable[[Any], Awaitable[Any]]) -> Any:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=300) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            return await body(client)
 
 
 def mixed_call(index: int, call: int) -> tuple[str, dict[str, Any]]:
@@ -155,16 +121,12 @@ def fresh_vault(base: dict[str, str], name: str) -> tuple[Path, dict[str, str], 
     root.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([str(AIBUDDY), "--user", USER, "init", str(root)], check=True, capture_output=True)
     env = {**base, "AIBUDDY_VAULT": str(root), "AIBUDDY_USER": USER, "AIBUDDY_WORKER": "0"}
-    made = subprocess.run(
-        [str(AIBUDDY), "token", "create", "--name", "agents"],
-        env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
     subprocess.run(
         [str(AIBUDDY), "table", "create", "load", "--column", "client:int", "--column", "call:int",
          "--column", "word:str"],
         env=env, check=True, capture_output=True,
     )  # fmt: skip
-    return root, env, made.stdout.strip()
+    return root, env, token(env, "agents")
 
 
 def check_vault(root: Path, clients: int, calls: int) -> list[str]:

@@ -51,9 +51,11 @@ class HttpServer:
             sys.exit(f"the HTTP server did not start: {line}")
         self.url = line.split("serving MCP at ", 1)[1].split(" ", 1)[0]
 
-    def stop(self) -> None:
+    def stop(self) -> str:
+        """Stop it; what it wrote to stderr after starting (errors, warnings)."""
         self.process.terminate()
-        self.process.wait(timeout=60)
+        _, err = self.process.communicate(timeout=60)
+        return err
 
 
 def token(env: dict[str, str], name: str) -> str:
