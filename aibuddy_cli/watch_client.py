@@ -108,9 +108,7 @@ def _changes(reply: dict[str, Any]) -> Changes:
 def start(environ: Mapping[str, str], root: Path) -> None:
     """Start the vault's watch process in the background, unless one is starting or serving. The
     starter takes its lock and hands it down (as worker_client.start does for a model worker)."""
-    import fcntl
-    import subprocess
-
+    from .unix_peer import spawn_holding
     from .worker_client import WorkerUnavailable, open_lock
 
     try:
@@ -118,30 +116,11 @@ def start(environ: Mapping[str, str], root: Path) -> None:
         fd = open_lock(path)
     except (OSError, WorkerUnavailable):
         return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return  # one serves this vault, or is starting
-        argv = [sys.executable, "-m", "aibuddy_cli.watchd", str(path), "--lock-fd", str(fd)]
-        idle = environ.get("AIBUDDY_WATCH_IDLE")
-        if idle:
-            argv += ["--idle", idle]
-        subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=(fd,),
-            env=dict(environ),
-            cwd="/",
-        )
-    except (OSError, ValueError):
-        return
-    finally:
-        os.close(fd)  # the watch process's copy keeps the lock
+    argv = [sys.executable, "-m", "aibuddy_cli.watchd", str(path), "--lock-fd", str(fd)]
+    idle = environ.get("AIBUDDY_WATCH_IDLE")
+    if idle:
+        argv += ["--idle", idle]
+    spawn_holding(fd, argv, environ, cwd="/")
 
 
 class WatchStatus(NamedTuple):

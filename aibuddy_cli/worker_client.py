@@ -262,31 +262,14 @@ def start(environ: Mapping[str, str]) -> None:
     caller finds the lock taken and starts none: two calls at once start one worker."""
     if asked_idle(environ) == 0:
         return
-    from .storage import flock_within
+    from .unix_peer import spawn_holding
 
     try:
         fd = open_lock(socket_path(environ))
     except (OSError, WorkerUnavailable):
         return
-    try:
-        if not flock_within(fd, 0.0, poll=0.05):
-            return  # a worker serves this environment, or is starting
-        import subprocess
-
-        subprocess.Popen(
-            [
-                sys.executable, "-m", "aibuddy_cli", "worker", "serve", "--lock-fd", str(fd),
-                "--spawned-at", repr(time.time()),  # its start cost, from which it derives its idle limit
-            ],  # fmt: skip
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=(fd,),
-            env=dict(environ),
-        )
-    except OSError:
-        return
-    finally:
-        os.close(fd)  # the worker's copy keeps the lock
+    argv = [
+        sys.executable, "-m", "aibuddy_cli", "worker", "serve", "--lock-fd", str(fd),
+        "--spawned-at", repr(time.time()),  # its start cost, from which it derives its idle limit
+    ]  # fmt: skip
+    spawn_holding(fd, argv, environ)
