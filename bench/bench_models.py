@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import report
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
@@ -160,10 +162,7 @@ def main() -> None:
         f"closed at once, extraction runs in the background): {ms(ended)} — "
         + ("PASS" if ended < 3 else "FAIL"),
     ]
-    text = "\n".join(lines) + "\n"
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    print(text)
+    report(lines, OUT)
 
 
 if __name__ == "__main__":

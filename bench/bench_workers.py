@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import report
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE.parent / "tests"))
@@ -241,10 +243,7 @@ def main() -> None:
             f"| {idle} | {lex[1]:.0f} / {lex[2]:.0f} MB ({lex[0]:.1f} ms) "
             f"| {mod[1]:.0f} / {mod[2]:.0f} MB ({mod[0]:.1f} ms) |"
         )
-    text = "\n".join(lines) + "\n"
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    print(text)
+    report(lines, OUT)
 
 
 if __name__ == "__main__":

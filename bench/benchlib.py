@@ -1,10 +1,12 @@
-"""What the benchmark scripts share: timing one whole process, and running one to check it."""
+"""What the benchmark scripts share: timing one whole process, running one to check it, and
+keeping a report."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 
 def run_once(argv: list[str], env: dict[str, str]) -> float:
@@ -25,3 +27,11 @@ def check_run(
         problem = done.stderr.strip()[:500]
         print(f"WARNING: {' '.join(argv)} exited {done.returncode}: {problem}", file=sys.stderr)
     return done
+
+
+def report(lines: list[str], out: Path) -> None:
+    """The report's lines written to out (its folder made) and printed."""
+    text = "\n".join(lines) + "\n"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
