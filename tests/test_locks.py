@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from conftest import CODE, wait_for, write_record_file
 
-from aibuddy_cli.errors import Busy
 from aibuddy_cli.mcp_server import Server
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.operations.registry import Operation
@@ -137,29 +136,6 @@ def test_a_writer_waits_for_a_lock_another_process_holds_and_goes_on_when_it_is_
         let_go(holder)
     assert got.wait(120)
     writer.join(120)
-
-
-def test_a_lock_held_past_the_deadline_is_busy_for_a_thread_of_the_same_process(vault: Vault) -> None:
-    holding, done = threading.Event(), threading.Event()
-
-    def hold_it() -> None:
-        with FileStore(vault.root, vault.locks_dir()).lock("tables"):
-            holding.set()
-            done.wait(120)
-
-    holder = threading.Thread(target=hold_it)
-    holder.start()
-    try:
-        assert holding.wait(120)
-        with pytest.raises(Busy, match="busy") as raised:
-            with FileStore(vault.root, vault.locks_dir()).lock("tables", timeout=0.2):
-                pass
-        assert (raised.value.code, int(raised.value.exit_code)) == ("busy", 4)
-    finally:
-        done.set()
-        holder.join(120)
-    with FileStore(vault.root, vault.locks_dir()).lock("tables", timeout=120):
-        pass  # let go, it is free again
 
 
 def tea_and_a_server(vault: Vault) -> tuple[MemoryService, Server, Operation]:

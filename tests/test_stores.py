@@ -161,6 +161,7 @@ def test_appends_make_lines_that_writes_moves_and_deletes_carry_or_clear(store: 
 
 
 def test_a_held_lock_is_busy_for_others(store: Store) -> None:
+    """Another thread of the same process waits until its deadline, then is told busy (exit 4)."""
     held, release = threading.Event(), threading.Event()
 
     def holder() -> None:
@@ -172,9 +173,10 @@ def test_a_held_lock_is_busy_for_others(store: Store) -> None:
     thread.start()
     try:
         assert held.wait(60)
-        with pytest.raises(Busy):
+        with pytest.raises(Busy, match="busy") as raised:
             with store.lock("memory-demo", timeout=0.1):
                 pass
+        assert (raised.value.code, int(raised.value.exit_code)) == ("busy", 4)
     finally:
         release.set()
         thread.join()
