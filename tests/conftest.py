@@ -436,3 +436,18 @@ def on_a_terminal(argv: list[str], env: dict[str, str], *, stdout: bool = True) 
     finally:
         os.close(master)
     return child.returncode, piped or b"", shown.decode("utf-8", "replace")
+
+
+@pytest.fixture
+def runtime_dir() -> Iterator[Path]:
+    """A short private folder for sockets (the model worker's, the watch process's): a socket
+    path may have 108 bytes at most, and a test's tmp_path (under pytest-xdist, say) can be
+    longer than that."""
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="ab-"))
+    runtime = top / "run"
+    runtime.mkdir(mode=0o700)
+    yield runtime
+    shutil.rmtree(top, ignore_errors=True)

@@ -9,7 +9,6 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,16 +25,6 @@ from aibuddy_cli.vault import Vault
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not FolderWatch().active, reason="inotify is Linux's"
 )
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    """A short private folder for the socket (a socket path may have 108 bytes at most)."""
-    top = Path(tempfile.mkdtemp(prefix="ab-"))
-    runtime = top / "run"
-    runtime.mkdir(mode=0o700)
-    yield runtime
-    shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.fixture
@@ -71,6 +60,13 @@ def save(aibuddy_exe: list[str], env: dict[str, str], name: str, description: st
 def running(env: dict[str, str], vault: Vault) -> watch_client.WatchStatus:
     assert wait_for(lambda: watch_client.status(env, vault.root).running, 120)
     return watch_client.status(env, vault.root)
+
+
+def tea_and_a_watch(aibuddy_exe: list[str], env: dict[str, str], vault: Vault) -> watch_client.WatchStatus:
+    """A record saved, then a command whose walk starts the watch process; the process, once it runs."""
+    save(aibuddy_exe, env, "tea", "drinks green tea")
+    listed(aibuddy_exe, env)  # starts the watch process
+    return running(env, vault)
 
 
 def edit_in_place(path: Path, old: str, new: str) -> None:
@@ -117,9 +113,7 @@ def test_with_the_watch_process_a_command_reads_only_what_changed(
 ) -> None:
     """No walk of the folder once the index holds the watch process's cursor: the edit is seen
     from the watch process's answer alone."""
-    save(aibuddy_exe, watch_env, "tea", "drinks green tea")
-    listed(aibuddy_exe, watch_env)  # starts the watch process
-    running(watch_env, vault)
+    tea_and_a_watch(aibuddy_exe, watch_env, vault)
     listed(aibuddy_exe, watch_env)  # the first look of the watch process: a walk, then its cursor
     edit_in_place(vault.root / "memory" / "demo" / "tea.md", "green", "black")
     walked: list[str] = []
@@ -136,9 +130,7 @@ def test_with_the_watch_process_a_command_reads_only_what_changed(
 def test_a_killed_watch_process_means_a_walk_and_the_answer_stays_right(
     aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault
 ) -> None:
-    save(aibuddy_exe, watch_env, "tea", "drinks green tea")
-    listed(aibuddy_exe, watch_env)  # starts the watch process
-    first = running(watch_env, vault)
+    first = tea_and_a_watch(aibuddy_exe, watch_env, vault)
     listed(aibuddy_exe, watch_env)  # the index keeps this process's cursor
     assert first.pid
     os.kill(first.pid, signal.SIGKILL)
@@ -248,9 +240,7 @@ def test_the_watch_process_answers_no_other_uid(vault: Vault, runtime_dir: Path)
 def test_watch_status_and_stop_say_what_runs(
     aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault
 ) -> None:
-    save(aibuddy_exe, watch_env, "tea", "drinks green tea")
-    listed(aibuddy_exe, watch_env)  # starts the watch process
-    started = running(watch_env, vault)
+    started = tea_and_a_watch(aibuddy_exe, watch_env, vault)
     shown = json.loads(run_aibuddy(aibuddy_exe, "watch", "status", "--json", env=watch_env).stdout)
     assert shown["running"] and shown["pid"] == started.pid
     stopped = run_aibuddy(aibuddy_exe, "watch", "stop", env=watch_env)

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -23,17 +21,6 @@ from aibuddy_cli import models, worker, worker_client
 from aibuddy_cli.errors import NotAllowed
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    """A short private folder for the sockets: a socket path may have 108 bytes at most, and a
-    test's tmp_path (under pytest-xdist, say) can be longer than that."""
-    top = Path(tempfile.mkdtemp(prefix="ab-"))
-    runtime = top / "run"
-    runtime.mkdir(mode=0o700)
-    yield runtime
-    shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.fixture
