@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,6 +55,15 @@ def files_digest(entries: Iterable[Entry | None]) -> int:
 
 # SQLite primary result codes (sqlite_errorcode & 0xFF) this module tells apart.
 _PERM, _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 10, 11, 13, 14, 26
+
+
+def select_in(db: sqlite3.Connection, sql: str, values: Sequence[object]) -> list[tuple]:
+    """sql (its IN list written `{}`) run over values, 900 at a time (SQLite's limit on them)."""
+    found: list[tuple] = []
+    for start in range(0, len(values), 900):
+        chunk = values[start : start + 900]
+        found += db.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
+    return found
 
 
 def _statements(script: str) -> Iterator[str]:

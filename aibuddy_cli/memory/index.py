@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from typing import NamedTuple, TypedDict
 
 from ..build_progress import steps
-from ..cache_db import CacheDB, entry_hash, files_digest
+from ..cache_db import CacheDB, entry_hash, files_digest, select_in
 from ..dates import Span, read_time, text_days
 from ..folder_watch import cursor_source, further_on
 from ..storage import Entry
@@ -875,17 +875,8 @@ class MemoryIndex(CacheDB):
                 )
 
         def known(candidates: Iterable[str]) -> dict[str, int]:
-            wanted = list(candidates)
-            found: dict[str, int] = {}
-            for start in range(0, len(wanted), 900):
-                chunk = wanted[start : start + 900]
-                found.update(
-                    self.db.execute(
-                        f"SELECT piece, id FROM meaning_vocab WHERE piece IN ({', '.join('?' * len(chunk))})",
-                        chunk,
-                    ).fetchall()
-                )
-            return found
+            vocabulary = "SELECT piece, id FROM meaning_vocab WHERE piece IN ({})"
+            return dict(select_in(self.db, vocabulary, list(candidates)))
 
         return known
 
@@ -1045,7 +1036,8 @@ class MemoryIndex(CacheDB):
             changed = self.changed_since(kept.generation[1])  # type: ignore[index]
         if changed is not None and kept is not None:
             vectors = "NULL" if kept.vectors is None else "v.vector"
-            rows = self._chunked(
+            rows = select_in(
+                self.db,
                 f"SELECT c.id, c.code, {vectors}, c.model FROM record_codes c LEFT JOIN record_vectors v"
                 " ON v.id = c.id AND v.model = c.model WHERE c.id IN ({})",
                 changed,
@@ -1103,10 +1095,7 @@ class MemoryIndex(CacheDB):
         with self.snapshot():
             table = self._sign_codes(model)
             if table is not None:
-                keys = None
-                if among is not None:
-                    named = "SELECT id FROM records WHERE name IN ({})"
-                    keys = [key for (key,) in self._chunked(named, sorted(among))]
+                keys = None if among is None else self._ids_of(among)
                 ids = table.shortlist(code(question), SHORTLIST, keys)
                 return self._scored(ids, table, question, model, depth)
         packed = self._fresh_pack(model) if among is None else None  # (it writes: no snapshot)
@@ -1178,12 +1167,13 @@ class MemoryIndex(CacheDB):
             if changed is not None and kept is not None:
                 fresh = {
                     key: blob
-                    for key, blob, of in self._chunked(
-                        "SELECT id, code, model FROM record_codes WHERE id IN ({})", changed
+                    for key, blob, of in select_in(
+                        self.db, "SELECT id, code, model FROM record_codes WHERE id IN ({})", changed
                     )
                     if of == model.key
                 }
-                formed = self._chunked("SELECT id FROM records WHERE error IS NULL AND id IN ({})", changed)
+                well_formed = "SELECT id FROM records WHERE error IS NULL AND id IN ({})"
+                formed = select_in(self.db, well_formed, changed)
                 if any(key not in fresh for (key,) in formed):
                     return None
                 made = kept.merged(changed, fresh)
@@ -1245,15 +1235,14 @@ class MemoryIndex(CacheDB):
         unknown = [gram for gram in question if postings is None or postings.held(gram) is None]
         held = {gram: count for gram in question if postings is not None and (count := postings.held(gram))}
         counted = "SELECT gram, count(*) FROM record_grams WHERE gram IN ({}) GROUP BY gram"
-        held.update(self._chunked(counted, unknown))
+        held.update(select_in(self.db, counted, unknown))
         weights = ngrams.weights(question, held, records)
         if not weights:
             return [], []
         constant, per_gram = ngrams.length_terms(total / records)
         if postings is not None:
             read = "SELECT id, count, length FROM record_grams WHERE gram = ? ORDER BY id"
-            named = "SELECT id FROM records WHERE name IN ({})"
-            keys = None if among is None else [key for (key,) in self._chunked(named, sorted(among))]
+            keys = None if among is None else self._ids_of(among)
             of = lambda gram: self.db.execute(read, (gram,)).fetchall()  # noqa: E731
             rows = postings.best(weights, constant, per_gram, of, keys, SHORTLIST)
         else:
@@ -1306,13 +1295,10 @@ class MemoryIndex(CacheDB):
             lexical.keep_latest(_KEPT_GRAMS, where, kept)
         return kept
 
-    def _chunked(self, sql: str, values: list) -> list[tuple]:
-        """sql (its IN list written `{}`) run over values, 900 at a time (SQLite's limit on them)."""
-        found: list[tuple] = []
-        for start in range(0, len(values), 900):
-            chunk = values[start : start + 900]
-            found += self.db.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
-        return found
+    def _ids_of(self, names: set[str]) -> list[int]:
+        """The ids of the records names (by name)."""
+        named = "SELECT id FROM records WHERE name IN ({})"
+        return [key for (key,) in select_in(self.db, named, sorted(names))]
 
     def rank(
         self, query: str, limit: int, today: dt.date | None = None, model: Meaning | None = None

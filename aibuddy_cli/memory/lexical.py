@@ -51,6 +51,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..cache_db import select_in
 from ..dates import Span, read_time
 from ..text import query_terms
 
@@ -205,7 +206,7 @@ class WordRanking:
             ids, total = ids[chosen], total[chosen]
         best = dict(zip(ids.tolist(), total.tolist(), strict=True))
         named = "SELECT r.id, r.name FROM records r WHERE r.id IN ({}) AND r.error IS NULL AND " + self.live
-        found = [Candidate(key, name, best[key]) for key, name in _chunked(self.db, named, list(best))]
+        found = [Candidate(key, name, best[key]) for key, name in select_in(self.db, named, list(best))]
         return sorted(found, key=lambda c: (-c.score, c.name))[:limit]
 
     def _fill(self, within: Within, taken: list[int], limit: int) -> list[Candidate]:
@@ -243,15 +244,6 @@ class WordRanking:
             for (key,) in self.db.execute(query, (phrase, *keys)):
                 gains[key] = gains.get(key, 0.0) + gain
         return gains
-
-
-def _chunked(db: sqlite3.Connection, sql: str, values: list) -> list[tuple]:
-    """sql (its IN list written `{}`) run over values, 900 at a time (SQLite's limit on them)."""
-    found: list[tuple] = []
-    for start in range(0, len(values), 900):
-        chunk = values[start : start + 900]
-        found += db.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
-    return found
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -368,7 +360,7 @@ class PhraseScores:
                 rows = db.execute(wanted).fetchall()
             else:
                 unknown = (ids >= len(lengths)) | (lengths[np.minimum(ids, len(lengths) - 1)] < 0)
-                rows = _chunked(db, wanted + " WHERE id IN ({})", ids[unknown].tolist())
+                rows = select_in(db, wanted + " WHERE id IN ({})", ids[unknown].tolist())
             before = 0 if lengths is None else len(lengths) - 1
             top = max([before, int(ids.max()), *(key for key, _ in rows)])
             grown = np.full(top + 1, -1.0)
