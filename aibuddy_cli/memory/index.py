@@ -1018,7 +1018,7 @@ class MemoryIndex(CacheDB):
         changed since (shared by a server's threads); None (the pure-Python popcount) for a
         process's first question unless numpy is loaded already: a one-shot command does not pay
         numpy's import (about 60 ms) for one question."""
-        where = (f"memory:{id(self)}" if self.in_memory else str(self.path), model.key)
+        where = (self._where(), model.key)
         _, lineage, seq = self.generation()
         with _KEPT_GUARD:
             if where not in _KEPT_CODES and "numpy" not in sys.modules:
@@ -1281,7 +1281,7 @@ class MemoryIndex(CacheDB):
         """The process's GramPostings of this index at its current generation (a new one after any
         change); None for the first Chinese question of a process without numpy loaded (a one-shot
         command: SQLite sums the postings) or an index of an older version."""
-        where = f"memory:{id(self)}" if self.in_memory else str(self.path)
+        where = self._where()
         _, lineage, seq = self.generation()
         with _KEPT_GUARD:
             if lineage is None or (where not in _KEPT_GRAMS and "numpy" not in sys.modules):
@@ -1337,7 +1337,7 @@ class MemoryIndex(CacheDB):
         """Best matches by words over all of the user's records: (name, score), best first; when
         the query names a time (`dates.read_time`, relative to today), its records first
         (lexical.py says how)."""
-        where = f"memory:{id(self)}" if self.in_memory else str(self.path)
+        where = self._where()
         with self.snapshot():
             _, lineage, seq = self.generation()
             scores = lexical.kept_scores(where, self.db, lineage, seq, self.changed_since)
