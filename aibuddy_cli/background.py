@@ -82,14 +82,14 @@ def flock_holders(path: Path) -> set[int] | None:
 def _lock_is_free(path: Path) -> bool:
     """Whether nobody holds the flock on path: taken and given back at once if so. Where /proc/locks
     cannot say who holds a lock, this still tells a pass that has ended from one that runs."""
-    from .storage import flock_within
+    from .locks import flock_until
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False  # cannot tell: the other checks decide
     try:
-        return flock_within(fd, 0.0, poll=0.0)  # a lock had here is given back by the close
+        return flock_until(fd, 0.0)  # one try; a lock had here is given back by the close
     except OSError:
         return False
     finally:

@@ -618,21 +618,6 @@ def _lock_file(lock_path: Path, deadline: float) -> Callable[[], None] | None:
     return release
 
 
-def flock_within(fd: int, timeout: float, *, poll: float) -> bool:
-    """Take an exclusive flock on fd, trying every poll seconds for up to timeout; whether it was had."""
-    import fcntl
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(poll)
-
-
 class StoreView:
     """Another store seen through a wrapper that passes every call on; subclasses change what
     writing means (refused, recorded first)."""

@@ -60,11 +60,11 @@ def _is_lock_of(fd: int, path: Path) -> bool:
 def _worker_lock(path: Path, wait: float = 0.0, inherited: int | None = None) -> Iterator[bool]:
     """The lock a worker holds for its whole life (True if this process got it within wait
     seconds), on the descriptor its starter handed down when it is that lock's; released on exit."""
-    from .storage import flock_within
+    from .locks import flock_until
 
     fd = inherited if inherited is not None and _is_lock_of(inherited, path) else open_lock(path)
     try:
-        yield flock_within(fd, wait, poll=0.05)  # on a handed-down descriptor: held already
+        yield flock_until(fd, time.monotonic() + wait)  # on a handed-down descriptor: held already
     finally:
         os.close(fd)
 
