@@ -312,12 +312,16 @@ class MemoryService:
             self._index.close()
             self._index = None
 
-    def index(self) -> MemoryIndex:
-        """The derived index, brought up to date with the folder (rebuilt if it is corrupt)."""
+    def _opened(self) -> MemoryIndex:
+        """The derived index as it stands, opened on this thread if it is not open yet."""
         if self._index is None:
             self._index = MemoryIndex(self.vault.memory_index_path(self.user))
             self._index_thread = threading.get_ident()
-        index = self._index
+        return self._index
+
+    def index(self) -> MemoryIndex:
+        """The derived index, brought up to date with the folder (rebuilt if it is corrupt)."""
+        index = self._opened()
         ticket = index.ticket()
         changes = self.store.changes(self.prefix, index.cursors())
         if changes.names is None or changes.cursor is None:
@@ -391,14 +395,12 @@ class MemoryService:
         a server (which answers the next question from it) one opened without bringing it up to
         date, the write-behind thread's own (an SQLite handle serves the thread that opened it);
         None for a one-shot command that has not opened it."""
-        here = threading.get_ident()
-        if self._index is not None and self._index_thread == here:
+        if self._index is not None and self._index_thread == threading.get_ident():
             return self._index
         if self.telemetry_later is None:
             return None
         if self._index is None:
-            self._index, self._index_thread = MemoryIndex(self.vault.memory_index_path(self.user)), here
-            return self._index
+            return self._opened()
         return _thread_index(self.vault.memory_index_path(self.user))
 
     @contextmanager
