@@ -407,8 +407,7 @@ class StaticModel:
             return self._embed_many(texts)
         table, offset, rows = self._load()
         if known is None:
-            everything = self.vocab()
-            known = lambda candidates: {p: everything[p] for p in candidates if p in everything}  # noqa: E731
+            known = self._in_vocabulary()
         row = struct.Struct(f"<{DIMENSIONS}e")
         vectors = []
         for text in texts:
@@ -418,6 +417,11 @@ class StaticModel:
                     total = list(map(float.__add__, total, row.unpack_from(table, offset + piece * row.size)))
             vectors.append(normalised(total))
         return vectors
+
+    def _in_vocabulary(self) -> Known:
+        """The lookup of pieces in the whole vocabulary (read, then kept: vocab)."""
+        everything = self.vocab()
+        return lambda candidates: {piece: everything[piece] for piece in candidates if piece in everything}
 
     def _embed_many(self, texts: Sequence[str]) -> list[Vector]:
         import numpy as np
@@ -431,14 +435,10 @@ class StaticModel:
             # text that holds its piece: 10,000 records' vectors in half the time; a few texts
             # convert their own rows only. The very same numbers either way.
             table = table.astype(np.float32)
-        everything = self.vocab()
+        known = self._in_vocabulary()
         words = self._words
         if len(words) > WORDS_KEPT:
             words.clear()
-
-        def known(candidates: Iterable[str]) -> dict[str, int]:
-            return {piece: everything[piece] for piece in candidates if piece in everything}
-
         vectors = []
         for text in texts:
             ids: list[int] = []
