@@ -130,39 +130,56 @@ def flock_until(fd: int, deadline: float) -> bool:
 class WriteBehind:
     """One thread that runs the writes handed to it, in the order given, after their callers have
     answered: a long-lived server's bookkeeping (a recall's telemetry) that must not keep a reader
-    waiting for a writer's lock. A job that raises is reported to `failed` and the next one runs."""
+    waiting for a writer's lock. A job that raises is reported to `failed` and the next one runs.
+
+    A job may linger: it starts no sooner than `linger` seconds after it was given (unless someone
+    drains), so that what arrives meanwhile is written with it (under many agents, one write of a
+    record's recall count for many recalls)."""
 
     def __init__(self, failed: Callable[[Exception], None]) -> None:
         self._failed = failed
-        self._jobs: deque[Callable[[], None]] = deque()
+        self._jobs: deque[tuple[float, Callable[[], None]]] = deque()  # (when it may start, job)
         self._ready = threading.Condition()
         self._busy = False
+        self._draining = 0
         self._thread: threading.Thread | None = None
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], None], linger: float = 0.0) -> None:
         with self._ready:
-            self._jobs.append(job)
+            self._jobs.append((time.monotonic() + linger, job))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="aibuddy-write-behind", daemon=True)
                 self._thread.start()
             self._ready.notify_all()
 
     def drain(self, timeout: float) -> bool:
-        """Wait until every job given so far has run (at most timeout seconds); whether they had."""
+        """Wait until every job given so far has run, lingering or not (at most timeout seconds);
+        whether they had."""
         deadline = time.monotonic() + timeout
         with self._ready:
-            while self._jobs or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._ready.wait(left):
-                    return not (self._jobs or self._busy)
+            self._draining += 1
+            self._ready.notify_all()
+            try:
+                while self._jobs or self._busy:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not self._ready.wait(left):
+                        return not (self._jobs or self._busy)
+            finally:
+                self._draining -= 1
         return True
 
     def _run(self) -> None:
         while True:
             with self._ready:
-                while not self._jobs:
-                    self._ready.wait()
-                job = self._jobs.popleft()
+                while True:
+                    if self._jobs:
+                        wait = 0.0 if self._draining else self._jobs[0][0] - time.monotonic()
+                        if wait <= 0:
+                            break
+                        self._ready.wait(wait)
+                    else:
+                        self._ready.wait()
+                job = self._jobs.popleft()[1]
                 self._busy = True
             try:
                 job()

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import CODE, wait_for, write_record_file
 
+from aibuddy_cli.locks import WriteBehind
 from aibuddy_cli.mcp_server import Server
+from aibuddy_cli.memory import service as memory_service
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.operations.registry import Operation
 from aibuddy_cli.session import Session
@@ -188,6 +190,34 @@ def test_recalls_answered_while_a_save_holds_the_lock_are_all_counted_and_the_in
         index.close()
     assert row == (file.st_mtime_ns, file.st_ctime_ns, file.st_size)
     assert memory.show("tea").recall_count == 2
+
+
+def test_a_recall_while_counts_are_on_their_way_goes_with_them(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts wait a moment for more (under many agents, one write of a file for many recalls): a
+    recall answered while some are due adds its own to them rather than writing the file again,
+    and a stopping server's drain writes them all without waiting out that moment."""
+    monkeypatch.setattr(memory_service, "_RECALLS_LINGER", 3600.0)
+    memory, server, recall = tea_and_a_server(vault)
+    holder = hold(vault.locks_dir() / "memory-demo.lock")
+    try:  # the first recall finds the lock held: its count is due
+        server.run_tool(recall, {"query": "green tea"})
+    finally:
+        let_go(holder)
+    answer = server.run_tool(recall, {"query": "green tea"})  # the lock is free now
+    assert [r["name"] for r in json.loads(answer.content[0].text)["records"]] == ["tea"]
+    assert memory.show("tea").recall_count == 0  # not written on its own
+    assert server.write_behind.drain(120)
+    assert memory.show("tea").recall_count == 2
+
+
+def test_drain_runs_a_lingering_job_at_once() -> None:
+    ran = threading.Event()
+    writes = WriteBehind(lambda error: None)
+    writes.submit(ran.set, linger=3600.0)
+    assert writes.drain(120)
+    assert ran.is_set()
 
 
 def test_a_refresh_that_read_a_file_before_this_process_wrote_it_keeps_the_writers_row(vault: Vault) -> None:

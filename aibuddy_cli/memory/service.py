@@ -228,12 +228,19 @@ class DueRecalls:
                 self._due[name] = (times + 1, max(latest, now))
             return first
 
+    def due(self) -> bool:
+        return bool(self._due)
+
     def take(self) -> dict[str, tuple[int, str]]:
         with self._guard:
             due, self._due = self._due, {}
             return due
 
 
+# How long a server's recall counts wait for more before they are written: under many agents, one
+# write of a record for all the recalls of those moments, and the user's lock held less often.
+_RECALLS_LINGER = 0.2
+_RECALLS_A_HOLD = 10  # the files written in one hold of the user's lock
 _DUE: dict[str, DueRecalls] = {}  # by memory index: one per user of a vault, shared by a server's threads
 _THREADS = threading.local()  # a thread's own handles on indexes services of other threads opened
 
@@ -273,7 +280,8 @@ class MemoryService:
         self._index_thread = 0  # the thread that opened _index (the only one that may use it)
         # A long-lived server's writer (locks.WriteBehind.submit): a recall's telemetry is written
         # there after the answer, so a recall never waits for the lock a save holds.
-        self.telemetry_later: Callable[[Callable[[], None]], None] | None = None
+        # A server's write-behind: (job, how long it may linger for more of its kind).
+        self.telemetry_later: Callable[[Callable[[], None], float], None] | None = None
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -863,27 +871,32 @@ class MemoryService:
             records.append(recalled)
             later.append(name)
         if later and self.telemetry_later is not None:
-            due = _DUE.setdefault(str(self.vault.memory_index_path(self.user)), DueRecalls())
+            due = self._due()
             if due.add(later, now):
-                self.telemetry_later(lambda: self._write_recalls(due.take()))
+                self.telemetry_later(lambda: self._write_recalls(due.take()), _RECALLS_LINGER)
         return records
+
+    def _due(self) -> DueRecalls:
+        return _DUE.setdefault(str(self.vault.memory_index_path(self.user)), DueRecalls())
 
     def _write_recalls(self, due: dict[str, tuple[int, str]]) -> None:
         """Bump recallCount/lastRecalledAt of the records due (name: recalls not yet counted, the
         latest moment) under the user's lock (see _recalled_later), each file once whatever its
         count, and tell the index, so the next question neither re-reads these files nor renews
         the ranking caches of records whose words did not change."""
-        names = sorted(due)
-        with self._lock(), self._telling_recalls(names) as written:
-            for name in names:
-                try:
-                    text, record, read = self._read_entry(name)
-                except (NotFound, MalformedRecord):
-                    continue  # removed or broken since the recall read it: nothing to count
-                times, now = due[name]
-                done = self._recall_written(name, text, record.recalled(now, times))
-                if done is not None:
-                    written.append((done[1], done[0], read))
+        ordered = sorted(due)
+        for start in range(0, len(ordered), _RECALLS_A_HOLD):  # (a save waits for a few, not all)
+            names = ordered[start : start + _RECALLS_A_HOLD]
+            with self._lock(), self._telling_recalls(names) as written:
+                for name in names:
+                    try:
+                        text, record, read = self._read_entry(name)
+                    except (NotFound, MalformedRecord):
+                        continue  # removed or broken since the recall read it: nothing to count
+                    times, now = due[name]
+                    done = self._recall_written(name, text, record.recalled(now, times))
+                    if done is not None:
+                        written.append((done[1], done[0], read))
 
     def _recall_written(
         self, name: str, text: str, recalled: MemoryRecord
@@ -925,6 +938,8 @@ class MemoryService:
         telemetry is skipped from then on, with one warning, not one per record.
         """
         later = self.telemetry_later is not None
+        if later and self._due().due():  # counts are on their way: these go with them
+            return self._recalled_later(names, warnings)
         try:
             with self.store.lock(f"memory-{self.user}", 0.0) if later else self._lock():
                 return self._count_recalls(names, warnings)
