@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aibuddy_cli"
 
 # Top first. A name is a module or a package (all of its modules).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("front ends", ("__main__", "cli", "fastpath", "mcp_server", "mcp_resources", "mcp_stdio", "mcp_http",
+    ("front ends", ("__main__", "cli", "fastpath", "mcp",
                     "hooks")),
     # The registry of operations, from which the front ends are derived, and the model loops
     # whose tools are operations (each loop offers operations of the registry as its tools).

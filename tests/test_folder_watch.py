@@ -110,7 +110,7 @@ class CountedScans:
 def test_every_change_reaches_the_next_recall_without_a_scan(
     vault: Vault, env: dict[str, str], watch: FolderWatch, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from aibuddy_cli.mcp_server import Server
+    from aibuddy_cli.mcp.server import Server
     from aibuddy_cli.operations.registry import find
 
     folder = vault.root / "memory/demo"

@@ -19,7 +19,7 @@ import pytest
 from conftest import CODE, wait_for, write_record_file
 
 from aibuddy_cli.locks import WriteBehind
-from aibuddy_cli.mcp_server import Server
+from aibuddy_cli.mcp.server import Server
 from aibuddy_cli.memory import service as memory_service
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.operations.registry import Operation

@@ -48,7 +48,7 @@ def run_in_memory(env: dict[str, str], body: Callable[[Any], Awaitable[Any]], ta
     process is test_the_tools_and_their_answers' (through the SDK's client) and RawServer's."""
     from mcp import Client
 
-    from aibuddy_cli.mcp_server import Server, mcp_app
+    from aibuddy_cli.mcp.server import Server, mcp_app
 
     async def main() -> Any:
         async with Client(mcp_app(Server(None, None, task, os.environ, Path.cwd()))) as client:
@@ -407,7 +407,7 @@ def test_a_tool_that_crashes_is_a_tool_error_without_a_traceback(
 
     from mcp import Client
 
-    from aibuddy_cli.mcp_server import Server, mcp_app
+    from aibuddy_cli.mcp.server import Server, mcp_app
     from aibuddy_cli.memory.service import MemoryService
 
     def broken(self: MemoryService, query: str, limit: int | None = None) -> Any:

@@ -176,7 +176,7 @@ def test_every_tool_answers_its_happy_path_and_refuses_with_a_readable_error(
 ) -> None:
     from mcp import Client
 
-    from aibuddy_cli.mcp_server import Server, mcp_app
+    from aibuddy_cli.mcp.server import Server, mcp_app
 
     ok(cli("kb", "import", str(FIXTURE_DOCS / "body.md"), "--scope", "system", "--json"))
     ok(cli("kb", "publish", "body", "--json"))
@@ -229,7 +229,7 @@ def test_an_argument_of_the_wrong_kind_is_the_tool_error_document_for_every_tool
     runs, as the error document naming the argument, and nothing is written."""
     from mcp import Client
 
-    from aibuddy_cli.mcp_server import Server, mcp_app
+    from aibuddy_cli.mcp.server import Server, mcp_app
 
     happy = {}
     for tool, arguments, refused in CASES:

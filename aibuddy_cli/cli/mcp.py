@@ -54,13 +54,13 @@ def mcp(
     if http is None:
         if allow_host or allow_origin:
             raise UsageError("--allow-host and --allow-origin go with --http")
-        from ..mcp_server import serve
+        from ..mcp.server import serve
 
         serve(state.vault_option, state.user_option, task, state.environ, Path.cwd())
         return
     if state.user_option is not None or task is not None:
         raise UsageError("over --http each request's token fixes its user: drop --user and --task")
-    from ..mcp_http import parse_address, serve_http
+    from ..mcp.http import parse_address, serve_http
 
     serve_http(state.vault_option, state.environ, Path.cwd(), parse_address(http), allow_host, allow_origin)
 

@@ -7,7 +7,7 @@ warm server serves several clients, users and machines.
   id. Nothing is kept between requests but the vault, so any number of clients may come and go.
 - Every request carries `Authorization: Bearer <token>` (`aibuddy token create`): without one, or
   with an unknown or revoked one, the answer is 401 and nothing is read or written. The token
-  fixes the user of every call (mcp_server.Server.caller); no argument can name another. The
+  fixes the user of every call (mcp.server.Server.caller); no argument can name another. The
   tokens file is looked at (stat) at each request and read again when it changed, so a
   revocation holds from the next one.
 - Host and Origin are checked against an allow-list (DNS rebinding: a web page must not reach
@@ -17,7 +17,7 @@ warm server serves several clients, users and machines.
 - Every request is answered as JSON-RPC says (AnsweredPosts): a body that is no JSON-RPC message
   the SDK takes is an invalid request (-32600; id null when the id is no string or integer: the
   SDK took `"id": {}` for a notification and answered 202, nothing), a tool argument holding a
-  lone surrogate a tool error naming it, as on stdio (mcp_stdio.answer_to), not pydantic's text.
+  lone surrogate a tool error naming it, as on stdio (mcp.stdio.answer_to), not pydantic's text.
 - It binds 127.0.0.1 unless told otherwise.
 """
 
@@ -30,10 +30,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import InvalidInput, NotFound, UsageError
-from .mcp_stdio import answer_to, surrogate_at, valid_id
-from .storage import Entry, Store
-from .tokens import TOKENS_KEY, Token, find_token, parse_tokens
+from ..errors import InvalidInput, NotFound, UsageError
+from ..storage import Entry, Store
+from ..tokens import TOKENS_KEY, Token, find_token, parse_tokens
+from .stdio import answer_to, surrogate_at, valid_id
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 PATH = "/mcp"
@@ -233,11 +233,11 @@ def serve_http(
 
     import uvicorn
 
-    from .folder_watch import FolderWatch
-    from .mcp_server import WRITE_BEHIND_SECONDS, Server, mcp_app, warm_up
-    from .session import database_store
-    from .storage import FileStore
-    from .vault import Vault
+    from ..folder_watch import FolderWatch
+    from ..session import database_store
+    from ..storage import FileStore
+    from ..vault import Vault
+    from .server import WRITE_BEHIND_SECONDS, Server, mcp_app, warm_up
 
     server = Server(vault, None, None, environ, cwd, http=True, watch=FolderWatch())
     opened = Vault.open(server.root, environ)

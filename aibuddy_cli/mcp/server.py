@@ -1,5 +1,5 @@
 """`aibuddy mcp`: the Model Context Protocol server (the official `mcp` SDK), on stdio here and on
-streamable HTTP through mcp_http.py.
+streamable HTTP through mcp/http.py.
 
 Tools: the registry's `mcp` operations (operations/*.py), every one a model may use: memory
 (`memory_save`, `memory_recall`, …; no tool clears memory), tables with and without a second
@@ -23,7 +23,7 @@ refused argument included, is a tool error (`isError`), never an exception the S
 with "Error executing tool" and a traceback: its text is
 the CLI's error document (`{"error": {"code", "message"}}`), the message in the tools' terms
 (`errors.tool_words`: "use the memory_update tool", not a command line); the next call works.
-A line that is no readable message is answered too (mcp_stdio). The process stays up, so litellm
+A line that is no readable message is answered too (mcp.stdio). The process stays up, so litellm
 is imported once (warmed in the background at start when a model is configured): later model
 calls cost the model's own time.
 """
@@ -39,14 +39,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from .errors import EXPECTED, AibuddyError, InvalidInput, as_aibuddy_error, describe_failure, tool_words
-from .locks import WriteBehind
-from .mcp_stdio import json_text, wire_json
-from .session import Session
+from ..errors import EXPECTED, AibuddyError, InvalidInput, as_aibuddy_error, describe_failure, tool_words
+from ..locks import WriteBehind
+from ..session import Session
+from .stdio import json_text, wire_json
 
 if TYPE_CHECKING:
-    from .folder_watch import FolderWatch
-    from .operations.registry import Operation
+    from ..folder_watch import FolderWatch
+    from ..operations.registry import Operation
 
 INSTRUCTIONS = """aibuddy keeps the user's long-term memory and knowledge. Call memory_recall before
 work that may depend on the user's preferences or past decisions; save what the user asks you to
@@ -77,7 +77,7 @@ class Server:
         http: bool = False,
         watch: FolderWatch | None = None,
     ) -> None:
-        """http: every call's user is its bearer token's (mcp_http.py), never the server's;
+        """http: every call's user is its bearer token's (mcp/http.py), never the server's;
         watch: see FolderWatch (a recall then reads no folder listing)."""
         self.vault, self.user, self.task, self.environ, self.cwd = vault, user, task, environ, cwd
         self.http, self.watch = http, watch
@@ -85,8 +85,8 @@ class Server:
         # Bookkeeping written after the answer (a recall's telemetry), one write at a time.
         self.write_behind = WriteBehind(_report_failure)
         if http:
-            from .errors import UsageError
-            from .vault import locate_vault
+            from ..errors import UsageError
+            from ..vault import locate_vault
 
             if task is not None:
                 raise UsageError(
@@ -108,7 +108,7 @@ class Server:
             return self.user
         from mcp.server.auth.middleware.auth_context import get_access_token
 
-        from .errors import NotAllowed
+        from ..errors import NotAllowed
 
         token = get_access_token()
         if token is None or not token.subject:  # the transport lets no such request through
@@ -149,7 +149,7 @@ class Server:
 
     def _config_signature(self) -> tuple[int, int, int, int] | None:
         """What tells that aibuddy.toml changed (None: no vault yet, or it is gone)."""
-        from .config import CONFIG_FILE
+        from ..config import CONFIG_FILE
 
         if self.vault is None:
             return None
@@ -191,7 +191,7 @@ class Server:
 
     def operations(self) -> list[Operation]:
         """The operations offered as tools: every `mcp` one."""
-        from .operations.registry import offered
+        from ..operations.registry import offered
 
         return offered("mcp")
 
@@ -200,8 +200,8 @@ class Server:
         checked against the tool's schema first (tool_arguments: a bool is no whole number, "5" no
         number, an argument the tool lacks is refused), so a wrong one is a tool error the model
         reads, the CLI's error document like any refusal, and nothing runs."""
-        from .operations.schemas import input_schema
-        from .tool_arguments import check_arguments, json_text_read
+        from ..operations.schemas import input_schema
+        from ..tool_arguments import check_arguments, json_text_read
 
         schema, given = input_schema(op), dict(arguments)
         for name, value in self.defaults(op).items():
@@ -250,7 +250,7 @@ def _sdk_parameters(op: Operation, defaults: Mapping[str, Any]) -> list[inspect.
     in defaults (the server's task) is optional, its default published."""
     from pydantic import Field, WithJsonSchema
 
-    from .operations.schemas import argument_schema
+    from ..operations.schemas import argument_schema
 
     parameters = []
     for argument in op.arguments:
@@ -293,7 +293,7 @@ def warm_up(environ: Mapping[str, str], config: Any) -> None:
     if config.recall.semantic:
 
         def read_vocabulary() -> None:
-            from .memory.semantic import SemanticUnavailable, shared
+            from ..memory.semantic import SemanticUnavailable, shared
 
             try:
                 shared().vocab()
@@ -305,14 +305,14 @@ def warm_up(environ: Mapping[str, str], config: Any) -> None:
 
 def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
     """Import litellm in the background when any role has a model, so the first call is warm."""
-    from .config import ROLES
-    from .models import model_settings
+    from ..config import ROLES
+    from ..models import model_settings
 
     if not any(model_settings(role, models, environ).configured for role in ROLES):
         return
 
     def warm() -> None:
-        from .models import DEFAULT_IMPORT_TIMEOUT, import_litellm
+        from ..models import DEFAULT_IMPORT_TIMEOUT, import_litellm
 
         try:
             import_litellm(DEFAULT_IMPORT_TIMEOUT)  # on its own thread, its output dropped
@@ -333,9 +333,9 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
     import anyio
     from mcp.server.mcpserver import MCPServer
 
-    from . import __version__
-    from .mcp_resources import add_prompts, add_resources
-    from .operations.schemas import output_schema
+    from .. import __version__
+    from ..operations.schemas import output_schema
+    from .resources import add_prompts, add_resources
 
     auth: Any = None
     if tokens is not None:
@@ -390,13 +390,13 @@ def serve(
     vault: str | None, user: str | None, task: str | None, environ: Mapping[str, str], cwd: Path
 ) -> None:
     """Run the server on stdin/stdout until the client closes it."""
-    from .folder_watch import FolderWatch
+    from ..folder_watch import FolderWatch
 
     server = Server(vault, user, task, environ, cwd, watch=FolderWatch())
     import anyio
 
-    from .mcp_stdio import serve_stdio
-    from .vault import Vault
+    from ..vault import Vault
+    from .stdio import serve_stdio
 
     app = mcp_app(server)
     warm_up(environ, Vault.open(server.root, environ).config)

@@ -1,4 +1,4 @@
-"""What an MCP client reads and picks besides the tools: resources and prompts (mcp_server.py
+"""What an MCP client reads and picks besides the tools: resources and prompts (mcp/server.py
 serves them).
 
 Resources are read operations of the registry under a URI, their parameters the URI's: the
@@ -23,13 +23,13 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import EXPECTED, NotFound, as_aibuddy_error
-from .mcp_stdio import json_text
+from ..errors import EXPECTED, NotFound, as_aibuddy_error
+from .stdio import json_text
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
-# The server's sessions: one user in one vault, a new one per read (mcp_server.Server.session).
+# The server's sessions: one user in one vault, a new one per read (mcp.server.Server.session).
 Sessions = Callable[[], AbstractContextManager["Session"]]
 
 
@@ -84,7 +84,7 @@ def add_resources(app: Any, sessions: Sessions) -> None:
 def _document(sessions: Sessions, operation: str, values: dict[str, Any]) -> str:
     """The JSON text of the operation's result for values (its arguments), run in one of the
     server's sessions."""
-    from .operations.registry import find
+    from ..operations.registry import find
 
     with sessions() as session:
         return json_text(find(operation)(session, **values).to_json(), indent=2)

@@ -31,7 +31,7 @@ from collections import Counter
 from types import TracebackType
 from typing import Any
 
-from .errors import InvalidInput
+from ..errors import InvalidInput
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what JSON's \u escapes can make and UTF-8 cannot hold
 
