@@ -133,8 +133,8 @@ def model_checks(session: Session) -> list[Check]:
     Roles that share a model and endpoint are asked once."""
     from .config import ROLES
     from .errors import ModelError
-    from .model_roles import model_settings
-    from .models import complete
+    from .models.calls import complete
+    from .models.roles import model_settings
 
     found: list[Check] = []
     asked: dict[tuple[str | None, str | None], Check] = {}
@@ -160,8 +160,8 @@ def model_checks(session: Session) -> list[Check]:
 
 
 def worker_check(environ: Mapping[str, str]) -> Check:
-    from . import worker
     from .errors import AibuddyError
+    from .models import worker
 
     try:
         status = worker.status(environ)
@@ -174,8 +174,8 @@ def worker_check(environ: Mapping[str, str]) -> Check:
 
 def watch_check(session: Session) -> Check:
     """The vault's watch process (watch_client): off, running, or started by the next walk of a big folder."""
+    from .models.worker_client import WorkerUnavailable
     from .watch_client import mode, status
-    from .worker_client import WorkerUnavailable
 
     chosen = mode(session.environ, session.vault.config.indexes.watch)
     if chosen == "off":

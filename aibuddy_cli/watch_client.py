@@ -51,7 +51,7 @@ def socket_name(root: Path) -> str:
 
 def socket_path(environ: Mapping[str, str], root: Path) -> Path:
     """The vault's watch socket (WorkerUnavailable when the private folder cannot be used)."""
-    from .worker_client import folder
+    from .models.worker_client import folder
 
     return folder(environ) / socket_name(root)
 
@@ -76,7 +76,7 @@ class RemoteWatch:
         if self._absent or surely_absent(self.environ, self.root):
             self._absent = True
             return UNKNOWN
-        from .worker_client import NoWorker, WorkerTimedOut, WorkerUnavailable, send
+        from .models.worker_client import NoWorker, WorkerTimedOut, WorkerUnavailable, send
 
         try:
             path = socket_path(self.environ, self.root)
@@ -108,8 +108,8 @@ def _changes(reply: dict[str, Any]) -> Changes:
 def start(environ: Mapping[str, str], root: Path) -> None:
     """Start the vault's watch process in the background, unless one is starting or serving. The
     starter takes its lock and hands it down (as worker_client.start does for a model worker)."""
+    from .models.worker_client import WorkerUnavailable, open_lock
     from .unix_peer import spawn_holding
-    from .worker_client import WorkerUnavailable, open_lock
 
     try:
         path = socket_path(environ, root)
@@ -135,7 +135,7 @@ class WatchStatus(NamedTuple):
 
 
 def status(environ: Mapping[str, str], root: Path) -> WatchStatus:
-    from .worker_client import WorkerTimedOut, WorkerUnavailable, send
+    from .models.worker_client import WorkerTimedOut, WorkerUnavailable, send
 
     path = socket_path(environ, root)  # WorkerUnavailable: the folder is not private
     try:
@@ -149,7 +149,7 @@ def stop(environ: Mapping[str, str], root: Path) -> WatchStatus:
     """Ask the vault's watch process to exit, and wait (a bounded moment) for its socket to go."""
     import time
 
-    from .worker_client import WorkerTimedOut, WorkerUnavailable, send
+    from .models.worker_client import WorkerTimedOut, WorkerUnavailable, send
 
     path = socket_path(environ, root)
     try:

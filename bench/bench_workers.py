@@ -73,7 +73,7 @@ def complete_request(digest: str, url: str) -> dict:
 
 def one_worker(env: dict[str, str], url: str) -> dict:
     """Spawn a worker, time spawn -> first answer, make CALLS calls, read its memory, stop it."""
-    from aibuddy_cli import worker_client
+    from aibuddy_cli.models import worker_client
 
     digest = worker_client.fingerprint(env)
     path = worker_client.socket_path(env, digest)
@@ -216,7 +216,7 @@ def main() -> None:
     try:
         bare = python_rss("pass", env)
         quiet = {**env, "LITELLM_MODE": "PRODUCTION", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        litellm_alone = python_rss("import litellm", quiet)  # as models.py imports it
+        litellm_alone = python_rss("import litellm", quiet)  # as models/calls.py imports it
         for name, tree in trees.items():
             folder = scratch / str(len(results))
             folder.mkdir()

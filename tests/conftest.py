@@ -122,7 +122,8 @@ class WarmWorker:
         import signal
         import tempfile
 
-        from aibuddy_cli import models, worker
+        from aibuddy_cli.models import calls as models
+        from aibuddy_cli.models import worker
 
         if self.started is not None:
             return
@@ -166,7 +167,7 @@ class WarmWorker:
         self.started = server, settings, pid, top
 
     def ready(self) -> tuple[FakeOpenAI, dict[str, str]]:
-        from aibuddy_cli import worker
+        from aibuddy_cli.models import worker
 
         self.start()
         assert self.started is not None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aibuddy_cli.agent import AssistantTurn, ToolCall
 from aibuddy_cli.errors import ModelError
+from aibuddy_cli.models.agent import AssistantTurn, ToolCall
 
 
 class ScriptedModel:

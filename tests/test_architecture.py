@@ -3,7 +3,7 @@
 Every module is parsed with `ast` and every import counts: at the top of the file, inside
 functions (a lazy import is still a dependency, only a later one) and under TYPE_CHECKING (an
 annotation a reader follows is a dependency too; a type both sides need goes on a floor both
-may import, as `knowledge/usable.py` and `model_roles.py` do). `from . import x` and
+may import, as `knowledge/usable.py` and `models/roles.py` do). `from . import x` and
 `from .x import y` count as imports of the modules x and x.y where those are modules.
 
 The floors are declared in LAYERS, top first; a module's floor is that of the longest name in
@@ -32,8 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("composition", ("session", "team", "gitmerge", "health", "store_copy", "watch_client")),
     ("task services", ("tasks",)),  # a task's context and consolidation use the other services
     ("services", ("memory", "knowledge", "tables", "tokens")),
-    ("model calls", ("agent", "models", "model_roles", "model_workers", "worker", "worker_client",
-                     "tool_arguments")),  # fmt: skip
+    ("model calls", ("models",)),
     ("foundations", ("vault", "config", "storage", "locks", "composed", "cache_db", "background", "scan",
                      "redaction", "redaction_rules", "redaction_catalog", "merging", "conflict_markers",
                      "gitfiles", "inputs", "names",

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from aibuddy_cli import config, models, vault
+from aibuddy_cli import config, vault
 from aibuddy_cli.config import FLAG, NUMBER, SCHEMA, TABLES, WHOLE, Schema, Setting, Table
 from aibuddy_cli.errors import InvalidInput
+from aibuddy_cli.models import calls as models
 
 SOURCE = "/v/aibuddy.toml"
 

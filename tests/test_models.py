@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from aibuddy_cli import model_workers, models
 from aibuddy_cli.errors import ModelError
-from aibuddy_cli.models import ModelCall, ModelSettings, call_role
+from aibuddy_cli.models import calls as models
+from aibuddy_cli.models import threads as model_workers
+from aibuddy_cli.models.calls import ModelCall, ModelSettings, call_role
 
 CONFIGURED = {"default": "openai/test-model"}
 HELLO = [{"role": "user", "content": "hi"}]

@@ -14,10 +14,10 @@ from aibuddy_cli import fastpath
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.cli.commands import add_commands
 from aibuddy_cli.cli.rendering import Render
+from aibuddy_cli.models.tool_arguments import check_arguments
 from aibuddy_cli.operations.registry import REGISTRY, Arg, Effect, Opt, offered, operation, operations
 from aibuddy_cli.operations.schemas import input_schema, output_schema
 from aibuddy_cli.operations.tools import tool_of
-from aibuddy_cli.tool_arguments import check_arguments
 
 
 def typer_command(words: tuple[str, ...]) -> Any:

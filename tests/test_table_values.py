@@ -415,14 +415,14 @@ def test_json_output_never_holds_nan_and_says_so_instead(capsys: pytest.CaptureF
 def test_an_embedding_with_nan_falls_back_to_lexical_search(
     cli, gear: Path, vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import aibuddy_cli.models
+    import aibuddy_cli.models.calls
 
-    monkeypatch.setattr(aibuddy_cli.models, "embed", lambda settings, texts: [[1.0, 0.0]] * len(texts))
+    monkeypatch.setattr(aibuddy_cli.models.calls, "embed", lambda settings, texts: [[1.0, 0.0]] * len(texts))
     environ = {"AIBUDDY_MODEL_EMBEDDING": "openai/embed-test", "AIBUDDY_TIMEOUT": "30"}
     session = Session(Vault.open(vault.root), "demo", environ=environ)
     session.tables.changes.vectorize_column("gear", "name")
     nan = [float("nan"), 1.0]
-    monkeypatch.setattr(aibuddy_cli.models, "embed", lambda settings, texts: [nan] * len(texts))
+    monkeypatch.setattr(aibuddy_cli.models.calls, "embed", lambda settings, texts: [nan] * len(texts))
     found = session.tables.queries.search("solid state drive")
     assert found.method == "lexical"
     assert any("NaN or Infinity" in warning for warning in session.take_warnings())

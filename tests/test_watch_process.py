@@ -180,7 +180,7 @@ def test_the_watch_process_answers_only_about_its_users_real_folders(vault: Vaul
     server = threading.Thread(target=watchd._serve_on, args=(path, FolderWatch(), 60.0), daemon=True)
     server.start()
     assert wait_for(path.exists, 60)
-    from aibuddy_cli.worker_client import send
+    from aibuddy_cli.models.worker_client import send
 
     folder = vault.root / "memory"
     (vault.root / "link").symlink_to(folder)
@@ -230,7 +230,7 @@ def test_the_watch_process_answers_no_other_uid(vault: Vault, runtime_dir: Path)
     _, status = os.waitpid(child, 0)
     for opened in (runtime_dir.parent, runtime_dir):
         opened.chmod(0o700)
-    from aibuddy_cli.worker_client import send
+    from aibuddy_cli.models.worker_client import send
 
     send(path, {"op": "stop"}, 10)
     server.join(60)

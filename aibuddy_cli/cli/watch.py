@@ -20,7 +20,7 @@ app = typer.Typer(
 def _asked(ask: Callable[..., Any], environ: Mapping[str, str], root: Path) -> Any:
     """ask(environ, root); NotAllowed (exit 5) when the socket's folder is not private."""
     from ..errors import NotAllowed
-    from ..worker_client import WorkerUnavailable
+    from ..models.worker_client import WorkerUnavailable
 
     try:
         return ask(environ, root)

@@ -13,7 +13,7 @@ app = typer.Typer(help="The model worker: litellm kept warm between commands.", 
 @app.command("status")
 def status(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Whether a worker serves this environment's model calls."""
-    from .. import worker
+    from ..models import worker
 
     state = state_of(ctx, json)
     found = worker.status(state.environ)
@@ -28,7 +28,7 @@ def status(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="
 @app.command("stop")
 def stop(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Stop this environment's worker (the next model call runs in-process and starts one)."""
-    from .. import worker
+    from ..models import worker
 
     state = state_of(ctx, json)
     found = worker.stop(state.environ)
@@ -43,6 +43,6 @@ def serve(
     spawned_at: float | None = typer.Option(None, "--spawned-at", hidden=True, help="When it was spawned."),
 ) -> None:
     """Serve model calls until idle (started by the first model call that finds no worker)."""
-    from .. import worker
+    from ..models import worker
 
     worker.serve(state_of(ctx).environ, lock_fd, spawned_at)

@@ -2,7 +2,7 @@
 
 The model gets the question and the task's document map, and three read-only tools over the
 task's usable documents: search_docs, read_doc, read_section. It never sees the task's messages
-or the user's memory. The tools and the loop are those of aibuddy_cli.agent: steps and tool
+or the user's memory. The tools and the loop are those of aibuddy_cli.models.agent: steps and tool
 output are bounded (`[knowledge] max_steps`, `tool_budget_tokens`), and a tool's failure goes back
 to the model as data. Only sections the loop actually read may be cited; anything else is
 removed and reported, and so is every sentence of the answer that rested only on it: the model
@@ -21,15 +21,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
-from ..agent import Complete, Tool, agent_loop, litellm_complete
 from ..errors import AibuddyError, InvalidInput, ModelError
+from ..models.agent import Complete, Tool, agent_loop, litellm_complete
 from ..text import shorten
 from .outline import split_lines
 from .retrieval import find_section
 from .service import KnowledgeService
 
 if TYPE_CHECKING:
-    from ..models import ModelSettings
+    from ..models.calls import ModelSettings
 
 EXCERPT_CHARS = 700
 MAX_ANSWER_CHARS = 20_000  # of a model's answer
@@ -156,7 +156,7 @@ class KnowledgeAgent:
     def ask(self, question: str) -> Answer:
         if not question.strip():
             raise InvalidInput("the question is empty")
-        from ..models import call_role
+        from ..models.calls import call_role
 
         documents, _ = self.knowledge.map(self.task)  # also checks that the task exists
         if not documents:  # nothing to consult: no model call, so no general knowledge either
@@ -187,7 +187,7 @@ class KnowledgeAgent:
     # --- the model loop -----------------------------------------------------------------
 
     def _loop(self, role: ModelSettings, question: str, documents: list[Any]) -> Answer:
-        from ..models import parse_json_object
+        from ..models.calls import parse_json_object
 
         listing = "\n".join(
             f"- {d.ref.qualified}: {d.title} ({d.section_count} sections)"

@@ -17,7 +17,7 @@ from .retrieval import Retrieval
 from .state import KnowledgeState
 
 if TYPE_CHECKING:
-    from ..models import ModelCall, ModelSettings
+    from ..models.calls import ModelCall, ModelSettings
 
 SUMMARY_LOG = ".aibuddy/logs/summaries.jsonl"
 SUMMARY_PROMPT = (
@@ -66,7 +66,7 @@ class Summaries:
 
     def summarize(self, specs: Iterable[str]) -> list[SummaryOutcome]:
         """Summaries through the summary model role. A failure leaves the document as it was."""
-        from ..models import ModelCall
+        from ..models.calls import ModelCall
 
         call = ModelCall("summary", self.state.vault.config.models, self.state.environ)
         if not call.configured:
@@ -74,7 +74,7 @@ class Summaries:
         return [self._summarize_one(call, spec) for spec in specs]
 
     def _summarize_one(self, call: ModelCall, spec: str) -> SummaryOutcome:
-        from ..models import complete_text
+        from ..models.calls import complete_text
 
         ref, meta = self.retrieval.show(spec)
         body = self.state.store.read(ref.body_key)[0].decode("utf-8")
@@ -119,7 +119,7 @@ class Summaries:
         """Start summaries of new bodies when a summary model is configured; never wait for them."""
         if not docs:
             return
-        from ..models import ModelCall
+        from ..models.calls import ModelCall
 
         try:
             if not ModelCall("summary", self.state.vault.config.models, self.state.environ).configured:

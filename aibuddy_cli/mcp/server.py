@@ -200,8 +200,8 @@ class Server:
         checked against the tool's schema first (tool_arguments: a bool is no whole number, "5" no
         number, an argument the tool lacks is refused), so a wrong one is a tool error the model
         reads, the CLI's error document like any refusal, and nothing runs."""
+        from ..models.tool_arguments import check_arguments, json_text_read
         from ..operations.schemas import input_schema
-        from ..tool_arguments import check_arguments, json_text_read
 
         schema, given = input_schema(op), dict(arguments)
         for name, value in self.defaults(op).items():
@@ -306,13 +306,13 @@ def warm_up(environ: Mapping[str, str], config: Any) -> None:
 def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
     """Import litellm in the background when any role has a model, so the first call is warm."""
     from ..config import ROLES
-    from ..models import model_settings
+    from ..models.calls import model_settings
 
     if not any(model_settings(role, models, environ).configured for role in ROLES):
         return
 
     def warm() -> None:
-        from ..models import DEFAULT_IMPORT_TIMEOUT, import_litellm
+        from ..models.calls import DEFAULT_IMPORT_TIMEOUT, import_litellm
 
         try:
             import_litellm(DEFAULT_IMPORT_TIMEOUT)  # on its own thread, its output dropped

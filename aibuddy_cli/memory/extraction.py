@@ -283,7 +283,7 @@ class Extractor:
             decisions.append(Decision("cue", "no-cue", "no preference, identity, feedback or project cue"))
             return self._log(result, source)
         decisions.append(Decision("cue", "found", ", ".join(cues)))
-        from ..models import ModelCall, ModelSettings, complete_json
+        from ..models.calls import ModelCall, ModelSettings, complete_json
 
         extract = ModelCall("extract", self.memory.vault.config.models, self.environ)
         if not extract.configured:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInput, ModelError
-from ..models import ModelSettings, complete_json
+from ..models.calls import ModelSettings, complete_json
 from ..names import validate_record_name
 from ..text import shorten
 from .manifest import ManifestLine

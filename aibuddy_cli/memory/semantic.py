@@ -42,7 +42,7 @@ from ..text import is_cjk
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..models import ModelSettings
+    from ..models.calls import ModelSettings
 
 DIMENSIONS = 256
 _WEIGHTS = ("weights", "l2_supercat_256.safetensors")
@@ -475,7 +475,7 @@ class EmbeddingModel:
         self, texts: Sequence[str], known: Known | None = None, *, records: bool = False
     ) -> list[Vector]:
         from ..errors import ModelError
-        from ..models import embed
+        from ..models.calls import embed
 
         vectors = []
         for start in range(0, len(texts), 64):

@@ -784,7 +784,7 @@ class MemoryService:
         sharing = set(above_floor(ranking.words, len(ranking.words)))
         matched = sharing | dict(ranking.meaning).keys()
         names = [name for name, _ in ranking.scored[:limit] if name in matched]
-        from ..models import ModelSettings, call_role
+        from ..models.calls import ModelSettings, call_role
 
         def select(role: ModelSettings) -> Selection | None:
             from .recall import select_with_model
@@ -840,7 +840,7 @@ class MemoryService:
         """The model of meaning recall fuses with the words: the `embedding` role when named for
         itself (AIBUDDY_MODEL_EMBEDDING or [models] embedding: a chat model of `default` cannot
         embed), else the static vectors unless `[recall] semantic = false`."""
-        from ..model_roles import model_settings
+        from ..models.roles import model_settings
         from .semantic import EmbeddingModel, shared
 
         models = self.vault.config.models

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..agent import Tool
+from ..models.agent import Tool
 from .registry import Operation, offered
 from .schemas import input_schema
 

@@ -579,7 +579,7 @@ class TableChanges:
     def vectorize_column(self, spec: str, column: str) -> Change:
         """Mark a text or list column for semantic search and embed its values now (the
         `embedding` role; exit 7 without one, or when it fails: then nothing changes)."""
-        from ..models import ModelCall
+        from ..models.calls import ModelCall
         from . import vectors
 
         call = ModelCall("embedding", self.state.vault.config.models, self.state.environ)

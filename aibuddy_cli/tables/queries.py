@@ -31,7 +31,7 @@ _SQL_METRICS = {
 }
 
 if TYPE_CHECKING:
-    from ..models import ModelSettings
+    from ..models.calls import ModelSettings
 
 Row = dict[str, Any]  # a row's values by column name: the columns are the table's, so any keys
 
@@ -422,7 +422,7 @@ class TableQueries:
         semantic = [t for t in opened if any(c.vectorized for c in t.schema.columns)]
         hits: list[SearchHit] = []
         if semantic:
-            from ..models import ModelCall
+            from ..models.calls import ModelCall
 
             found = ModelCall("embedding", self.state.vault.config.models, self.state.environ)(
                 lambda settings: self._semantic(settings, references, semantic, limit),

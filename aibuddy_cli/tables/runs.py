@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypedDict
 
-from ..agent import LoopEvent
 from ..errors import NotFound
+from ..models.agent import LoopEvent
 from ..storage import Store
 from .undo import UNDO_FOLDER, check_run_id
 

@@ -3,8 +3,8 @@ mutating ones only for `table update` and `table refactor`, and `ask` (the read-
 own conversation) for those two. Each is a table operation of the registry (operations/table.py:
 its `table_read` and `table_write` tools), derived, with the rules of a changing loop added here.
 
-Their arguments are checked against the parameters each declares before they run (agent.py's
-ToolBox, tool_arguments.py), so a tool meets only values of the kinds it declares. Each tool runs
+Their arguments are checked against the parameters each declares before they run (models/agent.py's
+ToolBox, models/tool_arguments.py), so a tool meets only values of the kinds it declares. Each tool runs
 over a `TableWork`: the queries (over a read-only store in `table ask`), the
 changes (None in `table ask`: no handle to write with exists there), and the run's bookkeeping:
 whether the required first `ask` happened, and in a dry run the operations chosen but not applied.
@@ -18,8 +18,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
-from ..agent import Tool
 from ..errors import InvalidInput, NotAllowed
+from ..models.agent import Tool
 from ..operations.tools import tools_for
 from .changes import TableChanges
 from .queries import TableQueries

@@ -19,7 +19,7 @@ from ..errors import ModelError
 from .index import IndexedTable
 
 if TYPE_CHECKING:
-    from ..models import ModelSettings
+    from ..models.calls import ModelSettings
     from .state import TablesState
 
 BATCH = 64  # texts one embedding call carries
@@ -41,7 +41,7 @@ def _digest(model: str, text: str) -> str:
 
 def vectors(state: TablesState, settings: ModelSettings, texts: Iterable[str]) -> dict[str, list[float]]:
     """Each text's embedding: from the cache, the others made in batches and cached."""
-    from ..models import embed
+    from ..models.calls import embed
 
     wanted = {text: _digest(str(settings.model), text) for text in dict.fromkeys(texts)}
     stored = state.index.stored_vectors(list(wanted.values()))

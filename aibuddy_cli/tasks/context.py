@@ -381,7 +381,7 @@ class ContextAssembler:
         return messages[: len(messages) - keep], messages[len(messages) - keep :]
 
     def _summary(self, task_id: str, older: list[TaskMessage]) -> HistorySummary:
-        from ..models import ModelCall
+        from ..models.calls import ModelCall
 
         if not ModelCall("compact", self.vault.config.models, self.environ).configured:
             # No model, no cache: the digest is cheap to make, so the older messages are not hashed.
@@ -403,7 +403,7 @@ class ContextAssembler:
         return summary
 
     def _compact(self, older: list[TaskMessage]) -> tuple[str, str]:
-        from ..models import ModelSettings, call_role, complete_text
+        from ..models.calls import ModelSettings, call_role, complete_text
 
         def summarize(role: ModelSettings) -> str:
             history = "\n\n".join(f"#{m.n} {m.role}: {m.content[:4000]}" for m in older)

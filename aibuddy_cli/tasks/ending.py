@@ -138,7 +138,7 @@ def _messages(tasks: TaskService, task_id: str) -> list[Message]:
 def _needs_model(memory: MemoryService, messages: list[Message]) -> bool:
     """Whether extraction would call the model: turns to read, a cue in them, no explicit memory
     write of the assistant's, and a model for the extract role (the gates of Extractor.run)."""
-    from ..models import ModelCall
+    from ..models.calls import ModelCall
 
     window = latest_window(messages)
     if not window or latest_exchange_wrote_memory(messages) or not find_cues(window):

@@ -20,7 +20,7 @@ from .watermark import PASS_CATEGORIES, Watermark, chunk_digest, keep_watermark,
 
 if TYPE_CHECKING:
     from ...memory.service import MemoryService
-    from ...models import ModelCall, ModelSettings
+    from ...models.calls import ModelCall, ModelSettings
     from ...tables.service import TableService
 
 CATEGORIES = (
@@ -36,7 +36,7 @@ out; ModelError for any failure (the pass fails and its chunk is tried again lat
 
 def model_complete(settings: ModelSettings, messages: list[dict[str, str]]) -> str:
     """The configured model, through litellm (the model worker first, from the `aibuddy` command)."""
-    from ...models import complete_text
+    from ...models.calls import complete_text
 
     return complete_text(settings, messages)
 
@@ -140,7 +140,7 @@ class Consolidator:
     # --- passes --------------------------------------------------------------------------------
 
     def _model(self) -> ModelCall:
-        from ...models import ModelCall
+        from ...models.calls import ModelCall
 
         return ModelCall("consolidate", self.tasks.vault.config.models, self.environ)
 

@@ -45,7 +45,7 @@ class Reply(NamedTuple):
     @classmethod
     def from_reply(cls, text: str) -> Reply:
         """The reply's JSON object, found leniently; ModelError when there is none (the pass fails)."""
-        from ...models import parse_json_object
+        from ...models.calls import parse_json_object
 
         return cls(parse_json_object(text))
 

@@ -1,5 +1,5 @@
 """The client half of the model worker (worker.py): finding the worker that serves this
-environment, asking it for one completion, starting one when none listens. Imported by models.py;
+environment, asking it for one completion, starting one when none listens. Imported by calls.py;
 it never imports the serving half, nor models (the worker calls models, not the other way).
 
 A worker serves exactly one environment, the one it was started with: what a call does beyond
@@ -44,8 +44,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from .model_roles import ModelSettings
-from .unix_peer import peer_uid
+from ..unix_peer import peer_uid
+from .roles import ModelSettings
 
 CONNECT_TIMEOUT = 0.2
 ANSWER_GRACE = 1.0  # past the model's timeout, for the worker's own "timed out" reply to arrive
@@ -126,7 +126,7 @@ def fingerprint(environ: Mapping[str, str]) -> str:
 def folder(environ: Mapping[str, str]) -> Path:
     """The private socket folder, made if missing; WorkerUnavailable unless it is a real folder
     (not a symlink) of this user that no one else may enter."""
-    from .xdg import base_dir
+    from ..xdg import base_dir
 
     runtime = base_dir(environ, "XDG_RUNTIME_DIR")
     base = runtime / "aibuddy" if runtime else Path(tempfile.gettempdir()) / f"aibuddy-{os.getuid()}"
@@ -225,7 +225,7 @@ def complete(
     ModelError as in-process (a worker that does not answer within the call's timeout is a
     timeout); WorkerUnavailable when there is no worker of ours to ask (one is started if none
     listens) in environ."""
-    from .errors import ModelError
+    from ..errors import ModelError
 
     digest = fingerprint(environ)
     path = socket_path(environ, digest)  # WorkerUnavailable: the folder is not private
@@ -262,7 +262,7 @@ def start(environ: Mapping[str, str]) -> None:
     caller finds the lock taken and starts none: two calls at once start one worker."""
     if asked_idle(environ) == 0:
         return
-    from .unix_peer import spawn_holding
+    from ..unix_peer import spawn_holding
 
     try:
         fd = open_lock(socket_path(environ))

@@ -4,7 +4,7 @@ Each role (recall, extract, summary, knowledge, compact) resolves to a litellm m
 "no model". Every failure (not configured, timeout, HTTP error, unusable reply) is a ModelError,
 which callers turn into their deterministic fallback through ModelCall / call_role, the one place
 for "configured? call, else fall back with a warning". Calls run on the long-lived threads of
-aibuddy_cli.model_workers; litellm's own printing never reaches stdout.
+aibuddy_cli.models.threads; litellm's own printing never reaches stdout.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from .config import DEFAULT_TIMEOUT, ROLES  # noqa: F401 - re-exported, as models has always named them
-from .errors import ModelError
-from .model_roles import (  # noqa: F401 - re-exported: the settings as callers import them from here
+from ..config import DEFAULT_TIMEOUT, ROLES  # noqa: F401 - re-exported, as models has always named them
+from ..errors import ModelError
+from .roles import (  # noqa: F401 - re-exported: the settings as callers import them from here
     DEFAULT_IMPORT_TIMEOUT,
     MAX_IMPORT_TIMEOUT,
     ModelSettings,
@@ -93,7 +93,7 @@ _litellm_module: Any = None
 def _litellm() -> Any:
     """litellm, imported and quietened once per process (its verbosity and its loggers)."""
     global _litellm_module
-    from .model_workers import IMPORT_LOCK
+    from .threads import IMPORT_LOCK
 
     with IMPORT_LOCK:
         if _litellm_module is None:
@@ -132,7 +132,7 @@ def _warm_up(litellm: Any) -> None:
 
 def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
     """One chat completion; returns the response message (content, tool_calls). Raises ModelError
-    on any failure. When the settings name a worker environment (`model_roles.worker_environment`:
+    on any failure. When the settings name a worker environment (`roles.worker_environment`:
     the `aibuddy` command's) it asks the warm model worker first (worker_client.py); without one,
     the call runs here."""
     if settings.worker is not None and settings.problem is None and settings.model is not None:
@@ -173,14 +173,14 @@ def _litellm_call(settings: ModelSettings, function: str, **arguments: Any) -> A
             kwargs["api_base"] = settings.api_base
         return getattr(_litellm(), function)(**kwargs)
 
-    from . import model_workers
+    from . import threads
 
-    model_workers.gate_stdout()
+    threads.gate_stdout()
     try:
         import_litellm(settings.import_timeout)
     except ModelError as exc:
         raise ModelError(f"{settings.role} model not called: {exc}") from None
-    job = model_workers.run(call, settings.timeout)
+    job = threads.run(call, settings.timeout)
     if job.abandoned:
         raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s")
     if job.error is not None:
@@ -196,9 +196,9 @@ class _Import:
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        from . import model_workers
+        from . import threads
 
-        model_workers.silence_this_thread()
+        threads.silence_this_thread()
         try:
             _litellm()
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting callers
@@ -218,9 +218,9 @@ def import_litellm(timeout: float) -> None:
     global _import
     if _litellm_module is not None:
         return
-    from . import model_workers
+    from . import threads
 
-    model_workers.gate_stdout()  # what the import prints on its thread is dropped
+    threads.gate_stdout()  # what the import prints on its thread is dropped
     with _import_lock:
         attempt = _import
         if attempt is None or attempt.done.is_set():  # none yet, or one that failed: try again

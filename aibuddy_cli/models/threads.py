@@ -1,6 +1,6 @@
 """Where model calls run: a few long-lived worker threads, with stdout kept from them.
 
-Imported only when a model is called (by aibuddy_cli.models), so lexical paths never start a
+Imported only when a model is called (by aibuddy_cli.models.calls), so lexical paths never start a
 thread. Fit for a long-lived process (an MCP server, a background worker): a timed-out call costs
 no new thread, sys.stdout is never swapped around a call, and nothing here is set up twice.
 """

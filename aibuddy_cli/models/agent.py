@@ -19,12 +19,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
-from . import jsonvalues
-from .errors import AibuddyError, ModelError, tool_words
+from .. import jsonvalues
+from ..errors import AibuddyError, ModelError, tool_words
 from .tool_arguments import check_arguments
 
 if TYPE_CHECKING:
-    from .models import ModelSettings
+    from .calls import ModelSettings
 
 C = TypeVar("C")  # what the tools act on: a session, or one operation's context
 
@@ -192,7 +192,7 @@ def agent_loop(
 
 def litellm_complete(settings: ModelSettings) -> Complete:
     """`complete` through litellm with one role's settings."""
-    from .models import complete
+    from .calls import complete
 
     def call(messages: list[dict[str, Any]], tools: Sequence[Tool[Any]]) -> Any:
         return complete(settings, messages, tools=[tool.spec() for tool in tools], temperature=0)

@@ -1,7 +1,7 @@
 """The model worker: one long-lived process that keeps litellm imported, so a shell loop of model
 commands (`memory recall`, `kb ask`, `memory extract` with a model) pays litellm's multi-second
 import once, not per call (the pattern of mypy's dmypy). This is its serving half and its
-commands (`aibuddy worker serve|status|stop`); worker_client.py is the half models.py calls, and
+commands (`aibuddy worker serve|status|stop`); worker_client.py is the half calls.py calls, and
 says how a worker is found, keyed to one environment and kept to one user.
 
 It only makes model calls: it reads no vault file and knows no user. A worker binds its socket
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .unix_peer import bind_private
+from ..unix_peer import bind_private
 from .worker_client import (
     WorkerTimedOut,
     WorkerUnavailable,
@@ -60,7 +60,7 @@ def _is_lock_of(fd: int, path: Path) -> bool:
 def _worker_lock(path: Path, wait: float = 0.0, inherited: int | None = None) -> Iterator[bool]:
     """The lock a worker holds for its whole life (True if this process got it within wait
     seconds), on the descriptor its starter handed down when it is that lock's; released on exit."""
-    from .locks import flock_until
+    from ..locks import flock_until
 
     fd = inherited if inherited is not None and _is_lock_of(inherited, path) else open_lock(path)
     try:
@@ -84,7 +84,7 @@ class WorkerStatus(NamedTuple):
 def _command_path(environ: Mapping[str, str]) -> Path:
     """The socket for `aibuddy worker status|stop`: NotAllowed (exit 5) when its folder is not
     private (a symlink, another owner, open to others)."""
-    from .errors import NotAllowed
+    from ..errors import NotAllowed
 
     try:
         return socket_path(environ)
@@ -120,8 +120,8 @@ def serve(environ: Mapping[str, str], lock_fd: int | None = None, spawned_at: fl
     answers is a warm one. lock_fd: the worker's lock, taken by the process that started this
     one; spawned_at: when it spawned this one (time.time()), else now: the start of its start cost."""
     begun = spawned_at if spawned_at is not None and spawned_at <= time.time() else time.time()
-    from . import models
-    from .errors import ModelError
+    from ..errors import ModelError
+    from . import calls as models
 
     digest = fingerprint(environ)  # before litellm's import can change the environment
     try:
@@ -207,8 +207,8 @@ def _serve_on(path: Path, digest: str, start_seconds: float, asked: float | None
 
 
 def _answer(request: Any, state: dict[str, Any]) -> dict[str, Any]:
-    from .errors import ModelError
-    from .models import ModelSettings, call_in_process
+    from ..errors import ModelError
+    from .calls import ModelSettings, call_in_process
 
     op = request.get("op") if isinstance(request, dict) else None
     if op == "status":

@@ -1,6 +1,6 @@
 """Which model each role uses: `ModelSettings`, resolved from [models] of aibuddy.toml and the
 environment, with the bounds of a call (timeout, litellm's import) and whether it goes through
-the model worker. No model is called here (models.py calls them, worker_client.py sends them to
+the model worker. No model is called here (calls.py calls them, worker_client.py sends them to
 the worker), so both import it.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 # declared with the other [models] keys
-from .config import CONFIG_FILE, DEFAULT_TIMEOUT, MAX_KEEP_WORKER, ROLES
+from ..config import CONFIG_FILE, DEFAULT_TIMEOUT, MAX_KEEP_WORKER, ROLES
 
 _DISABLED = {"", "none", "off", "false", "0"}
 # litellm's one-time import (seconds; far more on a busy machine) has its own bound: a start-up
