@@ -82,7 +82,7 @@ def flock_holders(path: Path) -> set[int] | None:
 def _lock_is_free(path: Path) -> bool:
     """Whether nobody holds the flock on path: taken and given back at once if so. Where /proc/locks
     cannot say who holds a lock, this still tells a pass that has ended from one that runs."""
-    from .locks import flock_until
+    from .store.locks import flock_until
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)

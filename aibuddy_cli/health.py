@@ -73,7 +73,7 @@ def config_check(session: Session) -> Check:
 def store_check(session: Session) -> Check:
     """Where the vault's files are kept, and whether a database that keeps them answers."""
     from .errors import AibuddyError
-    from .pgstore import PgStore
+    from .store.postgres import PgStore
 
     if not isinstance(session.store, PgStore):
         team = session.vault.config.team_vault

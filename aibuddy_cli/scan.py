@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .errors import AibuddyError, NotFound
 
 if TYPE_CHECKING:
-    from .storage import WalkableStore
+    from .store.files import WalkableStore
 
 VAULT_PARTS = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs")
 VAULT_FILES = ("aibuddy.toml",)
@@ -215,7 +215,7 @@ PERSONAL_REASON = "a personal file, which a team vault keeps in its owner's pers
 
 def unshared(relative: str, team: bool) -> str | None:
     """Why the vault file at relative must never be committed (None: it may be)."""
-    from .composed import PERSONAL_FOLDERS
+    from .store.composed import PERSONAL_FOLDERS
     from .vault import CACHE_DIR
 
     if relative == CACHE_DIR or relative.startswith(f"{CACHE_DIR}/"):

@@ -25,13 +25,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .storage import FileStore, Store, WalkableStore
+from .store.files import FileStore, Store, WalkableStore
 from .vault import Vault, locate_vault, resolve_user, validate_user_name
 
 if TYPE_CHECKING:
-    from .folder_watch import Watch
     from .knowledge.service import KnowledgeService
     from .memory.service import MemoryService
+    from .store.folder_watch import Watch
     from .tables.service import TableService
     from .tasks.consolidation import Consolidator
     from .tasks.context import ContextAssembler
@@ -45,7 +45,7 @@ def database_store(vault: Vault, environ: Mapping[str, str]) -> WalkableStore | 
     url = environ.get("AIBUDDY_STORE_URL") or vault.config.store.url
     if not url:
         return None
-    from .pgstore import shared_store
+    from .store.postgres import shared_store
 
     return shared_store(url)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound
-from .storage import FileStore, WalkableStore
+from .store.files import FileStore, WalkableStore
 from .tokens import TOKENS_KEY
 
 PARTS = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs", ".aibuddy/undo")

@@ -4,7 +4,7 @@ A vault whose aibuddy.toml has a `[teams.<team>]` table is a team vault: its fol
 repository pushed to the team's remote, so anything in it is readable by whoever can clone. A
 person's memory, tasks, personal documents and personal tables therefore live in a *personal
 vault* on their own machine, which the session composes with the shared one at run time
-(`composed.RoutedStore`). Where the personal vault is:
+(`store.composed.RoutedStore`). Where the personal vault is:
 
 1. `AIBUDDY_PERSONAL_VAULT`, when set: that folder, exactly. A path on one person's machine has
    no place in a file the whole team shares, so it is an environment setting, never a key.
@@ -48,11 +48,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .composed import PERSONAL_FOLDERS, RoutedStore
 from .config import CONFIG_FILE
 from .errors import AibuddyError, Conflict, InvalidInput, NotFound, UsageError
-from .folder_watch import Watch
-from .storage import TEMP_PREFIX, FileStore, Store, atomic_write
+from .store.composed import PERSONAL_FOLDERS, RoutedStore
+from .store.files import TEMP_PREFIX, FileStore, Store, atomic_write
+from .store.folder_watch import Watch
 from .vault import CACHE_DIR, GITIGNORE_LINES, Vault, add_lines, is_user_name
 
 PERSONAL_VAULT_ENV = "AIBUDDY_PERSONAL_VAULT"

@@ -24,7 +24,7 @@ from .names import is_record_name, validate_user_name
 from .vault import CACHE_DIR
 
 if TYPE_CHECKING:
-    from .storage import Store
+    from .store.files import Store
     from .vault import Vault
 
 TOKENS_KEY = f"{CACHE_DIR}/tokens.json"

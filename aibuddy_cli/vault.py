@@ -33,7 +33,7 @@ from .names import (  # noqa: F401 - re-exported: the name rules as they were im
     validate_record_name,
     validate_user_name,
 )
-from .storage import TEMP_PREFIX, atomic_write
+from .store.files import TEMP_PREFIX, atomic_write
 
 CACHE_DIR = ".aibuddy"
 # The derived cache (as a folder, a file or a link: `.aibuddy/` would match only a folder, and a

@@ -1,4 +1,4 @@
-"""The command's half of the watch process (watchd.py): asking it what changed in a folder, and
+"""The command's half of the watch process (store/watchd.py): asking it what changed in a folder, and
 starting one when a folder is big enough for it to pay.
 
 A one-shot command's store gets a `RemoteWatch` (Session does it): a FolderWatch look-alike whose
@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .folder_watch import UNKNOWN, Changes
+from .store.folder_watch import UNKNOWN, Changes
 
 MIN_FILES = 2000  # the walk of 2,000 files costs about what starting a watch process costs
 ANSWER_TIMEOUT = 2.0
@@ -116,7 +116,7 @@ def start(environ: Mapping[str, str], root: Path) -> None:
         fd = open_lock(path)
     except (OSError, WorkerUnavailable):
         return
-    argv = [sys.executable, "-m", "aibuddy_cli.watchd", str(path), "--lock-fd", str(fd)]
+    argv = [sys.executable, "-m", "aibuddy_cli.store.watchd", str(path), "--lock-fd", str(fd)]
     idle = environ.get("AIBUDDY_WATCH_IDLE")
     if idle:
         argv += ["--idle", idle]

@@ -322,8 +322,8 @@ def profile(vault: Vault, asked: list[tuple[str, str]]) -> None:
     import io
     import pstats
 
-    from aibuddy_cli.folder_watch import FolderWatch
     from aibuddy_cli.session import Session
+    from aibuddy_cli.store.folder_watch import FolderWatch
     from aibuddy_cli.vault import Vault as AibuddyVault
 
     # A FolderWatch as the server keeps one: a recall reads no folder listing.

@@ -267,8 +267,8 @@ LOG_SIZES_MB = (1, 20)
 def bench_appends(folder: Path, url: str, appends: int) -> dict[str, dict[int, float]]:
     """Per side and log size: the median of `appends` in-process appends of one line to a log that
     size (a decision log or a long task's messages), in ms, and whether the log reads back whole."""
-    from aibuddy_cli.pgstore import PgStore
-    from aibuddy_cli.storage import FileStore
+    from aibuddy_cli.store.files import FileStore
+    from aibuddy_cli.store.postgres import PgStore
 
     stores = {"folder": FileStore(folder, folder / ".locks"), "pg": PgStore(url)}
     found: dict[str, dict[int, float]] = {side: {} for side in SIDES}

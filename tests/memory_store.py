@@ -1,7 +1,7 @@
 """A second implementation of the Store protocol, in memory, for the tests.
 
 If the services work against this and against the filesystem store alike, the protocol in
-aibuddy_cli/storage.py really is the whole of what they need from storage.
+aibuddy_cli/store/files.py really is the whole of what they need from storage.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 
 from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound
-from aibuddy_cli.folder_watch import UNKNOWN, Changes
-from aibuddy_cli.storage import Entry, check_key, read_each
+from aibuddy_cli.store.files import Entry, check_key, read_each
+from aibuddy_cli.store.folder_watch import UNKNOWN, Changes
 
 
 class MemoryStore:

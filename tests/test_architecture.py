@@ -33,11 +33,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("task services", ("tasks",)),  # a task's context and consolidation use the other services
     ("services", ("memory", "knowledge", "tables", "tokens")),
     ("model calls", ("models",)),
-    ("foundations", ("vault", "config", "storage", "locks", "composed", "cache_db", "background", "scan",
+    ("foundations", ("store", "vault", "config", "background", "scan",
                      "redaction", "redaction_rules", "redaction_catalog", "merging", "conflict_markers",
                      "gitfiles", "inputs", "names",
-                     "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg", "folder_watch", "watchd",
-                     "transcripts", "hook_settings", "dates", "pgstore", "build_progress", "unix_peer",
+                     "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg",
+                     "transcripts", "hook_settings", "dates", "build_progress", "unix_peer",
                      "")),  # fmt: skip  ("": __init__)
 )
 

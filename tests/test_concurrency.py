@@ -21,7 +21,7 @@ from conftest import CODE, run_aibuddy
 
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.session import Session
-from aibuddy_cli.storage import TEMP_PREFIX
+from aibuddy_cli.store.files import TEMP_PREFIX
 from aibuddy_cli.vault import Vault
 
 
@@ -100,9 +100,9 @@ def test_twenty_concurrent_recalls_lose_no_update(
 HANGING_WRITER = """
 import os, sys
 from pathlib import Path
-from aibuddy_cli import storage
+from aibuddy_cli.store import files
 os.fsync = lambda fd: sys.stdin.read()  # stop mid-write until killed (or the test's end closes stdin)
-storage.atomic_write(Path(sys.argv[1]), b"half written")
+files.atomic_write(Path(sys.argv[1]), b"half written")
 """
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from aibuddy_cli.storage import FileStore
+from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.vault import Vault
 
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from conftest import environment
 
-from aibuddy_cli.folder_watch import FolderWatch, further_on
 from aibuddy_cli.memory.records import MemoryRecord, render_record
 from aibuddy_cli.session import Session
-from aibuddy_cli.storage import FileStore
+from aibuddy_cli.store.files import FileStore
+from aibuddy_cli.store.folder_watch import FolderWatch, further_on
 from aibuddy_cli.vault import Vault
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from conftest import CODE, wait_for, write_record_file
 
-from aibuddy_cli.locks import WriteBehind
 from aibuddy_cli.mcp.server import Server
 from aibuddy_cli.memory import service as memory_service
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.operations.registry import Operation
 from aibuddy_cli.session import Session
-from aibuddy_cli.storage import FileStore
+from aibuddy_cli.store.files import FileStore
+from aibuddy_cli.store.locks import WriteBehind
 from aibuddy_cli.vault import Vault
 
 HOLDER = """

@@ -83,7 +83,7 @@ def test_a_password_in_the_configuration_is_refused(tmp_path: Path) -> None:
 HOST_WRITERS = """
 import sys, threading
 from pathlib import Path
-from aibuddy_cli.pgstore import PgStore
+from aibuddy_cli.store.postgres import PgStore
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
@@ -119,8 +119,8 @@ def test_three_hosts_of_twenty_writers_lose_nothing(tmp_path: Path, postgres_url
     import subprocess
     import sys
 
-    from aibuddy_cli.pgstore import PgStore
     from aibuddy_cli.session import Session
+    from aibuddy_cli.store.postgres import PgStore
     from aibuddy_cli.tables.schema import ColumnSpec
 
     hosts = [init_vault(tmp_path / f"host{i}", "alice") for i in range(3)]
@@ -158,11 +158,11 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path, postgres_url: str
     import time
 
     from aibuddy_cli.errors import Busy
-    from aibuddy_cli.pgstore import PgStore
+    from aibuddy_cli.store.postgres import PgStore
 
     code = (
         "import signal, sys\n"
-        "from aibuddy_cli.pgstore import PgStore\n"
+        "from aibuddy_cli.store.postgres import PgStore\n"
         "with PgStore(sys.argv[1]).lock('memory-alice'):\n"
         "    print('held', flush=True)\n"
         "    signal.pause()  # until the test kills it\n"
@@ -195,7 +195,7 @@ def test_a_writer_waits_for_the_lock_in_the_servers_queue_and_gets_it_when_let_g
     is let go), not in a loop of tries and sleeps; past its deadline it is busy."""
     import psycopg
 
-    from aibuddy_cli.pgstore import PgStore
+    from aibuddy_cli.store.postgres import PgStore
 
     holder, waiter = PgStore(postgres_url), PgStore(postgres_url)
     got, let_go = threading.Event(), threading.Event()
@@ -429,7 +429,7 @@ def test_a_database_the_first_release_made_is_upgraded_in_place(postgres_url: st
     """Its files are kept and its logs take appends as rows of their own from then on."""
     import psycopg
 
-    from aibuddy_cli.pgstore import PgStore
+    from aibuddy_cli.store.postgres import PgStore
 
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute(FIRST_RELEASE_SCHEMA)
@@ -479,7 +479,7 @@ def test_the_upgrade_does_not_deadlock_with_a_first_release_writer(postgres_url:
     of the table while waiting for the upgrader: a lock cycle, one of them aborted."""
     import psycopg
 
-    from aibuddy_cli.pgstore import PgStore
+    from aibuddy_cli.store.postgres import PgStore
 
     with psycopg.connect(postgres_url, autocommit=True) as setup:
         setup.execute(FIRST_RELEASE_SCHEMA)
@@ -535,7 +535,7 @@ def test_a_restarted_server_is_not_store_unavailable(postgres_url: str, postgres
     """The server restarts between two calls (a failover, a maintenance restart): the next call on
     each connection this process keeps (a read, a lock) works, as a connection the server ended
     is replaced once, before anything of the call was sent."""
-    from aibuddy_cli.pgstore import PgStore, StoreUnavailable
+    from aibuddy_cli.store.postgres import PgStore, StoreUnavailable
 
     store = PgStore(postgres_url)
     store.write("memory/demo/tea.md", b"tea")
@@ -559,7 +559,7 @@ def test_a_holder_whose_lock_session_ended_cannot_write_beside_the_new_holder(po
     beside the new holder."""
     import psycopg
 
-    from aibuddy_cli.pgstore import PgStore
+    from aibuddy_cli.store.postgres import PgStore
 
     holder, other = PgStore(postgres_url), PgStore(postgres_url)
     with psycopg.connect(postgres_url, autocommit=True) as admin:
@@ -579,7 +579,7 @@ def test_a_holder_whose_lock_session_ended_cannot_write_beside_the_new_holder(po
 def test_store_unavailable_does_not_show_a_password_given_as_a_url_parameter(tmp_path: Path) -> None:
     """libpq takes the password as a URL parameter too (postgresql:///db?password=…), which
     AIBUDDY_STORE_URL may hold: no message shows it."""
-    from aibuddy_cli.pgstore import PgStore, StoreUnavailable
+    from aibuddy_cli.store.postgres import PgStore, StoreUnavailable
 
     url = f"postgresql:///aibuddy?host={tmp_path}/nowhere&user=alice&password=s3cret&connect_timeout=2"
     with pytest.raises(StoreUnavailable) as raised:
@@ -593,7 +593,7 @@ def test_a_stopped_writer_cannot_hold_every_host_for_ever(postgres_url: str) -> 
     clock before it is told busy (psycopg's LockNotAvailable becomes Busy, not "unavailable")."""
     import psycopg
 
-    from aibuddy_cli.pgstore import PgStore
+    from aibuddy_cli.store.postgres import PgStore
 
     store = PgStore(postgres_url)
     db = store.db
@@ -609,8 +609,8 @@ def test_a_hosts_first_index_reads_the_records_in_a_few_queries_not_one_each(
     """A host with no index of the database yet (a new host, 10,000 records) reads the records
     in batches: a query per record would cost each host's first command one round trip a record."""
     from aibuddy_cli.memory.records import MemoryRecord, render_record
-    from aibuddy_cli.pgstore import PgStore
     from aibuddy_cli.session import Session
+    from aibuddy_cli.store.postgres import PgStore
     from aibuddy_cli.vault import Vault
 
     store = PgStore(postgres_url)

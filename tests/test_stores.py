@@ -13,7 +13,7 @@ from memory_store import MemoryStore
 
 from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound
 from aibuddy_cli.session import Session
-from aibuddy_cli.storage import FileStore, Store
+from aibuddy_cli.store.files import FileStore, Store
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
@@ -23,7 +23,7 @@ def store(request: pytest.FixtureRequest, vault: Vault) -> Store:
     if request.param == "file":
         return FileStore(vault.root, vault.locks_dir())
     if request.param == "postgres":
-        from aibuddy_cli.pgstore import PgStore
+        from aibuddy_cli.store.postgres import PgStore
 
         return PgStore(request.getfixturevalue("postgres_url"))
     return MemoryStore()

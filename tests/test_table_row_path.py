@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from conftest import ok, run_aibuddy
 
-from aibuddy_cli.cache_db import files_digest, to_signed
 from aibuddy_cli.session import Session
-from aibuddy_cli.storage import FileStore
+from aibuddy_cli.store.cache_db import files_digest, to_signed
+from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.tables import csvfile
 from aibuddy_cli.vault import Vault
 
@@ -165,7 +165,7 @@ def test_a_hand_edit_the_index_missed_is_kept(cli, vault: Vault) -> None:
 def test_a_reader_that_reads_the_file_while_a_change_is_written_is_no_harm(cli, vault: Vault) -> None:
     """Between writing the CSV and updating the index, another process's read may already have
     read the new file into the index: the writer then leaves the index as that read left it."""
-    from aibuddy_cli.storage import StoreView
+    from aibuddy_cli.store.files import StoreView
 
     ok(cli("table", "create", "other", "-c", "x:int", "--json"))
     ok(cli("table", "create", "items", "-c", "name:str", "--json"))

@@ -17,7 +17,7 @@ from scripted_model import ScriptedModel
 
 from aibuddy_cli.models import worker
 from aibuddy_cli.session import Session
-from aibuddy_cli.storage import FileStore
+from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.tables.state import TablesState
 from aibuddy_cli.tables.undo import SnapshotStore, undo_last

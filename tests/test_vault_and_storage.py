@@ -9,7 +9,7 @@ import pytest
 
 from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound, UsageError
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.storage import TEMP_PREFIX, FileStore
+from aibuddy_cli.store.files import TEMP_PREFIX, FileStore
 from aibuddy_cli.vault import (
     Vault,
     init_vault,

@@ -18,7 +18,7 @@ def write_after_asking(
 ) -> None:
     """Write changed to path once the person agreed (or said --yes); prepare runs between the two,
     so that a refusal changes nothing at all."""
-    from ..storage import atomic_write
+    from ..store.files import atomic_write
 
     before, after = (current or "").splitlines(keepends=True), changed.splitlines(keepends=True)
     change = "".join(difflib.unified_diff(before, after, str(path), str(path)))

@@ -12,7 +12,7 @@ from . import output
 from .context import state_of
 
 if TYPE_CHECKING:
-    from ..storage import WalkableStore
+    from ..store.files import WalkableStore
 
 app = typer.Typer()
 

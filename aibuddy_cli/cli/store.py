@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..session import Session
-    from ..storage import WalkableStore
+    from ..store.files import WalkableStore
 
 app = typer.Typer(help="Where the vault's files are kept: its folder or a PostgreSQL database.")
 
@@ -78,8 +78,8 @@ def copy(
 
 
 def _source(session: Session) -> WalkableStore:
-    from ..pgstore import PgStore
-    from ..storage import FileStore
+    from ..store.files import FileStore
+    from ..store.postgres import PgStore
 
     if not isinstance(session.store, FileStore | PgStore):
         raise InvalidInput(
@@ -95,8 +95,8 @@ def _target(
     """The store --to names, how to name it in messages (a URL without its password), and what
     to do once every file is read and compared, before the first write (make a new folder a
     vault: a refused copy leaves nothing behind)."""
-    from ..pgstore import PgStore, shown
-    from ..storage import FileStore
+    from ..store.files import FileStore
+    from ..store.postgres import PgStore, shown
     from ..store_copy import settings_for_copy
     from ..vault import CONFIG_FILE, Vault, init_vault
 

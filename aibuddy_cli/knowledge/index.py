@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
-from ..cache_db import MASK, CacheDB, to_signed
-from ..folder_watch import cursor_source
+from ..store.cache_db import MASK, CacheDB, to_signed
+from ..store.folder_watch import cursor_source
 from ..text import STOPWORDS, index_text, is_cjk, tokens
 from . import ranking
 from .documents import DocRef, Meta
@@ -152,7 +152,7 @@ def _marks(values: list[object] | list[int] | list[str]) -> str:
     return ",".join("?" * len(values))
 
 
-# The watch cursors (folder_watch.Changes) each folder's last refresh kept, one per watch: made on
+# The watch cursors (store.folder_watch.Changes) each folder's last refresh kept, one per watch: made on
 # opening an index of this version that an earlier aibuddy made (it had none).
 _CURSORS = """CREATE TABLE IF NOT EXISTS cursors (
     folder TEXT NOT NULL, watch TEXT NOT NULL, cursor TEXT NOT NULL, PRIMARY KEY (folder, watch)

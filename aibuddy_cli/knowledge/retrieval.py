@@ -6,8 +6,8 @@ from __future__ import annotations
 import unicodedata
 from typing import NamedTuple, Protocol, TypedDict
 
-from ..cache_db import rebuild_if_corrupt
 from ..errors import Conflict, InvalidInput, NotAllowed, NotFound, Option
+from ..store.cache_db import rebuild_if_corrupt
 from .access import Access
 from .documents import DocRef, Meta, sha256
 from .index import Hit, IndexedDoc, KnowledgeIndex

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from ..storage import Store
+from ..store.files import Store
 from ..vault import Vault, validate_user_name
 from .access import Access
 from .documents import DocRef, Meta

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..storage import Store
+from ..store.files import Store
 from ..vault import Vault
 from .documents import DocRef, Meta
 from .index import KnowledgeIndex

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..build_progress import steps
-from ..cache_db import files_digest, rebuild_if_corrupt
 from ..clock import utc_now
 from ..errors import InvalidInput, NotFound
-from ..storage import Entry
+from ..store.cache_db import files_digest, rebuild_if_corrupt
+from ..store.files import Entry
 from ..vault import validate_user_name
 from .access import Access
 from .documents import (

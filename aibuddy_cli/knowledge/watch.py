@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..composed import local_folders
 from ..errors import AibuddyError
-from ..storage import TEMP_PREFIX
+from ..store.composed import local_folders
+from ..store.files import TEMP_PREFIX
 from .service import KnowledgeService
 
 

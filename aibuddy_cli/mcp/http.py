@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInput, NotFound, UsageError
-from ..storage import Entry, Store
+from ..store.files import Entry, Store
 from ..tokens import TOKENS_KEY, Token, find_token, parse_tokens
 from .stdio import answer_to, surrogate_at, valid_id
 
@@ -233,9 +233,9 @@ def serve_http(
 
     import uvicorn
 
-    from ..folder_watch import FolderWatch
     from ..session import database_store
-    from ..storage import FileStore
+    from ..store.files import FileStore
+    from ..store.folder_watch import FolderWatch
     from ..vault import Vault
     from .server import WRITE_BEHIND_SECONDS, Server, mcp_app, warm_up
 

@@ -40,13 +40,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from ..errors import EXPECTED, AibuddyError, InvalidInput, as_aibuddy_error, describe_failure, tool_words
-from ..locks import WriteBehind
 from ..session import Session
+from ..store.locks import WriteBehind
 from .stdio import json_text, wire_json
 
 if TYPE_CHECKING:
-    from ..folder_watch import FolderWatch
     from ..operations.registry import Operation
+    from ..store.folder_watch import FolderWatch
 
 INSTRUCTIONS = """aibuddy keeps the user's long-term memory and knowledge. Call memory_recall before
 work that may depend on the user's preferences or past decisions; save what the user asks you to
@@ -390,7 +390,7 @@ def serve(
     vault: str | None, user: str | None, task: str | None, environ: Mapping[str, str], cwd: Path
 ) -> None:
     """Run the server on stdin/stdout until the client closes it."""
-    from ..folder_watch import FolderWatch
+    from ..store.folder_watch import FolderWatch
 
     server = Server(vault, user, task, environ, cwd, watch=FolderWatch())
     import anyio

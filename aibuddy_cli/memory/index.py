@@ -35,10 +35,10 @@ from contextlib import contextmanager
 from typing import NamedTuple, TypedDict
 
 from ..build_progress import steps
-from ..cache_db import CacheDB, entry_hash, files_digest, select_in
 from ..dates import Span, read_time, text_days
-from ..folder_watch import cursor_source, further_on
-from ..storage import Entry
+from ..store.cache_db import CacheDB, entry_hash, files_digest, select_in
+from ..store.files import Entry
+from ..store.folder_watch import cursor_source, further_on
 from ..text import index_text
 from . import expiry, lexical, ngrams
 from .records import MemoryRecord
@@ -354,7 +354,7 @@ class MemoryIndex(CacheDB):
     # --- keeping it current -----------------------------------------------------------
 
     def cursors(self) -> list[str]:
-        """The cursors (folder_watch.Changes) the stores' watches gave when each last brought the
+        """The cursors (store.folder_watch.Changes) the stores' watches gave when each last brought the
         index up to date: several long-lived processes each keep their own."""
         return [str(cursor) for (cursor,) in self.db.execute("SELECT cursor FROM cursors")]
 

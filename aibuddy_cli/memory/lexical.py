@@ -51,8 +51,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..cache_db import select_in
 from ..dates import Span, read_time
+from ..store.cache_db import select_in
 from ..text import query_terms
 
 if TYPE_CHECKING:

@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
-from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
 from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, Operation, Option, UsageError
-from ..storage import Entry, Store
+from ..store.cache_db import rebuild_if_corrupt
+from ..store.files import Entry, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .expiry import is_expired, parse_expires
 from .header_edit import mark_recalled_text, updated_text
@@ -278,7 +278,7 @@ class MemoryService:
         self.environ = environ
         self._index: MemoryIndex | None = None
         self._index_thread = 0  # the thread that opened _index (the only one that may use it)
-        # A long-lived server's writer (locks.WriteBehind.submit): a recall's telemetry is written
+        # A long-lived server's writer (store.locks.WriteBehind.submit): a recall's telemetry is written
         # there after the answer, so a recall never waits for the lock a save holds.
         # A server's write-behind: (job, how long it may linger for more of its kind).
         self.telemetry_later: Callable[[Callable[[], None], float], None] | None = None

@@ -256,7 +256,7 @@ class Exported(NamedTuple):
 def export(memory: MemoryService, format: str, output: str) -> Exported:
     """Every record of the user (see the module's docstring); output "-" leaves the writing to
     the front end (stdout)."""
-    from ..storage import atomic_write
+    from ..store.files import atomic_write
     from .expiry import is_expired
     from .records import parse_record
 

@@ -60,7 +60,7 @@ def _is_lock_of(fd: int, path: Path) -> bool:
 def _worker_lock(path: Path, wait: float = 0.0, inherited: int | None = None) -> Iterator[bool]:
     """The lock a worker holds for its whole life (True if this process got it within wait
     seconds), on the descriptor its starter handed down when it is that lock's; released on exit."""
-    from ..locks import flock_until
+    from ..store.locks import flock_until
 
     fd = inherited if inherited is not None and _is_lock_of(inherited, path) else open_lock(path)
     try:

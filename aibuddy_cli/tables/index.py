@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from ..cache_db import CacheDB, cannot_write, files_digest, is_contention, is_corrupt, to_signed
 from ..errors import Busy, InvalidInput
-from ..storage import Entry
+from ..store.cache_db import CacheDB, cannot_write, files_digest, is_contention, is_corrupt, to_signed
+from ..store.files import Entry
 from ..text import index_text
 from .access import TableRef
 from .schema import ColumnSpec, TableSchema, json_text

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, TypedDict
 
 from ..errors import NotFound
 from ..models.agent import LoopEvent
-from ..storage import Store
+from ..store.files import Store
 from .undo import UNDO_FOLDER, check_run_id
 
 CONVERSATION_CHARS = 600_000  # the most a run's kept conversation holds

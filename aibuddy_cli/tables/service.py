@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..storage import ReadOnlyStore, Store
+from ..store.files import ReadOnlyStore, Store
 from ..vault import Vault, validate_user_name
 from .queries import TableQueries
 from .state import TablesState

@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
-from ..cache_db import rebuild_if_corrupt
 from ..clock import utc_now
 from ..errors import AibuddyError, NotFound, as_aibuddy_error
-from ..storage import Entry, Store
+from ..store.cache_db import rebuild_if_corrupt
+from ..store.files import Entry, Store
 from ..vault import Vault
 from .access import SUFFIX_SCHEMA, TableAccess, TableRef
 from .index import IndexedTable, TableIndex

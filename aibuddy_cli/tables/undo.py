@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict
 
 from ..errors import Conflict, InvalidInput, NotAllowed, NotFound
-from ..storage import Entry, Store, StoreView
+from ..store.files import Entry, Store, StoreView
 from .state import JOURNAL, TablesState
 
 UNDO_FOLDER = ".aibuddy/undo"

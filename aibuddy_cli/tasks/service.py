@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from ..clock import utc_now
 from ..errors import Conflict, InvalidInput, NotFound, Operation, UsageError
-from ..storage import Store
+from ..store.files import Store
 from ..vault import Vault, validate_record_name, validate_user_name
 
 ROLES = ("user", "assistant", "tool")

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from zlib import crc32
 
-from .errors import AibuddyError, Busy, write_refused
-from .storage import Entry
+from ..errors import AibuddyError, Busy, write_refused
+from .files import Entry
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 
@@ -252,7 +252,7 @@ class CacheDB:
     @contextmanager
     def write(self) -> Iterator[None]:
         """One write transaction; BEGIN IMMEDIATE serialises concurrent writers. The threads of
-        this process queue for the file in memory first (locks.held): SQLite's own wait for a
+        this process queue for the file in memory first (store.locks.held): SQLite's own wait for a
         writer sleeps and tries again, up to 100 ms at a time, so it is left to other processes."""
         from .locks import held
 

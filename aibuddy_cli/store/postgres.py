@@ -1,4 +1,4 @@
-"""The Store protocol (storage.py) on PostgreSQL: one vault served to many hosts.
+"""The Store protocol (store/files.py) on PostgreSQL: one vault served to many hosts.
 
 `[store] url = "postgresql://…"` (or AIBUDDY_STORE_URL) puts the vault's files (records,
 documents and sidecars, tables, tasks, logs) in one table, `aibuddy_files`, keyed by their vault
@@ -30,9 +30,9 @@ from collections.abc import Collection, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from .errors import Busy, Conflict, InvalidInput, NotFound
+from ..errors import Busy, Conflict, InvalidInput, NotFound
+from .files import Entry, check_key
 from .folder_watch import Changes
-from .storage import Entry, check_key
 
 # Keys and folders compare byte by byte (COLLATE "C"): a folder's files are then one range of the
 # index (key >= 'memory/' AND key < 'memory0'), whatever the database's collation.
@@ -82,7 +82,7 @@ WHOLE = (
     "CASE WHEN appended = 0 THEN data ELSE data || (SELECT string_agg(a.data, ''::bytea ORDER BY a.seq)"
     " FROM aibuddy_appends a WHERE a.key = aibuddy_files.key) END"
 )
-SOURCE = "pg-"  # the cursors' source (folder_watch.Changes): pg-<the database's epoch>
+SOURCE = "pg-"  # the cursors' source (store.folder_watch.Changes): pg-<the database's epoch>
 # Every connection's own limits: a process stopped in the middle of a transaction (SIGSTOP, a
 # network cut) loses it after a minute instead of holding the clock, and so every writer of every
 # host, for ever; a writer waits at most 30 s for the clock, then is told busy.

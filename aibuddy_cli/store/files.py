@@ -16,7 +16,7 @@ from pathlib import Path
 from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import NamedTuple, NoReturn, Protocol
 
-from .errors import Busy, Conflict, InvalidInput, NotFound
+from ..errors import Busy, Conflict, InvalidInput, NotFound
 from .folder_watch import UNKNOWN, Changes, Watch
 
 TEMP_PREFIX = ".aibuddy-tmp-"
@@ -78,7 +78,7 @@ class Store(Protocol):
     - `lock(name, timeout)`: an exclusive lock shared by every process using the vault, not
       reentrant; Busy when it is not free within timeout.
     - `changes(prefix, since)`: the names of the files in prefix changed since its cursor among `since`
-      that an earlier answer gave, and the cursor to pass next time (folder_watch.Changes); a
+      that an earlier answer gave, and the cursor to pass next time (store.folder_watch.Changes); a
       store that cannot tell answers `UNKNOWN`, and the caller scans.
     Failures the storage itself meets (read-only, full) are OSError with the errno and the path.
     """
@@ -556,7 +556,7 @@ class FileStore:
         """Take the lock (waiting up to timeout, then "busy"); returns how to release it.
 
         The threads of this process queue for it in memory first, in turn, and the one at the
-        front waits for other processes in a blocking flock (locks.py): nobody polls."""
+        front waits for other processes in a blocking flock (store/locks.py): nobody polls."""
         from .locks import process_lock
 
         self.locks_dir.mkdir(parents=True, exist_ok=True)
@@ -670,7 +670,7 @@ class ReadOnlyStore(StoreView):
     read-only model loops get this, so no tool, whatever a model calls, can change a file."""
 
     def _refuse(self, key: str) -> NoReturn:
-        from .errors import NotAllowed
+        from ..errors import NotAllowed
 
         raise NotAllowed(f"read-only: {key} cannot be changed here")
 

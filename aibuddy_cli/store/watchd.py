@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..unix_peer import bind_private, peer_uid
 from .folder_watch import FolderWatch
-from .unix_peer import bind_private, peer_uid
 
 IDLE_SECONDS = 1800.0  # half an hour without a question
 MAX_FOLDERS = 64
@@ -143,7 +143,7 @@ def _own_folder(folder: Any) -> bool:
 
 
 def main(argv: list[str]) -> None:
-    """`python -m aibuddy_cli.watchd SOCKET [--lock-fd N] [--idle SECONDS]` (started by watch_client)."""
+    """`python -m aibuddy_cli.store.watchd SOCKET [--lock-fd N] [--idle SECONDS]` (watch_client starts it)."""
     path, lock_fd, idle = Path(argv[0]), None, IDLE_SECONDS
     rest = argv[1:]
     while len(rest) >= 2:

@@ -36,8 +36,8 @@ from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .files import Entry, FileStore, Store, check_key
 from .folder_watch import Changes
-from .storage import Entry, FileStore, Store, check_key
 
 # The folders of a vault that hold one person's files, each followed by the user's name.
 PERSONAL_FOLDERS = ("memory", "tasks", "knowledge/personal", "tables/personal")
