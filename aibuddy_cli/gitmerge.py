@@ -222,7 +222,7 @@ def setup(root: Path) -> GitSetup:
 
 def install_secrets_check(root: Path) -> dict[str, Any]:
     """The pre-commit hook that refuses vault files holding credential-shaped values."""
-    from .scan import install_pre_commit
+    from .redaction.scan import install_pre_commit
 
     return install_pre_commit(root).to_json()
 

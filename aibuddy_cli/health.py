@@ -218,7 +218,7 @@ def index_checks(session: Session) -> list[Check]:
 def secrets_check() -> Check:
     """The detector every automatic write and `aibuddy scan` share: a platform the rule catalogue
     has no build for still redacts, from the common providers' prefixes only, and is told so."""
-    from .redaction_catalog import about
+    from .redaction.catalog import about
 
     loaded, what = about()
     if loaded:

@@ -138,7 +138,7 @@ def has_placeholder_goal(goal: str) -> bool:
 def _goal(text: str) -> str:
     """A task's goal from an agent's first request: one line, bounded, redacted (an automatic
     write: a key pasted into the prompt is not kept), no lone surrogate."""
-    from .redaction import redact
+    from .redaction.detect import redact
 
     text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return " ".join(redact(text)[0].split())[:200]

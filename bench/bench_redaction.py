@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from aibuddy_cli.redaction import find, redact  # noqa: E402
+from aibuddy_cli.redaction.detect import find, redact  # noqa: E402
 
 ENGLISH = (REPO / "README.md").read_text()
 CHINESE = (REPO / "tests/fixtures/docs/ch08-02-strings.md").read_text()
@@ -56,7 +56,7 @@ def process_ms(code: str, env: dict[str, str]) -> float:
 def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     bare = process_ms("pass", env)
-    call = "from aibuddy_cli.redaction import redact; redact({!r})"
+    call = "from aibuddy_cli.redaction.detect import redact; redact({!r})"
     plain = call.format("Prefers concise weekly reports, due 2026-11-29")
     named = call.format("password: Hunter2xyz")
     keyed = call.format("my token ghp_q7Rk2ZpX9mWv4LbT8sYc1Nf6Hd3Gj5Ua0E1x")

@@ -18,7 +18,7 @@ secrets does, once the redactor's markers (--marker, default `[redacted…]`) ar
 marker or a word of the sentence is not mistaken for a leak. Unless --quiet, every miss, partial
 and touched look-alike is listed with its text and output.
 
-The detector measured is aibuddy_cli.redaction.redact(text) -> (redacted_text, counts).
+The detector measured is aibuddy_cli.redaction.detect.redact(text) -> (redacted_text, counts).
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--marker", default=MARKER, help="a regex matching the redactor's markers")
     parser.add_argument("--quiet", action="store_true", help="figures only, no list of misses")
     args = parser.parse_args(argv)
-    from aibuddy_cli.redaction import redact
+    from aibuddy_cli.redaction.detect import redact
 
     measure(redact, args.set, re.compile(args.marker, re.IGNORECASE), args.quiet)
     return 0

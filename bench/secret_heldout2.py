@@ -19,7 +19,7 @@ the item's fixed_prefix, may stay), partly when some is left, missed when all of
 is touched when the output differs from the text. Figures per provider, format and language, and per
 look-alike category; unless --quiet, every miss, partial and touched look-alike with its output.
 
-The detector measured is aibuddy_cli.redaction.redact(text) -> (redacted_text, counts).
+The detector measured is aibuddy_cli.redaction.detect.redact(text) -> (redacted_text, counts).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--marker", default=MARKER, help="a regex matching the redactor's markers")
     parser.add_argument("--quiet", action="store_true", help="figures only, no list of misses")
     args = parser.parse_args(argv)
-    from aibuddy_cli.redaction import redact
+    from aibuddy_cli.redaction.detect import redact
 
     measure(redact, args.set, re.compile(args.marker, re.IGNORECASE), args.quiet)
     return 0

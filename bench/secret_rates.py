@@ -14,7 +14,7 @@ lookalikes.jsonl   texts that are not credentials but sit near them: commit hash
                    checksums, placeholders, "I forgot my password", 令牌桶算法...
 
 A detector is a function from a text to the text with its secrets replaced (it may return a tuple
-whose first item is that text, as `aibuddy_cli.redaction.redact` does). For each credential:
+whose first item is that text, as `aibuddy_cli.redaction.detect.redact` does). For each credential:
 
 whole   the secret is gone from the output, and no piece of it of 4 or more characters is left:
         no 4-character substring of the secret appears in the output, other than one the text
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 SETS = Path(__file__).resolve().parent / "sets" / "secrets"
-DEFAULT_DETECTOR = "aibuddy_cli.redaction:redact"
+DEFAULT_DETECTOR = "aibuddy_cli.redaction.detect:redact"
 PIECE = 4  # a piece of a secret this long left in the output is a leak
 
 # Fixed prefixes that say which provider issued a value, not what it opens. Longest first.

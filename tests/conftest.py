@@ -29,7 +29,7 @@ from aibuddy_cli.vault import Vault, init_vault
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the child processes, which copy os.environ
 
-# The secret catalogue's compiled rules (redaction_catalog): compiling them costs seconds, so every
+# The secret catalogue's compiled rules (redaction.catalog): compiling them costs seconds, so every
 # process of the run, and later runs, share one cache in the developer's cache folder instead of
 # compiling again under each test's own HOME.
 _RULE_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aibuddy-tests/kingfisher"

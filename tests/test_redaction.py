@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from aibuddy_cli.redaction import describe, find, redact, redact_value, screen
+from aibuddy_cli.redaction.detect import describe, find, redact, redact_value, screen
 
 # Made up, shaped like the real thing: random characters of each provider's alphabet and length,
 # assembled at run time so that no file holds a whole one.
@@ -382,7 +382,8 @@ def test_look_alikes_and_stand_ins_are_left_alone(text: str) -> None:
 def test_where_the_catalogue_cannot_be_had_the_common_prefixes_still_redact(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from aibuddy_cli import health, redaction_catalog
+    from aibuddy_cli import health
+    from aibuddy_cli.redaction import catalog as redaction_catalog
 
     monkeypatch.setattr(redaction_catalog, "_built", [None])
     monkeypatch.setattr(redaction_catalog, "_about", ["ImportError: no build for this platform"])

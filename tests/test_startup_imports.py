@@ -49,7 +49,7 @@ def test_a_sentence_saved_by_a_person_loads_no_secret_catalogue(tmp_path, env: d
     """An explicit save is screened (it warns about a key), but the catalogue's scanner (0.3 s to
     load) is built only for a text that could hold a provider's key."""
     code = (
-        "from aibuddy_cli.redaction import holds_secret\n"
+        "from aibuddy_cli.redaction.detect import holds_secret\n"
         "assert not holds_secret('Prefers concise weekly reports, due 2026-11-29 at https://example.com/x')\n"
         "assert not holds_secret('我喜欢简洁的周报格式。密码需要至少8位。')\n"
         "assert not holds_secret('commit 3f2a9c1d4e5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f at 2026-12-06T10:16:00Z')\n"
@@ -57,7 +57,7 @@ def test_a_sentence_saved_by_a_person_loads_no_secret_catalogue(tmp_path, env: d
     )
     assert heavy_after(code, env, ("kingfisher_sdk",)) == []
     loaded = (
-        "from aibuddy_cli.redaction import holds_secret\n"
+        "from aibuddy_cli.redaction.detect import holds_secret\n"
         "assert holds_secret('my token ' + 'ghp_' + 'q7Rk2ZpX9mWv4LbT8sYc1Nf6Hd3Gj5Ua0E1x')\n"
     )
     assert "kingfisher_sdk" in heavy_after(loaded, env, ("kingfisher_sdk",))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aibuddy_cli.errors import InvalidInput
-from aibuddy_cli.scan import scan_staged
+from aibuddy_cli.redaction.scan import scan_staged
 from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault, init_vault
 

@@ -36,7 +36,7 @@ def scan(
     vault's memory, knowledge, tables, tasks and logs: file, line and kind, never the value.
     With --staged, also the staged files never to be committed (aibuddy's cache; a team vault's
     personal files). Exit 0 when none is found, 4 when some are."""
-    from .. import scan as scanning
+    from ..redaction import scan as scanning
     from ..vault import locate_vault
 
     state = state_of(ctx, json)

@@ -93,7 +93,7 @@ class Summaries:
         )
         if summary is None:
             return SummaryOutcome(ref.qualified, False, reason=str(call.failure))
-        from ..redaction import screen
+        from ..redaction.detect import screen
 
         warnings = self.state.warnings
         summary = screen(summary, automatic=True, warnings=warnings, what=f"{ref.qualified} summary")
@@ -144,7 +144,7 @@ class Summaries:
         except Exception as exc:  # noqa: BLE001 - nobody sees this process fail but the log
             results = [{"summarized": False, "reason": f"{type(exc).__name__}: {exc}"}]
         entries = [*results, *({"warning": warning} for warning in self.state.warnings)]
-        from ..redaction import redacted
+        from ..redaction.detect import redacted
 
         entries = [redacted({"at": utc_now(), "user": self.state.user, **entry}) for entry in entries]
         lines = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries)

@@ -161,7 +161,7 @@ class ExtractReply(NamedTuple):
 def bounded(text: str) -> str:
     """Model-provided text echoed in a decision, cut so a hostile reply cannot bloat the log, and
     with credential-shaped values redacted (the log says what kind was there, not the value)."""
-    from ..redaction import redact
+    from ..redaction.detect import redact
 
     return shorten(redact(text)[0], 300)
 
@@ -177,7 +177,7 @@ def redacting(reconcile: Reconcile) -> Reconcile:
 
     @wraps(reconcile)
     def weigh(self: Extractor, raw: Any, dry_run: bool) -> Decision:
-        from ..redaction import describe, find, kinds_of, redacted_noted
+        from ..redaction.detect import describe, find, kinds_of, redacted_noted
 
         if not isinstance(raw, dict):
             return reconcile(self, raw, dry_run)
@@ -434,7 +434,7 @@ class Extractor:
         run). A log that cannot be written is a warning: it never undoes or stops the extraction."""
         if result.dry_run:
             return result
-        from ..redaction import redacted
+        from ..redaction.detect import redacted
 
         entry = {"at": utc_now(), "user": self.memory.user, "source": source, **result.to_json()}
         line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"

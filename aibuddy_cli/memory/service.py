@@ -453,12 +453,12 @@ class MemoryService:
     def create_auto(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
         """Create a record written by automatic extraction (provenance auto); credential-shaped
         values are redacted (`[redacted: api key]`)."""
-        from ..redaction import redact
+        from ..redaction.detect import redact
 
         return self._create(name, type, redact(description)[0], redact(body)[0], "auto")
 
     def _warn_explicit(self, operation: str, name: str, description: str | None, body: str | None) -> None:
-        from ..redaction import holds_secret, warn_explicit
+        from ..redaction.detect import holds_secret, warn_explicit
 
         warn_explicit(self.warnings, f"{operation} {name}: the record", holds_secret(description, body))
 
@@ -526,7 +526,7 @@ class MemoryService:
     def update_auto(self, name: str, *, description: str, body: str) -> MemoryRecord:
         """Update a record automatic extraction wrote; a manual record is never touched.
         Credential-shaped values are redacted."""
-        from ..redaction import redact
+        from ..redaction.detect import redact
 
         description, body = redact(description)[0], redact(body)[0]
         with self._lock():
@@ -638,7 +638,7 @@ class MemoryService:
             "provenance": previous.provenance,
             "by": by,
         }
-        from ..redaction import redacted
+        from ..redaction.detect import redacted
 
         # An automatic write: the replaced version may hold a value a person kept explicitly,
         # or one from before redaction existed; neither is copied into a new file as it was.

@@ -169,7 +169,7 @@ class Importer:
     def _restore(self, name: str, text: str, dry_run: bool) -> Decision:
         """An exported record file put back as it was, but for a credential-shaped value (what
         another program wrote: no secret enters memory by an import)."""
-        from ..redaction import describe, holds_secret, redacted
+        from ..redaction.detect import describe, holds_secret, redacted
 
         found = holds_secret(text)
         if found:

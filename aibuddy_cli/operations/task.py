@@ -180,7 +180,7 @@ def import_turns(session: Session, task: str, reading: Reading) -> Imported:
     log is captured wholesale, tool results and all, and nobody chose what it holds: an import is
     an automatic write, so credential-shaped values in it are redacted (`[redacted: api key]`)
     and a warning names the messages added that held them."""
-    from ..redaction import redact, redacted
+    from ..redaction.detect import redact, redacted
     from ..tasks.service import NewMessage
 
     new = [

@@ -276,7 +276,7 @@ class TableChanges:
     def _screened(self, values: Any, verb: str, spec: str, part: str) -> Any:
         """Values a model chose (consolidation, `table update`/`refactor`) with credential-shaped
         values redacted; a person's own (the CLI, MCP tools) kept, with a warning."""
-        from ..redaction import screen
+        from ..redaction.detect import screen
 
         source = self.state.source
         automatic = source != "cli"

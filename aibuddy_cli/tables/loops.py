@@ -334,7 +334,7 @@ class TableAgent:
         messages = self._opening(kind, request, instructions, document, dry_run, previous)
 
         def started() -> None:  # journaled before the run's first line: what it was asked
-            from ..redaction import redact  # before the cut, which could hide a key's shape
+            from ..redaction.detect import redact  # before the cut, which could hide a key's shape
 
             asked = {"request": redact(request)[0][:200]}
             if continue_run is not None:

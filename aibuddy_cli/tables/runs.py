@@ -56,7 +56,7 @@ class Conversation(NamedTuple):
     messages: list[dict[str, Any]]
 
     def save(self, store: Store, budget_chars: int) -> None:
-        from ..redaction import redacted  # an automatic write: no credential-shaped value kept
+        from ..redaction.detect import redacted  # an automatic write: no credential-shaped value kept
 
         document = self._replace(messages=bounded(settled(redacted(self.messages)), budget_chars))._asdict()
         # "replace": a lone surrogate a model's JSON escape (\ud800) made is no UTF-8: a "?" instead

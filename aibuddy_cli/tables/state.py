@@ -158,7 +158,7 @@ class TablesState:
         are. The line, as written; a journal that cannot be written is an error that says the
         change was not made (the caller makes none)."""
         if self.source != "cli":  # an automatic run's line: no credential-shaped value in the log
-            from ..redaction import redacted
+            from ..redaction.detect import redacted
 
             changed = redacted(changed)
         line = {
@@ -217,7 +217,7 @@ class TablesState:
         import secrets
 
         if self.source != "cli":
-            from ..redaction import redact
+            from ..redaction.detect import redact
 
             data = redact(data.decode("utf-8", "surrogateescape"))[0].encode("utf-8", "surrogateescape")
         key = f"{REMOVED}/{utc_now().replace(':', '')}-{secrets.token_hex(4)}.{suffix}"
@@ -260,7 +260,7 @@ def asked(value: Any) -> Any:
     and cut to size: each list or object to MAX_ASKED_ITEMS items, then each text to
     MAX_ASKED_TEXT characters (after redaction: a credential cut first could be too short to be
     seen), what is left out counted ("…and 5 more"), so a line stays small whatever the call held."""
-    from ..redaction import redacted
+    from ..redaction.detect import redacted
 
     return _cut(redacted(_cut(value, texts=False)), texts=True)
 

@@ -415,7 +415,7 @@ class ContextAssembler:
         models, warnings = self.vault.config.models, self.warnings
         text = call_role("compact", models, self.environ, summarize, warnings=warnings, fallback=fallback)
         if text is not None:
-            from ..redaction import screen
+            from ..redaction.detect import screen
 
             # Screened, then cut: a key cut first could be too short to be seen as one.
             what = "the compact model's summary"

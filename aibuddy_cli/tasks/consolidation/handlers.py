@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import AibuddyError, Busy, DiskFull, NotFound, ReadOnly
 from ...memory.extraction import Decision, Extractor, bounded
-from ...redaction import redacted_noted
+from ...redaction.detect import redacted_noted
 from ..service import Task, TaskService
 from .reply import ContactItem, KnowledgeItem, MemoryItem, Rejected, SummaryItem, TaskItem
 from .shield import CONTACTS, Shield

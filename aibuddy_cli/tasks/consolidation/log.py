@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ...clock import utc_now
 from ...errors import AibuddyError
 from ...memory.extraction import Decision
-from ...redaction import redacted
+from ...redaction.detect import redacted
 from ...text import printable
 from ..service import TaskService
 

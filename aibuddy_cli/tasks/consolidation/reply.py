@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ...memory.extraction import Decision
-from ...redaction import find
+from ...redaction.detect import find
 from ..service import WORK_STATUSES
 
 MAX_ITEMS = 50  # items of one category one reply may carry; the rest are dropped

@@ -2,7 +2,7 @@
 
 A scan reads the files people and aibuddy keep (memory records, knowledge documents and their
 sidecars, tables, tasks, the decision logs under `.aibuddy/logs`, and `aibuddy.toml`) and
-reports each value `redaction.find` sees: the file, the line, the kind, never the value (at
+reports each value `redaction.detect.find` sees: the file, the line, the kind, never the value (at
 most its provider prefix, `sk-…`); a vault served from a database is read there
 (`scan_store`). A folder that is not a vault is scanned whole (except
 `.git`). `--staged` reads the blobs git would commit (`git diff --cached` and the index), so the
@@ -30,10 +30,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import AibuddyError, NotFound
+from ..errors import AibuddyError, NotFound
 
 if TYPE_CHECKING:
-    from .store.files import WalkableStore
+    from ..store.files import WalkableStore
 
 VAULT_PARTS = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs")
 VAULT_FILES = ("aibuddy.toml",)
@@ -83,7 +83,7 @@ class ScanResult(NamedTuple):
 
 
 def scan_text(path: str, text: str) -> list[ScanFinding]:
-    from .redaction import find
+    from .detect import find
 
     findings, line, at = [], 1, 0
     for found in find(text):  # in order: each line number counts on from the one before
@@ -215,8 +215,8 @@ PERSONAL_REASON = "a personal file, which a team vault keeps in its owner's pers
 
 def unshared(relative: str, team: bool) -> str | None:
     """Why the vault file at relative must never be committed (None: it may be)."""
-    from .store.composed import PERSONAL_FOLDERS
-    from .vault import CACHE_DIR
+    from ..store.composed import PERSONAL_FOLDERS
+    from ..vault import CACHE_DIR
 
     if relative == CACHE_DIR or relative.startswith(f"{CACHE_DIR}/"):
         return CACHE_REASON
@@ -226,7 +226,7 @@ def unshared(relative: str, team: bool) -> str | None:
 
 
 def _is_team_vault(root: Path) -> bool:
-    from .vault import Vault
+    from ..vault import Vault
 
     return Vault.open(root).config.team_vault
 

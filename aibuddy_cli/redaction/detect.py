@@ -31,8 +31,9 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any, NamedTuple
 
-from . import redaction_catalog, redaction_rules
-from .redaction_rules import API_KEY, JWT, PASSWORD, PRIVATE_KEY, SECRET, TOKEN
+from . import catalog as redaction_catalog
+from . import rules as redaction_rules
+from .rules import API_KEY, JWT, PASSWORD, PRIVATE_KEY, SECRET, TOKEN
 
 KINDS = (API_KEY, PRIVATE_KEY, PASSWORD, TOKEN, JWT, SECRET)
 

@@ -135,7 +135,7 @@ def _enclosing_word(data: bytes, start: int, end: int) -> tuple[int, int]:
 
 
 def find(text: str) -> list[CatalogFinding] | None:
-    """The provider credentials in text, by character offsets (they may overlap: `redaction.find`
+    """The provider credentials in text, by character offsets (they may overlap: `redaction.detect.find`
     joins them), or None where the catalogue cannot be had."""
     scanner = _scanner()
     if scanner is None:
