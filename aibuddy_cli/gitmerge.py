@@ -29,8 +29,8 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .errors import AibuddyError, MalformedRecord, NotFound
-from .gitfiles import ATTRIBUTES, write_attributes
-from .merging import CONFLICT, Merged, later, read_text, three_way
+from .git.files import ATTRIBUTES, write_attributes
+from .git.merging import CONFLICT, Merged, later, read_text, three_way
 
 DRIVER_NAME = "aibuddy: recall telemetry and concurrent edits"
 

@@ -161,7 +161,7 @@ def keep_out_of_git(path: Path) -> GitIgnored | None:
     where = _git(top, "rev-parse", "--git-path", "info/exclude").stdout.strip()
     exclude = Path(where) if Path(where).is_absolute() else top / where
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    from .gitfiles import add_lines
+    from .git.files import add_lines
 
     add_lines(exclude, [EXCLUDE_LINE])
     if _git(top, "check-ignore", "-q", "--", name).returncode != 0:

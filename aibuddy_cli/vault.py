@@ -26,7 +26,7 @@ from .config import (  # noqa: F401 - re-exported: the configuration's names as 
     config_template,
 )
 from .errors import Conflict, InvalidInput, NotFound, UsageError
-from .gitfiles import add_lines, write_attributes
+from .git.files import add_lines, write_attributes
 from .names import (  # noqa: F401 - re-exported: the name rules as they were imported from here
     default_user_name,
     is_user_name,

@@ -33,8 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("task services", ("tasks",)),  # a task's context and consolidation use the other services
     ("services", ("memory", "knowledge", "tables", "tokens")),
     ("model calls", ("models",)),
-    ("foundations", ("store", "vault", "config", "background", "redaction", "merging", "conflict_markers",
-                     "gitfiles", "inputs", "names",
+    ("foundations", ("store", "vault", "config", "background", "redaction", "git", "inputs", "names",
                      "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg",
                      "transcripts", "hook_settings", "dates", "build_progress", "unix_peer",
                      "")),  # fmt: skip  ("": __init__)

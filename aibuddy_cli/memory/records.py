@@ -11,7 +11,7 @@ Two readers give the same answers (tests/test_records.py holds them to it):
   manifest and index hot path imports neither PyYAML nor python-frontmatter (~22 ms together).
 
 Both are in headers.py; editing a header in place is header_edit.py's, and finding git's
-conflict markers conflict_markers.py's. Here: the record, its rules, and reading and writing it.
+conflict markers git/conflict_markers.py's. Here: the record, its rules, and reading and writing it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import datetime as dt
 import re
 from typing import Any, BinaryIO, Literal, NamedTuple, NotRequired, TypedDict, overload
 
-from ..conflict_markers import RESOLVE_CONFLICT, ConflictRegion, conflict_lines, merge_conflicts
 from ..errors import InvalidInput, MalformedRecord
+from ..git.conflict_markers import RESOLVE_CONFLICT, ConflictRegion, conflict_lines, merge_conflicts
 from ..inputs import read_bounded
 from ..names import validate_record_name
 from .expiry import is_expired

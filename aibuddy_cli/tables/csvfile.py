@@ -195,7 +195,7 @@ def read_records(data: bytes, schema: TableSchema, source: str) -> Iterator[tupl
         yield from _parsed_records(data, schema, source)
     except MalformedTable:
         # Only a file that does not read is checked: a quoted cell may hold marker-like lines.
-        from ..conflict_markers import RESOLVE_CONFLICT, conflict_lines, merge_conflicts
+        from ..git.conflict_markers import RESOLVE_CONFLICT, conflict_lines, merge_conflicts
 
         conflicts = merge_conflicts(data.decode("utf-8").removeprefix("\ufeff"))
         if conflicts:

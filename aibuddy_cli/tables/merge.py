@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..merging import ABSENT, CONFLICT, Merged, read_text, settle, three_way
+from ..git.merging import ABSENT, CONFLICT, Merged, read_text, settle, three_way
 
 
 def merged_names(base: list[str], kept: list[str], moved: list[str]) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..merging import ABSENT, CONFLICT, Merged, read_text, settle, three_way
+from ..git.merging import ABSENT, CONFLICT, Merged, read_text, settle, three_way
 
 
 def merged_task_file(name: str, base: Path, current: Path, other: Path, replay: bool) -> Merged | None:
