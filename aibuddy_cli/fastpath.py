@@ -210,7 +210,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
         import os
         import sys
 
-        from .hooks import run_claude_code
+        from .hooks.claude_code import run_claude_code
 
         vault, user = options.get("vault"), options.get("user")
         return run_claude_code(vault, user, sys.stdin.buffer, stdout, stderr, os.environ)

@@ -23,8 +23,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aibuddy_cli"
 
 # Top first. A name is a module or a package (all of its modules).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("front ends", ("__main__", "cli", "fastpath", "mcp",
-                    "hooks")),
+    ("front ends", ("__main__", "cli", "fastpath", "mcp", "hooks")),
     # The registry of operations, from which the front ends are derived, and the model loops
     # whose tools are operations (each loop offers operations of the registry as its tools).
     ("operations", ("operations", "tables.loops", "tables.tools", "knowledge.ask")),
@@ -34,8 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("services", ("memory", "knowledge", "tables", "tokens")),
     ("model calls", ("models",)),
     ("foundations", ("store", "vault", "config", "background", "redaction", "git", "inputs", "names",
-                     "mcp_clients", "errors", "text", "jsonvalues", "clock", "xdg",
-                     "transcripts", "hook_settings", "dates", "build_progress", "unix_peer",
+                     "errors", "text", "jsonvalues", "clock", "xdg",
+                     "transcripts", "dates", "build_progress", "unix_peer",
                      "")),  # fmt: skip  ("": __init__)
 )
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 
-from aibuddy_cli.hook_settings import installed, uninstalled
+from aibuddy_cli.hooks.settings import installed, uninstalled
 from aibuddy_cli.vault import Vault
 
 CWD = "/home/alice/src/billing-service"

@@ -13,7 +13,7 @@ from typing import Any
 
 from conftest import run_in_process
 
-from aibuddy_cli import hooks
+from aibuddy_cli.hooks import claude_code as hooks
 from aibuddy_cli.vault import Vault
 
 CWD = "/home/alice/src/billing-service"

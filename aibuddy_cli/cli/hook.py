@@ -1,5 +1,5 @@
-"""`aibuddy hook claude-code` (one hook event on stdin: hooks.py) and `aibuddy hook install|uninstall
-claude-code` (aibuddy's hooks in Claude Code's settings: hook_settings.py)."""
+"""`aibuddy hook claude-code` (one hook event on stdin: hooks/claude_code.py) and `aibuddy hook
+install|uninstall claude-code` (aibuddy's hooks in Claude Code's settings: hooks/settings.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def claude_code(
     document map as context; UserPromptSubmit, Stop, PreCompact, SessionEnd: the new transcript
     lines into the session's task; PreCompact, SessionEnd: extraction). Always exits 0; failures
     go to .aibuddy/logs/hooks.jsonl. Installed by `aibuddy hook install claude-code`."""
-    from .. import hooks
+    from ..hooks import claude_code as hooks
 
     state = state_of(ctx)
     if extract is not None:
@@ -73,8 +73,8 @@ def install(
 ) -> None:
     """Merge aibuddy's hooks into the agent's settings (this vault and user, an absolute command),
     keeping everything already there; shows the change and asks first."""
-    from ..hook_settings import hook_command, installed, keep_out_of_git, settings_path
-    from ..mcp_clients import server_command
+    from ..hooks.settings import hook_command, installed, keep_out_of_git, settings_path
+    from ..mcp.clients import server_command
 
     _agent(agent)
     state = state_of(ctx, json)
@@ -120,7 +120,7 @@ def uninstall(
     json: bool = JsonOption,
 ) -> None:
     """Remove exactly the hooks `hook install` added (and what they alone filled), nothing else."""
-    from ..hook_settings import settings_path, uninstalled
+    from ..hooks.settings import settings_path, uninstalled
 
     _agent(agent)
     state = state_of(ctx, json)

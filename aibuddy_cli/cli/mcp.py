@@ -1,5 +1,5 @@
 """`aibuddy mcp`: the Model Context Protocol server on stdio; `aibuddy mcp config CLIENT`: how a
-client starts it (mcp_clients.py)."""
+client starts it (mcp/clients.py)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def config(
 ) -> None:
     """The client's configuration entry for this installation's server (an absolute command path,
     this vault and user); --write merges it into the client's file, showing the change first."""
-    from ..mcp_clients import client_config, server_command
+    from ..mcp.clients import client_config, server_command
 
     state = state_of(ctx, json)
     session = state.session()

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import InvalidInput, UsageError
+from ..errors import InvalidInput, UsageError
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode")
 NAME = "aibuddy"  # the server's name in each client's configuration

@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from .errors import InvalidInput, describe_failure
+from ..errors import InvalidInput, describe_failure
 
 if TYPE_CHECKING:
-    from .transcripts import Reading
+    from ..transcripts import Reading
 
 AGENT = "claude-code"
 EVENT_LIMIT = 1024 * 1024  # an event is a few hundred bytes; anything past a megabyte is not one
@@ -101,7 +101,7 @@ def handle(session: Any, event: Event, spawn: Any) -> Outcome:
         outcome = import_new(session, event, find_bound(session, event.session_id))
     task = outcome.task
     if task is not None and event.name in EXTRACTING:
-        from .tasks.ending import extract_latest
+        from ..tasks.ending import extract_latest
 
         source = f"task {task} ({AGENT} {event.name})"
         args = ["hook", AGENT, "--extract", task]
@@ -138,7 +138,7 @@ def has_placeholder_goal(goal: str) -> bool:
 def _goal(text: str) -> str:
     """A task's goal from an agent's first request: one line, bounded, redacted (an automatic
     write: a key pasted into the prompt is not kept), no lone surrogate."""
-    from .redaction.detect import redact
+    from ..redaction.detect import redact
 
     text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return " ".join(redact(text)[0].split())[:200]
@@ -158,7 +158,7 @@ def read_new(event: Event, binding: Mapping[str, Any]) -> tuple[Reading, dict[st
     None for the place when there is no transcript to read: no transcript_path, or a file not
     written yet (Claude Code writes it at the session's first message, after SessionStart and
     the first UserPromptSubmit: an empty session never writes one)."""
-    from .transcripts import Reading, read_transcript
+    from ..transcripts import Reading, read_transcript
 
     nothing = Reading([], {}, 0, 0, [])
     path = event.transcript
@@ -188,7 +188,7 @@ def import_new(session: Any, event: Event, found: tuple[str, dict[str, Any]] | N
     first event that brings something of the conversation, a prompt or a turn: a session opened
     and closed with nothing said, or a transcript_path that holds no transcript, makes none (it
     would stand as the project's latest session, its goal a stand-in)."""
-    from .operations.task import import_turns
+    from ..operations.task import import_turns
 
     task, binding = found if found is not None else (None, {})
     reading, place = read_new(event, binding)
@@ -324,7 +324,7 @@ def run_claude_code(
     environ: Mapping[str, str],
 ) -> int:
     """`aibuddy hook claude-code`: always 0 (see the module's docstring)."""
-    from .session import Session
+    from ..session import Session
 
     began = time.monotonic()
     try:
@@ -343,7 +343,7 @@ def run_claude_code(
     try:
 
         def spawn(args: list[str]) -> None:
-            from .background import spawn_aibuddy
+            from ..background import spawn_aibuddy
 
             spawn_aibuddy(session.vault.root, session.user, args, environ)
 
@@ -364,13 +364,13 @@ def run_claude_code(
 def run_extraction(session: Any, task: str) -> Any:
     """`aibuddy hook claude-code --extract T`: the detached extraction a PreCompact or SessionEnd
     started, the model included."""
-    from .tasks.ending import extract_now
+    from ..tasks.ending import extract_now
 
     return extract_now(session.tasks, session.memory, task, source=f"task {task} ({AGENT})")
 
 
 def _log(session: Any, record: dict[str, Any]) -> None:
-    from .clock import utc_now
+    from ..clock import utc_now
 
     try:
         session.tasks.append_log("hooks", json.dumps({"at": utc_now(), **record}, ensure_ascii=False) + "\n")

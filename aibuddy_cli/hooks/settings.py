@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import Conflict, InvalidInput
-from .mcp_clients import json_object
+from ..errors import Conflict, InvalidInput
+from ..mcp.clients import json_object
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
 TIMEOUT = 10  # seconds Claude Code gives a hook; aibuddy answers in a fraction of it
@@ -161,7 +161,7 @@ def keep_out_of_git(path: Path) -> GitIgnored | None:
     where = _git(top, "rev-parse", "--git-path", "info/exclude").stdout.strip()
     exclude = Path(where) if Path(where).is_absolute() else top / where
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    from .git.files import add_lines
+    from ..git.files import add_lines
 
     add_lines(exclude, [EXCLUDE_LINE])
     if _git(top, "check-ignore", "-q", "--", name).returncode != 0:
