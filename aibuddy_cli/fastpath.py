@@ -196,7 +196,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
         # The merge driver: git runs it once per file both sides changed, with no vault to open.
         from pathlib import Path
 
-        from .gitmerge import merge_file
+        from .app.merge_driver import merge_file
 
         base, current, other, path = argv[2:]
         import os
@@ -225,9 +225,9 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
 
     import importlib
 
+    from .app.session import Session
     from .cli import output
     from .errors import EXPECTED, AibuddyError, as_aibuddy_error
-    from .session import Session
 
     render = importlib.import_module(f"aibuddy_cli.cli.{op.words[0]}_output").RENDERS[op.name]
     warnings: list[str] = []  # the session's sink: printed even if the command fails

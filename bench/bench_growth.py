@@ -32,8 +32,8 @@ from bench_memory import make_records
 from bench_tables import COLUMNS, make_rows, write_jsonl
 from benchlib import check_run
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.records import render_record
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import CACHE_DIR, Vault, init_vault
 
 CACHE = Path(os.environ.get("AIBUDDY_BENCH_CACHE", "/dev/shm/aibuddy-bench-growth"))

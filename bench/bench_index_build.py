@@ -80,9 +80,9 @@ def dump_answers(vault: Path) -> None:
     anew, then each question's rankings, one JSON line each."""
     import bench_recall_warm
 
+    from aibuddy_cli.app.session import Session
     from aibuddy_cli.memory.semantic import shared
     from aibuddy_cli.memory.service import today
-    from aibuddy_cli.session import Session
     from aibuddy_cli.vault import Vault
 
     facts = json.loads((vault / "facts.json").read_text(encoding="utf-8"))

@@ -237,7 +237,7 @@ WARM_SCRIPT = """
 import datetime as dt, json, statistics, sys, time
 from pathlib import Path
 from aibuddy_cli.memory.semantic import shared
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
 runs, queries = int(sys.argv[2]), sys.argv[3:]
 today = dt.date.today()

@@ -322,7 +322,7 @@ def profile(vault: Vault, asked: list[tuple[str, str]]) -> None:
     import io
     import pstats
 
-    from aibuddy_cli.session import Session
+    from aibuddy_cli.app.session import Session
     from aibuddy_cli.store.folder_watch import FolderWatch
     from aibuddy_cli.vault import Vault as AibuddyVault
 

@@ -230,7 +230,7 @@ def bench_catch_up(
     """Per side: how long the count writes took (not a whole process), host B's next recall (it
     learns the count changes) and its second recall (nothing new), and whether the next one found
     a new record."""
-    from aibuddy_cli.session import Session
+    from aibuddy_cli.app.session import Session
     from aibuddy_cli.vault import Vault
 
     found: dict[str, dict[str, Any]] = {side: {} for side in SIDES}

@@ -47,7 +47,7 @@ SIDES = ("folder", "pg")
 WARM_SCRIPT = r"""
 import json, os, sys, time
 from pathlib import Path
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
 
 vault, user, runs = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])

@@ -99,7 +99,7 @@ def task_dir(vault: Path, task_id: str) -> Path:
 
 def build_vault(name: str, sizes: list[int], every: int | None) -> Path:
     """A fresh vault with one task per size (t1, t2…), each holding that many messages."""
-    from aibuddy_cli.session import Session
+    from aibuddy_cli.app.session import Session
     from aibuddy_cli.vault import Vault
 
     vault = OUT / name

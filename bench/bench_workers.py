@@ -157,7 +157,7 @@ def vault_with_records(scratch: Path, env: dict[str, str], count: int = 200) -> 
     subprocess.run([sys.executable, "-m", "aibuddy_cli", "--user", "bench", "init", str(vault)],
                    env=env, check=True, capture_output=True, cwd=env["PYTHONPATH"])  # fmt: skip
     code = (
-        "import sys\nfrom aibuddy_cli.session import Session\nfrom aibuddy_cli.vault import Vault\n"
+        "import sys\nfrom aibuddy_cli.app.session import Session\nfrom aibuddy_cli.vault import Vault\n"
         "from pathlib import Path\n"
         "memory = Session(Vault.open(Path(sys.argv[1])), 'bench', environ={}).memory\n"
         "words = 'deploy report budget meeting green tea review plan release notes'.split()\n"

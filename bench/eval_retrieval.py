@@ -71,9 +71,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput
 from aibuddy_cli.memory.records import MemoryRecord, render_record
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault, init_vault
 
 REPO = Path(__file__).resolve().parent.parent

@@ -79,11 +79,11 @@ def questions() -> list[tuple[str, str]]:
 
 def answers(vault: str, warm: bool) -> dict[str, object]:
     """In this process: each question's chosen names and fused ranking (names, scores)."""
+    from aibuddy_cli.app.session import Session
     from aibuddy_cli.memory import index as memory_index
     from aibuddy_cli.memory import lexical
     from aibuddy_cli.memory import service as memory_service
     from aibuddy_cli.memory.lexical import above_floor
-    from aibuddy_cli.session import Session
     from aibuddy_cli.vault import Vault
 
     if warm:

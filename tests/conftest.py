@@ -16,10 +16,10 @@ from fake_openai import FakeOpenAI
 from typer.testing import CliRunner
 
 import aibuddy_cli
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault, init_vault
 
 # Bytecode is cached, as Python does by default, even where PYTHONDONTWRITEBYTECODE is set: these

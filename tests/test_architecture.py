@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # whose tools are operations (each loop offers operations of the registry as its tools).
     ("operations", ("operations", "tables.loops", "tables.tools", "knowledge.ask")),
     # What builds the services for one vault and user, and what spans several of them.
-    ("composition", ("session", "team", "gitmerge", "health", "store_copy", "watch_client")),
+    ("composition", ("app",)),
     ("task services", ("tasks",)),  # a task's context and consolidation use the other services
     ("services", ("memory", "knowledge", "tables", "tokens")),
     ("model calls", ("models",)),

@@ -11,9 +11,9 @@ from conftest import BODY, STRINGS
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.cli import kb_output
 from aibuddy_cli.knowledge.ask import KnowledgeAgent, supported_sentences
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

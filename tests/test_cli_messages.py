@@ -16,8 +16,8 @@ from conftest import run_in_process
 
 import aibuddy_cli
 from aibuddy_cli.__main__ import main
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.cli.app import app
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 HOSTILE = "Evil \x1b[31mred\x07 bell \x7f del \x9b csi"

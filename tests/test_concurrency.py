@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from conftest import CODE, run_aibuddy
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.store.files import TEMP_PREFIX
 from aibuddy_cli.vault import Vault
 

@@ -19,9 +19,9 @@ import pytest
 from conftest import in_vault, ok, run_aibuddy, wait_for
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelError
 from aibuddy_cli.models import worker
-from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.consolidation import Consolidator
 from aibuddy_cli.tasks.consolidation.evidence import stated_part
 from aibuddy_cli.tasks.consolidation.process import PassControl

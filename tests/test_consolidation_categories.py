@@ -18,7 +18,7 @@ from conftest import ok
 from fake_openai import FakeOpenAI
 from test_consolidation import MODEL, REPLY, ScriptedModel, consolidator, every, log, watermark
 
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.tasks.consolidation import handlers
 from aibuddy_cli.vault import Vault, init_vault
 

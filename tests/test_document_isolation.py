@@ -13,9 +13,9 @@ from conftest import child_env, kb, ok, run_aibuddy
 from conftest import write_file as write
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import NotFound
 from aibuddy_cli.knowledge.ask import KnowledgeAgent
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 NOTES = "# Notes\n\nBob's private salary negotiation notes.\n"

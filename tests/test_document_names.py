@@ -14,9 +14,9 @@ import pytest
 from conftest import child_env, ok, run_aibuddy
 from conftest import write_file as write
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput
 from aibuddy_cli.knowledge.documents import doc_id_from_name, validate_doc_id
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.extraction import Extractor, Message, find_cues, latest_window, parse_transcript
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

@@ -17,10 +17,10 @@ from conftest import published, write_file
 from typer.testing import CliRunner
 
 from aibuddy_cli import fastpath
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.tables.queries import TableQueries
 from aibuddy_cli.vault import Vault
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from conftest import environment
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.records import MemoryRecord, render_record
-from aibuddy_cli.session import Session
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.store.folder_watch import FolderWatch, further_on
 from aibuddy_cli.vault import Vault

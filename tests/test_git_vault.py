@@ -209,7 +209,7 @@ def test_a_clone_without_the_driver_gets_a_hint_once(
 
 
 def test_sidecars_merge_key_by_key(tmp_path: Path) -> None:
-    from aibuddy_cli.gitmerge import merge_file
+    from aibuddy_cli.app.merge_driver import merge_file
 
     base = {"title": "Guide", "sha256": "a", "summary": None, "reviewed_by": None}
     ours = {**base, "summary": "Ours."}
@@ -566,7 +566,7 @@ def test_git_setup_routes_task_files_in_a_vault_made_before_it_did(
 
 def test_task_files_merge_field_by_field(tmp_path: Path) -> None:
     """What git passes the driver for task.json (a merge: ours is the local clone)."""
-    from aibuddy_cli.gitmerge import merge_file
+    from aibuddy_cli.app.merge_driver import merge_file
 
     base = {
         "id": "t1",
@@ -618,7 +618,7 @@ def test_task_files_merge_field_by_field(tmp_path: Path) -> None:
 
 def test_a_vault_in_a_folder_of_the_repository_merges_its_files_too(tmp_path: Path) -> None:
     """git names the file from the top of the repository (%P), where it runs the driver."""
-    from aibuddy_cli.gitmerge import merge_file
+    from aibuddy_cli.app.merge_driver import merge_file
 
     init_vault(tmp_path / "notes", "demo")  # tmp_path is the current folder: the repository's top
     line = (

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import write_record_file
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.index import Loaded, MemoryIndex
 from aibuddy_cli.memory.records import MemoryRecord, render_record
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 BODIES = [

@@ -15,8 +15,8 @@ import pytest
 from conftest import BODY, STRINGS, ok, published, write_file
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

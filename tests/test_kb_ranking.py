@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
 
 HANDBOOK = Path(__file__).resolve().parent.parent / "bench" / "sets" / "handbook.md"

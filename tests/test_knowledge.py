@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import BODY, SPEC, STRINGS, kb, published, write_file
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Conflict, InvalidInput, NotAllowed, NotFound
 from aibuddy_cli.knowledge.service import KnowledgeService
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

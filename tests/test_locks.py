@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from conftest import CODE, wait_for, write_record_file
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.mcp.server import Server
 from aibuddy_cli.memory import service as memory_service
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.operations.registry import Operation
-from aibuddy_cli.session import Session
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.store.locks import WriteBehind
 from aibuddy_cli.vault import Vault
@@ -38,7 +38,7 @@ sys.stdin.read()  # held until the test closes stdin
 ADDER = """
 import sys
 from pathlib import Path
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
 session = Session(Vault.open(Path(sys.argv[1])), "demo", environ={})
 for n in range(int(sys.argv[3])):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from conftest import write_record_file
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import MalformedRecord
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 SQLITE_MAX = 2**63 - 1

@@ -12,12 +12,12 @@ import pytest
 from conftest import child_env, record_path, run_in_process
 from conftest import write_record_file as write
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput, MalformedRecord
 from aibuddy_cli.memory import expiry
 from aibuddy_cli.memory.extraction import Extractor
 from aibuddy_cli.memory.records import MemoryRecord, parse_record, render_record
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -248,7 +248,7 @@ def sides(tmp_path: Path, base: str, ours: str, theirs: str) -> list[Path]:
 
 @needs_git
 def test_the_merge_driver_treats_expires_as_any_header_key(tmp_path: Path) -> None:
-    from aibuddy_cli.gitmerge import merge_file
+    from aibuddy_cli.app.merge_driver import merge_file
 
     stamp = "2026-11-29T18:00:00Z"
     base = MemoryRecord("trip", "Trip to Rome", "project", "Rome.\n", created=stamp, updated=stamp)

@@ -12,8 +12,8 @@ import time
 from conftest import record_path
 from conftest import write_record_file as write
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.records import MemoryRecord, render_record
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 DAYS = {"alpha": 3, "bravo": 11, "charlie": 7, "delta": 1, "echo": 12, "foxtrot": 5, "golf": 9, "hotel": 2}

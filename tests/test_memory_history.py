@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.service import HISTORY_LIMIT, MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

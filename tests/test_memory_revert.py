@@ -10,10 +10,10 @@ from typing import Any
 from conftest import record_path
 from conftest import write_record_file as write
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.extraction import Extractor
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.operations.registry import REGISTRY, load, offered
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

@@ -9,10 +9,10 @@ import pytest
 from conftest import record_path as record_file
 from conftest import write_record_file
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Conflict, InvalidInput, MalformedRecord, NotFound, UsageError
 from aibuddy_cli.memory.records import MemoryRecord, parse_record, render_record
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

@@ -84,7 +84,7 @@ HOST_WRITERS = """
 import sys, threading
 from pathlib import Path
 from aibuddy_cli.store.postgres import PgStore
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
 
 vault, url, host = Vault.open(Path(sys.argv[1])), sys.argv[2], int(sys.argv[3])
@@ -119,7 +119,7 @@ def test_three_hosts_of_twenty_writers_lose_nothing(tmp_path: Path, postgres_url
     import subprocess
     import sys
 
-    from aibuddy_cli.session import Session
+    from aibuddy_cli.app.session import Session
     from aibuddy_cli.store.postgres import PgStore
     from aibuddy_cli.tables.schema import ColumnSpec
 
@@ -257,7 +257,7 @@ def test_a_killed_writer_leaves_no_partial_record_and_no_lock(tmp_path: Path, po
     body = "x" * 300_000
     code = (
         "import sys\n"
-        "from aibuddy_cli.session import Session\n"
+        "from aibuddy_cli.app.session import Session\n"
         "from aibuddy_cli.vault import Vault\n"
         "from pathlib import Path\n"
         "vault = Vault.open(Path(sys.argv[1]))\n"
@@ -381,7 +381,7 @@ def test_store_copy_moves_a_whole_vault_there_and_back_byte_for_byte(
 
 
 def test_a_copied_folder_keeps_the_settings_but_not_the_database() -> None:
-    from aibuddy_cli.store_copy import settings_for_copy
+    from aibuddy_cli.app.store_copy import settings_for_copy
 
     config = (
         '[vault]\ndefault_user = "alice"\n\n[store]\nurl = "postgresql://db/team"\n\n'
@@ -608,8 +608,8 @@ def test_a_hosts_first_index_reads_the_records_in_a_few_queries_not_one_each(
 ) -> None:
     """A host with no index of the database yet (a new host, 10,000 records) reads the records
     in batches: a query per record would cost each host's first command one round trip a record."""
+    from aibuddy_cli.app.session import Session
     from aibuddy_cli.memory.records import MemoryRecord, render_record
-    from aibuddy_cli.session import Session
     from aibuddy_cli.store.postgres import PgStore
     from aibuddy_cli.vault import Vault
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.dates import query_spans, text_days
 from aibuddy_cli.memory.records import MemoryRecord, render_record
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 TODAY = dt.date(2026, 12, 2)  # a Wednesday

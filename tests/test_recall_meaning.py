@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory import semantic
 from aibuddy_cli.memory.records import MemoryRecord, render_record
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 from tests.fake_openai import FakeOpenAI
 

@@ -9,8 +9,8 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli import fastpath
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

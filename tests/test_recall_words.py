@@ -8,8 +8,8 @@ import datetime as dt
 
 import pytest
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.records import MemoryRecord, render_record
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 CHECKLIST = ["freeze the branch", "run the reconciliation", "announce the window", "check the flags",

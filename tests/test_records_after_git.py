@@ -16,10 +16,10 @@ from conftest import record_path
 from conftest import write_record_file as write
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.memory.records import MemoryRecord, parse_record, render_record
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

@@ -382,7 +382,7 @@ def test_look_alikes_and_stand_ins_are_left_alone(text: str) -> None:
 def test_where_the_catalogue_cannot_be_had_the_common_prefixes_still_redact(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from aibuddy_cli import health
+    from aibuddy_cli.app import doctor as health
     from aibuddy_cli.redaction import catalog as redaction_catalog
 
     monkeypatch.setattr(redaction_catalog, "_built", [None])

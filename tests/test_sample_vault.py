@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import SAMPLE_VAULT
 
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.text import tokens
 from aibuddy_cli.vault import Vault
 

@@ -14,9 +14,9 @@ from conftest import child_env, ok, run_aibuddy, run_in_process
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.session import Session
 from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.vault import Vault, init_vault
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import BODY, ok, published, run_aibuddy
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import UsageError
-from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.context import ContextAssembler
 from aibuddy_cli.vault import Vault, init_vault
 

@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
 
 HEAVY = (

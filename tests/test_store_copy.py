@@ -110,7 +110,7 @@ def store_url(text: str) -> object:
 
 
 def test_settings_for_copy_drops_a_dotted_store_url() -> None:
-    from aibuddy_cli.store_copy import settings_for_copy
+    from aibuddy_cli.app.store_copy import settings_for_copy
 
     config = 'default_user = "alice"\nstore.url = "postgresql://db/team"\n\n[recall]\nwindow = 100\n'
     assert store_url(config) == "postgresql://db/team"  # what the vault reads
@@ -118,14 +118,14 @@ def test_settings_for_copy_drops_a_dotted_store_url() -> None:
 
 
 def test_settings_for_copy_drops_an_inline_store_table() -> None:
-    from aibuddy_cli.store_copy import settings_for_copy
+    from aibuddy_cli.app.store_copy import settings_for_copy
 
     config = 'default_user = "alice"\nstore = { url = "postgresql://db/team" }\n'
     assert store_url(settings_for_copy(config)) is None
 
 
 def test_settings_for_copy_drops_a_quoted_store_header() -> None:
-    from aibuddy_cli.store_copy import settings_for_copy
+    from aibuddy_cli.app.store_copy import settings_for_copy
 
     config = 'default_user = "alice"\n\n["store"]\nurl = "postgresql://db/team"\n'
     assert store_url(settings_for_copy(config)) is None

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from memory_store import MemoryStore
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound
-from aibuddy_cli.session import Session
 from aibuddy_cli.store.files import FileStore, Store
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault

@@ -11,10 +11,10 @@ from pathlib import Path
 from conftest import in_vault, run_aibuddy
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.knowledge.summaries import SummaryOutcome
 from aibuddy_cli.models import worker
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 GUIDE = "# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback`.\n"

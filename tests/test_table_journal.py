@@ -13,8 +13,8 @@ import pytest
 from conftest import ok, run_aibuddy
 from scripted_model import ScriptedModel
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import DiskFull, as_aibuddy_error
-from aibuddy_cli.session import Session
 from aibuddy_cli.store.files import Entry, FileStore
 from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.vault import Vault

@@ -13,8 +13,8 @@ from conftest import ok
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelUnavailable, NotAllowed
-from aibuddy_cli.session import Session
 from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.vault import Vault
 

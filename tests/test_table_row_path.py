@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import ok, run_aibuddy
 
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.store.cache_db import files_digest, to_signed
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.tables import csvfile

@@ -20,7 +20,7 @@ from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 from test_table_loops import ENV, agent
 
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.tables import loops
 from aibuddy_cli.tables.changes import TableChanges
 from aibuddy_cli.tables.runs import CONVERSATION_CHARS, INTERRUPTED_RESULT, bounded, settled

@@ -15,9 +15,9 @@ from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 from test_table_loops import ENV, agent
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Conflict
 from aibuddy_cli.jsonvalues import loads
-from aibuddy_cli.session import Session
 from aibuddy_cli.tables.undo import undo_last
 from aibuddy_cli.vault import Vault
 

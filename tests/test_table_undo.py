@@ -15,8 +15,8 @@ from conftest import child_env, in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
 from scripted_model import ScriptedModel
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.models import worker
-from aibuddy_cli.session import Session
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.tables.state import TablesState

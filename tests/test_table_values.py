@@ -14,7 +14,7 @@ import pytest
 from conftest import ok, run_aibuddy, run_in_process, strict_json
 from scripted_model import ScriptedModel
 
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.vault import Vault
 

@@ -73,7 +73,7 @@ def test_a_failing_embedding_model_falls_back_to_words(cli, suppliers: str, embe
 
 
 def test_several_reference_texts_rank_by_summed_similarity(vault: Vault, suppliers: str, embedding) -> None:
-    from aibuddy_cli.session import Session
+    from aibuddy_cli.app.session import Session
 
     session = Session(Vault.open(vault.root), "demo")
     session.tables.changes.vectorize_column("suppliers", "notes")

@@ -8,7 +8,7 @@ import pytest
 from conftest import BODY, STRINGS, ok
 from fake_openai import FakeOpenAI
 
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
 
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import ok, run_aibuddy
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelError
-from aibuddy_cli.session import Session
 from aibuddy_cli.tasks.consolidation import Consolidator
 from aibuddy_cli.vault import Vault
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from aibuddy_cli.session import Session
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
 
 

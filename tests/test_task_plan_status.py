@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import ok, run_in_process
 
-from aibuddy_cli.gitmerge import merge_file
+from aibuddy_cli.app.merge_driver import merge_file
 from aibuddy_cli.vault import Vault
 
 

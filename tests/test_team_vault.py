@@ -18,9 +18,9 @@ from conftest import child_env, ok, run_in_process
 from memory_store import MemoryStore
 
 from aibuddy_cli import background
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Busy, Conflict
 from aibuddy_cli.knowledge.watch import watched_folders
-from aibuddy_cli.session import Session
 from aibuddy_cli.store.composed import PERSONAL_FOLDERS, RoutedStore
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.vault import Vault, init_vault

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput
 from aibuddy_cli.redaction.scan import scan_staged
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault, init_vault
 
 GIT_USER = ["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "core.hooksPath=/dev/null"]
@@ -116,8 +116,8 @@ def test_doctor_move_of_a_file_with_staged_changes_leaves_no_copy_on_both_sides(
     """A personal file git tracks whose staged bytes differ from both HEAD and the work tree (an
     edit added, then edited again) cannot be taken out of the index without -f: its unit is kept
     back with the reason, before anything is copied, never left on both sides."""
+    from aibuddy_cli.app.team import doctor
     from aibuddy_cli.errors import AibuddyError
-    from aibuddy_cli.team import doctor
 
     root = init_vault(tmp_path / "shared", "alice").root
     (root / "memory" / "alice").mkdir(parents=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 from conftest import child_env, run_in_process
 from test_team_vault import TEAM, commit_all, git, personal_keys
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault, init_vault
 
 

@@ -24,9 +24,9 @@ from conftest import BODY, child_env, run_in_process
 from typer.testing import CliRunner
 
 from aibuddy_cli import errors
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.memory.index import MemoryIndex
-from aibuddy_cli.session import Session
 from aibuddy_cli.store.cache_db import CacheDB
 from aibuddy_cli.store.files import TEMP_PREFIX, FileStore
 from aibuddy_cli.vault import CACHE_DIR, Vault

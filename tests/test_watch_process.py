@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import run_aibuddy, wait_for
 
-from aibuddy_cli import watch_client
+from aibuddy_cli.app import watch_client
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.config import CONFIG_FILE as CONFIG
-from aibuddy_cli.session import Session
 from aibuddy_cli.store import watchd
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.store.folder_watch import FolderWatch

@@ -17,10 +17,10 @@ import pytest
 from conftest import in_vault, run_aibuddy, run_in_process
 from fake_openai import FakeOpenAI
 
+from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import NotAllowed
 from aibuddy_cli.models import calls as models
 from aibuddy_cli.models import worker, worker_client
-from aibuddy_cli.session import Session
 from aibuddy_cli.vault import Vault
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..session import Session
+from ..app.session import Session
 from .output import report_warnings
 
 

@@ -1,4 +1,4 @@
-"""`aibuddy doctor`: whether the vault is ready to work (health.py), where a team vault keeps each
+"""`aibuddy doctor`: whether the vault is ready to work (app/doctor.py), where a team vault keeps each
 person's files and moving them out of the shared folder; and what `aibuddy git setup` adds in a
 team vault."""
 
@@ -15,7 +15,7 @@ from . import output
 from .context import AppState, state_of, stdin_is_terminal
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..app.session import Session
 
 
 app = typer.Typer()
@@ -26,8 +26,9 @@ def session_reporting_itself(state: AppState) -> Session:
     setup`, `doctor`): the notices every other command gives about it (an unfinished team vault,
     a clone whose git lacks the merge driver) are left out."""
     if state._session is None:
-        from .. import gitmerge, team
-        from ..session import Session
+        from ..app import merge_driver as gitmerge
+        from ..app import team
+        from ..app.session import Session
 
         state._session = Session.locate(state.vault_option, state.user_option, warnings=state.warnings)
         said_itself = [w for w in state.warnings if w.startswith(team.NOTICE) or w == gitmerge.HINT]
@@ -49,7 +50,8 @@ def doctor(
     """Whether this vault is ready to work: the vault and user found, the configuration, the store,
     git's merge driver, each model role, the worker, the indexes and the records, one line each
     (exit 4 when one fails); in a team vault, where your personal files live."""
-    from .. import health, team
+    from ..app import doctor as health
+    from ..app import team
 
     state = state_of(ctx, json)
     session = session_reporting_itself(state)
@@ -94,7 +96,7 @@ def _user_from(state: AppState, session: Session) -> str:
 
 def team_setup(state: AppState) -> tuple[dict[str, Any], list[str]]:
     """What `aibuddy git setup` adds in a team vault: its JSON key and its lines (none outside one)."""
-    from .. import team
+    from ..app import team
 
     session = session_reporting_itself(state)
     done = team.secure_shared_vault(session.vault, session.user, session.environ, session.adopted)
@@ -105,7 +107,7 @@ def team_setup(state: AppState) -> tuple[dict[str, Any], list[str]]:
 
 def personal_setup(state: AppState) -> tuple[dict[str, Any], str]:
     """`aibuddy git setup --personal`: the personal vault made a git repository of its own."""
-    from .. import team
+    from ..app import team
 
     session = state.session()
     if not team.is_team_vault(session.vault):

@@ -22,7 +22,7 @@ def setup(
 ) -> None:
     """Register the aibuddy merge driver in this vault's git repository (once per clone); in a team
     vault also give it a vault_id, keep personal folders out of git, and report personal files."""
-    from .. import gitmerge
+    from ..app import merge_driver as gitmerge
 
     state = state_of(ctx, json)
     if personal:
@@ -53,6 +53,6 @@ def merge_file(
     path: str = typer.Argument(..., help="The file's path in the repository (%P)."),
 ) -> None:
     """The merge driver git runs: merge OTHER into CURRENT over BASE (exit 1 on a conflict)."""
-    from .. import gitmerge
+    from ..app import merge_driver as gitmerge
 
     raise typer.Exit(gitmerge.merge_file(base, current, other, path, environ=state_of(ctx).environ))

@@ -22,7 +22,7 @@ def init(
     """Create a vault: folders, aibuddy.toml and a .gitignore for the derived .aibuddy/ cache."""
     state = state_of(ctx, json)
     created = init_vault(path, state.user_option or default_user_name(state.environ))
-    from ..gitmerge import register_if_in_git
+    from ..app.merge_driver import register_if_in_git
 
     register_if_in_git(created.root)  # in a git repository already: the merge driver too
     if json:

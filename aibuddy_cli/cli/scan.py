@@ -45,8 +45,8 @@ def scan(
     if path is None:
         vault = locate_vault(state.vault_option, state.environ, Path.cwd())
         root = vault.root
-        from .. import team
-        from ..session import database_store
+        from ..app import team
+        from ..app.session import database_store
 
         if team.is_team_vault(vault) and not staged:  # the user's own files live apart: read them too
             personal = team.personal_vault(vault, state.environ).root

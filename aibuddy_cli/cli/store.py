@@ -1,5 +1,5 @@
 """`aibuddy store copy --to postgresql://…|DIR`: the vault's files from the store it uses now into a
-database or a folder (store_copy.py)."""
+database or a folder (app/store_copy.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .context import state_of
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..session import Session
+    from ..app.session import Session
     from ..store.files import WalkableStore
 
 app = typer.Typer(help="Where the vault's files are kept: its folder or a PostgreSQL database.")
@@ -49,7 +49,7 @@ def copy(
     uses now into a PostgreSQL database or a folder, byte for byte. Files the target holds with the
     same bytes are kept (run it again after an interruption); any with other bytes refuse the whole
     copy (exit 4) unless --mirror. Stop the vault's writers while it runs."""
-    from ..store_copy import copy_vault
+    from ..app.store_copy import copy_vault
 
     state = state_of(ctx, json)
     session = state.session()
@@ -95,9 +95,9 @@ def _target(
     """The store --to names, how to name it in messages (a URL without its password), and what
     to do once every file is read and compared, before the first write (make a new folder a
     vault: a refused copy leaves nothing behind)."""
+    from ..app.store_copy import settings_for_copy
     from ..store.files import FileStore
     from ..store.postgres import PgStore, shown
-    from ..store_copy import settings_for_copy
     from ..vault import CONFIG_FILE, Vault, init_vault
 
     if not to.strip():

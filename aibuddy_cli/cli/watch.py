@@ -35,7 +35,7 @@ def _text(running: bool, pid: int | None, folders: int | None) -> str:
 @app.command("status")
 def status(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Whether a watch process serves this vault."""
-    from .. import watch_client
+    from ..app import watch_client
 
     state = state_of(ctx, json)
     found = _asked(watch_client.status, state.environ, state.session().vault.root)
@@ -46,7 +46,7 @@ def status(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="
 @app.command("stop")
 def stop(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Stop this vault's watch process (the next walk of a big folder starts one again)."""
-    from .. import watch_client
+    from ..app import watch_client
 
     state = state_of(ctx, json)
     found = _asked(watch_client.stop, state.environ, state.session().vault.root)

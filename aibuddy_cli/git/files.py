@@ -1,5 +1,5 @@
 """The lines aibuddy keeps in a vault's .gitattributes (and adds to its .gitignore): which files
-git hands to the `aibuddy` merge driver (gitmerge.py), written by `aibuddy init` and `git setup`.
+git hands to the `aibuddy` merge driver (app/merge_driver.py), written by `aibuddy init` and `git setup`.
 
 Imports nothing of the package: the vault's set-up writes these lines without importing the
 merge driver, which imports the record, table and task formats it merges.

@@ -1,4 +1,4 @@
-"""Three-way merging, shared by the merge driver's file kinds (gitmerge.py: records and
+"""Three-way merging, shared by the merge driver's file kinds (app/merge_driver.py: records and
 sidecars; tables/merge.py: schemas and rows; tasks/merge.py: task files). A merge of one file
 returns Merged, or None when it cannot merge the file by its structure (git's text merge then)."""
 

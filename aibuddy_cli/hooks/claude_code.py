@@ -324,7 +324,7 @@ def run_claude_code(
     environ: Mapping[str, str],
 ) -> int:
     """`aibuddy hook claude-code`: always 0 (see the module's docstring)."""
-    from ..session import Session
+    from ..app.session import Session
 
     began = time.monotonic()
     try:

@@ -233,7 +233,7 @@ def serve_http(
 
     import uvicorn
 
-    from ..session import database_store
+    from ..app.session import database_store
     from ..store.files import FileStore
     from ..store.folder_watch import FolderWatch
     from ..vault import Vault

@@ -27,7 +27,7 @@ from ..errors import EXPECTED, NotFound, as_aibuddy_error
 from .stdio import json_text
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..app.session import Session
 
 # The server's sessions: one user in one vault, a new one per read (mcp.server.Server.session).
 Sessions = Callable[[], AbstractContextManager["Session"]]

@@ -39,8 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+from ..app.session import Session
 from ..errors import EXPECTED, AibuddyError, InvalidInput, as_aibuddy_error, describe_failure, tool_words
-from ..session import Session
 from ..store.locks import WriteBehind
 from .stdio import json_text, wire_json
 

@@ -11,7 +11,7 @@ from .registry import Arg, Effect, Opt, one_or_many, operation
 from .shared import TranscriptFile
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..app.session import Session
     from ..tasks.consolidation import Cancelled, Consolidation, Consolidator, TaskShown
     from ..tasks.context import ContextAssembler, TaskContext
     from ..tasks.ending import TaskEnd

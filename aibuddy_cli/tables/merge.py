@@ -1,6 +1,6 @@
 """Tables merged by the git driver: a schema by its keys and columns, the rows file by key and
 cell. Rows both sides added under one key keep the shared side's key and move the other's after
-the largest (see gitmerge.replaying for which side was shared)."""
+the largest (see app.merge_driver.replaying for which side was shared)."""
 
 from __future__ import annotations
 

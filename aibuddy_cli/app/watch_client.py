@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .store.folder_watch import UNKNOWN, Changes
+from ..store.folder_watch import UNKNOWN, Changes
 
 MIN_FILES = 2000  # the walk of 2,000 files costs about what starting a watch process costs
 ANSWER_TIMEOUT = 2.0
@@ -51,7 +51,7 @@ def socket_name(root: Path) -> str:
 
 def socket_path(environ: Mapping[str, str], root: Path) -> Path:
     """The vault's watch socket (WorkerUnavailable when the private folder cannot be used)."""
-    from .models.worker_client import folder
+    from ..models.worker_client import folder
 
     return folder(environ) / socket_name(root)
 
@@ -59,7 +59,7 @@ def socket_path(environ: Mapping[str, str], root: Path) -> Path:
 def surely_absent(environ: Mapping[str, str], root: Path) -> bool:
     """Whether no watch process can be listening, seen without importing the socket machinery
     (10 ms of a command's start): the runtime folder is known and holds no such socket."""
-    from .xdg import base_dir
+    from ..xdg import base_dir
 
     runtime = base_dir(environ, "XDG_RUNTIME_DIR")
     return runtime is not None and not os.path.exists(runtime / "aibuddy" / socket_name(root))
@@ -76,7 +76,7 @@ class RemoteWatch:
         if self._absent or surely_absent(self.environ, self.root):
             self._absent = True
             return UNKNOWN
-        from .models.worker_client import NoWorker, WorkerTimedOut, WorkerUnavailable, send
+        from ..models.worker_client import NoWorker, WorkerTimedOut, WorkerUnavailable, send
 
         try:
             path = socket_path(self.environ, self.root)
@@ -108,8 +108,8 @@ def _changes(reply: dict[str, Any]) -> Changes:
 def start(environ: Mapping[str, str], root: Path) -> None:
     """Start the vault's watch process in the background, unless one is starting or serving. The
     starter takes its lock and hands it down (as worker_client.start does for a model worker)."""
-    from .models.worker_client import WorkerUnavailable, open_lock
-    from .unix_peer import spawn_holding
+    from ..models.worker_client import WorkerUnavailable, open_lock
+    from ..unix_peer import spawn_holding
 
     try:
         path = socket_path(environ, root)
@@ -135,7 +135,7 @@ class WatchStatus(NamedTuple):
 
 
 def status(environ: Mapping[str, str], root: Path) -> WatchStatus:
-    from .models.worker_client import WorkerTimedOut, WorkerUnavailable, send
+    from ..models.worker_client import WorkerTimedOut, WorkerUnavailable, send
 
     path = socket_path(environ, root)  # WorkerUnavailable: the folder is not private
     try:
@@ -149,7 +149,7 @@ def stop(environ: Mapping[str, str], root: Path) -> WatchStatus:
     """Ask the vault's watch process to exit, and wait (a bounded moment) for its socket to go."""
     import time
 
-    from .models.worker_client import WorkerTimedOut, WorkerUnavailable, send
+    from ..models.worker_client import WorkerTimedOut, WorkerUnavailable, send
 
     path = socket_path(environ, root)
     try:

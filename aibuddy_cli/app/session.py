@@ -25,19 +25,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .store.files import FileStore, Store, WalkableStore
-from .vault import Vault, locate_vault, resolve_user, validate_user_name
+from ..store.files import FileStore, Store, WalkableStore
+from ..vault import Vault, locate_vault, resolve_user, validate_user_name
 
 if TYPE_CHECKING:
-    from .knowledge.service import KnowledgeService
-    from .memory.service import MemoryService
-    from .store.folder_watch import Watch
-    from .tables.service import TableService
-    from .tasks.consolidation import Consolidator
-    from .tasks.context import ContextAssembler
-    from .tasks.service import TaskService
+    from ..knowledge.service import KnowledgeService
+    from ..memory.service import MemoryService
+    from ..store.folder_watch import Watch
+    from ..tables.service import TableService
+    from ..tasks.consolidation import Consolidator
+    from ..tasks.context import ContextAssembler
+    from ..tasks.service import TaskService
+    from ..tokens import TokenService
     from .team import Adopted
-    from .tokens import TokenService
 
 
 def database_store(vault: Vault, environ: Mapping[str, str]) -> WalkableStore | None:
@@ -45,13 +45,13 @@ def database_store(vault: Vault, environ: Mapping[str, str]) -> WalkableStore | 
     url = environ.get("AIBUDDY_STORE_URL") or vault.config.store.url
     if not url:
         return None
-    from .store.postgres import shared_store
+    from ..store.postgres import shared_store
 
     return shared_store(url)
 
 
 def _remote_watch(vault: Vault, environ: Mapping[str, str]) -> Watch | None:
-    """A one-shot command's watch: the vault's watch process, asked over its socket (watch_client),
+    """A one-shot command's watch: the vault's watch process, asked over its socket (app.watch_client),
     unless `[indexes] watch` / AIBUDDY_WATCH is "off"."""
     from .watch_client import MIN_FILES, RemoteWatch, mode
 
@@ -112,7 +112,7 @@ class Session:
         sink: list[str] = [] if warnings is None else warnings
         found = locate_vault(vault, environ, Path.cwd() if cwd is None else cwd)
         sink.extend(found.config.warnings)
-        from .gitmerge import setup_hint
+        from .merge_driver import setup_hint
 
         hint = setup_hint(found.root)
         if hint is not None:
@@ -130,7 +130,7 @@ class Session:
 
     @cached_property
     def memory(self) -> MemoryService:
-        from .memory.service import MemoryService
+        from ..memory.service import MemoryService
 
         return MemoryService(
             self.vault, self.user, store=self.store, environ=self.environ, warnings=self.warnings
@@ -138,13 +138,13 @@ class Session:
 
     @cached_property
     def tasks(self) -> TaskService:
-        from .tasks.service import TaskService
+        from ..tasks.service import TaskService
 
         return TaskService(self.vault, self.user, store=self.store, warnings=self.warnings)
 
     @cached_property
     def knowledge(self) -> KnowledgeService:
-        from .knowledge.service import KnowledgeService
+        from ..knowledge.service import KnowledgeService
 
         return KnowledgeService(
             self.vault,
@@ -157,7 +157,7 @@ class Session:
 
     @cached_property
     def tables(self) -> TableService:
-        from .tables.service import TableService
+        from ..tables.service import TableService
 
         return TableService(
             self.vault, self.user, store=self.store, warnings=self.warnings, environ=self.environ
@@ -165,19 +165,19 @@ class Session:
 
     @cached_property
     def tokens(self) -> TokenService:
-        from .tokens import TokenService
+        from ..tokens import TokenService
 
         return TokenService(self.vault, self.user, self.store)
 
     @cached_property
     def consolidation(self) -> Consolidator:
-        from .tasks.consolidation import Consolidator
+        from ..tasks.consolidation import Consolidator
 
         return Consolidator(self.tasks, self.memory, lambda: self.tables, self.environ)
 
     @cached_property
     def context(self) -> ContextAssembler:
-        from .tasks.context import ContextAssembler
+        from ..tasks.context import ContextAssembler
 
         return ContextAssembler(self.tasks, self.memory, self.knowledge)
 

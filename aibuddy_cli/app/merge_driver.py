@@ -28,9 +28,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .errors import AibuddyError, MalformedRecord, NotFound
-from .git.files import ATTRIBUTES, write_attributes
-from .git.merging import CONFLICT, Merged, later, read_text, three_way
+from ..errors import AibuddyError, MalformedRecord, NotFound
+from ..git.files import ATTRIBUTES, write_attributes
+from ..git.merging import CONFLICT, Merged, later, read_text, three_way
 
 DRIVER_NAME = "aibuddy: recall telemetry and concurrent edits"
 
@@ -56,8 +56,8 @@ def merge_file(
     elif kind.startswith("knowledge/") and name.endswith(".meta.json"):
         merged = _merged_sidecar(base, current, other)
     elif kind.startswith(("tables/", "tasks/")):
-        from .tables.merge import merged_rows, merged_schema
-        from .tasks.merge import merged_task_file
+        from ..tables.merge import merged_rows, merged_schema
+        from ..tasks.merge import merged_task_file
 
         replay = _replaying(environ) if replaying is None else replaying
         if kind.startswith("tables/") and name.endswith(".schema.json"):
@@ -118,7 +118,7 @@ def _git_merge_file(base: Path, current: Path, other: Path) -> int:
 
 def _merged_record(base: Path, current: Path, other: Path, name: str) -> Merged | None:
     """The merged record text, or None when it cannot be merged field by field."""
-    from .memory.records import line_ending, parse_record, render_record, with_line_ending
+    from ..memory.records import line_ending, parse_record, render_record, with_line_ending
 
     try:
         texts = [path.read_bytes().decode("utf-8") for path in (base, current, other)]
@@ -222,7 +222,7 @@ def setup(root: Path) -> GitSetup:
 
 def install_secrets_check(root: Path) -> dict[str, Any]:
     """The pre-commit hook that refuses vault files holding credential-shaped values."""
-    from .redaction.scan import install_pre_commit
+    from ..redaction.scan import install_pre_commit
 
     return install_pre_commit(root).to_json()
 

@@ -62,7 +62,7 @@ def checks(session: Session, vault_from: str, user_from: str) -> list[Check]:
 
 
 def config_check(session: Session) -> Check:
-    from .config import CONFIG_FILE
+    from ..config import CONFIG_FILE
 
     problems = session.vault.config.warnings
     if not problems:
@@ -72,8 +72,8 @@ def config_check(session: Session) -> Check:
 
 def store_check(session: Session) -> Check:
     """Where the vault's files are kept, and whether a database that keeps them answers."""
-    from .errors import AibuddyError
-    from .store.postgres import PgStore
+    from ..errors import AibuddyError
+    from ..store.postgres import PgStore
 
     if not isinstance(session.store, PgStore):
         team = session.vault.config.team_vault
@@ -86,7 +86,7 @@ def store_check(session: Session) -> Check:
 
 
 def merge_driver_check(root: Path) -> Check:
-    from .gitmerge import driver_registered
+    from .merge_driver import driver_registered
 
     registered = driver_registered(root)
     if registered is None:
@@ -107,7 +107,7 @@ def cache_check(root: Path) -> Check:
     aibuddy's indexes and logs, copies of the vault's text, would then go with the next commit."""
     import subprocess
 
-    from .vault import CACHE_DIR
+    from ..vault import CACHE_DIR
 
     try:
         listed = subprocess.run(
@@ -131,10 +131,10 @@ def cache_check(root: Path) -> Check:
 def model_checks(session: Session) -> list[Check]:
     """One check per role: unset is fine (the deterministic path runs); a set model must answer.
     Roles that share a model and endpoint are asked once."""
-    from .config import ROLES
-    from .errors import ModelError
-    from .models.calls import complete
-    from .models.roles import model_settings
+    from ..config import ROLES
+    from ..errors import ModelError
+    from ..models.calls import complete
+    from ..models.roles import model_settings
 
     found: list[Check] = []
     asked: dict[tuple[str | None, str | None], Check] = {}
@@ -160,8 +160,8 @@ def model_checks(session: Session) -> list[Check]:
 
 
 def worker_check(environ: Mapping[str, str]) -> Check:
-    from .errors import AibuddyError
-    from .models import worker
+    from ..errors import AibuddyError
+    from ..models import worker
 
     try:
         status = worker.status(environ)
@@ -173,8 +173,9 @@ def worker_check(environ: Mapping[str, str]) -> Check:
 
 
 def watch_check(session: Session) -> Check:
-    """The vault's watch process (watch_client): off, running, or started by the next walk of a big folder."""
-    from .models.worker_client import WorkerUnavailable
+    """The vault's watch process (watch_client.py): off, running, or started by the next walk of a
+    big folder."""
+    from ..models.worker_client import WorkerUnavailable
     from .watch_client import mode, status
 
     chosen = mode(session.environ, session.vault.config.indexes.watch)
@@ -218,7 +219,7 @@ def index_checks(session: Session) -> list[Check]:
 def secrets_check() -> Check:
     """The detector every automatic write and `aibuddy scan` share: a platform the rule catalogue
     has no build for still redacts, from the common providers' prefixes only, and is told so."""
-    from .redaction.catalog import about
+    from ..redaction.catalog import about
 
     loaded, what = about()
     if loaded:
@@ -231,7 +232,7 @@ def secrets_check() -> Check:
 
 
 def memory_check(session: Session) -> Check:
-    from .errors import AibuddyError
+    from ..errors import AibuddyError
 
     try:
         listed = session.memory.list_records()

@@ -48,12 +48,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .config import CONFIG_FILE
-from .errors import AibuddyError, Conflict, InvalidInput, NotFound, UsageError
-from .store.composed import PERSONAL_FOLDERS, RoutedStore
-from .store.files import TEMP_PREFIX, FileStore, Store, atomic_write
-from .store.folder_watch import Watch
-from .vault import CACHE_DIR, GITIGNORE_LINES, Vault, add_lines, is_user_name
+from ..config import CONFIG_FILE
+from ..errors import AibuddyError, Conflict, InvalidInput, NotFound, UsageError
+from ..store.composed import PERSONAL_FOLDERS, RoutedStore
+from ..store.files import TEMP_PREFIX, FileStore, Store, atomic_write
+from ..store.folder_watch import Watch
+from ..vault import CACHE_DIR, GITIGNORE_LINES, Vault, add_lines, is_user_name
 
 PERSONAL_VAULT_ENV = "AIBUDDY_PERSONAL_VAULT"
 # What the shared vault's .gitignore lists in a team vault: every user's personal folders, anchored
@@ -81,7 +81,7 @@ class PersonalVault(NamedTuple):
 
 def _data_home(environ: Mapping[str, str]) -> Path:
     """$XDG_DATA_HOME, else ~/.local/share (a relative XDG_DATA_HOME is ignored: xdg.base_dir)."""
-    from .xdg import base_dir
+    from ..xdg import base_dir
 
     base = base_dir(environ, "XDG_DATA_HOME")
     if base is not None:
@@ -152,7 +152,7 @@ def prepare_personal_vault(root: Path) -> None:
         _private_folder(root.parent)
         os.makedirs(root, mode=0o700, exist_ok=True)
         add_lines(root / ".gitignore", GITIGNORE_LINES)
-        from .gitmerge import write_attributes
+        from .merge_driver import write_attributes
 
         write_attributes(root)
     except OSError:
@@ -406,7 +406,7 @@ def setup_personal_repository(root: Path) -> str:
         done = _git(root, "init", "-q")
         if done.returncode != 0:
             raise AibuddyError(f"git init {root} failed: {done.stderr.strip()}")
-    from .gitmerge import setup
+    from .merge_driver import setup
 
     return setup(root).repository
 

@@ -20,9 +20,9 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .errors import Conflict, InvalidInput, NotFound
-from .store.files import FileStore, WalkableStore
-from .tokens import TOKENS_KEY
+from ..errors import Conflict, InvalidInput, NotFound
+from ..store.files import FileStore, WalkableStore
+from ..tokens import TOKENS_KEY
 
 PARTS = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs", ".aibuddy/undo")
 FILES = (TOKENS_KEY,)
