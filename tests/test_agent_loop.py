@@ -11,8 +11,8 @@ import pytest
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.errors import ModelError, NotFound
-from aibuddy_cli.knowledge.ask import TOOLS
 from aibuddy_cli.models.agent import BUDGET_USED_UP, Tool, agent_loop
+from aibuddy_cli.operations.loops.kb_ask import TOOLS
 
 
 class Notes:

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("__main__", "cli", "fastpath", "mcp", "hooks")),
     # The registry of operations, from which the front ends are derived, and the model loops
     # whose tools are operations (each loop offers operations of the registry as its tools).
-    ("operations", ("operations", "tables.loops", "tables.tools", "knowledge.ask")),
+    ("operations", ("operations",)),
     # What builds the services for one vault and user, and what spans several of them.
     ("composition", ("app",)),
     ("task services", ("tasks",)),  # a task's context and consolidation use the other services

@@ -13,7 +13,7 @@ from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.cli import kb_output
-from aibuddy_cli.knowledge.ask import KnowledgeAgent, supported_sentences
+from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent, supported_sentences
 from aibuddy_cli.vault import Vault
 
 

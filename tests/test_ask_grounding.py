@@ -10,7 +10,7 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.app.session import Session
-from aibuddy_cli.knowledge.ask import KnowledgeAgent
+from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent
 from aibuddy_cli.vault import Vault
 
 DEPLOY = "# Deploy guide\n\n## Rollback\n\nTo roll back, run `deployctl rollback --to previous`.\n"

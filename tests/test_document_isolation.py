@@ -15,7 +15,7 @@ from fake_openai import FakeOpenAI
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import NotFound
-from aibuddy_cli.knowledge.ask import KnowledgeAgent
+from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent
 from aibuddy_cli.vault import Vault
 
 NOTES = "# Notes\n\nBob's private salary negotiation notes.\n"

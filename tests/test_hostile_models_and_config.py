@@ -13,9 +13,9 @@ from fake_openai import FakeOpenAI
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelError
-from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.models import calls as models
+from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent
 from aibuddy_cli.vault import Vault
 
 CUE = [Message("user", "From now on, always answer in French."), Message("assistant", "D'accord.")]

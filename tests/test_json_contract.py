@@ -377,8 +377,8 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
     from aibuddy_cli.memory.review import Applied, Proposal, Review
     from aibuddy_cli.memory.service import Reverted
     from aibuddy_cli.memory.versions import CommitJson, RecordVersions
+    from aibuddy_cli.operations.loops.tables import TableRun
     from aibuddy_cli.tables.changes import Change, Changes
-    from aibuddy_cli.tables.loops import TableRun
     from aibuddy_cli.tables.undo import Undone
 
     commit: CommitJson = {

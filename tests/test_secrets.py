@@ -17,7 +17,7 @@ from scripted_model import ScriptedModel
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.memory.service import MemoryService
-from aibuddy_cli.tables.loops import TableAgent
+from aibuddy_cli.operations.loops.tables import TableAgent
 from aibuddy_cli.vault import Vault, init_vault
 
 KEY = "sk-proj-" + "Q7w8E9r0T1y2" * 3  # made up, shaped like an OpenAI key

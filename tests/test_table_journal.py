@@ -15,8 +15,8 @@ from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import DiskFull, as_aibuddy_error
+from aibuddy_cli.operations.loops.tables import TableAgent
 from aibuddy_cli.store.files import Entry, FileStore
-from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.vault import Vault
 
 ENV = {"AIBUDDY_MODEL_TABLES": "openai/tables-test", "AIBUDDY_TIMEOUT": "30"}

@@ -20,7 +20,7 @@ from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import AibuddyError
-from aibuddy_cli.tables.loops import TableAgent
+from aibuddy_cli.operations.loops.tables import TableAgent
 from aibuddy_cli.tables.schema import ColumnSpec, parse_value
 from aibuddy_cli.vault import Vault, init_vault
 

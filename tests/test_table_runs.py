@@ -21,7 +21,7 @@ from scripted_model import ScriptedModel
 from test_table_loops import ENV, agent
 
 from aibuddy_cli.app.session import Session
-from aibuddy_cli.tables import loops
+from aibuddy_cli.operations.loops import tables as loops
 from aibuddy_cli.tables.changes import TableChanges
 from aibuddy_cli.tables.runs import CONVERSATION_CHARS, INTERRUPTED_RESULT, bounded, settled
 from aibuddy_cli.vault import Vault
@@ -455,7 +455,7 @@ def test_ctrl_c_during_table_ask_exits_130_without_an_answer(stocked: Vault) -> 
 
 def test_a_stopped_run_says_how_to_undo_it_and_go_on() -> None:
     from aibuddy_cli.cli.table_output import run_text
-    from aibuddy_cli.tables.loops import TableRun
+    from aibuddy_cli.operations.loops.tables import TableRun
 
     operation = {"tool": "delete_rows", "arguments": {"table": "vendors"}, "applied": True, "result": {}}
     run = TableRun(

@@ -17,8 +17,8 @@ from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.models import worker
+from aibuddy_cli.operations.loops.tables import TableAgent
 from aibuddy_cli.store.files import FileStore
-from aibuddy_cli.tables.loops import TableAgent
 from aibuddy_cli.tables.state import TablesState
 from aibuddy_cli.tables.undo import SnapshotStore, undo_last
 from aibuddy_cli.vault import Vault

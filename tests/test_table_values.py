@@ -15,7 +15,7 @@ from conftest import ok, run_aibuddy, run_in_process, strict_json
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session
-from aibuddy_cli.tables.loops import TableAgent
+from aibuddy_cli.operations.loops.tables import TableAgent
 from aibuddy_cli.vault import Vault
 
 ENV = {"AIBUDDY_MODEL_TABLES": "openai/tables-test", "AIBUDDY_TIMEOUT": "30"}

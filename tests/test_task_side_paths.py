@@ -14,9 +14,9 @@ from conftest import in_vault, ok, run_aibuddy, wait_for
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.app.session import Session
-from aibuddy_cli.knowledge.ask import KnowledgeAgent
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.models import worker
+from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent
 from aibuddy_cli.tasks.context import pointers
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault

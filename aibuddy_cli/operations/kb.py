@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 from .registry import Arg, Effect, Opt, operation
 
 if TYPE_CHECKING:
-    from ..knowledge.ask import Answer
     from ..knowledge.results import (
         BodyChange,
         DocumentInfo,
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     )
     from ..knowledge.retrieval import SectionPage
     from ..knowledge.service import KnowledgeService
+    from .loops.kb_ask import Answer
 
 DOC_HELP = "ID, system/ID or personal/ID."
 TASK_HELP = "Use only the documents attached to this task."
@@ -264,6 +264,6 @@ def ask(
     ],
 ) -> Answer:
     """Knowledge subagent: an answer with checked citations and gaps (excerpts without a model)."""
-    from ..knowledge.ask import KnowledgeAgent
+    from .loops.kb_ask import KnowledgeAgent
 
     return KnowledgeAgent(knowledge, task).ask(question)

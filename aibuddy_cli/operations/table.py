@@ -2,7 +2,7 @@
 reshape; ask, update and refactor through a model (see registry.py for the form).
 
 The `table_read` tools are every table loop's read-only tools; the `table_write` ones are offered
-to `table update` and `table refactor` only (tables/tools.py adds their rules: ask first, dry
+to `table update` and `table refactor` only (loops/table_tools.py adds their rules: ask first, dry
 runs, the record of operations). Names and arguments keep the design's "Table tools" words
 (`filter`, `keys`, `k`), which the loops' prompts use.
 """
@@ -17,11 +17,11 @@ from .registry import Arg, Confirm, Effect, Opt, one_or_many, operation
 
 if TYPE_CHECKING:
     from ..tables.changes import Change, Changes, TableChanges
-    from ..tables.loops import TableAnswer, TableRun
     from ..tables.queries import FilterResult, JoinResult, Reduction, SearchResult, TableQueries
     from ..tables.service import TableService
     from ..tables.state import TableInfo, TableList
     from ..tables.undo import Undone
+    from .loops.tables import TableAnswer, TableRun
 
 FILE_LIMIT = 256 * 1024 * 1024  # the largest file `table add --file` reads
 LOSSY_VERB = "convert values lossily"
@@ -801,7 +801,7 @@ def ask(
     progress: Any = None,
 ) -> TableAnswer:
     """Answer from your tables through read-only tools (matching rows without a model)."""
-    from ..tables.loops import TableAgent
+    from .loops.tables import TableAgent
 
     return TableAgent(tables, tables.state.environ).ask(
         question, instructions=instructions, max_steps=max_steps, progress=progress
@@ -850,7 +850,7 @@ def update(
     progress: Any = None,
 ) -> TableRun:
     """Bring your tables to a described end state (a model with table tools; journaled)."""
-    from ..tables.loops import TableAgent
+    from .loops.tables import TableAgent
 
     if isinstance(document, str):  # a tool's text
         document = document_text(document)
@@ -886,7 +886,7 @@ def refactor(
     progress: Any = None,
 ) -> TableRun:
     """Restructure tables and columns (a model with table tools; journaled)."""
-    from ..tables.loops import TableAgent
+    from .loops.tables import TableAgent
 
     return TableAgent(tables, tables.state.environ).change(
         "refactor",

@@ -21,15 +21,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
-from ..errors import AibuddyError, InvalidInput, ModelError
-from ..models.agent import Complete, Tool, agent_loop, litellm_complete
-from ..text import shorten
-from .outline import split_lines
-from .retrieval import find_section
-from .service import KnowledgeService
+from ...errors import AibuddyError, InvalidInput, ModelError
+from ...knowledge.outline import split_lines
+from ...knowledge.retrieval import find_section
+from ...knowledge.service import KnowledgeService
+from ...models.agent import Complete, Tool, agent_loop, litellm_complete
+from ...text import shorten
 
 if TYPE_CHECKING:
-    from ..models.calls import ModelSettings
+    from ...models.calls import ModelSettings
 
 EXCERPT_CHARS = 700
 MAX_ANSWER_CHARS = 20_000  # of a model's answer
@@ -117,8 +117,8 @@ def _cited(reading: Reading, page: Any) -> None:
 def _tools() -> tuple[Tool[Reading], ...]:
     """The knowledge tools: the `knowledge` tools of the registry (kb search, kb outline, kb
     read), read-only, over the task's usable documents."""
-    from ..operations.registry import offered
-    from ..operations.tools import tool_of
+    from ..registry import offered
+    from ..tools import tool_of
 
     def service(reading: Reading) -> KnowledgeService:
         return reading.knowledge
@@ -156,7 +156,7 @@ class KnowledgeAgent:
     def ask(self, question: str) -> Answer:
         if not question.strip():
             raise InvalidInput("the question is empty")
-        from ..models.calls import call_role
+        from ...models.calls import call_role
 
         documents, _ = self.knowledge.map(self.task)  # also checks that the task exists
         if not documents:  # nothing to consult: no model call, so no general knowledge either
@@ -187,7 +187,7 @@ class KnowledgeAgent:
     # --- the model loop -----------------------------------------------------------------
 
     def _loop(self, role: ModelSettings, question: str, documents: list[Any]) -> Answer:
-        from ..models.calls import parse_json_object
+        from ...models.calls import parse_json_object
 
         listing = "\n".join(
             f"- {d.ref.qualified}: {d.title} ({d.section_count} sections)"

@@ -18,11 +18,11 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
-from ..errors import InvalidInput, NotAllowed
-from ..models.agent import Tool
-from ..operations.tools import tools_for
-from .changes import TableChanges
-from .queries import TableQueries
+from ...errors import InvalidInput, NotAllowed
+from ...models.agent import Tool
+from ...tables.changes import TableChanges
+from ...tables.queries import TableQueries
+from ..tools import tools_for
 
 
 class ToolCallJson(TypedDict):
