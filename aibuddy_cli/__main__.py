@@ -53,7 +53,7 @@ def _build_progress():  # noqa: ANN202 - a context manager
 
 
 def _run(args: list[str]) -> int:
-    from . import fastpath
+    from .cli import fastpath
 
     code = fastpath.run(args, sys.stdout, sys.stderr)
     if code is not None:

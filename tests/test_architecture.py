@@ -6,37 +6,37 @@ annotation a reader follows is a dependency too; a type both sides need goes on 
 may import, as `knowledge/usable.py` and `models/roles.py` do). `from . import x` and
 `from .x import y` count as imports of the modules x and x.y where those are modules.
 
-The floors are declared in LAYERS, top first; a module's floor is that of the longest name in
-the table its own name starts with, and a module the table does not place fails the test, so a
-new module is given its floor when it is added. A module may import its own floor and those
-below it.
+The floors are the package's folders: FLOORS names them, top first, and a module's floor is its
+folder's. The modules at the package's top (errors, vault, config, text, …) are the foundations,
+except the few TOP_MODULES places elsewhere. A folder FLOORS does not name fails the test, so a new
+folder is given its floor when it is made. A module may import its own floor and those below it.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "aibuddy_cli"
 
-# Top first. A name is a module or a package (all of its modules).
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("front ends", ("__main__", "cli", "fastpath", "mcp", "hooks")),
+# Top first: each floor's folders; the last floor also holds the modules at the package's top.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("front ends", ("cli", "mcp", "hooks")),
     # The registry of operations, from which the front ends are derived, and the model loops
     # whose tools are operations (each loop offers operations of the registry as its tools).
     ("operations", ("operations",)),
     # What builds the services for one vault and user, and what spans several of them.
     ("composition", ("app",)),
     ("task services", ("tasks",)),  # a task's context and consolidation use the other services
-    ("services", ("memory", "knowledge", "tables", "tokens")),
+    ("services", ("memory", "knowledge", "tables")),
     ("model calls", ("models",)),
-    ("foundations", ("store", "vault", "config", "background", "redaction", "git", "inputs", "names",
-                     "errors", "text", "jsonvalues", "clock", "xdg",
-                     "transcripts", "dates", "build_progress", "unix_peer",
-                     "")),  # fmt: skip  ("": __init__)
+    ("foundations", ("store", "redaction", "git")),
 )
+# The modules at the package's top that are not foundations: the entry point, and the bearer
+# tokens' service (one module, no folder of its own).
+TOP_MODULES = {"__main__": "front ends", "tokens": "services"}
 
 # Imports up a floor that are known and on their way out, (importer, imported): the test passes
 # with them and fails on any other, and on an entry whose import is gone (so the list only
@@ -149,33 +149,48 @@ def _circle(group: list[str], edges: Mapping[str, list[str]]) -> list[str]:
     raise AssertionError(f"{group} is not a circle")  # a strongly connected group always is
 
 
-def layer_of(module: str, layers: tuple[tuple[str, tuple[str, ...]], ...] = LAYERS) -> int | None:
-    """The floor of module, 0 at the top; None when the table does not place it."""
+def layer_of(
+    module: str,
+    floors: tuple[tuple[str, tuple[str, ...]], ...] = FLOORS,
+    top_modules: Mapping[str, str] = TOP_MODULES,
+    folders: Iterable[str] | None = None,
+) -> int | None:
+    """The floor of module, 0 at the top: its folder's, or for a module at the package's top the
+    last floor unless top_modules names another; None for a folder FLOORS does not name.
+    folders: the package's folders (those of aibuddy_cli when None)."""
     rest = module.partition(".")[2]  # the name inside the package; "" for the package itself
-    best: tuple[int, int] | None = None  # (length of the matching name, floor)
-    for floor, (_, names) in enumerate(layers):
-        for declared in names:
-            matches = rest == declared or (declared != "" and rest.startswith(declared + "."))
-            if matches and (best is None or len(declared) > best[0]):
-                best = (len(declared), floor)
-    return None if best is None else best[1]
+    first = rest.partition(".")[0]
+    names = [name for _, folder_names in floors for name in folder_names]
+    known_folders = set(package_folders() if folders is None else folders)
+    if first in known_folders or first in names:
+        return next((floor for floor, (_, found) in enumerate(floors) if first in found), None)
+    floor_names = [name for name, _ in floors]
+    return floor_names.index(top_modules[first]) if first in top_modules else len(floors) - 1
 
 
 def upward_imports(
-    graph: Mapping[str, Iterable[str]], layers: tuple[tuple[str, tuple[str, ...]], ...] = LAYERS
+    graph: Mapping[str, Iterable[str]],
+    floor_of: Callable[[str], int | None] = layer_of,
+    floors: tuple[tuple[str, tuple[str, ...]], ...] = FLOORS,
 ) -> list[str]:
     """Each import of a module on a higher floor than the importer's, named with both floors."""
     found = []
     for module in sorted(graph):
-        own = layer_of(module, layers)
+        own = floor_of(module)
         for target in sorted(graph[module]):
-            theirs = layer_of(target, layers)
+            theirs = floor_of(target)
             if own is not None and theirs is not None and theirs < own:
-                found.append(f"{module} ({layers[own][0]}) imports {target} ({layers[theirs][0]})")
+                found.append(f"{module} ({floors[own][0]}) imports {target} ({floors[theirs][0]})")
     return found
 
 
 # --- the checks on aibuddy_cli ------------------------------------------------------------------
+
+
+@functools.cache
+def package_folders() -> frozenset[str]:
+    """aibuddy_cli's folders (its subpackages at the top)."""
+    return frozenset(path.parent.name for path in PACKAGE.glob("*/__init__.py"))
 
 
 @functools.cache
@@ -189,9 +204,19 @@ def test_no_module_imports_itself_back_in_a_circle() -> None:
     assert cycles == [], "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
 
 
-def test_every_module_has_a_floor() -> None:
+def test_every_folder_has_a_floor() -> None:
+    named = {name for _, names in FLOORS for name in names}
+    assert sorted(package_folders() - named) == [], f"add these folders to FLOORS in {Path(__file__).name}"
+    assert sorted(named - package_folders()) == [], "FLOORS names folders the package does not have"
     unplaced = [module for module in package_graph() if layer_of(module) is None]
-    assert unplaced == [], f"add these modules to LAYERS in {Path(__file__).name}: {unplaced}"
+    assert unplaced == []
+
+
+def test_the_top_of_the_package_is_a_few_modules() -> None:
+    """The folders show the layers: what is loose at the top stays a handful of foundations."""
+    loose = sorted(path.stem for path in PACKAGE.glob("*.py"))
+    assert len(loose) < 20, loose
+    assert set(TOP_MODULES) <= set(loose)
 
 
 def test_no_module_imports_a_floor_above_its_own() -> None:
@@ -244,17 +269,21 @@ def test_the_checker_reads_every_kind_of_import(tmp_path: Path) -> None:
 
 
 def test_the_checker_finds_an_import_up_a_floor() -> None:
-    layers = (("top", ("cli",)), ("middle", ("memory",)), ("bottom", ("vault", "memory.names", "")))
-    assert layer_of("pkg.cli.app", layers) == 0
-    assert layer_of("pkg.memory.names", layers) == 2  # the longest name in the table decides
-    assert layer_of("pkg", layers) == 2 and layer_of("pkg.other", layers) is None
+    floors = (("top", ("cli",)), ("middle", ("memory",)), ("bottom", ()))
+    folders = {"cli", "memory", "unplaced"}
+
+    def floor_of(module: str) -> int | None:
+        return layer_of(module, floors, {"main": "top"}, folders)
+
+    assert floor_of("pkg.cli.app") == 0 and floor_of("pkg.memory.names") == 1
+    assert floor_of("pkg") == 2 and floor_of("pkg.vault") == 2 and floor_of("pkg.main") == 0
+    assert floor_of("pkg.unplaced.thing") is None  # a folder is given its floor when it is made
     graph = {
         "pkg.cli.app": {"pkg.memory.service", "pkg.vault"},
-        "pkg.memory.service": {"pkg.memory.names", "pkg.cli.app"},
+        "pkg.memory.service": {"pkg.vault", "pkg.cli.app"},
         "pkg.vault": {"pkg.memory.service"},
-        "pkg.memory.names": set(),
     }
-    assert upward_imports(graph, layers) == [
+    assert upward_imports(graph, floor_of, floors) == [
         "pkg.memory.service (middle) imports pkg.cli.app (top)",
         "pkg.vault (bottom) imports pkg.memory.service (middle)",
     ]

@@ -11,8 +11,8 @@ import pytest
 from conftest import child_env, run_aibuddy
 from typer.testing import CliRunner
 
-from aibuddy_cli import fastpath
 from aibuddy_cli.app.session import Session
+from aibuddy_cli.cli import fastpath
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.documents import split_citation
 from aibuddy_cli.vault import Vault

@@ -1,4 +1,4 @@
-"""The fast path (aibuddy_cli/fastpath.py) against the Typer app: its routes take the Typer
+"""The fast path (aibuddy_cli/cli/fastpath.py) against the Typer app: its routes take the Typer
 commands' parameters (names, option spellings, number bounds, defaults, read from the app), and
 both print the same bytes for the calls it takes; anything else it leaves to Typer."""
 
@@ -16,8 +16,8 @@ import typer
 from conftest import published, write_file
 from typer.testing import CliRunner
 
-from aibuddy_cli import fastpath
 from aibuddy_cli.app.session import Session
+from aibuddy_cli.cli import fastpath
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.memory.service import MemoryService

@@ -8,8 +8,8 @@ import json
 import pytest
 from fake_openai import FakeOpenAI
 
-from aibuddy_cli import fastpath
 from aibuddy_cli.app.session import Session
+from aibuddy_cli.cli import fastpath
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
 

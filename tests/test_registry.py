@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from aibuddy_cli import fastpath
+from aibuddy_cli.cli import fastpath
 from aibuddy_cli.cli.app import app
 from aibuddy_cli.cli.commands import add_commands
 from aibuddy_cli.cli.rendering import Render

@@ -22,7 +22,7 @@ def heavy_after(code: str, env: dict[str, str], heavy: tuple[str, ...] = HEAVY) 
     path as `fastpath` and asserts what it answered)."""
     probe = (
         "import io, json, sys\n"
-        "from aibuddy_cli import fastpath\n"
+        "from aibuddy_cli.cli import fastpath\n"
         + code
         + f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})))\n"
     )

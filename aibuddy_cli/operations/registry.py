@@ -8,7 +8,7 @@ adds what the operation does to the vault (reads only, writes, destructive; idem
 a model may ever be offered it and under which tool names, and whether it may take the fast path.
 
 Everything else is derived from this, with no second declaration: the Typer commands
-(`cli/commands.py`), the fast path's routes and parser (`fastpath.py`), the tools of every model
+(`cli/commands.py`), the fast path's routes and parser (`cli/fastpath.py`), the tools of every model
 loop (`operations/loops/`) and the MCP server's tools (`mcp/server.py`), with
 their JSON schemas (`operations/schemas.py`). After simonw/llm's `Tool.function` (a tool from a
 typed function) and basic-memory's `Annotated` MCP tools.

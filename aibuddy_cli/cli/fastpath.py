@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 if TYPE_CHECKING:
-    from .operations.registry import Operation
+    from ..operations.registry import Operation
 
 _GLOBAL_OPTIONS = ("--vault", "--user")
 MAX_NUMBER = 1_000_000  # larger numbers go to Typer, which judges them
@@ -73,7 +73,7 @@ def route_of(op: Operation) -> Route | None:
 
 def routes() -> dict[tuple[str, ...], Route]:
     """Every fast route, by its command words (for tests and help; `run` finds one by its words)."""
-    from .operations.registry import operations
+    from ..operations.registry import operations
 
     found = {op.words: route_of(op) for op in operations() if op.fast}
     return {words: route for words, route in found.items() if route is not None}
@@ -91,7 +91,7 @@ def _is_list(kind: Any) -> bool:
 
 def _fast_operation(words: Sequence[str]) -> Operation | None:
     """The operation these words name, if the fast path may run it."""
-    from .operations.registry import GROUPS, find
+    from ..operations.registry import GROUPS, find
 
     if len(words) < 2 or words[0] not in GROUPS:
         return None
@@ -178,7 +178,7 @@ def parse(route: Route, args: Sequence[str]) -> dict[str, Any] | None:
 def _cited(positionals: list[str], count: int) -> list[str]:
     """positionals with a final citation DOC#ANCHOR split in two; [] if the call is malformed
     (no anchor, or a citation and an anchor), which the Typer app then reports."""
-    from .knowledge.documents import split_citation
+    from ..knowledge.documents import split_citation
 
     citation = split_citation(positionals[-1]) if positionals else None
     if len(positionals) == count - 1 and citation is not None:
@@ -196,7 +196,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
         # The merge driver: git runs it once per file both sides changed, with no vault to open.
         from pathlib import Path
 
-        from .app.merge_driver import merge_file
+        from ..app.merge_driver import merge_file
 
         base, current, other, path = argv[2:]
         import os
@@ -210,7 +210,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
         import os
         import sys
 
-        from .hooks.claude_code import run_claude_code
+        from ..hooks.claude_code import run_claude_code
 
         vault, user = options.get("vault"), options.get("user")
         return run_claude_code(vault, user, sys.stdin.buffer, stdout, stderr, os.environ)
@@ -225,9 +225,9 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
 
     import importlib
 
-    from .app.session import Session
-    from .cli import output
-    from .errors import EXPECTED, AibuddyError, as_aibuddy_error
+    from ..app.session import Session
+    from ..errors import EXPECTED, AibuddyError, as_aibuddy_error
+    from . import output
 
     render = importlib.import_module(f"aibuddy_cli.cli.{op.words[0]}_output").RENDERS[op.name]
     warnings: list[str] = []  # the session's sink: printed even if the command fails
