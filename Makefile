@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-deps
 RUN_DIR := $(shell mktemp -u /tmp/aibuddy-run.XXXXXX)
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test test-quick lint bench clean
 
 # Dependencies are installed once per pyproject change; the package itself is reinstalled
 # (not editable, as a user installs it) on every run so tests see the current source.
@@ -34,6 +34,10 @@ run: install
 TEST_TMPDIR ?= $(or $(TMPDIR),$(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm))
 test: install
 	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR)) $(PY) -m pytest -q -n auto --dist worksteal
+
+# The tests that start no process and no server (pytest's `process` mark), in seconds: while working.
+test-quick: install
+	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR)) $(PY) -m pytest -q -n auto --dist worksteal -m "not process"
 
 # `ruff format --check` is not part of lint yet: the code is not ruff-format-clean.
 lint: $(STAMP)

@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -35,6 +36,50 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the child processes, whic
 _RULE_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aibuddy-tests/kingfisher"
 _RULE_CACHE.mkdir(mode=0o700, parents=True, exist_ok=True)
 os.environ.setdefault("KF_RULE_CACHE_DIR", str(_RULE_CACHE))
+
+# --- tests that start processes or servers -------------------------------------------------------
+# `pytest -m "not process"` runs the others, in seconds. A test that starts a process or listens on
+# a socket is marked `process`: by a fixture it uses (PROCESS_FIXTURES) or by its own mark. One that
+# does either unmarked fails, saying so, so that the mark stays true.
+PROCESS_FIXTURES = frozenset(
+    {"fake_openai", "model_env", "warm_worker", "aibuddy_exe", "env", "postgres_cluster", "postgres_url",
+     "runtime_dir"}
+)  # fmt: skip
+
+
+class UnmarkedProcess(AssertionError):
+    pass
+
+
+@contextlib.contextmanager
+def _refused_unless_marked(item: pytest.Item) -> Iterator[None]:
+    if item.get_closest_marker("process"):
+        yield
+        return
+
+    def refuse(what: str) -> Callable[..., Any]:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise UnmarkedProcess(f"{item.nodeid} {what}: mark it @pytest.mark.process")
+
+        return refused
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", refuse("starts a process"))
+        patch.setattr(socket.socket, "listen", refuse("starts a server"))
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    with _refused_unless_marked(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    with _refused_unless_marked(item):
+        return (yield)
+
 
 REPO = Path(__file__).resolve().parent.parent
 # The code these tests import (this checkout, or a copy under test); child processes run it too.
@@ -199,7 +244,15 @@ WARM_WORKER = WarmWorker()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    if any("warm_worker" in getattr(item, "fixturenames", ()) for item in items):
+    """Marks the tests that use a fixture of PROCESS_FIXTURES `process`, and starts the warm
+    worker when a test that is run uses it."""
+    for item in items:
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.process)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any("warm_worker" in getattr(item, "fixturenames", ()) for item in session.items):
         WARM_WORKER.start()
 
 

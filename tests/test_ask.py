@@ -41,6 +41,7 @@ def agent(vault: Vault, task: str, environ: dict[str, str]) -> KnowledgeAgent:
     return KnowledgeAgent(Session(Vault.open(vault.root), "demo", environ=environ).knowledge, task)
 
 
+@pytest.mark.process
 def test_a_full_loop_searches_reads_two_sections_and_cites_them(
     vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -164,6 +165,7 @@ def test_an_answer_left_with_no_supported_sentence_falls_back_to_excerpts(vault:
     assert any("answered with excerpts instead" in w for w in warnings)
 
 
+@pytest.mark.process
 def test_a_citation_of_an_unread_section_is_removed_and_reported(
     vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -187,6 +189,7 @@ def test_a_citation_of_an_unread_section_is_removed_and_reported(
     assert any("never read" in w for w in ask.warnings)
 
 
+@pytest.mark.process
 def test_a_model_that_loops_stops_at_the_step_bound_and_falls_back(
     vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -201,6 +204,7 @@ def test_a_model_that_loops_stops_at_the_step_bound_and_falls_back(
     assert any("all 3 steps" in w for w in ask.warnings)
 
 
+@pytest.mark.process
 def test_instructions_inside_documents_change_nothing(
     vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -224,6 +228,7 @@ def test_instructions_inside_documents_change_nothing(
     assert after == before
 
 
+@pytest.mark.process
 def test_tools_see_only_the_tasks_usable_documents(
     vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -257,6 +262,7 @@ def test_without_a_model_the_answer_is_extractive(cli, vault: Vault, task: str) 
     assert uncovered["citations"] == [] and uncovered["gaps"] == ["kubernetes quokka migration"]
 
 
+@pytest.mark.process
 def test_a_failing_model_falls_back_to_excerpts(
     vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -266,6 +272,7 @@ def test_a_failing_model_falls_back_to_excerpts(
     assert result.method == "extractive" and ask.warnings
 
 
+@pytest.mark.process
 def test_tool_output_is_bounded(
     vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -281,6 +288,7 @@ def test_tool_output_is_bounded(
     assert sum(len(r) for r in results[:-1]) >= 2000
 
 
+@pytest.mark.process
 def test_odd_tool_arguments_and_replies_do_not_crash_the_loop(
     vault: Vault, task: str, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:

@@ -13,6 +13,8 @@ from aibuddy_cli.app.session import Session
 from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent
 from aibuddy_cli.vault import Vault
 
+pytestmark = pytest.mark.process  # every test here starts a process or a server
+
 DEPLOY = "# Deploy guide\n\n## Rollback\n\nTo roll back, run `deployctl rollback --to previous`.\n"
 
 

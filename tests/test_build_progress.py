@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 
+import pytest
 from conftest import child_env, on_a_terminal
 
 from aibuddy_cli import build_progress
@@ -30,6 +31,7 @@ def many_records(vault: Vault, count: int) -> None:
         (folder / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
 
 
+@pytest.mark.process
 def test_a_first_build_shows_progress_on_a_terminal_and_not_in_json(
     vault: Vault, aibuddy_exe: list[str]
 ) -> None:
@@ -44,6 +46,7 @@ def test_a_first_build_shows_progress_on_a_terminal_and_not_in_json(
     assert b"memory index" not in out
 
 
+@pytest.mark.process
 def test_a_first_build_in_a_pipe_shows_no_progress(vault: Vault, aibuddy_exe: list[str]) -> None:
     many_records(vault, RECORDS)
     done = subprocess.run(

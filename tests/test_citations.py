@@ -121,6 +121,7 @@ def test_the_fast_path_reads_a_citation_as_the_typer_app_does(
     assert fast == _typer(["kb", "read", *args]) == _typer(_spelled_out(args, doc, anchor))
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("args", "doc", "anchor"),
     [
@@ -174,6 +175,7 @@ def test_the_fast_path_leaves_usage_errors_to_typer(kb: Vault, args: list[str], 
     assert fastpath.run(["kb", "read", *args, "--json"], io.StringIO(), io.StringIO()) is None
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("args", "message"), USAGE_ERRORS)
 def test_usage_errors_of_the_installed_script_with_json(
     aibuddy_exe: list[str], env: dict[str, str], args: list[str], message: str
@@ -185,6 +187,7 @@ def test_usage_errors_of_the_installed_script_with_json(
     assert message in " ".join(result.stderr.decode().split())
 
 
+@pytest.mark.process
 def test_help_describes_both_forms(kb: Vault, cli: Any, aibuddy_exe: list[str], env: dict[str, str]) -> None:
     result = cli("kb", "read", "--help")
     assert result.exit_code == 0

@@ -159,6 +159,7 @@ def test_no_vault_is_not_found(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert result.exit_code == 3 and "aibuddy init" in json.loads(result.stdout)["error"]["message"]
 
 
+@pytest.mark.process
 def test_init_creates_a_vault_the_tool_then_finds(
     cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,6 +25,7 @@ from aibuddy_cli.store.files import TEMP_PREFIX
 from aibuddy_cli.vault import Vault
 
 
+@pytest.mark.process
 def test_a_real_process_saves_and_recalls(aibuddy_exe: list[str], env: dict[str, str]) -> None:
     saved = run_aibuddy(
         aibuddy_exe,
@@ -50,6 +51,7 @@ def test_a_real_process_saves_and_recalls(aibuddy_exe: list[str], env: dict[str,
     assert missing.returncode == 3 and json.loads(missing.stdout)["error"]["code"] == "not_found"
 
 
+@pytest.mark.process
 def test_twenty_concurrent_saves_leave_twenty_intact_records(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault
 ) -> None:
@@ -79,6 +81,7 @@ def test_twenty_concurrent_saves_leave_twenty_intact_records(
     assert not [p for p in vault.root.rglob(f"{TEMP_PREFIX}*")]
 
 
+@pytest.mark.process
 def test_twenty_concurrent_recalls_lose_no_update(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault
 ) -> None:
@@ -139,6 +142,7 @@ def reports(vault: Vault) -> Vault:
     return vault
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "next_write",
     [
@@ -171,6 +175,7 @@ def test_the_next_write_to_a_folder_removes_temp_files_of_killed_writes(
     assert not list(folder.glob(f"{TEMP_PREFIX}*"))
 
 
+@pytest.mark.process
 def test_a_real_save_cleans_up_after_a_killed_one(
     aibuddy_exe: list[str], reports: Vault, env: dict[str, str]
 ) -> None:

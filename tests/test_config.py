@@ -252,6 +252,7 @@ def test_vault_still_exports_the_configuration_names() -> None:
         assert getattr(vault, name) is getattr(config, name), name
 
 
+@pytest.mark.process
 def test_loading_the_configuration_module_stays_cheap() -> None:
     code = (
         "import sys, aibuddy_cli.vault\n"

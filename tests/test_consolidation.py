@@ -545,6 +545,7 @@ def pid_file(vault: Vault, task: str = "t1") -> Path:
     return vault.root / ".aibuddy" / "run" / f"consolidate-demo-{task}.pid"
 
 
+@pytest.mark.process
 def test_cancel_never_signals_a_process_a_leftover_pid_file_names(
     cli, vault: Vault, bystander: subprocess.Popen[bytes]
 ) -> None:
@@ -575,6 +576,7 @@ def test_cancel_never_signals_a_process_a_leftover_pid_file_names(
         assert answer == {"task": "t1", "cancelled": False, "reason": why}
 
 
+@pytest.mark.process
 def test_a_pid_names_a_process_only_with_its_start_time(bystander: subprocess.Popen[bytes]) -> None:
     from aibuddy_cli.background import identity, process_start, signal_process
 
@@ -622,6 +624,7 @@ def start_pass(aibuddy_exe: list[str], env: dict[str, str], *options: str) -> su
     return subprocess.Popen(command, env=env, cwd=cwd(env), stdout=quiet, stderr=quiet)
 
 
+@pytest.mark.process
 def test_add_message_starts_a_background_pass_that_never_reaches_it(
     cli, aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], server: FakeOpenAI
 ) -> None:
@@ -650,6 +653,7 @@ def test_add_message_starts_a_background_pass_that_never_reaches_it(
     assert worker.status(process_env).calls == calls + 3
 
 
+@pytest.mark.process
 def test_a_killed_pass_leaves_the_watermark_and_no_lock(
     cli, aibuddy_exe: list[str], vault: Vault, process_env: dict[str, str], server: FakeOpenAI
 ) -> None:
@@ -675,6 +679,7 @@ def test_a_killed_pass_leaves_the_watermark_and_no_lock(
     assert json.loads(again.stdout)["passes"][0]["applied"] is True and watermark(vault)["last"] == 1
 
 
+@pytest.mark.process
 def test_a_running_pass_in_the_background_or_the_foreground_can_be_cancelled(
     cli,
     aibuddy_exe: list[str],

@@ -355,6 +355,7 @@ def test_an_ahead_watermark_whose_chunk_left_the_log_counts_for_nothing(
     assert [p["chunk"] for p in again["passes"]] == [[1, 4]]
 
 
+@pytest.mark.process
 def test_only_is_an_option_of_the_command_repeated_or_comma_separated(
     cli, vault: Vault, chat: None, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

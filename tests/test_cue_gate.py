@@ -393,6 +393,7 @@ def test_kinds_come_in_a_fixed_order_without_duplicates() -> None:
     assert find_cues(iter(["I prefer tea."])) == ["preference"]
 
 
+@pytest.mark.process
 def test_the_module_imports_light() -> None:
     """Stdlib only; no pattern is compiled at import (the first turn read pays for that). How
     fast that is belongs to `make bench` (bench_memory's start-up figures), not to a test."""
@@ -408,6 +409,7 @@ def test_the_module_imports_light() -> None:
     assert heavy == "[]" and lazy.strip() == "True"
 
 
+@pytest.mark.process
 def test_the_bench_script_says_when_the_dev_set_is_absent(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parent.parent / "bench" / "cue_gate_rates.py"
     code = {**os.environ, "PYTHONPATH": str(CODE)}  # this code, not an installed copy

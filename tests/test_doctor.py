@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
 from conftest import run_in_process
 from fake_openai import FakeOpenAI
 
 from aibuddy_cli.vault import Vault
+
+pytestmark = pytest.mark.process  # every test here starts a process or a server
 
 
 def doctor(env: dict[str, str]) -> tuple[int, dict[str, dict[str, object]], str]:

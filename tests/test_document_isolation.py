@@ -71,6 +71,7 @@ def test_another_users_personal_document_is_as_missing_as_one_that_does_not_exis
     assert "personal document" not in texts[0]
 
 
+@pytest.mark.process
 def test_the_fast_path_read_says_missing_too(vault: Vault, bob_notes: str, aibuddy_exe: list[str]) -> None:
     env = child_env(vault.root, "alice")
     for doc in (bob_notes, "personal/bob/ghost"):
@@ -103,6 +104,7 @@ def test_map_and_task_context_give_no_reason_that_tells_existing_from_missing(
     assert "personal document" not in text and "Bob's private" not in text
 
 
+@pytest.mark.process
 def test_kb_ask_tools_answer_a_foreign_document_as_a_missing_one(
     vault: Vault, tmp_path: Path, bob_notes: str, alice_task: str, fake_openai: FakeOpenAI, model_env
 ) -> None:

@@ -126,6 +126,7 @@ def test_the_validator_accepts_ids_in_any_script(doc_id: str) -> None:
     assert validate_doc_id(nfc(doc_id)) == nfc(doc_id)
 
 
+@pytest.mark.process
 def test_a_unicode_document_works_everywhere_a_document_is_named(
     cli, vault: Vault, tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -212,6 +213,7 @@ def test_anchors_equal_once_normalised_are_a_conflict_to_choose_from(cli, guide:
     assert "Setup" in message and "setup" in message
 
 
+@pytest.mark.process
 def test_the_fast_path_matches_normalised_anchors_too(
     vault: Vault, guide: str, aibuddy_exe: list[str]
 ) -> None:
@@ -238,6 +240,7 @@ def run(exe: list[str], vault: Vault, *args: str) -> subprocess.CompletedProcess
     )
 
 
+@pytest.mark.process
 def test_a_fifo_given_to_import_is_not_a_regular_file_and_never_blocks(
     vault: Vault, tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -250,6 +253,7 @@ def test_a_fifo_given_to_import_is_not_a_regular_file_and_never_blocks(
     assert "not a regular file" in report["files"][0]["message"]
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
 def test_a_device_given_to_import_is_not_a_regular_file(vault: Vault, aibuddy_exe: list[str]) -> None:
     result = run(aibuddy_exe, vault, "kb", "import", "/dev/zero", "--json")
@@ -257,6 +261,7 @@ def test_a_device_given_to_import_is_not_a_regular_file(vault: Vault, aibuddy_ex
     assert "not a regular file" in json.loads(result.stdout)["files"][0]["message"]
 
 
+@pytest.mark.process
 def test_reingest_from_a_fifo_is_refused_without_blocking(
     cli, vault: Vault, tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:

@@ -45,6 +45,7 @@ def log_entries(vault: Vault) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+@pytest.mark.process
 def test_without_a_cue_no_model_is_called(
     memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
 ) -> None:
@@ -55,6 +56,7 @@ def test_without_a_cue_no_model_is_called(
     assert log_entries(vault)[-1]["decisions"][0]["outcome"] == "no-cue"
 
 
+@pytest.mark.process
 def test_a_cue_leads_to_a_new_auto_record(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
     fake_openai.reply_json({"candidates": [candidate(provenance="manual")]})
     result = Extractor(memory).run(
@@ -73,6 +75,7 @@ def test_a_cue_leads_to_a_new_auto_record(memory: MemoryService, fake_openai: Fa
     assert "From now on always use three sections" in sent
 
 
+@pytest.mark.process
 def test_only_the_latest_three_pairs_are_read(memory: MemoryService) -> None:
     turns = talk(
         "I prefer tabs over spaces.", "ok", *[f"question {i}" if i % 2 == 0 else "answer" for i in range(6)]
@@ -82,6 +85,7 @@ def test_only_the_latest_three_pairs_are_read(memory: MemoryService) -> None:
     assert find_cues(window) == []
 
 
+@pytest.mark.process
 def test_a_near_duplicate_of_an_auto_record_updates_it_and_keeps_its_identity(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
@@ -113,6 +117,7 @@ def test_a_near_duplicate_of_an_auto_record_updates_it_and_keeps_its_identity(
     assert [item.record.name for item in memory.list_records().records] == ["report-style"]
 
 
+@pytest.mark.process
 def test_a_near_duplicate_of_a_manual_record_is_never_written(
     memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
 ) -> None:
@@ -130,6 +135,7 @@ def test_a_near_duplicate_of_a_manual_record_is_never_written(
     assert [item.record.name for item in memory.list_records().records] == ["report-style"]
 
 
+@pytest.mark.process
 def test_equivalent_content_is_a_no_op(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
     memory.create_auto(
         "report-style",
@@ -145,6 +151,7 @@ def test_equivalent_content_is_a_no_op(memory: MemoryService, fake_openai: FakeO
     assert path.read_bytes() == before
 
 
+@pytest.mark.process
 def test_a_changed_fact_with_the_same_description_updates_the_auto_record(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
@@ -168,6 +175,7 @@ def test_a_changed_fact_with_the_same_description_updates_the_auto_record(
     assert memory.show("release-deadline").body == "March 17"
 
 
+@pytest.mark.process
 def test_a_changed_fact_never_overwrites_what_a_person_wrote(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
@@ -186,6 +194,7 @@ def test_a_changed_fact_never_overwrites_what_a_person_wrote(
     assert memory.show("release-deadline").body == "March 3"
 
 
+@pytest.mark.process
 def test_bad_candidates_are_skipped_and_the_others_go_through(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
@@ -211,6 +220,7 @@ def test_bad_candidates_are_skipped_and_the_others_go_through(
     assert [item.record.name for item in memory.list_records().records] == ["timezone"]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "reply", [{"content": "I think you like reports."}, {"status": 500}, {"content": '{"candidates": "x"}'}]
 )
@@ -224,11 +234,13 @@ def test_model_failures_are_logged_and_nothing_is_written(
     assert log_entries(vault)[-1]["decisions"][-1]["outcome"] == "failed"
 
 
+@pytest.mark.process
 def test_an_explicit_memory_write_skips_the_window(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
     result = Extractor(memory).run(talk("I prefer short answers.", "Saved.", tool_calls=["memory_save"]))
     assert result.decisions[0].outcome == "skipped" and fake_openai.requests == []
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("tool", ["memory_save", "memory_update", "memory_delete"])
 def test_the_usual_tool_call_shape_of_an_explicit_write_skips_the_window(
     memory: MemoryService, fake_openai: FakeOpenAI, tool: str
@@ -251,6 +263,7 @@ def test_the_usual_tool_call_shape_of_an_explicit_write_skips_the_window(
     assert len(fake_openai.requests) == 1
 
 
+@pytest.mark.process
 def test_an_earlier_exchange_that_wrote_memory_does_not_skip_the_latest(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
@@ -267,6 +280,7 @@ def test_an_earlier_exchange_that_wrote_memory_does_not_skip_the_latest(
     assert [d.outcome for d in result.decisions[:2]] == ["found", "answered"]
 
 
+@pytest.mark.process
 def test_a_run_of_one_role_does_not_grow_the_window(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
     """A cue 40 messages back must not open the gate."""
     messages = [Message("user", "From now on, always answer in French.")]
@@ -281,6 +295,7 @@ def test_a_run_of_one_role_does_not_grow_the_window(memory: MemoryService, fake_
     assert len(window) == 6 and all(m.role == "assistant" for m in window)
 
 
+@pytest.mark.process
 def test_the_window_holds_three_pairs_at_most(memory: MemoryService) -> None:
     messages = [
         Message("user", "a"), Message("user", "b"), Message("assistant", "c"),
@@ -292,6 +307,7 @@ def test_the_window_holds_three_pairs_at_most(memory: MemoryService) -> None:
     assert [m.content for m in latest_window(tool_in_between)] == ["x", "y"]
 
 
+@pytest.mark.process
 def test_an_unwritable_log_is_a_warning_and_the_records_stay(
     memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
 ) -> None:
@@ -313,6 +329,7 @@ def test_without_a_model_the_cue_is_reported_and_nothing_written(vault: Vault) -
     assert memory.list_records().records == []
 
 
+@pytest.mark.process
 def test_cli_extract_dry_run_writes_nothing(
     cli,
     vault: Vault,
@@ -372,6 +389,7 @@ def test_parse_transcript_reads_tool_calls() -> None:
     assert messages == [Message("assistant", "", ("memory_update",))] and len(problems) == 1
 
 
+@pytest.mark.process
 def test_one_unusable_candidate_never_stops_the_run_or_the_log(
     memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
 ) -> None:
@@ -400,6 +418,7 @@ def allergy(name: str, description: str, body: str = "") -> dict[str, object]:
     return candidate(type="user", name=name, description=description, body=body or description)
 
 
+@pytest.mark.process
 def test_two_allergies_of_one_reply_are_two_records(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
     # The issue's reply: it reported "written": ["peanut-allergy", "peanut-allergy"].
     fake_openai.reply_json(
@@ -417,6 +436,7 @@ def test_two_allergies_of_one_reply_are_two_records(memory: MemoryService, fake_
     assert "a different fact: peanut vs shellfish" in result.decisions[-1].detail
 
 
+@pytest.mark.process
 def test_a_different_fact_never_overwrites_an_auto_record(
     memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
 ) -> None:
@@ -435,6 +455,7 @@ def test_a_different_fact_never_overwrites_an_auto_record(
     assert path.read_bytes() == before
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("existing", "stated"),
     [
@@ -458,6 +479,7 @@ def test_now_never_makes_another_subject_an_update(
     assert memory.show("fact-2").description == stated
 
 
+@pytest.mark.process
 def test_the_same_body_under_a_different_fact_is_not_a_no_op(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
@@ -469,6 +491,7 @@ def test_the_same_body_under_a_different_fact_is_not_a_no_op(
     assert result.written == ["shellfish"]
 
 
+@pytest.mark.process
 def test_a_stated_replacement_updates_the_record_and_keeps_what_it_said(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
@@ -494,6 +517,7 @@ def test_a_stated_replacement_updates_the_record_and_keeps_what_it_said(
     assert (previous["created"], previous["updated"]) == (before.created, before.updated)
 
 
+@pytest.mark.process
 def test_two_values_in_one_reply_are_two_facts(memory: MemoryService, fake_openai: FakeOpenAI) -> None:
     """Across replies "now due on Monday" replaces "due on Friday"; within one reply both stand."""
     fake_openai.reply_json(
@@ -510,6 +534,7 @@ def test_two_values_in_one_reply_are_two_facts(memory: MemoryService, fake_opena
     assert result.written == ["due", "due-2"]
 
 
+@pytest.mark.process
 def test_the_same_fact_twice_in_one_reply_is_one_record(
     memory: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
@@ -527,6 +552,7 @@ def test_the_same_fact_twice_in_one_reply_is_one_record(
     assert memory.show("peanuts").body == "Peanuts, severe."
 
 
+@pytest.mark.process
 def test_a_dry_run_weighs_the_reply_as_a_real_run_would(
     memory: MemoryService, fake_openai: FakeOpenAI, vault: Vault
 ) -> None:
@@ -547,6 +573,7 @@ def test_a_dry_run_weighs_the_reply_as_a_real_run_would(
     )
 
 
+@pytest.mark.process
 def test_the_similarity_threshold_is_configurable(
     vault: Vault, model_env: dict[str, str], fake_openai
 ) -> None:

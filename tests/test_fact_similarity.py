@@ -245,6 +245,7 @@ def test_stated_whole_needs_every_word() -> None:
     assert not stated("Maria Lopez", ["Maria handles the venue."], whole=True).stated
 
 
+@pytest.mark.process
 def test_the_bench_script_prints_the_figures() -> None:
     script = Path(__file__).resolve().parent.parent / "bench" / "fact_pair_rates.py"
     code = {**os.environ, "PYTHONPATH": str(CODE)}  # this code, not an installed copy

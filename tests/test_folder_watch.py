@@ -153,6 +153,7 @@ def test_every_change_reaches_the_next_recall_without_a_scan(
         assert scans.count == before + 1
 
 
+@pytest.mark.process
 def test_a_real_server_sees_a_save_from_another_process_at_its_next_call(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
 ) -> None:

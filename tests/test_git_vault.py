@@ -81,6 +81,7 @@ def aibuddy(aibuddy_exe: list[str], clone: Path, env: dict[str, str], *args: str
     return json.loads(result.stdout)
 
 
+@pytest.mark.process
 def test_recalls_and_saves_in_two_clones_merge_without_conflict(
     aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]
 ) -> None:
@@ -107,6 +108,7 @@ def test_recalls_and_saves_in_two_clones_merge_without_conflict(
     assert git(b, "status", "--porcelain", env=env).stdout == ""
 
 
+@pytest.mark.process
 def test_two_different_body_edits_stay_a_conflict(
     aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]
 ) -> None:
@@ -139,6 +141,7 @@ def test_two_different_body_edits_stay_a_conflict(
     assert shown.returncode == 6 and b"merge conflict" in shown.stderr
 
 
+@pytest.mark.process
 def test_rows_added_in_two_clones_merge_with_unique_keys(
     aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]
 ) -> None:
@@ -179,6 +182,7 @@ def test_rows_added_in_two_clones_merge_with_unique_keys(
     assert added["keys"] == [5]
 
 
+@pytest.mark.process
 def test_one_row_changed_differently_in_two_clones_is_a_conflict(
     aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]
 ) -> None:
@@ -195,6 +199,7 @@ def test_one_row_changed_differently_in_two_clones_is_a_conflict(
     assert "<<<<<<<" in (b / "tables/personal/demo/vendors.csv").read_text()
 
 
+@pytest.mark.process
 def test_a_clone_without_the_driver_gets_a_hint_once(
     aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]], tmp_path: Path
 ) -> None:
@@ -208,6 +213,7 @@ def test_a_clone_without_the_driver_gets_a_hint_once(
     assert git(fresh, "status", "--porcelain", env=env).stdout == ""  # the marker is under .aibuddy/
 
 
+@pytest.mark.process
 def test_sidecars_merge_key_by_key(tmp_path: Path) -> None:
     from aibuddy_cli.app.merge_driver import merge_file
 
@@ -225,6 +231,7 @@ def test_sidecars_merge_key_by_key(tmp_path: Path) -> None:
     assert merge_file(*files, "knowledge/system/ready/guide.meta.json") == 1  # a review both changed
 
 
+@pytest.mark.process
 def test_init_in_a_git_repository_registers_the_driver(aibuddy_exe: list[str], tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -241,6 +248,7 @@ def test_init_in_a_git_repository_registers_the_driver(aibuddy_exe: list[str], t
     )
 
 
+@pytest.mark.process
 def test_init_in_a_folder_the_repository_ignores_registers_nothing_there(
     aibuddy_exe: list[str], tmp_path: Path
 ) -> None:
@@ -303,6 +311,7 @@ def vendors(aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]) -
     return a, b, env
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("how", PULLS)
 def test_a_pull_keeps_the_keys_already_pushed_and_the_next_key_above_them(
     aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]], how: str
@@ -328,6 +337,7 @@ def test_a_pull_keeps_the_keys_already_pushed_and_the_next_key_above_them(
     assert add_rows(aibuddy_exe, a, env, {"name": "Umbrella"}) == [5]
 
 
+@pytest.mark.process
 def test_a_rebase_of_two_commits_keeps_the_edit_of_a_row_it_renumbered(
     aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
 ) -> None:
@@ -348,6 +358,7 @@ def test_a_rebase_of_two_commits_keeps_the_edit_of_a_row_it_renumbered(
     ]
 
 
+@pytest.mark.process
 def test_stash_pop_after_a_pull_moves_the_stashed_rows_not_the_pulled_ones(
     aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
 ) -> None:
@@ -370,6 +381,7 @@ def test_stash_pop_after_a_pull_moves_the_stashed_rows_not_the_pulled_ones(
 # --- rows and columns merge together, cell by cell -----------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("how", PULLS)
 def test_a_column_added_in_one_clone_merges_with_a_cell_edited_in_the_other(
     aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]], how: str
@@ -395,6 +407,7 @@ def test_a_column_added_in_one_clone_merges_with_a_cell_edited_in_the_other(
     assert git(b, "status", "--porcelain", env=env).stdout == ""
 
 
+@pytest.mark.process
 def test_two_clones_changing_different_cells_of_one_row_merge(
     aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
 ) -> None:
@@ -410,6 +423,7 @@ def test_two_clones_changing_different_cells_of_one_row_merge(
     assert [(r["name"], r["city"]) for r in rows_of(aibuddy_exe, b, env)] == [("Acme Corp", "Oslo")]
 
 
+@pytest.mark.process
 def test_one_cell_changed_differently_beside_a_new_column_is_a_conflict_reported_as_one(
     aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
 ) -> None:
@@ -462,6 +476,7 @@ def task(aibuddy_exe: list[str], clones: tuple[Path, Path, dict[str, str]]) -> t
     return a, b, env
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("how", "in_b"), [("merge", 2), ("rebase", 2), ("merge", 1)])
 def test_messages_added_in_two_clones_merge_the_pushed_ones_keeping_their_numbers(
     aibuddy_exe: list[str], task: tuple[Path, Path, dict[str, str]], how: str, in_b: int
@@ -488,6 +503,7 @@ def test_messages_added_in_two_clones_merge_the_pushed_ones_keeping_their_number
     assert say(aibuddy_exe, a, env, "a after") == [count + 2]
 
 
+@pytest.mark.process
 def test_a_task_closed_in_one_clone_stays_closed_with_the_other_clones_messages(
     aibuddy_exe: list[str], task: tuple[Path, Path, dict[str, str]]
 ) -> None:
@@ -505,6 +521,7 @@ def test_a_task_closed_in_one_clone_stays_closed_with_the_other_clones_messages(
     assert logged(b) == [(1, "hello"), (2, "from a"), (3, "from b")]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("how", "consolidated_in"), [("merge", "b"), ("rebase", "b"), ("merge", "ab")])
 def test_a_consolidation_watermark_never_claims_the_other_clones_messages(
     aibuddy_exe: list[str],
@@ -543,6 +560,7 @@ def test_a_consolidation_watermark_never_claims_the_other_clones_messages(
     assert "b again" in prompt
 
 
+@pytest.mark.process
 def test_git_setup_routes_task_files_in_a_vault_made_before_it_did(
     aibuddy_exe: list[str], tmp_path: Path
 ) -> None:
@@ -564,6 +582,7 @@ def test_git_setup_routes_task_files_in_a_vault_made_before_it_did(
     assert git(clone, "status", "--porcelain", env=env).stdout == " M .gitattributes\n"
 
 
+@pytest.mark.process
 def test_task_files_merge_field_by_field(tmp_path: Path) -> None:
     """What git passes the driver for task.json (a merge: ours is the local clone)."""
     from aibuddy_cli.app.merge_driver import merge_file
@@ -634,6 +653,7 @@ def test_a_vault_in_a_folder_of_the_repository_merges_its_files_too(tmp_path: Pa
     assert [(m["n"], m["content"]) for m in merged] == [(1, "hello"), (2, "yours"), (3, "mine")]
 
 
+@pytest.mark.process
 def test_a_cherry_pick_keeps_the_branch_keys_and_moves_the_picked_rows(
     aibuddy_exe: list[str], vendors: tuple[Path, Path, dict[str, str]]
 ) -> None:

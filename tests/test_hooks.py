@@ -110,6 +110,7 @@ def messages(vault: Vault, task: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.process
 def test_a_session_end_to_end(
     vault: Vault, cli, tmp_path: Path, warm_worker: tuple[FakeOpenAI, dict[str, str]]
 ) -> None:

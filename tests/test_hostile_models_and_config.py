@@ -50,6 +50,7 @@ def candidate(number: int) -> dict:
 # --- extraction writes at most max_writes records a reply ------------------------------------
 
 
+@pytest.mark.process
 def test_one_extraction_reply_writes_at_most_five_records(
     vault: Vault, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -64,6 +65,7 @@ def test_one_extraction_reply_writes_at_most_five_records(
     assert json.loads(logged)["decisions"][-1]["detail"] == "over [extraction] max_writes (5)"
 
 
+@pytest.mark.process
 def test_max_writes_is_configurable_and_a_flood_stays_bounded(
     vault: Vault, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -83,6 +85,7 @@ def test_max_writes_is_configurable_and_a_flood_stays_bounded(
     assert len(json.dumps(result.to_json())) < 20_000
 
 
+@pytest.mark.process
 def test_a_flood_of_invalid_candidates_is_weighed_only_up_to_a_bound(
     vault: Vault, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -99,6 +102,7 @@ def test_a_flood_of_invalid_candidates_is_weighed_only_up_to_a_bound(
 # --- nothing of unbounded size from a model ------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_huge_compaction_summary_is_cut_to_its_budget(
     vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -121,6 +125,7 @@ def test_a_huge_compaction_summary_is_cut_to_its_budget(
     assert cached.stat().st_size < 5_000
 
 
+@pytest.mark.process
 def test_kb_ask_echoes_a_bounded_answer_gaps_and_dropped_citations(
     vault: Vault, tmp_path: Path, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -162,6 +167,9 @@ def test_the_timeout_bounds_the_whole_call_including_a_slow_import(monkeypatch: 
         raise RuntimeError("released")
 
     monkeypatch.setattr(models, "_litellm", stuck_import)
+    # As after an earlier call's import (what the call then waits on is its own thread's): the
+    # import's own bound is another test's (test_models.py), so this one holds in any order.
+    monkeypatch.setattr(models, "_litellm_module", object())
     settings = models.ModelSettings("recall", "openai/test", None, 0.3)
     outcome: list[BaseException] = []
     caller = threading.Thread(target=lambda: _call(settings, outcome), daemon=True)
@@ -263,6 +271,7 @@ def test_an_invalid_default_user_names_the_config_file(vault: Vault, aibuddy_exe
     assert chosen.returncode == 0 and json.loads(chosen.stdout)["records"] == []
 
 
+@pytest.mark.process
 def test_recall_echoes_a_bounded_list_of_invented_names(
     vault: Vault, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:

@@ -145,6 +145,7 @@ CASES: list[tuple[str, list[str], int]] = [
 ]
 
 
+@pytest.mark.process
 def test_every_json_answer_keeps_its_keys(
     cli, vault, tmp_path: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -221,6 +222,7 @@ PINNED_EVENTS: dict[str, Any] = {
 }
 
 
+@pytest.mark.process
 def test_a_table_run_reports_its_steps_in_their_pinned_shapes(
     cli, vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -247,6 +249,7 @@ def test_a_table_run_reports_its_steps_in_their_pinned_shapes(
     assert seen == PINNED_EVENTS
 
 
+@pytest.mark.process
 def test_a_usage_error_is_the_same_error_document(vault, aibuddy_exe: list[str]) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(vault.root.parent), "AIBUDDY_VAULT": str(vault.root)}
     result = run_aibuddy(aibuddy_exe, "memory", "show", "--json", env=env)

@@ -93,6 +93,7 @@ def test_a_failed_file_in_a_bulk_import_is_reported_at_the_end(cli, tmp_path: Pa
     assert "scan.pdf" in result.stderr
 
 
+@pytest.mark.process
 def test_kb_edit_uses_the_editor_and_sends_the_document_back_to_review(
     cli, vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -112,6 +113,7 @@ def test_kb_edit_uses_the_editor_and_sends_the_document_back_to_review(
     assert ok(cli("kb", "edit", "body", "--json"))["changed"] is False
 
 
+@pytest.mark.process
 def test_summaries_through_the_model_and_their_failures(
     cli, vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +140,7 @@ def test_summaries_through_the_model_and_their_failures(
     assert result.summarized is False and service.show("body")[1].summary.startswith("How to declare")
 
 
+@pytest.mark.process
 def test_kb_watch_follows_edits_new_files_and_stops_on_ctrl_c(aibuddy_exe: list[str], vault: Vault) -> None:
     service = Session(vault, "demo", environ={}).knowledge
     service.import_paths([str(BODY)], scope="system")

@@ -94,6 +94,7 @@ def test_rows_added_from_many_threads_all_land_with_keys_of_their_own(table: Vau
     ]
 
 
+@pytest.mark.process
 def test_rows_added_from_two_processes_all_land_with_keys_of_their_own(table: Vault) -> None:
     env = {**os.environ, "PYTHONPATH": str(CODE)}
     adders = [
@@ -118,6 +119,7 @@ def waiting_on(lock_file: Path) -> bool:
     return any("->" in line and inode in line for line in Path("/proc/locks").read_text().splitlines())
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs /proc/locks (Linux) to see a waiter")
 def test_a_writer_waits_for_a_lock_another_process_holds_and_goes_on_when_it_is_let_go(vault: Vault) -> None:
     store = FileStore(vault.root, vault.locks_dir())
@@ -149,6 +151,7 @@ def tea_and_a_server(vault: Vault) -> tuple[MemoryService, Server, Operation]:
     return memory, server, recall
 
 
+@pytest.mark.process
 def test_a_servers_recall_answers_while_a_save_holds_the_lock_and_counts_once_it_is_let_go(
     vault: Vault,
 ) -> None:
@@ -167,6 +170,7 @@ def test_a_servers_recall_answers_while_a_save_holds_the_lock_and_counts_once_it
     assert memory.show("tea").recall_count == 1
 
 
+@pytest.mark.process
 def test_recalls_answered_while_a_save_holds_the_lock_are_all_counted_and_the_index_told(
     vault: Vault,
 ) -> None:
@@ -192,6 +196,7 @@ def test_recalls_answered_while_a_save_holds_the_lock_are_all_counted_and_the_in
     assert memory.show("tea").recall_count == 2
 
 
+@pytest.mark.process
 def test_a_recall_while_counts_are_on_their_way_goes_with_them(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -68,6 +68,7 @@ def error(result: Any) -> str:
     return str(result.content[0].text)
 
 
+@pytest.mark.process
 def test_the_tools_and_their_answers(aibuddy_exe: list[str], vault: Vault, env: dict[str, str], cli) -> None:
     async def body(client: Any) -> None:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -168,6 +169,7 @@ def test_knowledge_ask_answers_from_the_task_the_call_names_or_the_servers(
     assert answer(served["unnamed"])["citations"] == [] and served["named"]["citations"]
 
 
+@pytest.mark.process
 def test_the_server_survives_failures_and_concurrent_calls(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str], fake_openai: FakeOpenAI
 ) -> None:
@@ -283,6 +285,7 @@ def tool_call(name: str, arguments: str) -> str:
     return f'{{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {params}}}'
 
 
+@pytest.mark.process
 def test_a_line_the_server_cannot_read_is_answered_and_the_next_one_works(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
 ) -> None:
@@ -315,6 +318,7 @@ def test_a_line_the_server_cannot_read_is_answered_and_the_next_one_works(
     assert [p.name for p in (vault.root / "memory/demo").glob("*.md")] == ["tea.md"]
 
 
+@pytest.mark.process
 def test_an_argument_of_the_wrong_kind_is_a_tool_error_and_text_stays_text(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
 ) -> None:
@@ -354,6 +358,7 @@ def test_an_argument_of_the_wrong_kind_is_a_tool_error_and_text_stays_text(
     assert "Traceback" not in stderr
 
 
+@pytest.mark.process
 def test_requests_under_way_when_the_input_ends_are_all_answered(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str], fake_openai: FakeOpenAI, cli
 ) -> None:
@@ -470,6 +475,7 @@ def test_tool_errors_speak_in_the_tools_terms(
     assert "use 'aibuddy memory update tea'" in saved.stderr
 
 
+@pytest.mark.process
 def test_an_agents_own_conversation_reaches_consolidation_and_the_cue_gate(
     vault: Vault, warm_worker: tuple[FakeOpenAI, dict[str, str]]
 ) -> None:

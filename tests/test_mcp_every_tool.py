@@ -171,6 +171,7 @@ def script_models(fake: FakeOpenAI) -> None:
     fake.enqueue(content="Renamed age to years.")
 
 
+@pytest.mark.process
 def test_every_tool_answers_its_happy_path_and_refuses_with_a_readable_error(
     vault: Vault, env: dict[str, str], fake_openai: FakeOpenAI, cli
 ) -> None:

@@ -110,6 +110,7 @@ def answer(result: Any) -> Any:
     return json.loads(result.content[0].text)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_both_protocol_eras_reach_every_tool_as_the_tokens_user(
     server: HttpServer, users: dict[str, str], vault: Vault, mode: str
@@ -130,6 +131,7 @@ def test_both_protocol_eras_reach_every_tool_as_the_tokens_user(
     assert (vault.root / f"memory/alice/tea-{mode}.md").is_file()
 
 
+@pytest.mark.process
 def test_a_token_for_bob_never_reads_alices_memory(server: HttpServer, users: dict[str, str]) -> None:
     async def alice(client: Any) -> None:
         answer(await client.call_tool("memory_save", {
@@ -153,6 +155,7 @@ def test_a_token_for_bob_never_reads_alices_memory(server: HttpServer, users: di
     assert "salary" not in seen["manifest"].contents[0].text
 
 
+@pytest.mark.process
 def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
     server: HttpServer, users: dict[str, str], env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -208,6 +211,7 @@ def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
     assert "123,456" not in json.dumps(seen, default=str)
 
 
+@pytest.mark.process
 def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
     server: HttpServer, users: dict[str, str], vault: Vault, env: dict[str, str]
 ) -> None:
@@ -226,6 +230,7 @@ def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
     assert (vault.root / "memory/bob/intruder.md").is_file()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("era", [None, "2025-06-18", "2026-07-28"])
 def test_every_request_is_answered_as_json_rpc_says(
     server: HttpServer, users: dict[str, str], vault: Vault, era: str | None
@@ -282,6 +287,7 @@ def test_every_request_is_answered_as_json_rpc_says(
     assert "argument 'query' is not valid Unicode text" in tool_error({"query": "\ud800"})["message"]
 
 
+@pytest.mark.process
 def test_host_and_origin_are_checked_against_the_allow_list(
     aibuddy_exe: list[str], env: dict[str, str], users: dict[str, str]
 ) -> None:
@@ -302,6 +308,7 @@ def test_host_and_origin_are_checked_against_the_allow_list(
         served.stop()
 
 
+@pytest.mark.process
 def test_many_clients_at_once_lose_no_write(server: HttpServer, users: dict[str, str], vault: Vault) -> None:
     """20 clients x 10 calls mixing recall, save, table add and filter (`make bench` runs 50 x 20
     and times them): no error, every save and row there afterwards, no row key given twice."""
@@ -360,12 +367,14 @@ def test_the_command_line_refuses_what_http_cannot_mean(env: dict[str, str]) -> 
         assert words in done.stderr.decode(), done.stderr
 
 
+@pytest.mark.process
 def test_a_stopped_server_exits_cleanly(server: HttpServer) -> None:
     log = server.stop()
     assert wait_for(lambda: server.process.poll() is not None)
     assert "Traceback" not in log, log
 
 
+@pytest.mark.process
 def test_tokens_are_kept_only_as_hashes_outside_git(
     vault: Vault, env: dict[str, str], users: dict[str, str]
 ) -> None:

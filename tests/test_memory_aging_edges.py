@@ -105,6 +105,7 @@ def test_a_history_file_saved_with_a_bom_keeps_its_first_version(memory: MemoryS
     assert [v["body"] for v in memory.history("due")] == ["Tuesday", "Friday"]  # nothing silently dropped
 
 
+@pytest.mark.process
 def test_a_history_line_holding_nan_does_not_break_show_json(
     cli: Any, memory: MemoryService, vault: Vault
 ) -> None:
@@ -158,6 +159,7 @@ def test_history_after_a_union_merge_is_newest_first_by_when_it_was_replaced(
     assert [v["body"] for v in memory.history("due")] == ["Tuesday", "Monday", "Friday"]
 
 
+@pytest.mark.process
 def test_history_of_a_record_a_hand_edit_broke_still_answers(
     cli: Any, memory: MemoryService, vault: Vault
 ) -> None:

@@ -246,6 +246,7 @@ def sides(tmp_path: Path, base: str, ours: str, theirs: str) -> list[Path]:
     return files
 
 
+@pytest.mark.process
 @needs_git
 def test_the_merge_driver_treats_expires_as_any_header_key(tmp_path: Path) -> None:
     from aibuddy_cli.app.merge_driver import merge_file

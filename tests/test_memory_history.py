@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.service import HISTORY_LIMIT, MemoryService
 from aibuddy_cli.vault import Vault
@@ -99,6 +101,7 @@ def test_memory_show_json_lists_the_history(cli, vault: Vault) -> None:
     assert "history:" not in cli("memory", "show", "tea").stdout
 
 
+@pytest.mark.process
 def test_git_merges_two_clones_histories_by_keeping_both(vault: Vault) -> None:
     subprocess.run(["git", "init", "-q", str(vault.root)], check=True)
     found = subprocess.run(
@@ -121,6 +124,7 @@ def test_a_version_that_held_a_key_goes_into_the_history_redacted(
     assert key not in history_file(vault, "deploy").read_text()
 
 
+@pytest.mark.process
 def test_memory_history_shows_what_each_committed_version_said(cli, vault: Vault) -> None:
     """"What did this say before?": each commit of the record comes with its body (`--json`:
     `body`); a commit that changed only the header points to the older version's body."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import child_env, on_a_terminal, run_in_process
 
 from aibuddy_cli.memory.records import MemoryRecord, render_record
@@ -34,6 +35,7 @@ def dated_records(vault: Vault) -> list[str]:
     return names[::-1]
 
 
+@pytest.mark.process
 def test_a_terminal_shows_the_newest_fifty_and_how_many_more(vault: Vault, aibuddy_exe: list[str]) -> None:
     newest = dated_records(vault)
     env = {**child_env(vault.root), "COLUMNS": "200"}

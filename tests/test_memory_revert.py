@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from conftest import record_path
 from conftest import write_record_file as write
 
@@ -52,6 +53,7 @@ def test_an_automatic_change_keeps_the_previous_value_with_its_dates(memory: Mem
     assert (previous["provenance"], previous["by"]) == ("auto", "auto")
 
 
+@pytest.mark.process
 def test_history_shows_what_was_said_before_numbered_for_revert(cli, memory: MemoryService) -> None:
     moved_deadline(memory)
     shown = cli("memory", "history", "report-due")

@@ -35,6 +35,7 @@ def aibuddy(env: dict[str, str], *args: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.process
 def test_a_save_on_one_host_is_found_by_the_next_recall_on_another(tmp_path: Path, postgres_url: str) -> None:
     a, b = host(tmp_path, "a", postgres_url), host(tmp_path, "b", postgres_url)
     assert aibuddy(b, "memory", "recall", "green tea")["records"] == []  # b's index knows the folder now
@@ -47,6 +48,7 @@ def test_a_save_on_one_host_is_found_by_the_next_recall_on_another(tmp_path: Pat
     assert not list((tmp_path / "a").rglob("tea.md"))  # the files live in the database, not the folder
 
 
+@pytest.mark.process
 def test_an_unreachable_server_is_store_unavailable_without_the_password(tmp_path: Path) -> None:
     url = f"postgresql://alice:s3cret@/aibuddy?host={tmp_path}/nowhere&connect_timeout=2"
     env = host(tmp_path, "a", url)
@@ -61,6 +63,7 @@ def test_an_unreachable_server_is_store_unavailable_without_the_password(tmp_pat
     assert b"s3cret" not in doctor.stdout + doctor.stderr
 
 
+@pytest.mark.process
 def test_doctor_names_the_database_that_serves_the_vault(tmp_path: Path, postgres_url: str) -> None:
     a = host(tmp_path, "a", postgres_url)
     aibuddy(a, "memory", "save", "tea", "--type", "user", "--description", "Drinks green tea")
@@ -111,6 +114,7 @@ sys.exit(1 if failures else 0)
 """
 
 
+@pytest.mark.process
 def test_three_hosts_of_twenty_writers_lose_nothing(tmp_path: Path, postgres_url: str) -> None:
     """3 hosts (processes, each its own folder and indexes) x 20 parallel writers, each saving its
     record, updating it, recalling a shared one (its counter goes up under the user's lock) and
@@ -149,6 +153,7 @@ def test_three_hosts_of_twenty_writers_lose_nothing(tmp_path: Path, postgres_url
     assert len(keys) == len(set(keys)) == 60
 
 
+@pytest.mark.process
 def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path, postgres_url: str) -> None:
     """kill -9 of a process holding the vault's lock: the server ends its session, and the lock
     with it."""
@@ -190,6 +195,7 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path, postgres_url: str
         holder.wait()
 
 
+@pytest.mark.process
 def test_a_writer_waits_for_the_lock_in_the_servers_queue_and_gets_it_when_let_go(postgres_url: str) -> None:
     """A lock held by another session: the writer waits in PostgreSQL's lock queue (woken when it
     is let go), not in a loop of tries and sleeps; past its deadline it is busy."""
@@ -230,6 +236,7 @@ def test_a_writer_waits_for_the_lock_in_the_servers_queue_and_gets_it_when_let_g
     waiting.join(120)
 
 
+@pytest.mark.process
 def test_a_server_that_goes_away_fails_fast_and_works_again_when_back(
     tmp_path: Path, postgres_url: str, postgres_cluster: object
 ) -> None:
@@ -246,6 +253,7 @@ def test_a_server_that_goes_away_fails_fast_and_works_again_when_back(
     assert [r["name"] for r in aibuddy(env, "memory", "list")["records"]] == ["tea"]
 
 
+@pytest.mark.process
 def test_a_killed_writer_leaves_no_partial_record_and_no_lock(tmp_path: Path, postgres_url: str) -> None:
     """kill -9 of a process saving large records one after another: every record the database
     holds is whole, and the next save on another host does not wait for the dead one's lock."""
@@ -287,6 +295,7 @@ def test_a_killed_writer_leaves_no_partial_record_and_no_lock(tmp_path: Path, po
     aibuddy(b, "memory", "save", "after", "--type", "user", "--description", "Saved after the kill")
 
 
+@pytest.mark.process
 def test_a_second_users_records_stay_theirs_on_every_host(
     tmp_path: Path, postgres_url: str, aibuddy_exe: list[str]
 ) -> None:
@@ -334,6 +343,7 @@ def vault_files(root: Path) -> dict[str, bytes]:
     return found
 
 
+@pytest.mark.process
 def test_store_copy_moves_a_whole_vault_there_and_back_byte_for_byte(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -390,6 +400,7 @@ def test_a_copied_folder_keeps_the_settings_but_not_the_database() -> None:
     assert settings_for_copy(config) == config.replace('url = "postgresql://db/team"\n', "")
 
 
+@pytest.mark.process
 def test_scan_reads_a_database_vault_from_the_database(tmp_path: Path, postgres_url: str) -> None:
     """`aibuddy scan` on a host judges what the database serves, not the files a folder still
     holds under the vault's names (a folder copied into the database keeps its old files)."""
@@ -425,6 +436,7 @@ INSERT INTO aibuddy_changes VALUES (1, '.aibuddy/logs', 'extraction.jsonl');
 """
 
 
+@pytest.mark.process
 def test_a_database_the_first_release_made_is_upgraded_in_place(postgres_url: str) -> None:
     """Its files are kept and its logs take appends as rows of their own from then on."""
     import psycopg
@@ -445,6 +457,7 @@ def test_a_database_the_first_release_made_is_upgraded_in_place(postgres_url: st
     assert [bytes(data) for (data,) in rows] == [b'\n{"n": 2}\n'] and schema == [(2,)]
 
 
+@pytest.mark.process
 def test_a_database_a_newer_release_changed_is_refused_whole(
     tmp_path: Path, postgres_url: str, aibuddy_exe: list[str]
 ) -> None:
@@ -473,6 +486,7 @@ def waiting_on_lock(admin: Any, pid: int) -> bool:
     return bool(rows) and rows[0][0] == "Lock"
 
 
+@pytest.mark.process
 def test_the_upgrade_does_not_deadlock_with_a_first_release_writer(postgres_url: str) -> None:
     """The upgrade alters aibuddy_clock, which needs the whole table: it takes the table first. Had
     it taken the clock *row* first, a first-release writer queued for that row would hold a share
@@ -531,6 +545,7 @@ def test_the_upgrade_does_not_deadlock_with_a_first_release_writer(postgres_url:
     assert outcome == {"read": b'{"n": 1}', "old write": "committed"}
 
 
+@pytest.mark.process
 def test_a_restarted_server_is_not_store_unavailable(postgres_url: str, postgres_cluster: Any) -> None:
     """The server restarts between two calls (a failover, a maintenance restart): the next call on
     each connection this process keeps (a read, a lock) works, as a connection the server ended
@@ -552,6 +567,7 @@ def test_a_restarted_server_is_not_store_unavailable(postgres_url: str, postgres
     assert store.read("memory/demo/tea.md")[0] == b"green tea"
 
 
+@pytest.mark.process
 def test_a_holder_whose_lock_session_ended_cannot_write_beside_the_new_holder(postgres_url: str) -> None:
     """lock() holds a session advisory lock on a connection of its own. When that session ends
     while the block runs (the server ends it, an idle-session timeout, a network cut), the lock
@@ -587,6 +603,7 @@ def test_store_unavailable_does_not_show_a_password_given_as_a_url_parameter(tmp
     assert "s3cret" not in str(raised.value)
 
 
+@pytest.mark.process
 def test_a_stopped_writer_cannot_hold_every_host_for_ever(postgres_url: str) -> None:
     """Each session limits itself: a transaction left open by a stopped process (SIGSTOP, a cut
     network) is ended by the server after a minute, and a writer waits at most 30 s for the
@@ -603,6 +620,7 @@ def test_a_stopped_writer_cannot_hold_every_host_for_ever(postgres_url: str) -> 
     assert type(failure) is Busy and "busy" in failure.message
 
 
+@pytest.mark.process
 def test_a_hosts_first_index_reads_the_records_in_a_few_queries_not_one_each(
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -64,6 +64,7 @@ def write_record(vault: Vault, name: str, body: str, description: str = "notes a
 # --- memory save reads stdin only when asked ----------------------------------------------
 
 
+@pytest.mark.process
 def test_save_in_a_while_read_loop_saves_every_name_with_an_empty_body(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault, tmp_path: Path
 ) -> None:
@@ -79,6 +80,7 @@ def test_save_in_a_while_read_loop_saves_every_name_with_an_empty_body(
     assert all(body_of(vault, name) == "" for name in ("alpha", "beta", "gamma"))
 
 
+@pytest.mark.process
 def test_save_does_not_wait_for_a_pipe_that_stays_open(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault
 ) -> None:
@@ -99,6 +101,7 @@ def test_save_does_not_wait_for_a_pipe_that_stays_open(
     assert code == 0 and body_of(vault, "x") == ""
 
 
+@pytest.mark.process
 def test_body_file_dash_still_reads_stdin(aibuddy_exe: list[str], env: dict[str, str], vault: Vault) -> None:
     saved = run_aibuddy(
         aibuddy_exe,
@@ -126,6 +129,7 @@ def test_save_help_says_stdin_is_read_only_with_body_file_dash(cli) -> None:
 # --- closed stdin ---------------------------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "args",
     [
@@ -144,6 +148,7 @@ def test_reading_a_closed_stdin_is_a_one_line_usage_error(
     assert sorted(records(vault)) == ["tea"] and body_of(vault, "tea") == "keep me"
 
 
+@pytest.mark.process
 def test_task_message_from_a_closed_stdin_is_a_usage_error(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault, tmp_path: Path
 ) -> None:
@@ -154,6 +159,7 @@ def test_task_message_from_a_closed_stdin_is_a_usage_error(
     assert not (vault.root / "tasks" / "demo" / task / "messages.jsonl").exists()
 
 
+@pytest.mark.process
 def test_commands_that_do_not_read_stdin_work_with_it_closed(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault, tmp_path: Path
 ) -> None:
@@ -167,6 +173,7 @@ def test_commands_that_do_not_read_stdin_work_with_it_closed(
 # --- closed or unusable stdout: nothing done, one line on stderr ------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("redirect", "problem"),
     [(">&-", "closed"), ("1</dev/null", "not open for writing")],
@@ -199,6 +206,7 @@ def test_unusable_stdout_stops_the_command_before_it_writes(
     assert records(vault) == before
 
 
+@pytest.mark.process
 def test_a_pipe_whose_reader_is_gone_stops_the_command_before_it_writes(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault
 ) -> None:
@@ -219,6 +227,7 @@ def test_a_pipe_whose_reader_is_gone_stops_the_command_before_it_writes(
     assert records(vault) == {}
 
 
+@pytest.mark.process
 def test_kb_watch_prints_nothing_on_stdout_so_it_runs_with_stdout_closed(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault, tmp_path: Path
 ) -> None:
@@ -235,6 +244,7 @@ def test_kb_watch_prints_nothing_on_stdout_so_it_runs_with_stdout_closed(
     assert first.startswith(b"watching ")
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("args", ["memory show tea", "memory recall tea", "memory list --json"])
 def test_a_full_disk_behind_stdout_is_one_line_on_stderr(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault, tmp_path: Path, args: str
@@ -258,6 +268,7 @@ def read_a_little_then_close(command: list[str], env: dict[str, str]) -> tuple[i
     return process.wait(timeout=60), first, error
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "args",
     [
@@ -337,6 +348,7 @@ def test_an_endless_fifo_is_read_only_up_to_the_bound(cli, tmp_path: Path) -> No
     assert result.exit_code == 6 and "larger than 8 MiB" in result.stderr
 
 
+@pytest.mark.process
 def test_dev_zero_as_a_transcript_is_refused_without_exhausting_memory(
     aibuddy_exe: list[str], env: dict[str, str]
 ) -> None:

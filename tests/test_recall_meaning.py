@@ -212,6 +212,7 @@ def embedded_texts(server: FakeOpenAI) -> list[str]:
     return [text for r in server.requests if r["path"].endswith("/embeddings") for text in r["body"]["input"]]
 
 
+@pytest.mark.process
 def test_the_embedding_model_replaces_the_static_vectors(
     notes: Vault, fake_openai: FakeOpenAI, embedding_env: dict[str, str]
 ) -> None:
@@ -222,6 +223,7 @@ def test_the_embedding_model_replaces_the_static_vectors(
     assert len(embedded_texts(fake_openai)) == len(NOTES) + 1  # every record once, and the question
 
 
+@pytest.mark.process
 def test_embeddings_are_cached_per_record_and_refreshed_only_for_changed_records(
     notes: Vault, fake_openai: FakeOpenAI, embedding_env: dict[str, str]
 ) -> None:
@@ -237,6 +239,7 @@ def test_embeddings_are_cached_per_record_and_refreshed_only_for_changed_records
     assert names[0] == "oven" and len(texts) == 2 and "truck" in texts[0]  # the changed record, the question
 
 
+@pytest.mark.process
 def test_another_embedding_model_embeds_again(
     notes: Vault, fake_openai: FakeOpenAI, embedding_env: dict[str, str]
 ) -> None:
@@ -246,6 +249,7 @@ def test_another_embedding_model_embeds_again(
     assert len(embedded_texts(fake_openai)) == len(NOTES) + 1
 
 
+@pytest.mark.process
 def test_when_the_embedding_model_fails_the_words_rank_alone(
     notes: Vault, fake_openai: FakeOpenAI, embedding_env: dict[str, str]
 ) -> None:
@@ -255,6 +259,7 @@ def test_when_the_embedding_model_fails_the_words_rank_alone(
     assert any("used the words alone" in w for w in warnings)
 
 
+@pytest.mark.process
 def test_a_chat_model_for_every_role_is_not_asked_for_embeddings(
     notes: Vault, fake_openai: FakeOpenAI, model_env: dict[str, str]
 ) -> None:
@@ -263,6 +268,7 @@ def test_a_chat_model_for_every_role_is_not_asked_for_embeddings(
     assert embedded_texts(fake_openai) == []
 
 
+@pytest.mark.process
 def test_the_embedding_model_ranks_a_chinese_question_itself(
     chinese_notes: Vault, fake_openai: FakeOpenAI, embedding_env: dict[str, str]
 ) -> None:

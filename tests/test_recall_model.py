@@ -13,6 +13,8 @@ from aibuddy_cli.cli import fastpath
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
 
+pytestmark = pytest.mark.process  # every test here starts a process or a server
+
 
 @pytest.fixture
 def stocked(vault: Vault, model_env: dict[str, str]) -> MemoryService:

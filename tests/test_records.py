@@ -160,6 +160,7 @@ def test_the_frontmatter_route_keeps_the_body_byte_for_byte() -> None:
     assert parse_record("x", text, fast=False) == parse_record("x", text)
 
 
+@pytest.mark.process
 def test_the_hot_path_reads_and_recalls_written_records_without_yaml_or_frontmatter() -> None:
     probe = (
         "import sys\n"

@@ -85,6 +85,7 @@ def window(vault: Vault) -> list[tuple[str, str]]:
     return [(line.name, line.modified) for line in lines]
 
 
+@pytest.mark.process
 @needs_git
 def test_the_recall_window_and_its_dates_are_the_same_after_a_git_clone(vault: Vault, tmp_path: Path) -> None:
     small_window(vault)
@@ -192,6 +193,7 @@ def test_a_record_with_conflict_markers_is_an_unresolved_merge_conflict(cli, vau
     assert path.read_text() == text  # never rewritten
 
 
+@pytest.mark.process
 @needs_git
 def test_a_conflict_git_itself_left_is_recognised(vault: Vault, cli) -> None:
     memory = Session(vault, "demo", environ={}).memory
@@ -349,6 +351,7 @@ def modelled(vault: Vault, model_env: dict[str, str]) -> MemoryService:
     return Session(vault, "demo", environ=model_env).memory
 
 
+@pytest.mark.process
 def test_extraction_drops_a_candidate_with_control_characters(
     modelled: MemoryService, fake_openai: FakeOpenAI
 ) -> None:
@@ -371,6 +374,7 @@ def test_extraction_drops_a_candidate_with_control_characters(
     assert "control character" in dropped[0].detail and not has_raw_control(dropped[0].detail)
 
 
+@pytest.mark.process
 def test_a_recall_selection_with_control_characters_is_dropped(
     modelled: MemoryService, fake_openai: FakeOpenAI
 ) -> None:

@@ -50,6 +50,7 @@ def vault_text(vault: Vault) -> str:
 # --- automatic writes ----------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_extraction_stores_a_redacted_record_and_logs_the_kind_not_the_key(
     vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI
 ) -> None:
@@ -98,6 +99,7 @@ def test_extraction_stores_a_redacted_record_and_logs_the_kind_not_the_key(
     assert KEY not in vault_text(vault) and KEY.lower() not in vault_text(vault)
 
 
+@pytest.mark.process
 def test_extraction_of_the_same_secret_again_is_a_no_op(
     vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI
 ) -> None:
@@ -155,6 +157,7 @@ def consolidating(cli, vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytes
     return fake_openai
 
 
+@pytest.mark.process
 def test_consolidation_redacts_memory_contacts_rows_summary_plan_and_its_log(
     cli, vault: Vault, consolidating: FakeOpenAI
 ) -> None:
@@ -238,6 +241,7 @@ def test_a_table_update_run_redacts_the_rows_the_model_writes(cli, vault: Vault)
     assert KEY not in journal and GITHUB not in journal
 
 
+@pytest.mark.process
 def test_summaries_and_compaction_are_redacted(
     vault: Vault, tmp_path: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -274,6 +278,7 @@ def test_summaries_and_compaction_are_redacted(
 # --- explicit writes, scan, and git ---------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_an_explicit_save_keeps_the_key_warns_and_scan_finds_it(
     vault: Vault, env: dict[str, str], aibuddy_exe: list[str]
 ) -> None:
@@ -325,6 +330,7 @@ def test_an_explicit_table_add_keeps_the_value_with_a_warning(
     assert "hunter22" not in added.stderr.decode()
 
 
+@pytest.mark.process
 def test_git_setup_installs_a_hook_that_refuses_a_record_with_a_key(
     tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -369,6 +375,7 @@ def vault_repository(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return repo, env
 
 
+@pytest.mark.process
 def test_git_setup_leaves_a_foreign_hook_alone_and_respects_core_hooks_path(
     tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -387,6 +394,7 @@ def test_git_setup_leaves_a_foreign_hook_alone_and_respects_core_hooks_path(
     assert "pre-commit secrets check not installed" in again.stderr.decode()
 
 
+@pytest.mark.process
 def test_the_hook_falls_back_to_aibuddy_on_path_and_refuses_when_there_is_none(
     tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -438,6 +446,7 @@ SECRETS = [
 ]  # fmt: skip
 
 
+@pytest.mark.process
 def test_the_shapes_the_old_patterns_kept_never_reach_the_vault(
     vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI, env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -73,6 +73,7 @@ def test_the_config_warnings_go_out_with_an_error_when_no_user_resolves(
     assert sink and "default_user" in sink[0]
 
 
+@pytest.mark.process
 def test_a_fast_path_command_reports_the_sessions_warnings(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
 ) -> None:

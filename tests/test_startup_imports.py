@@ -8,8 +8,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
+
+pytestmark = pytest.mark.process  # every test here starts a process or a server
 
 HEAVY = (
     "typer", "click", "rich", "pydantic", "litellm", "markdown_it", "watchdog", "frontmatter",

@@ -10,6 +10,7 @@ import os
 import tomllib
 from pathlib import Path
 
+import pytest
 from conftest import run_in_process
 from test_pgstore import aibuddy, vault_files
 
@@ -131,6 +132,7 @@ def test_settings_for_copy_drops_a_quoted_store_header() -> None:
     assert store_url(settings_for_copy(config)) is None
 
 
+@pytest.mark.process
 def test_a_copied_folder_from_a_dotted_store_url_vault_is_a_folder_vault(
     tmp_path: Path, postgres_url: str
 ) -> None:

@@ -17,6 +17,8 @@ from aibuddy_cli.store.files import FileStore, Store
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
 
+pytestmark = pytest.mark.process  # every test here starts a process or a server
+
 
 @pytest.fixture(params=["file", "memory", "postgres"])
 def store(request: pytest.FixtureRequest, vault: Vault) -> Store:

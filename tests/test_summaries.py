@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from conftest import in_vault, run_aibuddy
 from fake_openai import FakeOpenAI
 
@@ -54,6 +55,7 @@ def test_import_and_reingest_start_summaries_when_a_summary_model_is_configured(
     assert len(started) == 2  # no summary model: no summary job
 
 
+@pytest.mark.process
 def test_a_pending_versions_summary_is_kept_beside_a_ready_version(
     vault: Vault, tmp_path: Path, fake_openai: FakeOpenAI, monkeypatch
 ) -> None:
@@ -75,6 +77,7 @@ def test_a_pending_versions_summary_is_kept_beside_a_ready_version(
     assert sidecar(vault, "ready")["summary"] is None
 
 
+@pytest.mark.process
 def test_a_failed_or_stale_summary_leaves_the_document_as_it_was_and_says_why(
     vault: Vault, tmp_path: Path, fake_openai: FakeOpenAI, monkeypatch
 ) -> None:
@@ -106,6 +109,7 @@ def test_a_failed_or_stale_summary_leaves_the_document_as_it_was_and_says_why(
     assert sidecar(vault, "pending")["summary"] == "Rolling back."
 
 
+@pytest.mark.process
 def test_the_import_does_not_wait_for_the_summary_which_lands_later(
     vault: Vault,
     tmp_path: Path,

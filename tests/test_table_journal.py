@@ -110,6 +110,7 @@ def test_journaled_arguments_hold_no_credential(cli, vault: Vault) -> None:
     assert KEY not in json.dumps(add["args"]) + json.dumps(update["args"])
 
 
+@pytest.mark.process
 def test_a_model_run_journals_its_arguments_redacted_and_stays_undoable(
     aibuddy_exe: list[str], cli, vault: Vault, env: dict[str, str]
 ) -> None:

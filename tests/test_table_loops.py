@@ -167,6 +167,7 @@ def test_a_failing_update_says_how_much_was_applied(stocked: Vault) -> None:
     assert "Globex" not in rows_file(stocked).read_text()
 
 
+@pytest.mark.process
 def test_ask_and_update_through_litellm_and_the_fake_server(
     cli, stocked: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

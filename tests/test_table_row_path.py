@@ -189,6 +189,7 @@ def test_a_reader_that_reads_the_file_while_a_change_is_written_is_no_harm(cli, 
     assert rows_path(vault).read_text(encoding="utf-8") == "row_id,name\n1,A\n2,B\n"
 
 
+@pytest.mark.process
 def test_updates_from_many_processes_all_land(
     aibuddy_exe: list[str], cli, vault: Vault, env: dict[str, str]
 ) -> None:

@@ -103,6 +103,7 @@ def test_every_table_prompt_sends_questions_of_meaning_to_search() -> None:
         assert "never\nanswer it with filter" in prompt and '("car" in notes)' in prompt
 
 
+@pytest.mark.process
 def test_ask_over_a_vectorized_column_searches_first_and_answers_from_it(
     cli, vault: Vault, model_server: FakeOpenAI
 ) -> None:
@@ -140,6 +141,7 @@ def test_ask_over_a_vectorized_column_searches_first_and_answers_from_it(
     ]
 
 
+@pytest.mark.process
 def test_the_overview_shows_the_model_which_columns_are_vectorized(
     cli, vault: Vault, model_server: FakeOpenAI
 ) -> None:
@@ -159,6 +161,7 @@ def test_the_overview_shows_the_model_which_columns_are_vectorized(
 # --- 2. a document becomes rows through update -------------------------------------------------------
 
 
+@pytest.mark.process
 def test_update_hands_a_csv_file_to_the_model_as_delimited_data(
     cli, stocked: Vault, model_server: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -223,6 +226,7 @@ def test_each_kind_of_document_is_read_as_what_it_is(
     assert shown in document.text and f"{name} ({described}" in document.describe()
 
 
+@pytest.mark.process
 def test_a_document_from_stdin_a_bad_one_and_one_too_large_are_refused_or_read_clearly(
     cli, stocked: Vault, model_server: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -282,6 +286,7 @@ def script_update(server: FakeOpenAI) -> None:
     server.enqueue(content="Moved Globex to Lyon.")
 
 
+@pytest.mark.process
 def test_a_json_run_reports_each_step_on_stderr_and_one_document_on_stdout(
     cli, stocked: Vault, model_server: FakeOpenAI
 ) -> None:
@@ -409,6 +414,7 @@ def test_ctrl_c_while_an_operation_is_applied_waits_for_it_then_stops(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
 
 
+@pytest.mark.process
 def test_ctrl_c_on_the_command_line_reports_the_run_and_exits_130(
     cli, stocked: Vault, model_server: FakeOpenAI, sigint_default: None
 ) -> None:
@@ -468,6 +474,7 @@ def test_a_stopped_run_says_how_to_undo_it_and_go_on() -> None:
     ]
 
 
+@pytest.mark.process
 def test_continue_goes_on_in_the_same_conversation_as_a_run_of_its_own(
     cli, stocked: Vault, model_server: FakeOpenAI
 ) -> None:
@@ -539,6 +546,7 @@ def test_a_dry_run_goes_on_applied(stocked: Vault) -> None:
     assert applied.applied == 1 and "Globex" not in (stocked.root / VENDORS).read_text()
 
 
+@pytest.mark.process
 def test_continue_refuses_what_it_cannot_go_on_with(cli, stocked: Vault, model_server: FakeOpenAI) -> None:
     model_server.call_tools(("ask", {"question": "?"}))
     model_server.enqueue(content="-")
@@ -563,6 +571,7 @@ def test_continue_refuses_what_it_cannot_go_on_with(cli, stocked: Vault, model_s
     assert len(model_server.requests) == sent
 
 
+@pytest.mark.process
 def test_max_steps_bounds_one_run_and_says_how_to_go_on(
     cli, stocked: Vault, model_server: FakeOpenAI
 ) -> None:

@@ -103,6 +103,7 @@ def test_an_undo_snapshot_cannot_copy_another_users_file_into_a_table(cli, stock
 # --- steps as they happen -------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_tool_call_with_nan_arguments_is_a_tool_error_not_the_end_of_a_json_run(
     cli, stocked: Vault, model_server: FakeOpenAI
 ) -> None:
@@ -143,6 +144,7 @@ def test_a_nan_argument_does_not_break_the_progress_of_a_run_in_process(
 # --- documents ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_plain_text_document_from_stdin_is_not_refused_as_bad_csv(
     cli, stocked: Vault, model_server: FakeOpenAI
 ) -> None:
@@ -181,6 +183,7 @@ def test_the_kept_conversation_is_at_most_600000_characters_with_many_short_call
     assert total <= CONVERSATION_CHARS, f"{total:,} characters kept"
 
 
+@pytest.mark.process
 def test_a_json_document_with_a_lone_surrogate_escape_is_refused_before_the_run(
     cli, stocked: Vault, model_server: FakeOpenAI, tmp_path: Any
 ) -> None:
@@ -216,6 +219,7 @@ def test_a_model_reply_with_a_lone_surrogate_does_not_lose_the_runs_answer_and_c
     assert (stocked.root / f".aibuddy/undo/{run.run}/conversation.json").exists()
 
 
+@pytest.mark.process
 def test_a_lone_surrogate_in_the_models_reply_on_the_command_line(
     cli, stocked: Vault, model_server: FakeOpenAI
 ) -> None:
@@ -270,6 +274,7 @@ def test_a_journal_line_naming_no_run_id_does_not_block_undo(cli: Any, stocked: 
 # --- what a run reports is what it applied --------------------------------------------------------
 
 
+@pytest.mark.process
 def test_an_answer_claiming_rows_a_refused_call_never_added_exits_8_and_says_so(
     cli, stocked: Vault, model_server: FakeOpenAI, tmp_path: Any
 ) -> None:

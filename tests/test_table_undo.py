@@ -50,6 +50,7 @@ def rate_acme(vault: Vault, rating: int, table: str = "vendors", user: str = "de
     agent(vault, model, user).change("update", f"Acme is rated {rating}")
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 def test_an_update_ended_by_a_signal_after_a_change_can_be_undone_and_does_not_block_earlier_runs(
     aibuddy_exe: list[str],

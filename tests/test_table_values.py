@@ -37,6 +37,7 @@ def items(aibuddy_exe: list[str], env: dict[str, str]) -> None:
     assert run_aibuddy(aibuddy_exe, "table", "add", "items", *rows, env=env).returncode == 0
 
 
+@pytest.mark.process
 def test_a_transform_that_cannot_keep_a_value_is_refused_whole_in_a_real_process(
     aibuddy_exe: list[str], env: dict[str, str], vault: Vault, items: None
 ) -> None:
@@ -197,6 +198,7 @@ def test_a_next_key_past_the_largest_is_refused_before_anything_is_written(cli, 
     assert ok(cli("table", "filter", "log", "--json"))["tables"][0]["total"] == 2
 
 
+@pytest.mark.process
 def test_add_file_refuses_an_oversized_file_without_reading_it(
     aibuddy_exe: list[str], env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -46,6 +46,7 @@ def test_vectorizing_needs_an_embedding_model(cli, vault: Vault, suppliers: str)
     assert schema.read_bytes() == before
 
 
+@pytest.mark.process
 def test_search_by_meaning_finds_what_the_words_miss(cli, vault: Vault, suppliers: str, embedding) -> None:
     assert ok(cli("table", "search", "car", "--json"))["hits"] == []  # no shared word
     vectorized = ok(cli("table", "column", "vectorize", "suppliers", "notes", "--json"))
@@ -62,6 +63,7 @@ def test_search_by_meaning_finds_what_the_words_miss(cli, vault: Vault, supplier
     assert embedding_calls(embedding)[-1] == ["pet", "treats every cat"]  # only what is new
 
 
+@pytest.mark.process
 def test_a_failing_embedding_model_falls_back_to_words(cli, suppliers: str, embedding) -> None:
     ok(cli("table", "column", "vectorize", "suppliers", "notes", "--json"))
     # litellm reads max_retries=0 as unset for embeddings and tries again: every try fails here.
@@ -72,6 +74,7 @@ def test_a_failing_embedding_model_falls_back_to_words(cli, suppliers: str, embe
     assert "searched their words instead" in result.stderr
 
 
+@pytest.mark.process
 def test_several_reference_texts_rank_by_summed_similarity(vault: Vault, suppliers: str, embedding) -> None:
     from aibuddy_cli.app.session import Session
 
@@ -83,6 +86,7 @@ def test_several_reference_texts_rank_by_summed_similarity(vault: Vault, supplie
     assert found.hits[-1].row["name"] == "Bakery"
 
 
+@pytest.mark.process
 def test_across_tables_hits_by_meaning_and_by_words_share_one_scale(
     cli, vault: Vault, suppliers: str, embedding
 ) -> None:

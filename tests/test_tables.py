@@ -66,6 +66,7 @@ def test_a_value_that_does_not_fit_is_refused_and_nothing_is_written(cli, vault:
     assert cli("table", "add", "people", "--row", '{"row_id": 9}').exit_code == 6  # keys are assigned
 
 
+@pytest.mark.process
 def test_adding_a_row_is_a_one_line_git_diff(cli, vault: Vault, people: str) -> None:
     def git(*args: str) -> str:
         return subprocess.run(
@@ -230,6 +231,7 @@ def test_the_index_is_rebuilt_after_aibuddy_dir_is_deleted(
     assert [r["name"] for r in json.loads(result.stdout)["tables"][0]["rows"]] == ["李雷"]
 
 
+@pytest.mark.process
 def test_concurrent_adds_from_many_processes_keep_every_row_once(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str], cli
 ) -> None:
@@ -248,6 +250,7 @@ def test_concurrent_adds_from_many_processes_keep_every_row_once(
     assert [r["row_id"] for r in rows] == list(range(1, 17))
 
 
+@pytest.mark.process
 def test_rows_from_standard_input_in_a_real_process(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
 ) -> None:

@@ -112,6 +112,7 @@ def test_compaction_digests_older_messages_and_never_truncates_the_log(cli, stoc
     assert len(tasks.messages(task.id)) == 48
 
 
+@pytest.mark.process
 def test_compaction_through_the_compact_model_is_cached(
     vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,6 +52,7 @@ def _insert(vault: Vault, at: int, line: str) -> None:
 # --- a line whose tool_calls is not a list ------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("bad_calls", [5, True])
 def test_context_skips_a_log_line_whose_tool_calls_is_not_a_list(
     vault: Vault, env: dict[str, str], bad_calls: Any

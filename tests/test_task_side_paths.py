@@ -78,6 +78,7 @@ def test_task_end_closes_the_task_when_the_extraction_log_cannot_be_written(cli,
     assert "extraction log not written" in result.stderr
 
 
+@pytest.mark.process
 def test_task_end_closes_the_task_when_the_memory_folder_is_odd(
     cli, vault: Vault, model_env: dict[str, str], fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -125,6 +126,7 @@ TEA = {
 }
 
 
+@pytest.mark.process
 def test_task_end_closes_at_once_and_extracts_in_the_background(
     aibuddy_exe: list[str], vault: Vault, warm_worker: tuple[FakeOpenAI, dict[str, str]]
 ) -> None:
@@ -325,6 +327,7 @@ def test_a_digest_keeps_citations_and_memory_names(vault: Vault) -> None:
     assert "Roll back first." not in text  # the body is not shown again
 
 
+@pytest.mark.process
 def test_a_model_summary_keeps_the_pointers(
     vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -398,6 +401,7 @@ def test_a_tool_result_nested_past_jsons_depth_is_a_digest_line_like_any_other(c
     assert "#2 tool result (read_section): ok (10000 chars); cites system/dump#format" in text
 
 
+@pytest.mark.process
 def test_a_model_summary_keeps_the_section_a_call_read_whatever_its_result(
     vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -113,6 +113,7 @@ def personal_work(exe: list[str], clone: Path, env: dict, user: str, record: str
     run(exe, clone, env, "table", "add", "contacts", "--row", json.dumps({"name": "Carol", "bio": bio}))
 
 
+@pytest.mark.process
 def test_two_users_push_nothing_personal_and_each_recalls_their_own(
     tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -170,6 +171,7 @@ def test_two_users_push_nothing_personal_and_each_recalls_their_own(
     assert alice_vaults.stat().st_mode & 0o077 == 0  # the personal vaults are private
 
 
+@pytest.mark.process
 def test_a_shared_vault_with_personal_files_reports_them_and_moves_them_on_request(
     tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -230,6 +232,7 @@ def test_a_shared_vault_with_personal_files_reports_them_and_moves_them_on_reque
     assert git(shared, "status", "--porcelain", env=env).stdout == ""
 
 
+@pytest.mark.process
 def test_a_move_never_overwrites_a_different_file_in_the_personal_vault(
     tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -311,6 +314,7 @@ def test_a_personal_vault_inside_the_shared_folder_is_refused(cli, team_vault: V
     assert result.exit_code == 6 and "must be outside the shared vault" in result.stdout
 
 
+@pytest.mark.process
 def test_a_team_vault_without_vault_id_gets_one_from_git_setup_and_keeps_its_files(
     vault: Vault, tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -331,6 +335,7 @@ def test_a_team_vault_without_vault_id_gets_one_from_git_setup_and_keeps_its_fil
     assert run(aibuddy_exe, vault.root, env, "git", "setup")["team"]["vault_id_added"] is False
 
 
+@pytest.mark.process
 def test_a_single_person_vault_keeps_everything_in_its_folder(vault: Vault, tmp_path: Path, cli) -> None:
     with Session(vault, "demo", environ={"HOME": str(tmp_path / "home")}) as session:
         assert isinstance(session.store, FileStore)
@@ -401,6 +406,7 @@ def test_the_routed_store_lock_holds_both_sides(tmp_path: Path) -> None:
     assert background._lock_is_free(tmp_path / "s-locks" / "tables.lock")
 
 
+@pytest.mark.process
 def test_git_setup_personal_makes_the_personal_vault_a_repository_of_its_own(
     team_vault: Vault, tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
@@ -429,6 +435,7 @@ def test_git_setup_personal_makes_the_personal_vault_a_repository_of_its_own(
     assert refused.returncode == 2 and b"for a team vault" in refused.stdout
 
 
+@pytest.mark.process
 def test_kb_watch_follows_the_personal_documents_of_a_team_vault(
     team_vault: Vault, tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:

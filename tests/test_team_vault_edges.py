@@ -38,6 +38,7 @@ def _team_repo(tmp_path: Path) -> tuple[Path, Vault]:
     return repo, Vault.open(shared.root)
 
 
+@pytest.mark.process
 def test_a_personal_vault_inside_the_team_repository_but_beside_the_vault_is_refused(tmp_path: Path) -> None:
     """A personal vault beside the vault, in the same repository, would be staged by `git add -A`
     for the team's remote: refused, as one inside the vault's folder is."""
@@ -49,6 +50,7 @@ def test_a_personal_vault_inside_the_team_repository_but_beside_the_vault_is_ref
     assert not (repo / "alice-personal" / "memory").exists()
 
 
+@pytest.mark.process
 def test_a_personal_vault_the_repository_ignores_is_accepted(tmp_path: Path) -> None:
     """A repository that ignores the folder (a dotfiles repository at ~ ignoring ~/.local) pushes
     none of it: that personal vault is fine."""
@@ -69,6 +71,7 @@ def _repo_vault(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.process
 def test_the_staged_scan_reads_a_file_that_was_a_symlink_before(tmp_path: Path) -> None:
     """A vault file committed as a symlink, then replaced by a regular file holding a key: a type
     change (T) is read by the pre-commit scan like any other change."""
@@ -86,6 +89,7 @@ def test_the_staged_scan_reads_a_file_that_was_a_symlink_before(tmp_path: Path) 
     assert [f.path for f in result.findings] == ["knowledge/system/ready/runbook.md"]
 
 
+@pytest.mark.process
 def test_the_staged_scan_reads_a_file_whose_name_holds_a_newline(tmp_path: Path) -> None:
     """A file whose name holds a newline is read by its blob id (cat-file cannot name it): a key in
     it does not pass the pre-commit hook."""
@@ -112,6 +116,7 @@ def test_an_imported_record_text_keeps_no_credential(tmp_path: Path, vault: Vaul
     assert KEY not in stored or "looks like" in result.stderr, (stored, result.stderr)
 
 
+@pytest.mark.process
 def test_doctor_move_of_a_file_with_staged_changes_leaves_no_copy_on_both_sides(tmp_path: Path) -> None:
     """A personal file git tracks whose staged bytes differ from both HEAD and the work tree (an
     edit added, then edited again) cannot be taken out of the index without -f: its unit is kept

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import child_env, run_in_process
 from test_team_vault import TEAM, commit_all, git, personal_keys
 
@@ -70,6 +71,7 @@ def remote_paths(tmp_path: Path, remote: Path, env: dict[str, str]) -> list[str]
 # --- 1. memories saved before the vault_id arrives ------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_memory_saved_before_the_vault_id_arrived_is_still_yours_after_the_pull(tmp_path: Path) -> None:
     """bob clones before alice's `git setup` commit reaches him and saves a memory (into a folder
     named after his clone's path); once he pulls her vault_id, `memory list` still shows it (moved
@@ -101,6 +103,7 @@ def test_a_memory_saved_before_the_vault_id_arrived_is_still_yours_after_the_pul
     assert personal_keys(remote_paths(tmp_path, remote, bob)) == []
 
 
+@pytest.mark.process
 def test_git_setup_run_first_after_the_pull_moves_the_early_folder_and_says_so(tmp_path: Path) -> None:
     """The same, when the first command after the pull is `git setup`: its answer names the folder
     it moved (`moved_folder`), and the record is listed."""
@@ -120,6 +123,7 @@ def test_git_setup_run_first_after_the_pull_moves_the_early_folder_and_says_so(t
     assert [r["name"] for r in ok(b, bob, "memory", "list")[0]["records"]] == ["coffee"]
 
 
+@pytest.mark.process
 def test_a_record_both_folders_hold_differently_is_kept_and_named_until_someone_chooses(
     tmp_path: Path,
 ) -> None:
@@ -157,6 +161,7 @@ def test_a_record_both_folders_hold_differently_is_kept_and_named_until_someone_
     assert (bob_vaults / vault_id / "memory" / "bob" / "tea.md").is_file()
 
 
+@pytest.mark.process
 def test_doctor_names_the_vault_ids_folder_while_the_environment_names_another_and_moves_it(
     tmp_path: Path,
 ) -> None:
@@ -180,6 +185,7 @@ def test_doctor_names_the_vault_ids_folder_while_the_environment_names_another_a
     assert not by_id.exists()
 
 
+@pytest.mark.process
 def test_moving_an_unused_personal_folder_asks_for_no_commit(tmp_path: Path) -> None:
     """Nothing of the shared tree moved, so git has nothing to commit: `doctor --move` does not
     say to commit a removal (it did, with the history purge hint)."""
@@ -209,6 +215,7 @@ def set_up_team(tmp_path: Path) -> tuple[Path, tuple[Path, dict[str, str]], tupl
     return remote, (a, alice), (b, bob)
 
 
+@pytest.mark.process
 def test_a_committed_aibuddy_symlink_never_carries_the_indexes_to_the_remote(tmp_path: Path) -> None:
     """alice links `.aibuddy` to a tracked folder: `git add -A` leaves the link out (the ignore rule
     matches a link too); forced in and pulled by bob, git swaps bob's cache folder for it, and
@@ -262,6 +269,7 @@ def test_a_cache_folder_that_is_a_file_or_holds_a_linked_index_folder_is_refused
 # --- 4. the pre-commit check and force-added files ------------------------------------------------
 
 
+@pytest.mark.process
 def test_the_pre_commit_check_refuses_a_force_added_personal_file_and_the_cache(tmp_path: Path) -> None:
     """In a team vault the .gitignore keeps personal folders out of `git add -A`; `git add -f` puts
     one in anyway, and the pre-commit check refuses it (and anything under .aibuddy), naming each;
@@ -306,6 +314,7 @@ def test_the_pre_commit_check_refuses_a_force_added_personal_file_and_the_cache(
 # --- 3. Claude Code's project settings --------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_hook_install_for_the_project_makes_git_ignore_the_settings_file(tmp_path: Path) -> None:
     """`hook install claude-code --project` in a clone writes .claude/settings.local.json with this
     machine's paths and alice's --user: git is made to ignore it first (a line in the clone's own
@@ -350,6 +359,7 @@ def test_hook_install_for_the_project_makes_git_ignore_the_settings_file(tmp_pat
 # --- 6. git setup in a fresh clone ------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_git_setup_in_a_fresh_clone_does_not_tell_to_run_itself(tmp_path: Path) -> None:
     """bob clones a vault alice set up and pushed: his `git setup` registers the driver and says
     nothing about running `git setup`; the next command does not either, nor doctor."""

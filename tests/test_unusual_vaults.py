@@ -169,6 +169,7 @@ def read_only_vault(request: pytest.FixtureRequest, stocked: Vault, tmp_path: Pa
 # --- a read-only vault ----------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_recall_in_a_read_only_vault_answers_and_warns_once(
     read_only_vault: Path, stocked: Vault, cache_home: Path
 ) -> None:
@@ -188,6 +189,7 @@ def test_recall_in_a_read_only_vault_answers_and_warns_once(
     assert again.returncode == 0 and json.loads(again.stdout)["records"] == document["records"]
 
 
+@pytest.mark.process
 def test_kb_search_in_a_read_only_vault_answers(
     read_only_vault: Path, stocked: Vault, cache_home: Path
 ) -> None:
@@ -202,6 +204,7 @@ def test_kb_search_in_a_read_only_vault_answers(
     assert cached_indexes(cache_home) == ["knowledge.sqlite"]
 
 
+@pytest.mark.process
 def test_task_context_in_a_read_only_vault_assembles(
     read_only_vault: Path, stocked: Vault, cache_home: Path
 ) -> None:
@@ -233,6 +236,7 @@ READ_COMMANDS = [
 ]
 
 
+@pytest.mark.process
 def test_every_read_command_works_in_a_read_only_vault(
     read_only_vault: Path, stocked: Vault, cache_home: Path
 ) -> None:
@@ -247,6 +251,7 @@ def test_every_read_command_works_in_a_read_only_vault(
     assert files_of(stocked.root) == before
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "args",
     [
@@ -270,6 +275,7 @@ def test_a_write_to_a_read_only_vault_is_refused_naming_the_path(
     assert files_of(stocked.root) == before
 
 
+@pytest.mark.process
 def test_with_no_writable_cache_folder_either_the_index_is_kept_in_memory(
     stocked: Vault, tmp_path: Path
 ) -> None:
@@ -308,6 +314,7 @@ def full_vault(tmp_path: Path) -> Iterator[Path]:
         yield disk / "vault"
 
 
+@pytest.mark.process
 def test_a_save_on_a_full_disk_says_so_and_names_the_path(full_vault: Path, cache_home: Path) -> None:
     before = files_of(full_vault)
     args = ["memory", "save", "new-one", "--type", "user", "--description", "d", "--body", "b", "--json"]
@@ -320,6 +327,7 @@ def test_a_save_on_a_full_disk_says_so_and_names_the_path(full_vault: Path, cach
     assert files_of(full_vault) == before
 
 
+@pytest.mark.process
 def test_a_recall_on_a_full_disk_answers_with_one_warning(full_vault: Path, cache_home: Path) -> None:
     before = files_of(full_vault)
     env = process_env(full_vault, cache_home)

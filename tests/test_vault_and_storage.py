@@ -140,6 +140,7 @@ def test_a_failed_write_keeps_the_old_content(store: FileStore, monkeypatch: pyt
     assert [p.name for p in (store.root / "a").iterdir()] == ["b.md"]
 
 
+@pytest.mark.process
 def test_the_lock_times_out_with_a_conflict(store: FileStore) -> None:
     store.locks_dir.mkdir(parents=True, exist_ok=True)
     holder = subprocess.Popen(

@@ -91,6 +91,7 @@ def hand_written(vault: Vault, name: str, description: str) -> None:
     (vault.root / "memory" / "demo" / f"{name}.md").write_text(text, encoding="utf-8")
 
 
+@pytest.mark.process
 def test_a_command_sees_hand_edits_new_and_deleted_files_through_the_watch_process(
     aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault
 ) -> None:
@@ -109,6 +110,7 @@ def test_a_command_sees_hand_edits_new_and_deleted_files_through_the_watch_proce
     assert (watch_client.status(watch_env, vault.root).questions or 0) > asked_before  # it was asked
 
 
+@pytest.mark.process
 def test_with_the_watch_process_a_command_reads_only_what_changed(
     aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,6 +130,7 @@ def test_with_the_watch_process_a_command_reads_only_what_changed(
     assert "memory/demo" not in walked
 
 
+@pytest.mark.process
 def test_a_killed_watch_process_means_a_walk_and_the_answer_stays_right(
     aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault
 ) -> None:
@@ -147,6 +150,7 @@ def test_a_killed_watch_process_means_a_walk_and_the_answer_stays_right(
     assert listed(aibuddy_exe, watch_env) == {"tea": "drinks white tea", "new": "made by hand"}
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("how", ["environment", "aibuddy.toml"])
 def test_off_starts_no_watch_process(
     aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault, runtime_dir: Path, how: str
@@ -172,6 +176,7 @@ def test_auto_starts_one_only_for_a_big_folder(vault: Vault, runtime_dir: Path) 
     assert not list(runtime_dir.glob("aibuddy/watch-*.lock"))
 
 
+@pytest.mark.process
 def test_the_watch_process_answers_only_about_its_users_real_folders(vault: Vault, runtime_dir: Path) -> None:
     """A path that is not a plain absolute folder path (a link, `..`, a file) is "unknown"; the
     names it gives are those of the folder asked about."""
@@ -201,6 +206,7 @@ def test_the_watch_process_answers_only_about_its_users_real_folders(vault: Vaul
     server.join(60)
 
 
+@pytest.mark.process
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another uid")
 def test_the_watch_process_answers_no_other_uid(vault: Vault, runtime_dir: Path) -> None:
     import threading
@@ -238,6 +244,7 @@ def test_the_watch_process_answers_no_other_uid(vault: Vault, runtime_dir: Path)
     assert os.WEXITSTATUS(status) == 0
 
 
+@pytest.mark.process
 def test_watch_status_and_stop_say_what_runs(
     aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault
 ) -> None:
@@ -250,6 +257,7 @@ def test_watch_status_and_stop_say_what_runs(
     assert run_aibuddy(aibuddy_exe, "watch", "status", env=watch_env).stdout.decode().strip() == "not running"
 
 
+@pytest.mark.process
 def test_the_knowledge_index_sees_documents_added_edited_and_removed_through_the_watch_process(
     aibuddy_exe: list[str], watch_env: dict[str, str], vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:

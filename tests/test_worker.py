@@ -67,6 +67,7 @@ def status(aibuddy_exe: list[str], env: dict[str, str]) -> dict:
     return json.loads(run_aibuddy(aibuddy_exe, "worker", "status", "--json", env=env).stdout)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("idle", [0.5, None], ids=["AIBUDDY_WORKER_IDLE", "derived from its start"])
 def test_a_call_in_flight_outlives_the_idle_bound(
     runtime_dir: Path, monkeypatch: pytest.MonkeyPatch, idle: float | None
@@ -123,6 +124,7 @@ def serve_in_thread(path: Path, digest: str, start_seconds: float, asked: float 
     return server
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads processes from /proc")
 def test_an_unused_worker_exits_once_idle_for_as_long_as_its_start_took(
     worker_env: dict[str, str]
@@ -145,6 +147,7 @@ def test_an_unused_worker_exits_once_idle_for_as_long_as_its_start_took(
     assert not worker.status(env).running and not Path(found.socket).exists()
 
 
+@pytest.mark.process
 def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
     runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -180,6 +183,7 @@ def test_a_keep_worker_that_is_not_seconds_is_said_by_every_call() -> None:
     )
 
 
+@pytest.mark.process
 def test_a_stale_socket_never_fails_or_hangs_a_command(
     worker_env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -204,6 +208,7 @@ def test_a_stale_socket_never_fails_or_hangs_a_command(
     path.unlink()  # else the fixture's `worker stop` waits its 2 s for the "socket" to go
 
 
+@pytest.mark.process
 def test_lexical_commands_never_start_a_worker(
     worker_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -302,6 +307,7 @@ def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
     assert worker.status(env).calls == calls + 1
 
 
+@pytest.mark.process
 def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
     worker_env: dict[str, str], vault: Vault, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -333,6 +339,7 @@ def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
     assert not list((runtime / "aibuddy").iterdir())
 
 
+@pytest.mark.process
 def test_a_stopped_worker_costs_the_call_its_timeout_not_more(
     aibuddy_exe: list[str], warm_worker: tuple[FakeOpenAI, dict[str, str]], vault: Vault
 ) -> None:
@@ -384,6 +391,7 @@ def worker_pids(runtime: str) -> set[int]:
     return found
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads processes from /proc")
 def test_the_first_model_calls_start_one_worker_however_many_at_once_that_serves_the_next(
     aibuddy_exe: list[str], worker_env: dict[str, str], fake_openai: FakeOpenAI
@@ -448,6 +456,7 @@ def test_the_first_model_calls_start_one_worker_however_many_at_once_that_serves
                 pass
 
 
+@pytest.mark.process
 def test_worker_commands_refuse_a_socket_folder_that_is_not_private(
     worker_env: dict[str, str]
 ) -> None:
@@ -470,6 +479,7 @@ def test_worker_commands_refuse_a_socket_folder_that_is_not_private(
             assert shown.returncode == 5 and json.loads(shown.stdout)["error"]["code"] == "not_allowed"
 
 
+@pytest.mark.process
 def test_a_relative_runtime_folder_is_ignored(
     aibuddy_exe: list[str], worker_env: dict[str, str], vault: Vault, runtime_dir: Path
 ) -> None:
