@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BODY, STRINGS
 from fake_openai import FakeOpenAI
+from helpers import BODY, STRINGS
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session

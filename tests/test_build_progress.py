@@ -8,7 +8,7 @@ import json
 import subprocess
 
 import pytest
-from conftest import child_env, on_a_terminal
+from helpers import child_env, on_a_terminal
 
 from aibuddy_cli import build_progress
 from aibuddy_cli.cli.output import BuildProgress

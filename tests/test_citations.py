@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import child_env, run_aibuddy
+from helpers import child_env, run_aibuddy
 from typer.testing import CliRunner
 
 from aibuddy_cli.app.session import Session

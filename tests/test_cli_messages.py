@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import run_in_process
+from helpers import run_in_process
 
 import aibuddy_cli
 from aibuddy_cli.__main__ import main

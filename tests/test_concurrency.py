@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CODE, run_aibuddy
+from helpers import CODE, run_aibuddy
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.service import MemoryService

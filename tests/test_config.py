@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from aibuddy_cli import config, vault
 from aibuddy_cli.config import FLAG, NUMBER, SCHEMA, TABLES, WHOLE, Schema, Setting, Table

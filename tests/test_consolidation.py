@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import in_vault, ok, run_aibuddy, wait_for
 from fake_openai import FakeOpenAI
+from helpers import in_vault, ok, run_aibuddy, wait_for
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelError

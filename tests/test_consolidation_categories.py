@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ok
 from fake_openai import FakeOpenAI
+from helpers import ok
 from test_consolidation import MODEL, REPLY, ScriptedModel, consolidator, every, log, watermark
 
 from aibuddy_cli.app.session import Session

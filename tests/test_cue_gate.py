@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from conftest import CODE
+from helpers import CODE
 
 from aibuddy_cli.memory.cues import CUE_KINDS, find_cues, normalise
 

@@ -7,8 +7,8 @@ import json
 import subprocess
 
 import pytest
-from conftest import run_in_process
 from fake_openai import FakeOpenAI
+from helpers import run_in_process
 
 from aibuddy_cli.vault import Vault
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import child_env, kb, ok, run_aibuddy
-from conftest import write_file as write
 from fake_openai import FakeOpenAI
+from helpers import child_env, kb, ok, run_aibuddy
+from helpers import write_file as write
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import NotFound

@@ -11,8 +11,8 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest import child_env, ok, run_aibuddy
-from conftest import write_file as write
+from helpers import child_env, ok, run_aibuddy
+from helpers import write_file as write
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput

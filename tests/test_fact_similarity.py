@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from conftest import CODE
+from helpers import CODE
 
 from aibuddy_cli.memory.facts import compare, fact_terms, similarity, stated
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import published, write_file
+from helpers import published, write_file
 from typer.testing import CliRunner
 
 from aibuddy_cli.app.session import Session

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import environment
+from helpers import environment
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.records import MemoryRecord, render_record

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import child_env, run_aibuddy
+from helpers import child_env, run_aibuddy
 from typer.testing import CliRunner
 
 from aibuddy_cli.cli.app import app

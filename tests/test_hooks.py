@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
+from helpers import in_vault, ok, run_in_process, wait_for
 
 from aibuddy_cli.hooks.settings import installed, uninstalled
 from aibuddy_cli.vault import Vault

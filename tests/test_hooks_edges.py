@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from conftest import run_in_process
+from helpers import run_in_process
 
 from aibuddy_cli.hooks import claude_code as hooks
 from aibuddy_cli.vault import Vault

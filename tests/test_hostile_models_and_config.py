@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import run_in_process
 from fake_openai import FakeOpenAI
+from helpers import run_in_process
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelError

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import write_record_file
+from helpers import write_record_file
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.index import Loaded, MemoryIndex

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_aibuddy
 from fake_openai import FakeOpenAI
+from helpers import run_aibuddy
 
 from aibuddy_cli.operations.registry import REGISTRY, Operation, load, operations
 from aibuddy_cli.operations.schemas import output_schema

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BODY, STRINGS, ok, published, write_file
 from fake_openai import FakeOpenAI
+from helpers import BODY, STRINGS, ok, published, write_file
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import BODY, SPEC, STRINGS, kb, published, write_file
+from helpers import BODY, SPEC, STRINGS, kb, published, write_file
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Conflict, InvalidInput, NotAllowed, NotFound

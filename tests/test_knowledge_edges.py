@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import kb, write_file
+from helpers import kb, write_file
 
 from aibuddy_cli.errors import AibuddyError, Conflict
 from aibuddy_cli.knowledge.outline import parse_outline

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import CODE, wait_for, write_record_file
+from helpers import CODE, wait_for, write_record_file
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.mcp.server import Server

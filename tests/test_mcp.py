@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_DOCS, environment, in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
+from helpers import FIXTURE_DOCS, environment, in_vault, ok, run_in_process, wait_for
 
 from aibuddy_cli.operations.registry import offered as offered_to
 from aibuddy_cli.operations.registry import operations

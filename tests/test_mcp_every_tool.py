@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_DOCS, environment, ok
 from fake_openai import FakeOpenAI
+from helpers import FIXTURE_DOCS, environment, ok
 
 from aibuddy_cli.operations.registry import offered
 from aibuddy_cli.vault import Vault

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_DOCS, run_in_process, wait_for
+from helpers import FIXTURE_DOCS, run_in_process, wait_for
 
 from aibuddy_cli.operations.registry import operations
 from aibuddy_cli.vault import Vault

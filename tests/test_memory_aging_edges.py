@@ -10,8 +10,8 @@ import json
 from typing import Any
 
 import pytest
-from conftest import record_path
-from conftest import write_record_file as write
+from helpers import record_path
+from helpers import write_record_file as write
 from test_memory_review import NOW, record
 
 from aibuddy_cli.errors import NotFound

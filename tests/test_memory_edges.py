@@ -4,7 +4,7 @@ the two header readers agree on a key longer than YAML allows."""
 
 from __future__ import annotations
 
-from conftest import write_record_file
+from helpers import write_record_file
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import MalformedRecord

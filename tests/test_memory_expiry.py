@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import child_env, record_path, run_in_process
-from conftest import write_record_file as write
+from helpers import child_env, record_path, run_in_process
+from helpers import write_record_file as write
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput, MalformedRecord

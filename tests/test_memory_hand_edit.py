@@ -9,8 +9,8 @@ import os
 import shutil
 import time
 
-from conftest import record_path
-from conftest import write_record_file as write
+from helpers import record_path
+from helpers import write_record_file as write
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.records import MemoryRecord, render_record

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import child_env, on_a_terminal, run_in_process
+from helpers import child_env, on_a_terminal, run_in_process
 
 from aibuddy_cli.memory.records import MemoryRecord, render_record
 from aibuddy_cli.vault import Vault

@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 import pytest
-from conftest import record_path
-from conftest import write_record_file as write
+from helpers import record_path
+from helpers import write_record_file as write
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.extraction import Extractor

@@ -7,8 +7,8 @@ import datetime as dt
 import json
 
 import pytest
-from conftest import record_path
-from conftest import write_record_file as write
+from helpers import record_path
+from helpers import write_record_file as write
 
 from aibuddy_cli.memory import expiry
 from aibuddy_cli.memory.review import find_proposals, merged_body, review

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import record_path as record_file
-from conftest import write_record_file
+from helpers import record_path as record_file
+from helpers import write_record_file
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Conflict, InvalidInput, MalformedRecord, NotFound, UsageError

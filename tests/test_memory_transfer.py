@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import ok, run_in_process
+from helpers import ok, run_in_process
 
 from aibuddy_cli.vault import Vault, init_vault
 

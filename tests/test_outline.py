@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import BODY, CORPUS, FIXTURE_DOCS, SPEC, STRINGS, needs_corpus
+from helpers import BODY, CORPUS, FIXTURE_DOCS, SPEC, STRINGS, needs_corpus
 
 from aibuddy_cli.knowledge.outline import (
     PREAMBLE_ANCHOR,

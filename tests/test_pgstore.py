@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_aibuddy, run_in_process, wait_for
+from helpers import run_aibuddy, run_in_process, wait_for
 
 from aibuddy_cli.errors import Busy
 from aibuddy_cli.vault import init_vault

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import child_env, run_aibuddy
+from helpers import child_env, run_aibuddy
 
 from aibuddy_cli.vault import Vault
 

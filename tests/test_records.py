@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from aibuddy_cli.errors import InvalidInput, MalformedRecord
 from aibuddy_cli.memory.records import (

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import record_path
-from conftest import write_record_file as write
 from fake_openai import FakeOpenAI
+from helpers import record_path
+from helpers import write_record_file as write
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.extraction import Extractor, Message

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import SAMPLE_VAULT
+from helpers import SAMPLE_VAULT
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.text import tokens

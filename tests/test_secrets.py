@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import child_env, ok, run_aibuddy, run_in_process
 from fake_openai import FakeOpenAI
+from helpers import child_env, ok, run_aibuddy, run_in_process
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session

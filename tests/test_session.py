@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import BODY, ok, published, run_aibuddy
+from helpers import BODY, ok, published, run_aibuddy
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import UsageError

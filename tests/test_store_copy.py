@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import run_in_process
+from helpers import run_in_process
 from test_pgstore import aibuddy, vault_files
 
 from aibuddy_cli.vault import init_vault

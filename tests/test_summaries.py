@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import in_vault, run_aibuddy
 from fake_openai import FakeOpenAI
+from helpers import in_vault, run_aibuddy
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.knowledge.service import KnowledgeService

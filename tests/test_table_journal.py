@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ok, run_aibuddy
+from helpers import ok, run_aibuddy
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session

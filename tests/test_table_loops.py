@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ok
 from fake_openai import FakeOpenAI
+from helpers import ok
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ok, run_aibuddy
+from helpers import ok, run_aibuddy
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.store.cache_db import files_digest, to_signed

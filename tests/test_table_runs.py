@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ok, wait_for
 from fake_openai import FakeOpenAI
+from helpers import ok, wait_for
 from scripted_model import ScriptedModel
 from test_table_loops import ENV, agent
 

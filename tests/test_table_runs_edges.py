@@ -10,8 +10,8 @@ import json
 from typing import Any
 
 import pytest
-from conftest import ok
 from fake_openai import FakeOpenAI
+from helpers import ok
 from scripted_model import ScriptedModel
 from test_table_loops import ENV, agent
 

@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import child_env, in_vault, ok, run_in_process, wait_for
 from fake_openai import FakeOpenAI
+from helpers import child_env, in_vault, ok, run_in_process, wait_for
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session

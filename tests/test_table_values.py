@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ok, run_aibuddy, run_in_process, strict_json
+from helpers import ok, run_aibuddy, run_in_process, strict_json
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ok
 from fake_openai import FakeOpenAI
+from helpers import ok
 
 from aibuddy_cli.vault import Vault
 

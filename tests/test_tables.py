@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ok, run_aibuddy, run_in_process, strict_json
+from helpers import ok, run_aibuddy, run_in_process, strict_json
 
 from aibuddy_cli.__main__ import main
 from aibuddy_cli.vault import Vault

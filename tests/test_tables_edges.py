@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import ok
+from helpers import ok
 
 
 def _rows(cli, table: str, where: str | None = None) -> list[dict]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import BODY, STRINGS, ok
 from fake_openai import FakeOpenAI
+from helpers import BODY, STRINGS, ok
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault

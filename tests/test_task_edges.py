@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ok, run_aibuddy
+from helpers import ok, run_aibuddy
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelError

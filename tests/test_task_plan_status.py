@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ok, run_in_process
+from helpers import ok, run_in_process
 
 from aibuddy_cli.app.merge_driver import merge_file
 from aibuddy_cli.vault import Vault

@@ -10,8 +10,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import in_vault, ok, run_aibuddy, wait_for
 from fake_openai import FakeOpenAI
+from helpers import in_vault, ok, run_aibuddy, wait_for
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.service import MemoryService

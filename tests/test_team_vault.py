@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import child_env, ok, run_in_process
+from helpers import child_env, ok, run_in_process
 from memory_store import MemoryStore
 
 from aibuddy_cli import background
@@ -439,7 +439,7 @@ def test_git_setup_personal_makes_the_personal_vault_a_repository_of_its_own(
 def test_kb_watch_follows_the_personal_documents_of_a_team_vault(
     team_vault: Vault, tmp_path: Path, aibuddy_exe: list[str]
 ) -> None:
-    from conftest import BODY
+    from helpers import BODY
 
     personal = (tmp_path / "p").resolve()
     pending = personal / "knowledge" / "personal" / "demo" / "pending"

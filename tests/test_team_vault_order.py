@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import child_env, run_in_process
+from helpers import child_env, run_in_process
 from test_team_vault import TEAM, commit_all, git, personal_keys
 
 from aibuddy_cli.app.session import Session

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_in_process
+from helpers import run_in_process
 
 from aibuddy_cli.tokens import digest
 from aibuddy_cli.vault import Vault

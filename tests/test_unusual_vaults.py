@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BODY, child_env, run_in_process
+from helpers import BODY, child_env, run_in_process
 from typer.testing import CliRunner
 
 from aibuddy_cli import errors

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_aibuddy, wait_for
+from helpers import run_aibuddy, wait_for
 
 from aibuddy_cli.app import watch_client
 from aibuddy_cli.app.session import Session

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import in_vault, run_aibuddy, run_in_process
 from fake_openai import FakeOpenAI
+from helpers import in_vault, run_aibuddy, run_in_process
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import NotAllowed
