@@ -306,3 +306,13 @@ def on_a_terminal(argv: list[str], env: dict[str, str], *, stdout: bool = True) 
     finally:
         os.close(master)
     return child.returncode, piped or b"", shown.decode("utf-8", "replace")
+
+
+def unwritable_logs(vault: Vault) -> None:
+    """`.aibuddy/logs` as a file: the folder the journal goes in cannot be made (as on a full or
+    read-only disk, which a test running as root cannot make of a folder)."""
+    logs = vault.root / ".aibuddy/logs"
+    for path in sorted(logs.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    logs.rmdir()
+    logs.write_text("not a folder\n", encoding="utf-8")

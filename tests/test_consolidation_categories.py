@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from consolidation_support import MODEL, REPLY, ScriptedModel, consolidator, every, log, watermark
 from fake_openai import FakeOpenAI
 from helpers import ok
-from test_consolidation import MODEL, REPLY, ScriptedModel, consolidator, every, log, watermark
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.tasks.consolidation import handlers
@@ -481,7 +481,7 @@ def test_a_contact_the_pass_could_not_journal_is_not_lost(
     """The table journal cannot be written (`.aibuddy/logs` unwritable): the contact's write is
     refused with nothing changed, which says nothing about the contact. The chunk is tried again
     later, as on a busy or read-only vault (the pass moved on and the contact was lost)."""
-    from test_table_journal import unwritable_logs
+    from helpers import unwritable_logs
 
     every(vault, 2)
     ok(cli("task", "new", "Plan the offsite", "--json"))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from helpers import record_path
 from helpers import write_record_file as write
-from test_memory_review import NOW, record
+from memory_review_support import NOW, record
 
 from aibuddy_cli.errors import NotFound
 from aibuddy_cli.memory import expiry

@@ -9,21 +9,12 @@ import json
 import pytest
 from helpers import record_path
 from helpers import write_record_file as write
+from memory_review_support import NOW, record
 
 from aibuddy_cli.memory import expiry
 from aibuddy_cli.memory.review import find_proposals, merged_body, review
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.vault import Vault
-
-NOW = "2027-06-01T00:00:00Z"
-
-
-def record(name: str, description: str, kind: str, updated: str, body: str = "", **header: object) -> str:
-    extra = "".join(f"{key}: {value}\n" for key, value in header.items())
-    return (
-        f"---\nname: {name}\ndescription: {description}\ntype: {kind}\ncreated: {updated}\n"
-        f"updated: {updated}\n{extra}---\n{body}"
-    )
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from helpers import run_aibuddy, run_in_process, wait_for
+from store_support import aibuddy, vault_files
 
 from aibuddy_cli.errors import Busy
 from aibuddy_cli.vault import init_vault
@@ -27,12 +28,6 @@ def host(tmp_path: Path, name: str, url: str) -> dict[str, str]:
         "AIBUDDY_STORE_URL": url,
         "AIBUDDY_WORKER": "0",
     }
-
-
-def aibuddy(env: dict[str, str], *args: str) -> dict:
-    done = run_in_process(*args, "--json", env=env)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 @pytest.mark.process
@@ -302,7 +297,7 @@ def test_a_second_users_records_stay_theirs_on_every_host(
     """Tokens live in the database too: made on host A, they work on host B's HTTP server, and
     bob's never reads alice's memory (nor do bob's commands)."""
     pytest.importorskip("mcp")
-    from test_mcp_http import HttpServer, answer, with_client
+    from mcp_http_client import HttpServer, answer, with_client
 
     a, b = host(tmp_path, "a", postgres_url), host(tmp_path, "b", postgres_url)
     tokens = {}
@@ -330,17 +325,6 @@ def test_a_second_users_records_stay_theirs_on_every_host(
     assert aibuddy(a, "memory", "show", "salary")["body"].strip() == "Secret figure"
     as_bob = run_in_process("--user", "bob", "memory", "show", "salary", env=a)
     assert as_bob.returncode == 3 and b"Secret" not in as_bob.stdout + as_bob.stderr
-
-
-def vault_files(root: Path) -> dict[str, bytes]:
-    """The files `store copy` carries, by their path in the vault."""
-    found = {}
-    parts = ("memory", "knowledge", "tables", "tasks", ".aibuddy/logs", ".aibuddy/undo")
-    for part in [*parts, ".aibuddy/tokens.json"]:
-        for path in [root / part] if (root / part).is_file() else sorted((root / part).rglob("*")):
-            if path.is_file():
-                found[path.relative_to(root).as_posix()] = path.read_bytes()
-    return found
 
 
 @pytest.mark.process

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import run_in_process
-from test_pgstore import aibuddy, vault_files
+from store_support import aibuddy, vault_files
 
 from aibuddy_cli.vault import init_vault
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import ok, run_aibuddy
+from helpers import ok, run_aibuddy, unwritable_logs
 from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session
@@ -161,16 +161,6 @@ def test_the_journal_of_a_column_copy_names_its_target(cli, vault: Vault, tmp_pa
 def tables_files(vault: Vault) -> dict[str, bytes]:
     root = vault.root / "tables"
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def unwritable_logs(vault: Vault) -> None:
-    """`.aibuddy/logs` as a file: the folder the journal goes in cannot be made (as on a full or
-    read-only disk, which a test running as root cannot make of a folder)."""
-    logs = vault.root / ".aibuddy/logs"
-    for path in sorted(logs.rglob("*"), reverse=True):
-        path.rmdir() if path.is_dir() else path.unlink()
-    logs.rmdir()
-    logs.write_text("not a folder\n", encoding="utf-8")
 
 
 def test_every_change_that_cannot_be_journaled_leaves_the_tables_as_they_were(cli, vault: Vault) -> None:

@@ -12,22 +12,16 @@ import pytest
 from fake_openai import FakeOpenAI
 from helpers import ok
 from scripted_model import ScriptedModel
+from table_loop_support import ENV, agent
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelUnavailable, NotAllowed
 from aibuddy_cli.operations.loops.tables import TableAgent
 from aibuddy_cli.vault import Vault
 
-ENV = {"AIBUDDY_MODEL_TABLES": "openai/tables-test", "AIBUDDY_TIMEOUT": "30"}
-
 
 def rows_file(vault: Vault) -> Path:
     return vault.root / "tables/personal/demo/vendors.csv"
-
-
-def agent(vault: Vault, model: ScriptedModel, environ: dict[str, str] | None = None) -> TableAgent:
-    session = Session(Vault.open(vault.root), "demo", environ=ENV if environ is None else environ)
-    return TableAgent(session.tables, session.environ, connect=lambda settings: model)
 
 
 def test_ask_answers_through_read_only_tools(stocked: Vault) -> None:

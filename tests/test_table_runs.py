@@ -18,7 +18,7 @@ import pytest
 from fake_openai import FakeOpenAI
 from helpers import ok, wait_for
 from scripted_model import ScriptedModel
-from test_table_loops import ENV, agent
+from table_loop_support import ENV, agent
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.operations.loops import tables as loops

@@ -13,7 +13,7 @@ import pytest
 from fake_openai import FakeOpenAI
 from helpers import ok
 from scripted_model import ScriptedModel
-from test_table_loops import ENV, agent
+from table_loop_support import ENV, agent
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Conflict
@@ -361,7 +361,7 @@ def test_a_run_whose_journal_cannot_be_written_changes_nothing_and_says_so(stock
     """Each change of the run is refused before it is made ("nothing changed: the table journal
     cannot be written"), which the model reads; the tables are as they were, and the run's
     answer comes with the changes it did not apply."""
-    from test_table_journal import unwritable_logs
+    from helpers import unwritable_logs
 
     before = (stocked.root / VENDORS).read_bytes()
     unwritable_logs(stocked)

@@ -16,31 +16,15 @@ from pathlib import Path
 import pytest
 from helpers import child_env, ok, run_in_process
 from memory_store import MemoryStore
+from team_support import TEAM, commit_all, git, personal_keys
 
 from aibuddy_cli import background
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Busy, Conflict
 from aibuddy_cli.knowledge.watch import watched_folders
-from aibuddy_cli.store.composed import PERSONAL_FOLDERS, RoutedStore
+from aibuddy_cli.store.composed import RoutedStore
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.vault import Vault, init_vault
-
-GIT_USER = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
-TEAM = '\n[teams.eng]\nmembers = ["alice", "bob"]\n'
-
-
-def git(repo: Path, *args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", str(repo), *GIT_USER, *args], env=env, capture_output=True, text=True, check=check
-    )
-
-
-def commit_all(repo: Path, message: str, env: dict[str, str], *, hooks: bool = False) -> None:
-    """Without the pre-commit secrets check (two Python processes a commit) unless hooks: one test
-    here commits through it, test_secrets tests it."""
-    git(repo, "add", "-A", env=env)
-    skip = [] if hooks else ["-c", "core.hooksPath=/dev/null"]
-    git(repo, *skip, "commit", "-qm", message, env=env)
 
 
 def run(exe: list[str], clone: Path, env: dict[str, str], *args: str) -> dict:
@@ -54,10 +38,6 @@ def run(exe: list[str], clone: Path, env: dict[str, str], *args: str) -> dict:
     assert result.returncode == (4 if failed else 0), result.stderr
     assert set(failed) <= {"merge driver", "memory records"}, failed
     return document
-
-
-def personal_keys(tree: list[str]) -> list[str]:
-    return [path for path in tree if path.startswith(tuple(f"{folder}/" for folder in PERSONAL_FOLDERS))]
 
 
 def team_remote(tmp_path: Path, exe: list[str]) -> tuple[Path, str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import child_env, run_in_process
-from test_team_vault import TEAM, commit_all, git, personal_keys
+from team_support import TEAM, commit_all, git, personal_keys
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput
