@@ -3,7 +3,7 @@
 The service returns plain values (hits, outcomes, references) that its parts and the knowledge
 tools compose; a front end wraps them in one of these types and prints `to_json()` (`--json`),
 so the CLI and any other front end give the same document by construction.
-`tests/test_json_contract.py` pins the keys.
+`tests/operations/test_json_contract.py` pins the keys.
 """
 
 from __future__ import annotations

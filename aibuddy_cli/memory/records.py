@@ -3,7 +3,7 @@
 Writing the same record twice gives the same bytes, so git diffs show only what changed.
 Reading is strict: a file that is not exactly one well-formed record is reported, not guessed at.
 
-Two readers give the same answers (tests/test_records.py holds them to it):
+Two readers give the same answers (tests/memory/test_records.py holds them to it):
 - python-frontmatter with RecordHandler (a YAMLHandler: safe loading that refuses duplicate keys,
   the body kept byte for byte, keys written in FIELD_ORDER) writes every record and reads every
   header the YAML-free parser declines (every header, with parse_record(..., fast=False));

@@ -45,7 +45,7 @@ HISTORY_FOLDER = ".history"  # memory/<user>/.history/<name>.jsonl: hidden, so n
 HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 
 
-# --- what the operations answer, each with its one JSON shape (tests/test_json_contract.py) ---
+# --- what the operations answer, each with its one JSON shape (tests/operations/test_json_contract.py) ---
 
 
 def _problems_json(problems: list[Problem]) -> list[ProblemJson]:

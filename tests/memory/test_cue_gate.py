@@ -20,7 +20,7 @@ from helpers import CODE
 
 from aibuddy_cli.memory.cues import CUE_KINDS, find_cues, normalise
 
-TABLE = Path(__file__).resolve().parent / "fixtures" / "cue_turns.tsv"
+TABLE = Path(__file__).resolve().parents[1] / "fixtures" / "cue_turns.tsv"
 
 # Recall of lasting turns at least, open rate on chatter at most (the targets of the issue).
 RECALL = {"en": 0.70, "zh": 0.45}
@@ -411,7 +411,7 @@ def test_the_module_imports_light() -> None:
 
 @pytest.mark.process
 def test_the_bench_script_says_when_the_dev_set_is_absent(tmp_path: Path) -> None:
-    script = Path(__file__).resolve().parent.parent / "bench" / "cue_gate_rates.py"
+    script = Path(__file__).resolve().parents[2] / "bench" / "cue_gate_rates.py"
     code = {**os.environ, "PYTHONPATH": str(CODE)}  # this code, not an installed copy
     done = subprocess.run(
         [sys.executable, str(script), "--devsets", str(tmp_path)], capture_output=True, text=True, env=code

@@ -14,7 +14,7 @@ import pytest
 
 from aibuddy_cli.knowledge.outline import parse_outline
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SETS = REPO / "bench" / "sets"
 CORPUS = REPO.parent / "shared" / "corpus"
 DEVSETS = REPO.parent / "shared" / "devsets"

@@ -182,7 +182,7 @@ def test_a_session_end_to_end(
 def test_the_task_takes_only_new_turns_and_skips_what_is_not_conversation(
     vault: Vault, env: dict[str, str], tmp_path: Path
 ) -> None:
-    fixture = Path(__file__).parent / "fixtures/transcripts/claude-code.jsonl"
+    fixture = Path(__file__).parents[1] / "fixtures/transcripts/claude-code.jsonl"
     transcript = tmp_path / "t.jsonl"
     whole = fixture.read_bytes()
     transcript.write_bytes(whole[: whole.index(b"\n", 9000) + 1])  # Claude Code mid-session
@@ -274,7 +274,7 @@ def test_task_import_redacts_what_the_transcript_holds_and_says_where(
 def test_extraction_skips_a_turn_the_agent_saved_through_aibuddys_mcp_tools(env: dict[str, str]) -> None:
     """The agent called mcp__aibuddy__memory_save in its latest exchange: that is an explicit
     memory write, and automatic extraction leaves the turn alone."""
-    fixture = Path(__file__).parent / "fixtures/transcripts/claude-code.jsonl"
+    fixture = Path(__file__).parents[1] / "fixtures/transcripts/claude-code.jsonl"
     done = run_in_process("memory", "extract", "--transcript", str(fixture), "--dry-run", "--json", env=env)
     assert done.returncode == 0, done.stderr
     decisions = json.loads(done.stdout)["decisions"]

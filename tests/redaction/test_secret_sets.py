@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 SETS = BENCH / "sets" / "secrets"
 FORMATS = {"prose", "json", "env", "url", "header", "yaml", "cli", "code", "log"}
 

@@ -334,7 +334,7 @@ def test_store_copy_moves_a_whole_vault_there_and_back_byte_for_byte(
     import shutil
 
     source = tmp_path / "source"
-    shutil.copytree(Path(__file__).parent.parent / "sample_vault", source)
+    shutil.copytree(Path(__file__).parents[2] / "sample_vault", source)
     env = {"AIBUDDY_VAULT": str(source), "AIBUDDY_WORKER": "0"}
     user = aibuddy(env, "memory", "list")["user"]
     aibuddy(env, "memory", "save", "tea", "--type", "user", "--description", "Drinks green tea")

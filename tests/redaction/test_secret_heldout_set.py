@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SET = REPO / "bench" / "sets" / "secrets_heldout"
 FORMATS = {"prose", "json", "env", "url", "header", "yaml", "cli", "code", "log", "chat"}
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SET = REPO / "bench" / "sets" / "secrets_heldout2"
 
 

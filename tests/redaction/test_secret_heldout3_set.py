@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SET = REPO / "bench" / "sets" / "secrets_heldout3"
 # Codes that open a door, an alarm, a lockbox, a card or a phone: short by nature (4 to 6 digits).
 SHORT_CODES = {

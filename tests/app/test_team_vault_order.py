@@ -1,7 +1,7 @@
 """A team's remote never receives personal data, and a person's records stay theirs, whatever order
 people set up, clone, save, pull and commit in. Each case was a leak or a loss an issue found; each
 is played with real git, a bare remote and two users on two "machines" (HOME, XDG_DATA_HOME), as
-tests/test_team_vault.py does."""
+tests/app/test_team_vault.py does."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.vault import Vault
 
-HANDBOOK = Path(__file__).resolve().parent.parent / "bench" / "sets" / "handbook.md"
+HANDBOOK = Path(__file__).resolve().parents[2] / "bench" / "sets" / "handbook.md"
 
 
 def anchors(vault: Vault, query: str) -> list[str]:

@@ -158,8 +158,8 @@ def test_every_json_answer_keeps_its_keys(
         "NOTES": tmp_path / "notes.md",
         "NOTES2": tmp_path / "notes-v2.md",
         "DRAFT": tmp_path / "draft.md",
-        "AUTO_MEMORY": Path(__file__).parent / "fixtures" / "claude-code-memory",
-        "MEM0": Path(__file__).parent / "fixtures" / "mem0-export.json",
+        "AUTO_MEMORY": Path(__file__).parents[1] / "fixtures" / "claude-code-memory",
+        "MEM0": Path(__file__).parents[1] / "fixtures" / "mem0-export.json",
         "EXPORT": tmp_path / "export.jsonl",
     }
     files["TRANSCRIPT"].write_text("".join(json.dumps(m) + "\n" for m in TRANSCRIPT))
@@ -245,7 +245,7 @@ def test_a_table_run_reports_its_steps_in_their_pinned_shapes(
         event = json.loads(line)
         seen.setdefault(event["event"], shape(event))  # the first of each kind
     interrupted: RunEvent = {"event": "interrupted", "loop": "update", "run": "r", "applied": 0}
-    seen["interrupted"] = shape(interrupted)  # (tests/test_table_runs.py stops runs with Ctrl-C)
+    seen["interrupted"] = shape(interrupted)  # (tests/operations/test_table_runs.py stops runs with Ctrl-C)
     assert seen == PINNED_EVENTS
 
 

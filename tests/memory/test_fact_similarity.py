@@ -23,7 +23,7 @@ from helpers import CODE
 
 from aibuddy_cli.memory.facts import compare, fact_terms, similarity, stated
 
-TABLE = Path(__file__).resolve().parent / "fixtures" / "fact_pairs.tsv"
+TABLE = Path(__file__).resolve().parents[1] / "fixtures" / "fact_pairs.tsv"
 THRESHOLD = 0.6  # [extraction] similarity, default
 # Share of each label that must land right. `different` is what protects data (a miss there
 # overwrites a fact); a miss on `same` or `changed` only leaves two records where one would do.
@@ -247,7 +247,7 @@ def test_stated_whole_needs_every_word() -> None:
 
 @pytest.mark.process
 def test_the_bench_script_prints_the_figures() -> None:
-    script = Path(__file__).resolve().parent.parent / "bench" / "fact_pair_rates.py"
+    script = Path(__file__).resolve().parents[2] / "bench" / "fact_pair_rates.py"
     code = {**os.environ, "PYTHONPATH": str(CODE)}  # this code, not an installed copy
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=code)
     lines = done.stdout.splitlines()

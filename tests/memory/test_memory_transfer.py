@@ -10,7 +10,7 @@ from helpers import ok, run_in_process
 
 from aibuddy_cli.vault import Vault, init_vault
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 AUTO_MEMORY = FIXTURES / "claude-code-memory"
 
 GITHUB_TOKEN = "ghp_" + "q7Rk2ZpX9mWv4Lb" + "T8sYc1Nf6Hd3Gj5Ua0E"  # made up, shaped like one
