@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from fake_openai import FakeOpenAI
-from helpers import STRINGS, WarmWorker, child_env, ok, published
+from helpers import WarmWorker, child_env, ok
 from typer.testing import CliRunner
 
 from aibuddy_cli.app.session import Session
@@ -174,21 +174,6 @@ def aibuddy_exe() -> list[str]:
 def env(vault: Vault) -> dict[str, str]:
     """child_env for the test vault as user demo."""
     return child_env(vault.root)
-
-
-@pytest.fixture
-def kvault(tmp_path: Path) -> Vault:
-    """A vault where alice is the admin and bob is not."""
-    return init_vault(tmp_path / "kvault", "alice")
-
-
-@pytest.fixture
-def kb_vault(vault: Vault) -> Vault:
-    """The test vault with system/ch08-02-strings published and task t1 using it."""
-    published(Session(vault, "demo", environ={}).knowledge, STRINGS)
-    tasks = Session(vault, "demo").tasks
-    tasks.set_attached(tasks.new("strings").id, {"system/ch08-02-strings": True})
-    return vault
 
 
 @pytest.fixture(scope="session")
