@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-deps
 RUN_DIR := $(shell mktemp -u /tmp/aibuddy-run.XXXXXX)
 
-.PHONY: install run test test-quick lint bench clean
+.PHONY: install run test test-quick lint docs docs-serve reference bench clean
 
 # Dependencies are installed once per pyproject change; the package itself is reinstalled
 # (not editable, as a user installs it) on every run so tests see the current source.
@@ -39,9 +39,26 @@ test: install
 test-quick: install
 	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR)) $(PY) -m pytest -q -n auto --dist worksteal -m "not process"
 
+# The documentation site: the reference pages are made from the code (docs/gen_reference.py);
+# a stale one, a broken link or a page left out of the navigation fails the build (--strict).
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install -q ".[docs]"
+	touch $(DOCS_STAMP)
+
+reference: $(STAMP)
+	$(PY) docs/gen_reference.py
+
+docs: $(DOCS_STAMP)
+	$(PY) docs/gen_reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve --dev-addr 127.0.0.1:8000
+
 # `ruff format --check` is not part of lint yet: the code is not ruff-format-clean.
 lint: $(STAMP)
-	$(PY) -m ruff check aibuddy_cli tests bench
+	$(PY) -m ruff check aibuddy_cli tests bench docs
 	$(PY) -m mypy aibuddy_cli
 
 bench: install
@@ -72,4 +89,4 @@ bench: install
 	$(PY) bench/eval_retrieval.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache site

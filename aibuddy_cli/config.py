@@ -2,11 +2,11 @@
 
 `TABLES` is the one place a setting is declared: its table, name, kind, default, allowed range
 and a one-line description. From it come validation, unknown-key warnings, the template
-`aibuddy init` writes and the key reference in README.md (`python -m aibuddy_cli.config README.md`
-rewrites it). The settings objects (`Config`, one named tuple per table) are declared as classes
-too, so that mypy checks every settings read; `Schema` refuses a class that does not match its
-table (fields, order, types, defaults), so the two cannot drift apart. A schema given no classes
-(an extended one, in tests) builds its named tuples from the declarations.
+`aibuddy init` writes and the documentation's key reference (docs/reference/configuration.md,
+which docs/gen_reference.py writes). The settings objects (`Config`, one named tuple per table)
+are declared as classes too, so that mypy checks every settings read; `Schema` refuses a class
+that does not match its table (fields, order, types, defaults), so the two cannot drift apart. A
+schema given no classes (an extended one, in tests) builds its named tuples from the declarations.
 
 Kept cheap to import, as it is on every command's path: named tuples, no tomllib, no dataclasses.
 """
@@ -585,8 +585,9 @@ def config_template(user: str) -> str:
     return SCHEMA.template(user)
 
 
-# README.md's key reference sits between these lines; the test suite checks it matches SCHEMA.
-REFERENCE_START = "<!-- config keys, made by `python -m aibuddy_cli.config README.md` -->"
+# The documentation's key reference (docs/reference/configuration.md) sits between these lines;
+# docs/gen_reference.py writes it and the test suite checks it matches SCHEMA.
+REFERENCE_START = "<!-- config keys, made by docs/gen_reference.py -->"
 REFERENCE_END = "<!-- end of config keys -->"
 
 
@@ -597,17 +598,3 @@ def with_reference(document: str, schema: Schema = SCHEMA) -> str:
     if not start or not end:
         raise ValueError(f"the reference markers are missing: {REFERENCE_START} … {REFERENCE_END}")
     return f"{head}{REFERENCE_START}\n{schema.reference()}{REFERENCE_END}{tail}"
-
-
-if __name__ == "__main__":  # print the key reference, or rewrite it in the Markdown files named
-    import sys
-
-    if len(sys.argv) == 1:
-        sys.stdout.write(SCHEMA.reference())
-    for name in sys.argv[1:]:
-        with open(name, encoding="utf-8") as file:
-            text = file.read()
-        updated = with_reference(text)
-        if updated != text:
-            with open(name, "w", encoding="utf-8") as file:
-                file.write(updated)

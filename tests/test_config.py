@@ -1,5 +1,5 @@
 """aibuddy.toml: each key is declared once (aibuddy_cli/config.py); the settings objects, validation,
-unknown-key warnings, the `aibuddy init` template and README's key table all come from there."""
+unknown-key warnings, the `aibuddy init` template and the documentation's key table all come from there."""
 
 from __future__ import annotations
 
@@ -164,19 +164,19 @@ def test_init_writes_the_template(tmp_path: Path) -> None:
     assert made.config == config.Config(default_user="alice", admins=("alice",), models={"timeout": 20})
 
 
-# --- README's key table ---------------------------------------------------------------------------
+# --- the documentation's key table ---------------------------------------------------------------
 
 
-def test_readme_key_table_matches_the_declarations() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert config.with_reference(readme) == readme, (
-        "README.md's configuration table differs from aibuddy_cli/config.py; "
-        "run: .venv/bin/python -m aibuddy_cli.config README.md"
+def test_the_documented_key_table_matches_the_declarations() -> None:
+    page = (REPO / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
+    assert config.with_reference(page) == page, (
+        "docs/reference/configuration.md's table differs from aibuddy_cli/config.py; "
+        "run: .venv/bin/python docs/gen_reference.py"
     )
     for table in TABLES:
         for setting in table.settings:
             key = f"`[{table.name}] {setting.name}`" if table.name else f"`{setting.name}`"
-            assert f"| {key} |" in readme
+            assert f"| {key} |" in page
 
 
 # --- a new table is one declaration ---------------------------------------------------------------
