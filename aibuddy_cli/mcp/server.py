@@ -346,6 +346,9 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
         # or protected-resource metadata are published (resource_server_url None).
         auth = AuthSettings(issuer_url=AnyHttpUrl(url), resource_server_url=None)
     ours = {op.tools["mcp"]: op for op in server.operations()}
+    # Each tool's result schema, derived from its result type and published as is (the result's
+    # document is checked against it by the JSON contract tests, not on every call).
+    results = {name: _object_schema(output_schema(op)) for name, op in ours.items()}
 
     class App(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -353,6 +356,14 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
             if op is None:  # a tool this server does not have: the SDK's "Unknown tool" answer
                 return await super().call_tool(name, arguments, context)
             return await anyio.to_thread.run_sync(server.run_tool, op, arguments)
+
+        async def list_tools(self) -> Any:
+            listed = await super().list_tools()
+            return [
+                tool.model_copy(update={"output_schema": results[tool.name]}) if tool.name in results
+                else tool
+                for tool in listed
+            ]
 
     app = App(
         "aibuddy",
@@ -366,11 +377,6 @@ def mcp_app(server: Server, tokens: Any = None, url: str = "http://127.0.0.1") -
         tool = server.tool(op)
         hints = tool_annotations(op)
         app.add_tool(tool, name=tool.__name__, title=op.title, annotations=hints, structured_output=False)
-        # The schema derived from the result type, published as is (the SDK reads it live; the
-        # result's document is checked against it by the JSON contract tests, not on every call).
-        published = app._tool_manager.get_tool(tool.__name__)  # noqa: SLF001
-        assert published is not None
-        published.fn_metadata.output_schema = _object_schema(output_schema(op))
     add_resources(app, server.session)
     add_prompts(app, server.session)
     return app
