@@ -278,9 +278,9 @@ class MemoryService:
         self.environ = environ
         self._index: MemoryIndex | None = None
         self._index_thread = 0  # the thread that opened _index (the only one that may use it)
-        # A long-lived server's writer (store.locks.WriteBehind.submit): a recall's telemetry is written
-        # there after the answer, so a recall never waits for the lock a save holds.
-        # A server's write-behind: (job, how long it may linger for more of its kind).
+        # A long-lived server's writer (store.locks.WriteBehind.submit: a job, and how long it may
+        # linger for more of its kind): a recall's telemetry is written there after the answer, so
+        # a recall never waits for the lock a save holds.
         self.telemetry_later: Callable[[Callable[[], None], float], None] | None = None
 
     # --- helpers ----------------------------------------------------------------------
