@@ -48,6 +48,14 @@ class UnmarkedProcess(AssertionError):
     pass
 
 
+# inotify_simple's first INotify asks `ldconfig -p` where libc is (ctypes.util.find_library): made
+# once, here, so that no test's first FolderWatch starts that process.
+with contextlib.suppress(ImportError, OSError):
+    from inotify_simple import INotify  # type: ignore[import-untyped]
+
+    INotify().close()
+
+
 @contextlib.contextmanager
 def _refused_unless_marked(item: pytest.Item) -> Iterator[None]:
     if item.get_closest_marker("process"):

@@ -1,6 +1,6 @@
 """What a command imports before it answers: the fast path (`memory recall`, `kb search`,
 `kb read`) none of the heavy modules, the git merge driver no Typer, `--help` neither litellm nor
-watchdog."""
+the file watcher."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from aibuddy_cli.vault import Vault
 pytestmark = pytest.mark.process  # every test here starts a process or a server
 
 HEAVY = (
-    "typer", "click", "rich", "pydantic", "litellm", "markdown_it", "watchdog", "frontmatter",
+    "typer", "click", "rich", "pydantic", "litellm", "markdown_it", "inotify_simple", "frontmatter",
     "kingfisher_sdk",
 )  # fmt: skip
 
@@ -111,7 +111,7 @@ def modules_after_main(args: list[str], env: dict[str, str]) -> set[str]:
 
 def test_help_does_not_import_litellm(env: dict[str, str]) -> None:
     loaded = modules_after_main(["--help"], env)
-    assert "litellm" not in loaded and "watchdog" not in loaded
+    assert "litellm" not in loaded and "inotify_simple" not in loaded
 
 
 def test_a_command_imports_only_its_own_group(vault: Vault, env: dict[str, str]) -> None:
