@@ -28,7 +28,7 @@ import bench_growth  # noqa: E402
 from bench_growth import AIBUDDY, CACHE, MAKERS, bench_env, cached, report, sample  # noqa: E402
 from benchlib import check_run  # noqa: E402
 
-from aibuddy_cli.app import watch_client  # noqa: E402
+from aibuddy_cli.store import watch_client  # noqa: E402
 
 SOURCE = str(Path(__file__).resolve().parent.parent)
 RUNTIME = CACHE / "run"  # the watch process's socket folder (XDG_RUNTIME_DIR) for this bench

@@ -73,6 +73,7 @@ def complete_request(digest: str, url: str) -> dict:
 
 def one_worker(env: dict[str, str], url: str) -> dict:
     """Spawn a worker, time spawn -> first answer, make CALLS calls, read its memory, stop it."""
+    from aibuddy_cli import unix_peer
     from aibuddy_cli.models import worker_client
 
     digest = worker_client.fingerprint(env)
@@ -91,9 +92,9 @@ def one_worker(env: dict[str, str], url: str) -> dict:
         deadline = time.monotonic() + 300
         while True:
             try:
-                reply = worker_client.send(path, request, 60)
+                reply = unix_peer.send(path, request, 60)
                 break
-            except worker_client.NoWorker:
+            except unix_peer.NoPeer:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("the worker did not start") from None
                 time.sleep(0.02)
@@ -101,10 +102,10 @@ def one_worker(env: dict[str, str], url: str) -> dict:
         if not reply.get("ok"):
             raise SystemExit(f"unexpected worker answer: {reply}")
         for _ in range(CALLS - 1):
-            worker_client.send(path, request, 60)
+            unix_peer.send(path, request, 60)
         rss, peak = rss_mb(process.pid)
-        status = worker_client.send(path, {"op": "status"}, 5)
-        worker_client.send(path, {"op": "stop"}, 5)
+        status = unix_peer.send(path, {"op": "status"}, 5)
+        unix_peer.send(path, {"op": "stop"}, 5)
         process.wait(60)
     finally:
         if process.poll() is None:

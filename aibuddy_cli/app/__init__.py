@@ -1,4 +1,3 @@
 """What builds the services for one vault and user (session.py, the composition root) and what
 spans several of them: a team vault's two roots (team.py), git's merge driver (merge_driver.py),
-`aibuddy doctor` (doctor.py), `aibuddy store copy` (store_copy.py), and a command's half of the
-watch process (watch_client.py)."""
+`aibuddy doctor` (doctor.py) and `aibuddy store copy` (store_copy.py)."""

@@ -173,17 +173,17 @@ def worker_check(environ: Mapping[str, str]) -> Check:
 
 
 def watch_check(session: Session) -> Check:
-    """The vault's watch process (watch_client.py): off, running, or started by the next walk of a
+    """The vault's watch process (store/watch_client.py): off, running, or started by the next walk of a
     big folder."""
-    from ..models.worker_client import WorkerUnavailable
-    from .watch_client import mode, status
+    from ..store.watch_client import mode, status
+    from ..unix_peer import PeerUnavailable
 
     chosen = mode(session.environ, session.vault.config.indexes.watch)
     if chosen == "off":
         return Check("watch process", True, "off ([indexes] watch or AIBUDDY_WATCH)")
     try:
         found = status(session.environ, session.vault.root)
-    except WorkerUnavailable as error:
+    except PeerUnavailable as error:
         return Check("watch process", False, str(error))
     if found.running:
         return Check("watch process", True, f"running (pid {found.pid}, {found.folders} folders watched)")

@@ -51,9 +51,9 @@ def database_store(vault: Vault, environ: Mapping[str, str]) -> WalkableStore | 
 
 
 def _remote_watch(vault: Vault, environ: Mapping[str, str]) -> Watch | None:
-    """A one-shot command's watch: the vault's watch process, asked over its socket (app.watch_client),
+    """A one-shot command's watch: the vault's watch process, asked over its socket (store.watch_client),
     unless `[indexes] watch` / AIBUDDY_WATCH is "off"."""
-    from .watch_client import MIN_FILES, RemoteWatch, mode
+    from ..store.watch_client import MIN_FILES, RemoteWatch, mode
 
     chosen = mode(environ, vault.config.indexes.watch)
     if chosen == "off":

@@ -20,11 +20,11 @@ app = typer.Typer(
 def _asked(ask: Callable[..., Any], environ: Mapping[str, str], root: Path) -> Any:
     """ask(environ, root); NotAllowed (exit 5) when the socket's folder is not private."""
     from ..errors import NotAllowed
-    from ..models.worker_client import WorkerUnavailable
+    from ..unix_peer import PeerUnavailable
 
     try:
         return ask(environ, root)
-    except WorkerUnavailable as exc:
+    except PeerUnavailable as exc:
         raise NotAllowed(f"the watch process's folder is not used: {exc}") from None
 
 
@@ -35,7 +35,7 @@ def _text(running: bool, pid: int | None, folders: int | None) -> str:
 @app.command("status")
 def status(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Whether a watch process serves this vault."""
-    from ..app import watch_client
+    from ..store import watch_client
 
     state = state_of(ctx, json)
     found = _asked(watch_client.status, state.environ, state.session().vault.root)
@@ -46,7 +46,7 @@ def status(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="
 @app.command("stop")
 def stop(ctx: typer.Context, json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Stop this vault's watch process (the next walk of a big folder starts one again)."""
-    from ..app import watch_client
+    from ..store import watch_client
 
     state = state_of(ctx, json)
     found = _asked(watch_client.stop, state.environ, state.session().vault.root)

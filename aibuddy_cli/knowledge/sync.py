@@ -79,7 +79,7 @@ class Sync:
         and if it was ready it goes back to pending: it is never served as reviewed. A Markdown
         file dropped into a pending/ folder gets its sidecar.
 
-        Where the vault's watch process (app/watch_client.py) tells what changed in every folder
+        Where the vault's watch process (store/watch_client.py) tells what changed in every folder
         since the index last saw it, only those documents are looked at; else every folder is
         listed (a stat per file) and compared with the index by its digest.
         """

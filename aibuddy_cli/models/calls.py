@@ -138,12 +138,13 @@ def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **o
     if settings.worker is not None and settings.problem is None and settings.model is not None:
         import time
 
+        from ..unix_peer import PeerUnavailable
         from . import worker_client
 
         began = time.monotonic()
         try:
             return worker_client.complete(settings, messages, options, settings.worker.mapping)
-        except worker_client.WorkerUnavailable:
+        except PeerUnavailable:
             # A worker that broke off after taking the request has used part of the timeout:
             # the call here gets what is left of it, so the caller never waits twice.
             left = settings.timeout - (time.monotonic() - began)

@@ -25,19 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..unix_peer import bind_private
-from .worker_client import (
-    WorkerTimedOut,
-    WorkerUnavailable,
-    asked_idle,
-    derived_idle,
-    fingerprint,
-    lock_path,
-    open_lock,
-    peer_uid,
-    send,
-    socket_path,
-)
+from ..unix_peer import PeerTimedOut, PeerUnavailable, bind_private, lock_path, open_lock, peer_uid, send
+from .worker_client import asked_idle, derived_idle, fingerprint, socket_path
 
 DRAIN_SECONDS = 600.0  # the longest a model timeout may be: calls in flight when the worker stops
 
@@ -88,7 +77,7 @@ def _command_path(environ: Mapping[str, str]) -> Path:
 
     try:
         return socket_path(environ)
-    except WorkerUnavailable as exc:
+    except PeerUnavailable as exc:
         raise NotAllowed(f"the model worker's folder is not used: {exc}") from None
 
 
@@ -96,7 +85,7 @@ def status(environ: Mapping[str, str]) -> WorkerStatus:
     path = _command_path(environ)
     try:
         reply = send(path, {"op": "status"}, 2.0)
-    except (WorkerUnavailable, WorkerTimedOut):
+    except (PeerUnavailable, PeerTimedOut):
         return WorkerStatus(False, str(path), None, None, asked_idle(environ), None)
     pid, calls, idle, start = (reply.get(key) for key in ("pid", "calls", "idle_limit", "start_seconds"))
     return WorkerStatus(True, str(path), pid, calls, idle, start)
@@ -106,7 +95,7 @@ def stop(environ: Mapping[str, str]) -> WorkerStatus:
     path = _command_path(environ)
     try:
         send(path, {"op": "stop"}, 2.0)
-    except (WorkerUnavailable, WorkerTimedOut):
+    except (PeerUnavailable, PeerTimedOut):
         pass
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline and path.exists():
@@ -139,7 +128,7 @@ def serve(environ: Mapping[str, str], lock_fd: int | None = None, spawned_at: fl
             except ModelError:
                 return  # litellm did not import (in time): calls stay in-process
             _serve_on(path, digest, time.time() - begun, asked_idle(environ))
-    except (OSError, WorkerUnavailable):
+    except (OSError, PeerUnavailable):
         return
 
 

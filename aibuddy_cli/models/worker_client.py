@@ -34,20 +34,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
-import stat
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ..unix_peer import peer_uid
+from ..unix_peer import NoPeer, PeerTimedOut, PeerUnavailable, open_lock, private_folder, send
 from .roles import ModelSettings
 
-CONNECT_TIMEOUT = 0.2
 ANSWER_GRACE = 1.0  # past the model's timeout, for the worker's own "timed out" reply to arrive
 # A worker nobody asked to keep exits once unused for this many times what its own start took
 # (spawn to ready, measured by the worker): an idle worker never costs more waiting than it saves.
@@ -71,18 +67,6 @@ IGNORED = frozenset(
 IGNORED_PREFIXES = ("AIBUDDY_", "TERM", "ITERM_", "VSCODE_", "KITTY_", "WEZTERM_", "KONSOLE_", "WT_")
 # What models._litellm sets when unset, before importing litellm: absent counts as these.
 _LITELLM_DEFAULTS = {"LITELLM_MODE": "PRODUCTION", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-
-
-class WorkerUnavailable(Exception):
-    """No worker of ours answered: the caller calls the model in-process."""
-
-
-class NoWorker(WorkerUnavailable):
-    """Nothing listens on the socket (none yet, stale, refused): one is started for the next call."""
-
-
-class WorkerTimedOut(Exception):
-    """The worker took the request and did not answer within the call's timeout."""
 
 
 def relevant_environment(environ: Mapping[str, str]) -> dict[str, str]:
@@ -123,45 +107,8 @@ def fingerprint(environ: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(key).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def folder(environ: Mapping[str, str]) -> Path:
-    """The private socket folder, made if missing; WorkerUnavailable unless it is a real folder
-    (not a symlink) of this user that no one else may enter."""
-    from ..xdg import base_dir
-
-    runtime = base_dir(environ, "XDG_RUNTIME_DIR")
-    base = runtime / "aibuddy" if runtime else Path(tempfile.gettempdir()) / f"aibuddy-{os.getuid()}"
-    try:
-        os.mkdir(base, 0o700)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise WorkerUnavailable(f"{base} cannot be made ({exc.strerror or exc})") from None
-    check_private(base)
-    return base
-
-
-def check_private(path: Path) -> None:
-    """WorkerUnavailable unless path, not followed if a link, is a folder of ours closed to others."""
-    try:
-        found = os.lstat(path)
-    except OSError as exc:
-        raise WorkerUnavailable(f"{path} cannot be checked ({exc.strerror or exc})") from None
-    if stat.S_ISLNK(found.st_mode):
-        raise WorkerUnavailable(f"{path} is a symbolic link, not a private folder")
-    if not stat.S_ISDIR(found.st_mode):
-        raise WorkerUnavailable(f"{path} is not a folder")
-    if found.st_uid != os.getuid():
-        raise WorkerUnavailable(f"{path} belongs to uid {found.st_uid}, not this user")
-    if found.st_mode & 0o077:
-        raise WorkerUnavailable(f"{path} is open to other users (mode {found.st_mode & 0o777:o})")
-
-
 def socket_path(environ: Mapping[str, str], digest: str | None = None) -> Path:
-    return folder(environ) / f"worker-{(digest or fingerprint(environ))[:16]}.sock"
-
-
-def lock_path(path: Path) -> Path:
-    return path.with_suffix(".lock")
+    return private_folder(environ) / f"worker-{(digest or fingerprint(environ))[:16]}.sock"
 
 
 def asked_idle(environ: Mapping[str, str]) -> float | None:
@@ -178,43 +125,6 @@ def derived_idle(start_seconds: float) -> float:
     return max(start_seconds * IDLE_PER_START, MIN_IDLE)
 
 
-def send(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """One request and its reply, all within timeout seconds (connecting within CONNECT_TIMEOUT).
-    NoWorker when nothing listens, WorkerUnavailable when the peer is not ours or the exchange
-    breaks, WorkerTimedOut when the request went out and no reply came in time."""
-    deadline = time.monotonic() + timeout
-    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        client.settimeout(min(CONNECT_TIMEOUT, timeout))
-        try:
-            client.connect(str(path))
-        except OSError as exc:  # none, stale, refused, too slow to accept: go on without it
-            raise NoWorker(str(exc)) from None
-        uid = peer_uid(client)
-        if uid is not None and uid != os.getuid():
-            raise WorkerUnavailable(f"{path} is served by uid {uid}, not this user: not used")
-        data = b""
-        try:
-            client.settimeout(max(deadline - time.monotonic(), 0.001))
-            client.sendall(json.dumps(request).encode() + b"\n")
-            while not data.endswith(b"\n"):
-                client.settimeout(max(deadline - time.monotonic(), 0.001))
-                chunk = client.recv(65536)
-                if not chunk:
-                    raise WorkerUnavailable("the worker closed the connection")
-                data += chunk
-        except TimeoutError:
-            raise WorkerTimedOut(f"no answer from the worker within {timeout:g}s") from None
-        reply = json.loads(data)
-        if not isinstance(reply, dict):
-            raise WorkerUnavailable("the worker's reply is not an object")
-        return reply
-    except (OSError, ValueError) as exc:
-        raise WorkerUnavailable(str(exc)) from None
-    finally:
-        client.close()
-
-
 def complete(
     settings: ModelSettings,
     messages: Sequence[Mapping[str, Any]],
@@ -223,12 +133,12 @@ def complete(
 ) -> Any:
     """The model's message through the worker (an object with content and tool_calls), or
     ModelError as in-process (a worker that does not answer within the call's timeout is a
-    timeout); WorkerUnavailable when there is no worker of ours to ask (one is started if none
+    timeout); PeerUnavailable when there is no worker of ours to ask (one is started if none
     listens) in environ."""
     from ..errors import ModelError
 
     digest = fingerprint(environ)
-    path = socket_path(environ, digest)  # WorkerUnavailable: the folder is not private
+    path = socket_path(environ, digest)  # PeerUnavailable: the folder is not private
     request = {
         "op": "complete",
         "env": digest,
@@ -237,22 +147,18 @@ def complete(
         "options": dict(options),
     }
     try:
-        reply = send(path, request, settings.timeout + ANSWER_GRACE)
-    except NoWorker:
+        reply = send(path, request, settings.timeout + ANSWER_GRACE, "the worker")
+    except NoPeer:
         start(environ)
         raise
-    except WorkerTimedOut:
+    except PeerTimedOut:
         raise ModelError(f"{settings.role} model timed out after {settings.timeout:g}s") from None
     if reply.get("refused"):
-        raise WorkerUnavailable(str(reply.get("error") or "the worker refused the request"))
+        raise PeerUnavailable(str(reply.get("error") or "the worker refused the request"))
     if not reply.get("ok"):
         raise ModelError(str(reply.get("error") or "the model call failed in the worker"))
     message = reply.get("message") or {}
     return SimpleNamespace(content=message.get("content"), tool_calls=message.get("tool_calls") or None)
-
-
-def open_lock(path: Path) -> int:
-    return os.open(lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
 
 
 def start(environ: Mapping[str, str]) -> None:
@@ -266,7 +172,7 @@ def start(environ: Mapping[str, str]) -> None:
 
     try:
         fd = open_lock(socket_path(environ))
-    except (OSError, WorkerUnavailable):
+    except (OSError, PeerUnavailable):
         return
     argv = [
         sys.executable, "-m", "aibuddy_cli", "worker", "serve", "--lock-fd", str(fd),

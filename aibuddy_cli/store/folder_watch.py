@@ -39,7 +39,7 @@ UNKNOWN = Changes(None, None)
 
 class Watch(Protocol):
     """What a store asks: a FolderWatch in a long-lived process, or a one-shot command's
-    app.watch_client.RemoteWatch, which asks the vault's watch process."""
+    store.watch_client.RemoteWatch, which asks the vault's watch process."""
 
     def changes(self, folder: Path, since: Collection[str]) -> Changes: ...
 

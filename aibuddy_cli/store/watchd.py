@@ -2,7 +2,7 @@
 (inotify) over the vault's folders and tells a one-shot command what changed in a folder since
 the cursor the command's index kept, so the command reads only those files instead of one stat
 per file of the folder (0.5 s at 100,000 records). It is to aibuddy what git's fsmonitor daemon is
-to git; app/watch_client.py is the half a command uses, and says when one is started.
+to git; watch_client.py is the half a command uses, and says when one is started.
 
 Exactness is FolderWatch's: the kernel queues an event during every write, and the queue is
 drained when the question is asked, so a change completed before the question is in the answer.

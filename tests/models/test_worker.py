@@ -17,6 +17,7 @@ import pytest
 from fake_openai import FakeOpenAI
 from helpers import in_vault, run_aibuddy, run_in_process
 
+from aibuddy_cli import unix_peer
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import NotAllowed
 from aibuddy_cli.models import calls as models
@@ -95,7 +96,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
         time.sleep(0.01)
     replies: list[dict] = []
     client = threading.Thread(
-        target=lambda: replies.append(worker_client.send(path, {"op": "complete", "env": "digest"}, 60)),
+        target=lambda: replies.append(unix_peer.send(path, {"op": "complete", "env": "digest"}, 60)),
         daemon=True,
     )
     client.start()
@@ -105,7 +106,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     while time.monotonic() - held < 4 * limit:  # the event: four times the idle bound has gone by
         time.sleep(0.05)
     assert server.is_alive()  # still serving the call in flight
-    worker_client.send(path, {"op": "stop"}, 10)  # a stop, too, lets the call finish
+    unix_peer.send(path, {"op": "stop"}, 10)  # a stop, too, lets the call finish
     release.set()
     client.join(60)
     server.join(60)
@@ -170,7 +171,7 @@ def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
             time.sleep(0.05)
         assert server.is_alive() and worker.status(env).running
     finally:
-        worker_client.send(path, {"op": "stop"}, 10)
+        unix_peer.send(path, {"op": "stop"}, 10)
         server.join(60)
     assert not server.is_alive()
 
@@ -277,7 +278,7 @@ def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
     # The credential read works here (on Linux): the worker is ours.
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.connect(str(worker_client.socket_path(env)))
-    assert worker_client.peer_uid(probe) in (os.getuid(), None)
+    assert unix_peer.peer_uid(probe) in (os.getuid(), None)
     probe.close()
 
     for name in list(os.environ):
@@ -291,16 +292,16 @@ def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
     # Right socket, another environment (a digest that only starts the same): refused.
     real = worker_client.fingerprint
     monkeypatch.setattr(worker_client, "fingerprint", lambda environ: real(environ)[:16] + "0" * 48)
-    with pytest.raises(worker_client.WorkerUnavailable, match="environment"):
+    with pytest.raises(unix_peer.PeerUnavailable, match="environment"):
         worker_client.complete(settings, hello, {}, os.environ)
     assert models.complete_text(settings, hello) == "in-process"  # the fallback: in this process
     monkeypatch.setattr(worker_client, "fingerprint", real)
     # A socket served by another uid (as a racing local user would): never sent the request.
-    monkeypatch.setattr(worker_client, "peer_uid", lambda connection: os.getuid() + 1)
-    with pytest.raises(worker_client.WorkerUnavailable, match="served by uid"):
+    monkeypatch.setattr(unix_peer, "peer_uid", lambda connection: os.getuid() + 1)
+    with pytest.raises(unix_peer.PeerUnavailable, match="served by uid"):
         worker_client.complete(settings, hello, {}, os.environ)
     assert models.complete_text(settings, hello) == "in-process"
-    monkeypatch.setattr(worker_client, "peer_uid", lambda connection: os.getuid())
+    monkeypatch.setattr(unix_peer, "peer_uid", lambda connection: os.getuid())
     assert len(fake_openai.requests) == 2 and worker.status(env).calls == calls
     fake_openai.default.content = "through the worker"
     assert models.complete_text(settings, hello) == "through the worker"
@@ -318,7 +319,7 @@ def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
     elsewhere = runtime.parent / "elsewhere"
     elsewhere.mkdir(mode=0o700)
     (runtime / "aibuddy").symlink_to(elsewhere)  # e.g. raced into a shared /tmp
-    with pytest.raises(worker_client.WorkerUnavailable, match="symbolic link"):
+    with pytest.raises(unix_peer.PeerUnavailable, match="symbolic link"):
         worker_client.socket_path(dict(os.environ))
     with pytest.raises(NotAllowed, match="symbolic link"):  # `aibuddy worker status`: exit 5
         worker.status(dict(os.environ))
@@ -328,12 +329,12 @@ def test_a_socket_folder_that_is_a_link_or_not_private_is_never_used(
     (runtime / "aibuddy").unlink()
     (runtime / "aibuddy").mkdir(mode=0o700)
     (runtime / "aibuddy").chmod(0o755)
-    with pytest.raises(worker_client.WorkerUnavailable, match="open to other users"):
+    with pytest.raises(unix_peer.PeerUnavailable, match="open to other users"):
         worker_client.socket_path(dict(os.environ))
     if os.getuid() == 0:  # another owner can be made only as root
         (runtime / "aibuddy").chmod(0o700)
         os.chown(runtime / "aibuddy", 4321, 4321)
-        with pytest.raises(worker_client.WorkerUnavailable, match="belongs to uid 4321"):
+        with pytest.raises(unix_peer.PeerUnavailable, match="belongs to uid 4321"):
             worker_client.socket_path(dict(os.environ))
     assert memory.recall("tea").method == "model"
     assert not list((runtime / "aibuddy").iterdir())

@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 from helpers import run_aibuddy, wait_for
 
-from aibuddy_cli.app import watch_client
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.config import CONFIG_FILE as CONFIG
-from aibuddy_cli.store import watchd
+from aibuddy_cli.store import watch_client, watchd
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.store.folder_watch import FolderWatch
 from aibuddy_cli.vault import Vault
@@ -186,7 +185,7 @@ def test_the_watch_process_answers_only_about_its_users_real_folders(vault: Vaul
     server = threading.Thread(target=watchd._serve_on, args=(path, FolderWatch(), 60.0), daemon=True)
     server.start()
     assert wait_for(path.exists, 60)
-    from aibuddy_cli.models.worker_client import send
+    from aibuddy_cli.unix_peer import send
 
     folder = vault.root / "memory"
     (vault.root / "link").symlink_to(folder)
@@ -237,7 +236,7 @@ def test_the_watch_process_answers_no_other_uid(vault: Vault, runtime_dir: Path)
     _, status = os.waitpid(child, 0)
     for opened in (runtime_dir.parent, runtime_dir):
         opened.chmod(0o700)
-    from aibuddy_cli.models.worker_client import send
+    from aibuddy_cli.unix_peer import send
 
     send(path, {"op": "stop"}, 10)
     server.join(60)

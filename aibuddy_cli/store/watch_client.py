@@ -13,7 +13,7 @@ keeps its cursor; from then on a command reads only what changed.
 
 `[indexes] watch` in aibuddy.toml, or `AIBUDDY_WATCH`, says when: "auto" (the default: folders of
 MIN_FILES files or more), "on" (any folder) or "off" (no watch process is started or asked).
-The socket is in the model worker's private folder (worker_client.folder), named from the vault's
+The socket is in aibuddy's private socket folder (unix_peer.private_folder), named from the vault's
 path, and both ends check the other's uid.
 """
 
@@ -25,10 +25,11 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..store.folder_watch import UNKNOWN, Changes
+from .folder_watch import UNKNOWN, Changes
 
 MIN_FILES = 2000  # the walk of 2,000 files costs about what starting a watch process costs
 ANSWER_TIMEOUT = 2.0
+PEER = "the watch process"  # as its failures name it
 MODES = ("auto", "on", "off")
 
 
@@ -50,10 +51,10 @@ def socket_name(root: Path) -> str:
 
 
 def socket_path(environ: Mapping[str, str], root: Path) -> Path:
-    """The vault's watch socket (WorkerUnavailable when the private folder cannot be used)."""
-    from ..models.worker_client import folder
+    """The vault's watch socket (PeerUnavailable when the private folder cannot be used)."""
+    from ..unix_peer import private_folder
 
-    return folder(environ) / socket_name(root)
+    return private_folder(environ) / socket_name(root)
 
 
 def surely_absent(environ: Mapping[str, str], root: Path) -> bool:
@@ -76,12 +77,13 @@ class RemoteWatch:
         if self._absent or surely_absent(self.environ, self.root):
             self._absent = True
             return UNKNOWN
-        from ..models.worker_client import NoWorker, WorkerTimedOut, WorkerUnavailable, send
+        from ..unix_peer import NoPeer, PeerTimedOut, PeerUnavailable, send
 
         try:
             path = socket_path(self.environ, self.root)
-            reply = send(path, {"op": "changes", "folder": str(folder), "since": list(since)}, ANSWER_TIMEOUT)
-        except (NoWorker, WorkerTimedOut, WorkerUnavailable):
+            asked = {"op": "changes", "folder": str(folder), "since": list(since)}
+            reply = send(path, asked, ANSWER_TIMEOUT, PEER)
+        except (NoPeer, PeerTimedOut, PeerUnavailable):
             self._absent = True
             return UNKNOWN
         return _changes(reply)
@@ -108,13 +110,12 @@ def _changes(reply: dict[str, Any]) -> Changes:
 def start(environ: Mapping[str, str], root: Path) -> None:
     """Start the vault's watch process in the background, unless one is starting or serving. The
     starter takes its lock and hands it down (as worker_client.start does for a model worker)."""
-    from ..models.worker_client import WorkerUnavailable, open_lock
-    from ..unix_peer import spawn_holding
+    from ..unix_peer import PeerUnavailable, open_lock, spawn_holding
 
     try:
         path = socket_path(environ, root)
         fd = open_lock(path)
-    except (OSError, WorkerUnavailable):
+    except (OSError, PeerUnavailable):
         return
     argv = [sys.executable, "-m", "aibuddy_cli.store.watchd", str(path), "--lock-fd", str(fd)]
     idle = environ.get("AIBUDDY_WATCH_IDLE")
@@ -135,12 +136,12 @@ class WatchStatus(NamedTuple):
 
 
 def status(environ: Mapping[str, str], root: Path) -> WatchStatus:
-    from ..models.worker_client import WorkerTimedOut, WorkerUnavailable, send
+    from ..unix_peer import PeerTimedOut, PeerUnavailable, send
 
-    path = socket_path(environ, root)  # WorkerUnavailable: the folder is not private
+    path = socket_path(environ, root)  # PeerUnavailable: the folder is not private
     try:
-        reply = send(path, {"op": "status"}, ANSWER_TIMEOUT)
-    except (WorkerUnavailable, WorkerTimedOut):
+        reply = send(path, {"op": "status"}, ANSWER_TIMEOUT, PEER)
+    except (PeerUnavailable, PeerTimedOut):
         return WatchStatus(False, str(path), None, None, None)
     return WatchStatus(True, str(path), reply.get("pid"), reply.get("folders"), reply.get("questions"))
 
@@ -149,12 +150,12 @@ def stop(environ: Mapping[str, str], root: Path) -> WatchStatus:
     """Ask the vault's watch process to exit, and wait (a bounded moment) for its socket to go."""
     import time
 
-    from ..models.worker_client import WorkerTimedOut, WorkerUnavailable, send
+    from ..unix_peer import PeerTimedOut, PeerUnavailable, send
 
     path = socket_path(environ, root)
     try:
-        send(path, {"op": "stop"}, ANSWER_TIMEOUT)
-    except (WorkerUnavailable, WorkerTimedOut):
+        send(path, {"op": "stop"}, ANSWER_TIMEOUT, PEER)
+    except (PeerUnavailable, PeerTimedOut):
         pass
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline and path.exists():
