@@ -44,12 +44,15 @@ def type_schema(kind: Any) -> dict[str, Any]:
         return {"type": "object"}
     if origin in (typing.Required, typing.NotRequired):
         return type_schema(parts[0])
-    if typing.is_typeddict(kind):
-        hints = typing.get_type_hints(kind, include_extras=True)
+    if typing.is_typeddict(kind) or typing.is_typeddict(origin):  # (origin: a generic one, given its types)
+        declared = origin if origin is not None else kind
+        hints = typing.get_type_hints(declared, include_extras=True)
+        given = dict(zip(getattr(declared, "__parameters__", ()), parts, strict=False))
+        hints = {name: _given(hint, given) for name, hint in hints.items()}
         return {
             "type": "object",
             "properties": {name: type_schema(hint) for name, hint in hints.items()},
-            "required": sorted(_required_keys(kind, hints)),
+            "required": sorted(_required_keys(declared, hints)),
         }
     if isinstance(kind, type) and hasattr(kind, "to_json"):
         return result_schema(kind)
@@ -59,6 +62,14 @@ def type_schema(kind: Any) -> dict[str, Any]:
         fields = [type_schema(hints.get(name, Any)) for name in kind._fields]
         return {"type": "array", "prefixItems": fields, "minItems": len(fields), "maxItems": len(fields)}
     return {}
+
+
+def _given(hint: Any, given: Mapping[Any, Any]) -> Any:
+    """hint with the type variables of a generic TypedDict replaced by the types it was given."""
+    if hint in given:
+        return given[hint]
+    variables = getattr(hint, "__parameters__", ())
+    return hint[tuple(given.get(variable, Any) for variable in variables)] if variables else hint
 
 
 def _required_keys(kind: Any, hints: Mapping[str, Any]) -> set[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, NamedTuple, Required, TypedDict, TypeVar
+from typing import Any, Generic, NamedTuple, Required, TypedDict, TypeVar
 
 from ..errors import Conflict, InvalidInput, ModelUnavailable, NotFound, Option
 from . import csvfile
@@ -42,6 +42,7 @@ from .schema import (
 from .state import TableInfo, TablesState, bounded, undone_on_failure
 
 Row = dict[str, Any]
+Item = TypeVar("Item")  # what a bounded list holds
 MAX_REPORTED = 50  # values a transform could not convert, listed in its answer
 MAX_NAMED = 10  # values a refusal names in its message
 
@@ -53,11 +54,11 @@ class ValuesNotKept(InvalidInput):
     code = "values_not_kept"
 
 
-class BoundedJson(TypedDict):
+class BoundedJson(TypedDict, Generic[Item]):
     """A list too long for a journal line (state.bounded): its length and its first items."""
 
     count: int
-    first: list[Any]
+    first: list[Item]
 
 
 class BeforeJson(TypedDict):
@@ -85,13 +86,13 @@ class ChangedJson(TypedDict, total=False):
     csv: str  # delete_table: the rows file it removed (or where it is kept)
     new: str  # rename_table, rename_column
     added: int  # add_rows
-    keys: list[int] | BoundedJson  # add_rows: the keys given
+    keys: list[int] | BoundedJson[int]  # add_rows: the keys given
     new_columns: list[ColumnSpecJson]  # add_rows
     matched: int  # update_rows, copy_column
     updated: int  # update_rows
-    before: list[BeforeJson] | BoundedJson  # update_rows
+    before: list[BeforeJson] | BoundedJson[BeforeJson]  # update_rows
     deleted: int  # delete_rows
-    rows: list[Row] | BoundedJson  # delete_rows
+    rows: list[Row] | BoundedJson[Row]  # delete_rows
     column: str  # the column operations
     type: str
     expression: str
