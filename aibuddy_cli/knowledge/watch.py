@@ -127,7 +127,8 @@ def _folders(roots: list[Path]) -> Iterator[Path]:
 def _stamps(roots: list[Path]) -> Iterator[tuple[str, tuple[int, int]]]:
     for folder in _folders(roots):
         try:
-            entries = list(os.scandir(folder))
+            with os.scandir(folder) as listing:
+                entries = list(listing)
         except OSError:
             continue
         for entry in entries:
