@@ -888,12 +888,7 @@ class MemoryIndex(CacheDB):
         among: the ids of the only records that may lack one (those changed since every record
         had one: a server after a save), None to look at all."""
         if among is None:
-            counted = (
-                "SELECT (SELECT count(*) FROM records WHERE error IS NULL),"
-                " (SELECT count(*) FROM record_codes WHERE model = ?)"
-            )
-            records, coded = self.db.execute(counted, (model.key,)).fetchone()
-            if records == coded:
+            if self._all_coded(model):
                 return []
         elif not among:
             return []
@@ -928,6 +923,11 @@ class MemoryIndex(CacheDB):
                 self.db.execute("DELETE FROM record_vectors WHERE model <> ?", (model.key,))
             self._rows_changed = True
         return [record_id for record_id, _ in made]
+
+    def _all_coded(self, model: Meaning) -> bool:
+        """Whether every well-formed record has a code of model (a record's codes go with its row)."""
+        coded = "SELECT count(*) FROM record_codes WHERE model = ?"
+        return self.counted() == self.db.execute(coded, (model.key,)).fetchone()[0]
 
     # --- what a long-lived process keeps between questions ----------------------------------
 
@@ -1178,8 +1178,7 @@ class MemoryIndex(CacheDB):
                     return None
                 made = kept.merged(changed, fresh)
             else:
-                coded = "SELECT count(*) FROM record_codes WHERE model = ?"
-                if self.counted() != self.db.execute(coded, (model.key,)).fetchone()[0]:
+                if not self._all_coded(model):
                     return None
                 rows = self.db.execute(
                     "SELECT id, code FROM record_codes WHERE model = ? ORDER BY id", (model.key,)
