@@ -96,7 +96,8 @@ class Sync:
         if cursors and not set(kept) - {folder for *_, folder in folders}:
             told = [answer.names if answer.cursor else self._nothing(f, kept) for (*_, f), answer in pairs]
             if all(names is not None for names in told):
-                self._refresh_changed(index, folders, [names or frozenset() for names in told], cursors)
+                changed_names = [names or frozenset() for names in told]
+                self._refresh_changed(index, folders, changed_names, kept, cursors)
                 return
         listing = [
             (scope, owner, status, store.scan(folder, (BODY_SUFFIX, SIDECAR_SUFFIX)))
@@ -108,9 +109,7 @@ class Sync:
         # (removed since), go: such a folder is walked until a watch vouches for it again.
         dropped = {folder for folder in kept if folder not in cursors if cursors or folder not in listed}
         if folder_digest == index.stored_digest():
-            if dropped or any(cursor not in kept.get(folder, ()) for folder, cursor in cursors.items()):
-                with index.write():
-                    index.keep_cursors(cursors, dropped)
+            _keep_moved_cursors(index, kept, cursors, dropped)
             return
         bodies, sidecars = self._classify(listing)
         known = index.signatures()
@@ -127,10 +126,12 @@ class Sync:
         index: KnowledgeIndex,
         folders: list[tuple[str, str | None, str, str]],
         names: list[frozenset[str]],
+        kept: dict[str, list[str]],
         cursors: dict[str, str],
     ) -> None:
         """refresh, told by the watch the names of the files changed in each folder since the
-        index last saw it: the documents of those names alone are compared with the index."""
+        index last saw it (kept: the cursors it had then): the documents of those names alone are
+        compared with the index."""
         refs: dict[str, DocRef] = {}
         for (scope, owner, status, _), changed_names in zip(folders, names, strict=True):
             for name in changed_names:
@@ -147,9 +148,7 @@ class Sync:
                     continue
                 refs[ref.body_key] = ref
         if not refs:
-            if any(cursor not in index.cursors().get(folder, ()) for folder, cursor in cursors.items()):
-                with index.write():
-                    index.keep_cursors(cursors)
+            _keep_moved_cursors(index, kept, cursors)
             return
         known = index.signatures(sorted(refs))
         changed: list[DocRef] = []
@@ -316,3 +315,14 @@ class Sync:
                 store.delete(ref.sidecar_key)
         self._warn(ref, f"{ref.qualified} changed since it was reviewed: returned to pending")
         return pending
+
+
+def _keep_moved_cursors(
+    index: KnowledgeIndex, kept: dict[str, list[str]], cursors: dict[str, str], dropped: Iterable[str] = ()
+) -> None:
+    """A refresh that found nothing to change: the watch's cursors kept (and the dropped folders'
+    forgotten) when they differ from what the index had (kept), else nothing written."""
+    dropped = list(dropped)
+    if dropped or any(cursor not in kept.get(folder, ()) for folder, cursor in cursors.items()):
+        with index.write():
+            index.keep_cursors(cursors, dropped)
