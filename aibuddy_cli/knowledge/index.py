@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
-from ..store.cache_db import MASK, CacheDB, to_signed
+from ..store.cache_db import MASK, CacheDB, select_in, to_signed
 from ..store.folder_watch import cursor_source
 from ..text import STOPWORDS, index_text, is_cjk, tokens
 from . import ranking
@@ -178,14 +178,8 @@ class KnowledgeIndex(CacheDB):
         """Each indexed document's signature (its files' digest) by body key (of keys only, when given)."""
         if keys is None:
             return {key: sig & MASK for key, sig in self.db.execute("SELECT body_key, signature FROM docs")}
-        found: dict[str, int] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            rows = self.db.execute(
-                f"SELECT body_key, signature FROM docs WHERE body_key IN ({_marks(chunk)})", chunk
-            )
-            found.update((key, sig & MASK) for key, sig in rows)
-        return found
+        rows = select_in(self.db, "SELECT body_key, signature FROM docs WHERE body_key IN ({})", keys)
+        return {key: sig & MASK for key, sig in rows}
 
     def cursors(self) -> dict[str, list[str]]:
         """The cursors the stores' watches gave each folder when a refresh last brought the index
