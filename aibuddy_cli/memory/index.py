@@ -1195,7 +1195,8 @@ class MemoryIndex(CacheDB):
         return made
 
     def _shortlist(self, question: bytes, model: Meaning, among: set[str] | None) -> list[int]:
-        """SignCodes.shortlist read from the index, in pure Python (a process's first question)."""
+        """SignCodes.shortlist read from the index, in pure Python (a process's first question).
+        (Outside a snapshot: the names are joined to their ids in the same statement.)"""
         bits = int.from_bytes(question, "little")
         if among is None:
             codes = self.db.execute("SELECT id, code FROM record_codes WHERE model = ?", (model.key,))
@@ -1239,13 +1240,13 @@ class MemoryIndex(CacheDB):
         if not weights:
             return [], []
         constant, per_gram = ngrams.length_terms(total / records)
+        within = None if among is None else self._ids_of(among)
         if postings is not None:
             read = "SELECT id, count, length FROM record_grams WHERE gram = ? ORDER BY id"
-            keys = None if among is None else self._ids_of(among)
             of = lambda gram: self.db.execute(read, (gram,)).fetchall()  # noqa: E731
-            rows = postings.best(weights, constant, per_gram, of, keys, SHORTLIST)
+            rows = postings.best(weights, constant, per_gram, of, within, SHORTLIST)
         else:
-            rows = self._summed(weights, constant, per_gram, among)
+            rows = self._summed(weights, constant, per_gram, within)
         keys = [key for key, _, _ in rows]
         names = dict(
             self.db.execute(
@@ -1261,19 +1262,18 @@ class MemoryIndex(CacheDB):
         return [(item.name, item.score) for item in ranked], [(item.name, item.score) for item in matched]
 
     def _summed(
-        self, weights: dict[str, ngrams.Weight], constant: float, per_gram: float, among: set[str] | None
+        self, weights: dict[str, ngrams.Weight], constant: float, per_gram: float, among: list[int] | None
     ) -> list[tuple[int, float, float]]:
-        """GramPostings.best in SQLite: the SHORTLIST best (id, score, cover), best first."""
-        within = ""
-        if among is not None:
-            within = f" AND g.id IN (SELECT id FROM records WHERE name IN ({', '.join('?' * len(among))}))"
+        """GramPostings.best in SQLite: the SHORTLIST best (id, score, cover) of the records among
+        (ids) when given, best first."""
+        within = "" if among is None else f" AND g.id IN ({', '.join('?' * len(among))})"
         return self.db.execute(
             f"WITH q (gram, weight, cover) AS (VALUES {', '.join(['(?, ?, ?)'] * len(weights))})"
             " SELECT g.id, sum(q.weight * g.count / (g.count + ? + ? * g.length)) AS score, sum(q.cover)"
             f" FROM q JOIN record_grams g ON g.gram = q.gram WHERE 1{within}"
             " GROUP BY g.id ORDER BY score DESC, g.id LIMIT ?",
             (*(value for gram, weight in weights.items() for value in (gram, *weight)), constant, per_gram,
-             *sorted(among or ()), SHORTLIST),
+             *(among or ()), SHORTLIST),
         ).fetchall()  # fmt: skip
 
     def _gram_postings(self) -> ngrams.GramPostings | None:
