@@ -67,15 +67,8 @@ class Created(NamedTuple):
         return {**self.token.to_json(), "token": self.secret}
 
 
-class TokenListJson(TypedDict):
-    tokens: list[TokenJson]
-
-
 class TokenList(NamedTuple):
     tokens: list[Token]
-
-    def to_json(self) -> TokenListJson:
-        return {"tokens": [token.to_json() for token in self.tokens]}
 
 
 class RevokedJson(TypedDict):

@@ -73,6 +73,7 @@ from typing import Any, NamedTuple
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.memory.records import MemoryRecord, render_record
 from aibuddy_cli.vault import Vault, init_vault
 
@@ -486,7 +487,7 @@ def run_qmd(folder: Path, scratch: Path) -> dict[str, Any]:
         imported = knowledge.import_paths(paths, scope="system")
         failed = [outcome for outcome in imported if outcome.doc is None]
         if failed:
-            raise SystemExit(f"import failed: {[outcome.to_json() for outcome in failed]}")
+            raise SystemExit(f"import failed: {[to_json(outcome) for outcome in failed]}")
         knowledge.publish(*(outcome.doc for outcome in imported if outcome.doc))
         for query, anchors_gold in zip(queries, section_gold, strict=True):
             error = None
@@ -599,7 +600,7 @@ def run_sections(corpus: Path, devsets: Path, scratch: Path, distractors: Path |
         knowledge = session.knowledge
         names = list(files)
         imported = knowledge.import_paths([str(files[name]) for name in names], scope="system")
-        failed = [outcome.to_json() for outcome in imported if outcome.doc is None]
+        failed = [to_json(outcome) for outcome in imported if outcome.doc is None]
         if failed:
             raise SystemExit(f"import failed: {failed}")
         doc_of = {name: outcome.doc for name, outcome in zip(names, imported, strict=True)}

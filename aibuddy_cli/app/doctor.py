@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .session import Session
@@ -24,19 +24,10 @@ if TYPE_CHECKING:
 MODEL_CHECK_SECONDS = 10.0
 
 
-class CheckJson(TypedDict):
-    name: str
-    ok: bool
-    detail: str
-
-
 class Check(NamedTuple):
     name: str
     ok: bool
     detail: str
-
-    def to_json(self) -> CheckJson:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
     def line(self) -> str:
         return f"{'ok  ' if self.ok else 'FAIL'}  {self.name}: {self.detail}"

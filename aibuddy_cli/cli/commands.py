@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from ..errors import Aborted, AibuddyError, UsageError
+from ..jsonvalues import to_json
 from ..operations.registry import Argument, Operation, operations
 from . import context, output
 from .context import state_of
@@ -90,7 +91,7 @@ def show(state: context.AppState, render: Render, result: Any, service: Any) -> 
         render.notes(result, service, None)
     state.report_warnings()
     rich = render.rich or (lambda result: output.emit_text(render.text(result)))
-    output.render(state.json, result.to_json, lambda: render.text(result), lambda: rich(result))
+    output.render(state.json, lambda: to_json(result), lambda: render.text(result), lambda: rich(result))
     if render.exit_code is not None and (code := render.exit_code(result, state.json)):
         raise typer.Exit(code)
 

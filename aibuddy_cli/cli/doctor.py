@@ -11,6 +11,7 @@ import typer
 
 from ..config import CONFIG_FILE
 from ..errors import Aborted, ExitCode, UsageError
+from ..jsonvalues import to_json
 from . import output
 from .context import AppState, state_of, stdin_is_terminal
 
@@ -72,7 +73,7 @@ def doctor(
     found = health.checks(session, _vault_from(state), _user_from(state, session))
     healthy = all(check.ok for check in found)
     text = "\n".join([*(check.line() for check in found), *report.lines()])
-    document = {**report.to_json(), "checks": [check.to_json() for check in found], "ok": healthy}
+    document = {**to_json(report), "checks": [to_json(check) for check in found], "ok": healthy}
     output.render(state.json, lambda: document, lambda: text, lambda: output.emit_text(text))
     if not healthy:
         raise typer.Exit(ExitCode.CONFLICT)

@@ -227,6 +227,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
 
     from ..app.session import Session
     from ..errors import EXPECTED, AibuddyError, as_aibuddy_error
+    from ..jsonvalues import to_json
     from . import output
 
     render = importlib.import_module(f"aibuddy_cli.cli.{op.words[0]}_output").RENDERS[op.name]
@@ -247,7 +248,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     output.report_warnings(warnings, stderr)
     try:
         if json_mode:
-            output.emit_json(result.to_json(), stdout)
+            output.emit_json(to_json(result), stdout)
         else:
             output.emit_text(render.text(result), stdout)
     except AibuddyError as error:  # an answer JSON cannot hold (NaN): said, never half printed

@@ -14,8 +14,9 @@ import unicodedata
 from typing import NamedTuple, TypedDict
 
 from ..errors import InvalidInput
+from ..jsonvalues import to_json
 from ..vault import validate_user_name
-from .outline import Section, SectionJson
+from .outline import Section
 
 SCOPES = ("system", "personal")
 STATUSES = ("pending", "ready")
@@ -211,7 +212,7 @@ class MetaJson(TypedDict):
     sha256: str
     imported_at: str
     source: str | None
-    outline: list[SectionJson]
+    outline: list[Section]  # (a result type in a JSON declaration: its JSON)
     summary: str | None
     summary_sha256: str | None
     reviewed_by: str | None
@@ -241,7 +242,7 @@ class Meta(NamedTuple):
             "sha256": self.sha256,
             "imported_at": self.imported_at,
             "source": self.source,
-            "outline": [section.to_json() for section in self.outline],
+            "outline": [to_json(section) for section in self.outline],
             "summary": self.summary,
             "summary_sha256": self.summary_sha256,
             "reviewed_by": self.reviewed_by,

@@ -7,7 +7,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple
 
 from ..errors import InvalidInput, NotFound, UsageError
 from .access import Access
@@ -28,21 +28,11 @@ from .sync import Sync, derive_meta
 IMPORTABLE_SUFFIXES = (".md", ".markdown", ".txt")
 
 
-class ImportOutcomeJson(TypedDict):
-    source: str
-    status: str  # imported | duplicate | failed | skipped
-    doc: str | None
-    message: str | None
-
-
 class ImportOutcome(NamedTuple):
     source: str
     status: str  # imported | duplicate | failed | skipped
     doc: str | None = None  # qualified reference
     message: str | None = None
-
-    def to_json(self) -> ImportOutcomeJson:
-        return {"source": self.source, "status": self.status, "doc": self.doc, "message": self.message}
 
 
 class Imports:

@@ -10,20 +10,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple
 
 PREAMBLE_ANCHOR = "_preamble"
 _EXPLICIT_ANCHOR = re.compile(r"\s*\{\s*#([^\s{}]+)(?:\s+[^{}]*)?\s*\}\s*$")
 _FRONT_MATTER_CLOSE = ("---", "...")
-
-
-class SectionJson(TypedDict):
-    level: int
-    title: str
-    anchor: str
-    start: int
-    end: int
-    size: int
 
 
 class Section(NamedTuple):
@@ -33,16 +24,6 @@ class Section(NamedTuple):
     start: int  # 1-based first line (the heading line)
     end: int  # 1-based last line, inclusive
     size: int  # characters, heading included
-
-    def to_json(self) -> SectionJson:
-        return {
-            "level": self.level,
-            "title": self.title,
-            "anchor": self.anchor,
-            "start": self.start,
-            "end": self.end,
-            "size": self.size,
-        }
 
 
 _LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")

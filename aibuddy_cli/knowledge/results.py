@@ -10,19 +10,15 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple, TypedDict
 
+from ..jsonvalues import to_json
 from .documents import DocRef, Meta, MetaJson
-from .imports import ImportOutcome, ImportOutcomeJson
-from .index import IndexedDoc, IndexedDocJson
-from .outline import SectionJson
-from .retrieval import MapEntry, MapEntryJson, SearchHit, SearchHitJson, UnavailableJson
-from .summaries import NotSummarizedJson, SummarizedJson, SummaryOutcome
+from .imports import ImportOutcome
+from .index import IndexedDoc
+from .outline import Section
+from .retrieval import MapEntry, SearchHit, UnavailableJson
+from .summaries import SummaryOutcome
 
 IMPORT_STATUSES = ("imported", "duplicate", "skipped", "failed")
-
-
-class DocumentListJson(TypedDict):
-    user: str
-    documents: list[IndexedDocJson]
 
 
 class DocumentList(NamedTuple):
@@ -30,9 +26,6 @@ class DocumentList(NamedTuple):
 
     user: str
     documents: list[IndexedDoc]
-
-    def to_json(self) -> DocumentListJson:
-        return {"user": self.user, "documents": [d.to_json() for d in self.documents]}
 
 
 class DocumentInfoJson(MetaJson):
@@ -53,7 +46,7 @@ class DocumentInfo(NamedTuple):
 class DocumentOutlineJson(TypedDict):
     doc: str
     title: str
-    outline: list[SectionJson]
+    outline: list[Section]
 
 
 class DocumentOutline(NamedTuple):
@@ -66,14 +59,8 @@ class DocumentOutline(NamedTuple):
         return {
             "doc": self.ref.qualified,
             "title": self.meta.title,
-            "outline": [s.to_json() for s in self.meta.outline],
+            "outline": [to_json(s) for s in self.meta.outline],
         }
-
-
-class TaskMapJson(TypedDict):
-    task: str
-    documents: list[MapEntryJson]
-    unavailable: list[UnavailableJson]
 
 
 class TaskMap(NamedTuple):
@@ -83,19 +70,6 @@ class TaskMap(NamedTuple):
     documents: list[MapEntry]
     unavailable: list[UnavailableJson]
 
-    def to_json(self) -> TaskMapJson:
-        return {
-            "task": self.task,
-            "documents": [e.to_json() for e in self.documents],
-            "unavailable": self.unavailable,
-        }
-
-
-class SearchResultsJson(TypedDict):
-    query: str
-    task: str | None
-    hits: list[SearchHitJson]
-
 
 class SearchResults(NamedTuple):
     """`kb search`: ranked section hits."""
@@ -104,12 +78,9 @@ class SearchResults(NamedTuple):
     task: str | None
     hits: list[SearchHit]
 
-    def to_json(self) -> SearchResultsJson:
-        return {"query": self.query, "task": self.task, "hits": [h.to_json() for h in self.hits]}
-
 
 class ImportReportJson(TypedDict):
-    files: list[ImportOutcomeJson]
+    files: list[ImportOutcome]
     imported: int  # the counts of IMPORT_STATUSES, in that order
     duplicate: int
     skipped: int
@@ -130,7 +101,7 @@ class ImportReport(NamedTuple):
     def to_json(self) -> ImportReportJson:
         counts = self.counts()
         return {
-            "files": [outcome.to_json() for outcome in self.outcomes],
+            "files": [to_json(outcome) for outcome in self.outcomes],
             "imported": counts["imported"],
             "duplicate": counts["duplicate"],
             "skipped": counts["skipped"],
@@ -178,14 +149,7 @@ class BodyChange(NamedTuple):
         return {"doc": self.ref.qualified, "status": self.ref.status, "changed": self.changed}
 
 
-class SummaryReportJson(TypedDict):
-    results: list[SummarizedJson | NotSummarizedJson]
-
-
 class SummaryReport(NamedTuple):
     """`kb summarize`: what became of each document's summary."""
 
     results: list[SummaryOutcome]
-
-    def to_json(self) -> SummaryReportJson:
-        return {"results": [r.to_json() for r in self.results]}

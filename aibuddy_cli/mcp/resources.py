@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import EXPECTED, NotFound, as_aibuddy_error
+from ..jsonvalues import to_json
 from .stdio import json_text
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def _document(sessions: Sessions, operation: str, values: dict[str, Any]) -> str
     from ..operations.registry import find
 
     with sessions() as session:
-        return json_text(find(operation)(session, **values).to_json(), indent=2)
+        return json_text(to_json(find(operation)(session, **values)), indent=2)
 
 
 def _reader(sessions: Sessions, resource: Resource) -> Any:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from ..app.session import Session
 from ..errors import EXPECTED, AibuddyError, InvalidInput, as_aibuddy_error, describe_failure, tool_words
+from ..jsonvalues import to_json
 from ..store.locks import WriteBehind
 from .stdio import json_text, wire_json
 
@@ -167,7 +168,7 @@ class Server:
 
         try:
             with self.session() as session:
-                document = wire_json(operation(session).to_json())
+                document = wire_json(to_json(operation(session)))
         except EXPECTED as error:
             text = json_text(as_aibuddy_error(error).document(tool_words(self.tool_names)))
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

@@ -32,7 +32,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple
 
 from ..build_progress import steps
 from ..dates import Span, read_time, text_days
@@ -322,19 +322,11 @@ class IndexedRecord(NamedTuple):
     recency_ns: int  # see recency_ns(): header dates, else the file's mtime
 
 
-class ProblemJson(TypedDict):
-    name: str
-    message: str
-
-
 class Problem(NamedTuple):
     """A record file that could not be used (malformed, in conflict, unreadable), by name."""
 
     name: str
     message: str
-
-    def to_json(self) -> ProblemJson:
-        return {"name": self.name, "message": self.message}
 
 
 class MemoryIndex(CacheDB):

@@ -36,12 +36,12 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from itertools import combinations
-from typing import TYPE_CHECKING, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import MalformedRecord, NotFound, Operation, Option
 from . import expiry
 from .facts import Comparison, agree, compare, fact_terms
-from .index import IndexedRecord, Problem, ProblemJson
+from .index import IndexedRecord, Problem
 from .records import MemoryRecord
 
 if TYPE_CHECKING:
@@ -53,15 +53,6 @@ ACTIONS = {"expired": "delete", "contradiction": "keep-one", "duplicate": "merge
 PREFIXES = {"expired": "exp", "contradiction": "con", "duplicate": "dup", "unused": "old"}
 COMMON = 500  # records of one type a term pairs at most (`_pairs`): a bound on the work
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
-class ProposalJson(TypedDict):
-    id: str
-    kind: str  # expired | contradiction | duplicate | unused
-    action: str  # delete | keep-one | merge | archive
-    records: list[str]  # the records it concerns, the one kept first
-    keep: str | None  # the record kept (keep-one, merge)
-    reason: str
 
 
 class Proposal(NamedTuple):
@@ -82,40 +73,12 @@ class Proposal(NamedTuple):
             return f"archive {self.records[0]} (expires today)"
         return f"delete {self.records[0]}"
 
-    def to_json(self) -> ProposalJson:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "action": self.action,
-            "records": list(self.records),
-            "keep": self.keep,
-            "reason": self.reason,
-        }
-
-
-class AppliedJson(TypedDict):
-    id: str
-    action: str
-    outcome: str  # applied | skipped
-    detail: str
-
 
 class Applied(NamedTuple):
     id: str
     action: str
     outcome: str
     detail: str
-
-    def to_json(self) -> AppliedJson:
-        return {"id": self.id, "action": self.action, "outcome": self.outcome, "detail": self.detail}
-
-
-class ReviewJson(TypedDict):
-    user: str
-    unused_days: int
-    applied: list[AppliedJson]
-    proposals: list[ProposalJson]  # after what was applied
-    problems: list[ProblemJson]
 
 
 class Review(NamedTuple):
@@ -126,15 +89,6 @@ class Review(NamedTuple):
     applied: list[Applied]
     proposals: list[Proposal]
     problems: list[Problem]
-
-    def to_json(self) -> ReviewJson:
-        return {
-            "user": self.user,
-            "unused_days": self.unused_days,
-            "applied": [item.to_json() for item in self.applied],
-            "proposals": [proposal.to_json() for proposal in self.proposals],
-            "problems": [problem.to_json() for problem in self.problems],
-        }
 
 
 # --- finding -------------------------------------------------------------------------------------

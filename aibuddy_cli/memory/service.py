@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from ..clock import utc_now
 from ..errors import Busy, Conflict, InvalidInput, MalformedRecord, NotFound, Operation, Option, UsageError
+from ..jsonvalues import to_json
 from ..store.cache_db import rebuild_if_corrupt
 from ..store.files import Entry, Store
 from ..vault import Vault, memory_key, memory_prefix, validate_record_name
 from .expiry import is_expired, parse_expires
 from .header_edit import mark_recalled_text, updated_text
-from .index import IndexedRecord, Loaded, MemoryIndex, Problem, ProblemJson, Ranking
+from .index import IndexedRecord, Loaded, MemoryIndex, Problem, Ranking
 from .lexical import above_floor
 from .manifest import ManifestLine, ManifestLineJson, build_manifest
 from .records import (
@@ -48,14 +49,14 @@ HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 # --- what the operations answer, each with its one JSON shape (tests/operations/test_json_contract.py) ---
 
 
-def _problems_json(problems: list[Problem]) -> list[ProblemJson]:
-    return [p.to_json() for p in problems]
+def _problems_json(problems: list[Problem]) -> list[Problem]:
+    return [to_json(p) for p in problems]
 
 
 class RecordListJson(TypedDict):
     user: str
     records: list[RecordHeaderJson]
-    problems: list[ProblemJson]
+    problems: list[Problem]
 
 
 class RecordList(NamedTuple):
@@ -81,7 +82,7 @@ class ManifestJson(TypedDict):
     query: str | None
     window: int
     lines: list[ManifestLineJson]
-    problems: list[ProblemJson]
+    problems: list[Problem]
 
 
 class Manifest(NamedTuple):
@@ -110,7 +111,7 @@ class RecallJson(TypedDict):
     records: list[RecordJson]
     dropped: list[str]
     warnings: list[str]
-    problems: list[ProblemJson]
+    problems: list[Problem]
 
 
 class RecallResult(NamedTuple):
@@ -192,21 +193,12 @@ class RecordDeleted(NamedTuple):
         return {"path": self.path, "deleted": True}
 
 
-class ClearedJson(TypedDict):
-    user: str
-    removed: list[str]
-    not_removed: list[str]
-
-
 class Cleared(NamedTuple):
     """`memory clear`: the records removed, and the files that could not be (with why)."""
 
     user: str
     removed: list[str]
     not_removed: list[str]
-
-    def to_json(self) -> ClearedJson:
-        return {"user": self.user, "removed": self.removed, "not_removed": self.not_removed}
 
 
 class DueRecalls:

@@ -25,21 +25,11 @@ class CommitJson(TypedDict):
     body: str | None  # what the record said then
 
 
-class VersionsJson(TypedDict):
-    path: str
-    git: bool  # whether the record's folder is in a git repository
-    commits: list[CommitJson]
-    replaced: list[dict[str, Any]]  # the lines of the record's .history file, as they are (any object)
-
-
 class RecordVersions(NamedTuple):
     path: str
     git: bool
     commits: list[CommitJson]
     replaced: list[dict[str, Any]]  # what automatic memory replaced, newest first (as `memory show`)
-
-    def to_json(self) -> VersionsJson:
-        return {"path": self.path, "git": self.git, "commits": self.commits, "replaced": self.replaced}
 
 
 def record_versions(memory: MemoryService, name: str) -> RecordVersions:

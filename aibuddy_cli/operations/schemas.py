@@ -1,13 +1,14 @@
-"""JSON Schemas derived from types: an operation's tool arguments, and a result's JSON.
+"""JSON Schemas derived from types by pydantic: an operation's tool arguments, and a result's JSON.
 
-A result type owns its JSON (`to_json`); its schema is that method's return type, a TypedDict
-(or a list or mapping of them), read here. Types the derivation does not know become `{}` (any
-value), never a guess. Imported when a model loop or the MCP server needs schemas, not by the
-fast path.
+A result is a NamedTuple whose fields are its JSON's keys (`jsonvalues.to_json`), or a type that
+reshapes and declares its JSON as its `to_json`'s return type (a TypedDict). `json_type` turns
+either into the TypedDict pydantic reads; pydantic writes the schema. Imported when a model loop,
+the MCP server or the documentation needs schemas, never by the fast path.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -15,53 +16,104 @@ from typing import Any
 
 from .registry import Argument, Operation
 
-_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
-
 
 def type_schema(kind: Any) -> dict[str, Any]:
-    """The JSON Schema of values of a Python type (see the module's docstring)."""
-    if kind in _SCALARS:
-        return {"type": _SCALARS[kind]}
-    if kind is None or kind is type(None):
-        return {"type": "null"}
+    """The JSON Schema of the JSON of values of a Python type (see the module's docstring)."""
+    import pydantic
+
+    adapter = pydantic.TypeAdapter(json_type(kind))
+    schema = adapter.json_schema(mode="serialization", schema_generator=_generator())
+    return _inlined(schema, schema.pop("$defs", {}))
+
+
+def _inlined(schema: dict[str, Any], definitions: Mapping[str, Any]) -> dict[str, Any]:
+    """schema with each `$ref` replaced by what it names (a document reads top to bottom, and some
+    clients of tools follow no references; results hold no cycle), and without pydantic's titles
+    (the Python names of the declarations, which say nothing to a reader of the JSON)."""
+    if "$ref" in schema:
+        return _inlined(definitions[schema["$ref"].rsplit("/", 1)[-1]], definitions)
+    tidy: dict[str, Any] = {}
+    for keyword, value in schema.items():
+        if keyword == "properties":
+            tidy[keyword] = {name: _inlined(part, definitions) for name, part in value.items()}
+        elif keyword in ("anyOf", "prefixItems"):
+            tidy[keyword] = [_inlined(part, definitions) for part in value]
+        elif keyword in ("items", "additionalProperties") and isinstance(value, dict):
+            tidy[keyword] = _inlined(value, definitions)
+        elif keyword != "title":
+            tidy[keyword] = value
+    return tidy
+
+
+@functools.cache
+def _generator() -> Any:
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class WithoutTitles(GenerateJsonSchema):
+        """Pydantic's schemas, without a title for every key (its name says it already), in order."""
+
+        def field_title_should_be_set(self, schema: Any) -> bool:
+            return False
+
+        def sort(self, value: Any, parent_key: Any = None) -> Any:
+            return value  # in the order of the declaration: "type" first, keys as printed
+
+    return WithoutTitles
+
+
+def json_type(kind: Any) -> Any:
+    """What the JSON of a value of type kind is, as a type pydantic reads: a result (a NamedTuple,
+    or a type with `to_json`) becomes the TypedDict of its JSON, inside lists, unions and the rest."""
+    if isinstance(kind, type) and hasattr(kind, "to_json"):
+        return json_type(_to_json_type(kind))
+    if isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        return _typed_dict(kind, _hints(kind), set(kind._fields))
     origin, parts = typing.get_origin(kind), typing.get_args(kind)
-    if origin is typing.Annotated:
-        return type_schema(parts[0])
-    if origin in (typing.Union, types.UnionType):
-        options = [type_schema(part) for part in parts if part is not type(None)]
-        schema = options[0] if len(options) == 1 else {"anyOf": options}
-        return {"anyOf": [schema, {"type": "null"}]} if type(None) in parts else schema
-    if origin is typing.Literal:
-        return {"enum": list(parts)}
-    if origin is tuple and parts and parts[-1] is not Ellipsis:  # tuple[int, str]: a fixed array
-        fields = [type_schema(part) for part in parts]
-        return {"type": "array", "prefixItems": fields, "minItems": len(fields), "maxItems": len(fields)}
-    if origin in (list, tuple, Sequence) or kind in (list, tuple):
-        return {"type": "array", "items": type_schema(parts[0])} if parts else {"type": "array"}
-    if origin in (dict, Mapping) or kind is dict:
-        if len(parts) == 2 and parts[1] is not Any:
-            return {"type": "object", "additionalProperties": type_schema(parts[1])}
-        return {"type": "object"}
-    if origin in (typing.Required, typing.NotRequired):
-        return type_schema(parts[0])
     if typing.is_typeddict(kind) or typing.is_typeddict(origin):  # (origin: a generic one, given its types)
         declared = origin if origin is not None else kind
-        hints = typing.get_type_hints(declared, include_extras=True)
         given = dict(zip(getattr(declared, "__parameters__", ()), parts, strict=False))
-        hints = {name: _given(hint, given) for name, hint in hints.items()}
-        return {
-            "type": "object",
-            "properties": {name: type_schema(hint) for name, hint in hints.items()},
-            "required": sorted(_required_keys(declared, hints)),
-        }
-    if isinstance(kind, type) and hasattr(kind, "to_json"):
-        return result_schema(kind)
-    if isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields"):
-        # a NamedTuple without to_json is written by json as the array of its fields
-        hints = typing.get_type_hints(kind)
-        fields = [type_schema(hints.get(name, Any)) for name in kind._fields]
-        return {"type": "array", "prefixItems": fields, "minItems": len(fields), "maxItems": len(fields)}
-    return {}
+        hints = {name: _given(hint, given) for name, hint in _hints(declared).items()}
+        return _typed_dict(declared, hints, _required_keys(declared, hints))
+    if origin is typing.Annotated or origin in (typing.Required, typing.NotRequired):
+        return json_type(parts[0])
+    if origin is typing.Literal or not parts:
+        return kind
+    if origin in (typing.Union, types.UnionType):
+        return functools.reduce(lambda left, right: left | right, [json_type(part) for part in parts])
+    if origin is Sequence:
+        origin = list
+    elif origin is Mapping:
+        origin = dict
+    return origin[tuple(json_type(part) if part is not Ellipsis else part for part in parts)]
+
+
+def _typed_dict(kind: type, hints: Mapping[str, Any], required: set[str]) -> Any:
+    import typing_extensions  # pydantic reads only its TypedDict on Python 3.11
+
+    fields = {
+        name: (typing_extensions.Required if name in required else typing_extensions.NotRequired)[json_type(hint)]
+        for name, hint in hints.items()
+    }
+    return typing_extensions.TypedDict(kind.__name__, fields)  # type: ignore[operator]
+
+
+def _hints(kind: Any) -> dict[str, Any]:
+    """A class's annotations as types, read with the names its module imports under
+    `if TYPE_CHECKING:` when the module's own names do not resolve them."""
+    try:
+        return typing.get_type_hints(kind, include_extras=True)
+    except NameError:
+        return typing.get_type_hints(kind, localns=_checking_names(kind.__module__), include_extras=True)
+
+
+def _to_json_type(kind: type) -> Any:
+    """The type a reshaping result's `to_json` declares it returns."""
+    method = kind.to_json  # type: ignore[attr-defined]
+    try:
+        hints = typing.get_type_hints(method)
+    except NameError:
+        hints = typing.get_type_hints(method, localns=_checking_names(kind.__module__))
+    return hints.get("return", Any)
 
 
 def _given(hint: Any, given: Mapping[Any, Any]) -> Any:
@@ -83,17 +135,6 @@ def _required_keys(kind: Any, hints: Mapping[str, Any]) -> set[str]:
         elif typing.get_origin(hint) is typing.Required:
             required.add(name)
     return required
-
-
-def result_schema(kind: type) -> dict[str, Any]:
-    """The schema of `kind(...).to_json()`, from that method's return type (read with the names
-    its module imports under `if TYPE_CHECKING:`, where an operation's module declares its JSON)."""
-    method = kind.to_json  # type: ignore[attr-defined]
-    try:
-        hints = typing.get_type_hints(method)
-    except NameError:
-        hints = typing.get_type_hints(method, localns=_checking_names(kind.__module__))
-    return type_schema(hints.get("return", Any))
 
 
 def argument_schema(argument: Argument) -> dict[str, Any]:
@@ -138,7 +179,8 @@ def output_schema(op: Operation) -> dict[str, Any]:
     return type_schema(annotation)
 
 
-def _checking_names(module: str) -> dict[str, Any]:
+@functools.cache
+def _checking_names(module: str) -> Mapping[str, Any]:
     """The names a module imports under `if TYPE_CHECKING:` (its result types), imported now:
     the operations' modules import services only when they run, so start-up stays lean."""
     import ast

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from ..jsonvalues import to_json
 from ..models.agent import Tool
 from .registry import Operation, offered
 from .schemas import input_schema
@@ -33,7 +34,7 @@ def tool_of(
         result = op.function(service(context), **values)
         if after is not None:
             after(context, result)
-        return result.to_json()
+        return to_json(result)
 
     return Tool(op.tools[audience], op.description, input_schema(op), run)
 

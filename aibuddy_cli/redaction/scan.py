@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import AibuddyError, NotFound
+from ..jsonvalues import to_json
 
 if TYPE_CHECKING:
     from ..store.files import WalkableStore
@@ -47,9 +48,6 @@ class ScanFinding(NamedTuple):
     line: int  # 1-based
     kind: str  # api key, private key, password, token, jwt, secret
     hint: str | None  # the provider prefix (`sk-…`), never a character of the value
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "kind": self.kind, "hint": self.hint}
 
 
 class Unshared(NamedTuple):
@@ -70,7 +68,7 @@ class ScanResult(NamedTuple):
     unshared: list[Unshared] = []  # (--staged only)
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"findings": [f.to_json() for f in self.findings], "scanned": self.scanned}
+        data: dict[str, Any] = {"findings": [to_json(f) for f in self.findings], "scanned": self.scanned}
         if self.staged:
             data["unshared"] = [u.to_json() for u in self.unshared]
         return data

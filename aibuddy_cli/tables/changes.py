@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any, Generic, NamedTuple, Required, TypedDict, TypeVar
 
 from ..errors import Conflict, InvalidInput, ModelUnavailable, NotFound, Option
+from ..jsonvalues import to_json
 from . import csvfile
 from .access import TableRef
 from .edits import RowsEdit, StaleIndex, plan_rows
@@ -28,7 +29,6 @@ from .schema import (
     ColumnSpec,
     ColumnSpecJson,
     TableSchema,
-    TableSchemaJson,
     ValueRefused,
     as_json,
     carry,
@@ -82,7 +82,7 @@ class ChangedJson(TypedDict, total=False):
     of these (a TypedDict per operation would be exact, but `op` is a plain string and one
     shape keeps the journal's reader simple); every key is declared, none is extra."""
 
-    schema: TableSchemaJson  # create_table, delete_table
+    schema: TableSchema  # create_table, delete_table
     csv: str  # delete_table: the rows file it removed (or where it is kept)
     new: str  # rename_table, rename_column
     added: int  # add_rows
@@ -123,17 +123,10 @@ class Change(NamedTuple):
         return {"op": self.op, "table": self.table, **self.changed}
 
 
-class ChangesJson(TypedDict):
-    changes: list[ChangeJson]
-
-
 class Changes(NamedTuple):
     """Several operations' answers: the tables deleted, a column moved."""
 
     changes: list[Change]
-
-    def to_json(self) -> ChangesJson:
-        return {"changes": [c.to_json() for c in self.changes]}
 
 
 Reshaped = tuple[Change, TableSchema]  # what a column operation did, and the table's new schema
@@ -163,7 +156,7 @@ class TableChanges:
                 with undone_on_failure(lambda: self.state.store.delete(ref.schema_key)):
                     self.state.store.write(ref.rows_key, csvfile.encode(schema, []), create=True)
 
-            change = Change("create_table", ref.qualified, {"schema": schema.to_json()}, asked=asked)
+            change = Change("create_table", ref.qualified, {"schema": to_json(schema)}, asked=asked)
             self._applied(change, write)
         return TableInfo(ref, schema, 0)
 
@@ -204,7 +197,7 @@ class TableChanges:
                     if len(data) <= 1 << 20
                     else f"({len(data)} bytes, kept in {self.state.keep_removed('csv', data)})"
                 )
-                change = Change("delete_table", ref.qualified, {"schema": schema.to_json(), "csv": kept})
+                change = Change("delete_table", ref.qualified, {"schema": to_json(schema), "csv": kept})
 
                 def write(ref: TableRef = ref, data: bytes = data) -> None:
                     schema_data, _ = self.state.store.read(ref.schema_key)

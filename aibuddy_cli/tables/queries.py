@@ -43,19 +43,6 @@ class RowSetJson(TypedDict):
     rows: list[Row]
 
 
-class SkippedJson(TypedDict):
-    table: str
-    reason: str
-
-
-class FilterJson(TypedDict):
-    filter: str | None
-    offset: int
-    limit: int
-    tables: list[RowSetJson]
-    skipped: list[SkippedJson]
-
-
 class GroupJson(TypedDict):
     group: Row  # the grouping columns' values
     values: Row  # the metric of each column
@@ -77,21 +64,6 @@ class SearchHitJson(TypedDict):
     row: Row
 
 
-class SearchResultJson(TypedDict):
-    query: str
-    method: str
-    hits: list[SearchHitJson]
-
-
-class JoinJson(TypedDict):
-    left: str
-    right: str
-    on: str
-    columns: list[str]
-    total: int
-    rows: list[Row]  # keyed "left.<column>" and "right.<column>"
-
-
 class RowSet(NamedTuple):
     table: str
     columns: list[str]
@@ -108,9 +80,6 @@ class Skipped(NamedTuple):
     table: str
     reason: str
 
-    def to_json(self) -> SkippedJson:
-        return {"table": self.table, "reason": self.reason}
-
 
 class FilterResult(NamedTuple):
     filter: str | None
@@ -118,15 +87,6 @@ class FilterResult(NamedTuple):
     limit: int
     tables: list[RowSet]
     skipped: Sequence[Skipped] = ()
-
-    def to_json(self) -> FilterJson:
-        return {
-            "filter": self.filter,
-            "offset": self.offset,
-            "limit": self.limit,
-            "tables": [t.to_json() for t in self.tables],
-            "skipped": [s.to_json() for s in self.skipped],
-        }
 
 
 class Reduction(NamedTuple):
@@ -178,9 +138,6 @@ class SearchResult(NamedTuple):
     method: str  # "lexical", or "embedding" when vectorized columns ranked the rows
     hits: list[SearchHit]
 
-    def to_json(self) -> SearchResultJson:
-        return {"query": self.query, "method": self.method, "hits": [h.to_json() for h in self.hits]}
-
 
 class JoinResult(NamedTuple):
     left: str
@@ -189,16 +146,6 @@ class JoinResult(NamedTuple):
     columns: list[str]
     total: int
     rows: list[Row]
-
-    def to_json(self) -> JoinJson:
-        return {
-            "left": self.left,
-            "right": self.right,
-            "on": self.on,
-            "columns": self.columns,
-            "total": self.total,
-            "rows": self.rows,
-        }
 
 
 class TableQueries:

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from .. import jsonvalues
 from ..errors import InvalidInput
+from ..jsonvalues import to_json
 
 COLUMN_TYPES = ("str", "int", "float", "bool", "date", "datetime", "time", "list", "dict")
 NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
@@ -61,15 +62,6 @@ class ColumnSpec(NamedTuple):
         if self.vectorized:
             data["vectorized"] = True
         return data
-
-
-class TableSchemaJson(TypedDict):
-    """A table's schema, as its file holds it."""
-
-    description: str
-    key: str
-    columns: list[ColumnSpecJson]
-    next_key: int
 
 
 class TableSchema(NamedTuple):
@@ -118,16 +110,8 @@ class TableSchema(NamedTuple):
     def with_columns(self, columns: Iterable[ColumnSpec]) -> TableSchema:
         return self._replace(columns=tuple(columns))
 
-    def to_json(self) -> TableSchemaJson:
-        return {
-            "description": self.description,
-            "key": self.key,
-            "columns": [column.to_json() for column in self.columns],
-            "next_key": self.next_key,
-        }
-
     def encode(self) -> bytes:
-        return (json.dumps(self.to_json(), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        return (json.dumps(to_json(self), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
     @classmethod
     def decode(cls, data: bytes, source: str) -> TableSchema:

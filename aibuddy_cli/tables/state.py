@@ -285,16 +285,8 @@ def _cut(value: Any, *, texts: bool) -> Any:
     return value
 
 
-class TableListJson(TypedDict):
-    user: str
-    tables: list[TableInfoJson]
-
-
 class TableList(NamedTuple):
     """`table list` and the tables_overview tool: every table the user may see."""
 
     user: str
     tables: list[TableInfo]
-
-    def to_json(self) -> TableListJson:
-        return {"user": self.user, "tables": [t.to_json() for t in self.tables]}

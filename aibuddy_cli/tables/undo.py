@@ -21,7 +21,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple
 
 from ..errors import Conflict, InvalidInput, NotAllowed, NotFound
 from ..store.files import Entry, Store, StoreView
@@ -138,17 +138,9 @@ class SnapshotStore(StoreView):
         super().delete(key)
 
 
-class UndoneJson(TypedDict):
-    run: str
-    files: list[str]
-
-
 class Undone(NamedTuple):
     run: str
     files: list[str]
-
-    def to_json(self) -> UndoneJson:
-        return {"run": self.run, "files": self.files}
 
 
 def undo_last(state: TablesState, run: str | None = None) -> Undone:

@@ -16,6 +16,7 @@ from bisect import bisect_left
 from typing import NamedTuple, TypedDict
 
 from ..errors import describe_failure
+from ..jsonvalues import to_json
 from ..knowledge.documents import split_citation
 from ..knowledge.retrieval import MapEntryJson, UnavailableJson
 from ..knowledge.service import KnowledgeService, MapEntry
@@ -233,21 +234,12 @@ def _looks_failed(content: str) -> bool:
     return isinstance(data, dict) and bool(data.get("error"))
 
 
-class HistorySummaryJson(TypedDict):
-    text: str
-    method: str  # "model" or "digest"
-    covers: list[int]  # [first, last] message numbers
-
-
 class HistorySummary(NamedTuple):
     """The older messages, compacted: a model's summary or a deterministic digest."""
 
     text: str
     method: str  # "model" or "digest"
     covers: list[int]  # [first, last] message numbers
-
-    def to_json(self) -> HistorySummaryJson:
-        return {"text": self.text, "method": self.method, "covers": self.covers}
 
 
 class DeliveredJson(TypedDict):
@@ -292,7 +284,7 @@ class TaskContextJson(TypedDict):
     goal: str
     plan: str | None
     status: str
-    summary: HistorySummaryJson | None
+    summary: HistorySummary | None
     messages: list[TaskMessageJson]
     memories: ContextMemoriesJson
     documents: list[MapEntryJson]
@@ -323,7 +315,7 @@ class TaskContext(NamedTuple):
             "goal": self.task.goal,
             "plan": self.task.plan,
             "status": self.task.status,
-            "summary": self.summary.to_json() if self.summary else None,
+            "summary": to_json(self.summary) if self.summary else None,
             "messages": [m.to_json() for m in self.messages],
             "memories": self.memories.to_json(),
             "documents": [entry.to_json() for entry in self.documents],
@@ -399,7 +391,7 @@ class ContextAssembler:
         text, method = self._compact(older)
         summary = HistorySummary(text, method, covers)
         if method == "model":  # a digest is cheap to rebuild; only model summaries are worth keeping
-            self.tasks.keep_document(task_id, "summary.json", {**summary.to_json(), "sha256": covered})
+            self.tasks.keep_document(task_id, "summary.json", {**to_json(summary), "sha256": covered})
         return summary
 
     def _compact(self, older: list[TaskMessage]) -> tuple[str, str]:

@@ -16,13 +16,12 @@ decision, and the task is closed all the same.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple
 
 from ..errors import Conflict, Operation, describe_failure
 from ..memory.extraction import (
     EXTRACTION_LOG,
     Decision,
-    ExtractionJson,
     ExtractionResult,
     Extractor,
     Message,
@@ -31,29 +30,16 @@ from ..memory.extraction import (
     latest_window,
 )
 from ..memory.service import MemoryService
-from .service import Task, TaskJson, TaskService
+from .service import Task, TaskService
 
 FOREGROUND = "foreground"  # the extraction in the answer is complete
 BACKGROUND = "background"  # it runs on in a detached process; its outcome goes to the log
-
-
-class TaskEndJson(TypedDict):
-    task: TaskJson
-    extraction: ExtractionJson
-    extraction_mode: str  # "foreground" or "background"
 
 
 class TaskEnd(NamedTuple):
     task: Task
     extraction: ExtractionResult
     extraction_mode: str = FOREGROUND  # FOREGROUND or BACKGROUND
-
-    def to_json(self) -> TaskEndJson:
-        return {
-            "task": self.task.to_json(),
-            "extraction": self.extraction.to_json(),
-            "extraction_mode": self.extraction_mode,
-        }
 
 
 def end_task(

@@ -64,17 +64,10 @@ class Task(NamedTuple):
         }
 
 
-class TaskListJson(TypedDict):
-    tasks: list[TaskJson]
-
-
 class TaskList(NamedTuple):
     """`task list`: the user's tasks, oldest first."""
 
     tasks: list[Task]
-
-    def to_json(self) -> TaskListJson:
-        return {"tasks": [t.to_json() for t in self.tasks]}
 
 
 class TaskMessageJson(TypedDict):

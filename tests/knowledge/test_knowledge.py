@@ -12,6 +12,7 @@ from helpers import BODY, SPEC, STRINGS, kb, published, write_file
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Conflict, InvalidInput, NotAllowed, NotFound
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.vault import Vault
 
@@ -190,7 +191,7 @@ def test_search_ranks_sections_across_languages_and_phrases(kvault: Vault) -> No
     hits = alice.search("字符串 push_str", limit=5)
     assert hits[0].hit.anchor == "使用-push_str-和-push-追加字符串"
     assert len({(h.hit.ref, h.hit.anchor) for h in hits}) == len(hits)  # one hit per section
-    first = hits[0].to_json()
+    first = to_json(hits[0])
     assert set(first) == {
         "doc",
         "title",

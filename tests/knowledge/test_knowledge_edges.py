@@ -10,6 +10,7 @@ import pytest
 from helpers import kb, write_file
 
 from aibuddy_cli.errors import AibuddyError, Conflict
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.knowledge.outline import parse_outline
 from aibuddy_cli.vault import Vault
 
@@ -50,7 +51,7 @@ def test_search_hit_path_is_the_read_path_for_a_heading_holding_a_greater_than_s
     alice.publish(ref)
     (hit,) = alice.search("zebraword")
     page = alice.read(ref, hit.hit.anchor)
-    assert hit.to_json()["path"] == page.to_json()["path"] == ["Compare a > b", "Rules"]
+    assert to_json(hit)["path"] == to_json(page)["path"] == ["Compare a > b", "Rules"]
 
 
 def test_a_ready_body_edited_by_hand_beside_a_pending_version_is_not_served(

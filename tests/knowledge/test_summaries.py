@@ -13,6 +13,7 @@ from fake_openai import FakeOpenAI
 from helpers import in_vault, run_aibuddy
 
 from aibuddy_cli.app.session import Session
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.knowledge.summaries import SummaryOutcome
 from aibuddy_cli.models import worker
@@ -91,17 +92,17 @@ def test_a_failed_or_stale_summary_leaves_the_document_as_it_was_and_says_why(
     fake_openai.enqueue(status=500)
     (failed,) = service.summarize(["system/guide"])
     assert failed.doc == "system/guide" and failed.summarized is False and failed.summary is None
-    assert list(failed.to_json()) == ["doc", "summarized", "reason"]
-    assert failed.to_json()["reason"] == failed.reason
+    assert list(to_json(failed)) == ["doc", "summarized", "reason"]
+    assert to_json(failed)["reason"] == failed.reason
     (warning,) = service.warnings
     assert warning == f"system/guide: {failed.reason}; summary left as it was"
     assert sidecar(vault, "pending")["summary"] is None
     ref, _ = service.show("system/guide")
     stale = service.summaries.store_summary(ref, "0" * 64, "stale")
-    assert stale.to_json() == {"doc": "system/guide", "summarized": False, "reason": "document changed"}
+    assert to_json(stale) == {"doc": "system/guide", "summarized": False, "reason": "document changed"}
     assert sidecar(vault, "pending")["summary"] is None
     kept = service.summaries.store_summary(ref, sidecar(vault, "pending")["sha256"], "Rolling back.")
-    assert list(kept.to_json().items()) == [
+    assert list(to_json(kept).items()) == [
         ("doc", "system/guide"),
         ("summarized", True),
         ("summary", "Rolling back."),

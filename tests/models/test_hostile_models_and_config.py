@@ -13,6 +13,7 @@ from helpers import run_in_process
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelError
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.models import calls as models
 from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent
@@ -82,7 +83,7 @@ def test_max_writes_is_configurable_and_a_flood_stays_bounded(
         len(result.decisions) < 40
         and result.decisions[-1].detail == "981 more: over [extraction] max_writes (2)"
     )
-    assert len(json.dumps(result.to_json())) < 20_000
+    assert len(json.dumps(to_json(result))) < 20_000
 
 
 @pytest.mark.process
@@ -96,7 +97,7 @@ def test_a_flood_of_invalid_candidates_is_weighed_only_up_to_a_bound(
     assert result.written == [] and memory.list_records().records == []
     assert len(result.decisions) < 100
     assert "more: over 50 candidates in one reply" in result.decisions[-1].detail
-    assert len(json.dumps(result.to_json())) < 50_000
+    assert len(json.dumps(to_json(result))) < 50_000
 
 
 # --- nothing of unbounded size from a model ------------------------------------------------
@@ -153,7 +154,7 @@ def test_kb_ask_echoes_a_bounded_answer_gaps_and_dropped_citations(
     assert len(result.gaps) == 20 and all(len(g) <= 500 for g in result.gaps)
     assert len(result.dropped_citations) == 20
     assert result.dropped_citations[0] == {"doc": "x" * 199 + "…", "anchor": "y" * 199 + "…"}
-    assert len(json.dumps(result.to_json())) < 60_000
+    assert len(json.dumps(to_json(result))) < 60_000
 
 
 # --- AIBUDDY_TIMEOUT bounds the wall time of a model call ----------------------------------

@@ -13,6 +13,7 @@ from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.cli import kb_output
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent, supported_sentences
 from aibuddy_cli.vault import Vault
 
@@ -414,7 +415,7 @@ def test_sentences_removed_before_the_fallback_are_still_listed(vault: Vault, ta
         "answer": "It is done with a decorator [2].", "citations": [READ, UNREAD], "gaps": [],
     })  # fmt: skip
     assert result.method == "extractive"
-    assert result.to_json()["unsupported"] == ["It is done with a decorator."]
+    assert to_json(result)["unsupported"] == ["It is done with a decorator."]
 
 
 # --- which citations count as read ------------------------------------------------------------

@@ -17,7 +17,7 @@ from table_loop_support import ENV, agent
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import Conflict
-from aibuddy_cli.jsonvalues import loads
+from aibuddy_cli.jsonvalues import loads, to_json
 from aibuddy_cli.tables.undo import undo_last
 from aibuddy_cli.vault import Vault
 
@@ -325,7 +325,7 @@ def test_a_refused_call_the_model_made_good_later_leaves_the_run_a_success(stock
         ("create_table", True, None),
         ("add_rows", True, None),
     ]
-    assert run.not_applied == [] and run.to_json()["not_applied"] == []
+    assert run.not_applied == [] and to_json(run)["not_applied"] == []
 
 
 def test_one_later_call_makes_good_one_refused_call_not_every_one_before_it(stocked: Vault) -> None:

@@ -16,6 +16,7 @@ from helpers import run_aibuddy, run_in_process, wait_for
 from store_support import aibuddy, vault_files
 
 from aibuddy_cli.errors import Busy
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.vault import init_vault
 
 
@@ -144,7 +145,7 @@ def test_three_hosts_of_twenty_writers_lose_nothing(tmp_path: Path, postgres_url
     assert all(records[f"note-{n}"].description.startswith(f"Note {n}, updated") for n in range(60))
     assert check.memory.show("shared").recall_count == 60
     (table,) = check.tables.queries.filter(["events"], limit=1000).tables
-    keys = [row["row_id"] for row in table.to_json()["rows"]]
+    keys = [row["row_id"] for row in to_json(table)["rows"]]
     assert len(keys) == len(set(keys)) == 60
 
 

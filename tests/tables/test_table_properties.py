@@ -20,6 +20,7 @@ from scripted_model import ScriptedModel
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import AibuddyError
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.operations.loops.tables import TableAgent
 from aibuddy_cli.tables.schema import ColumnSpec, parse_value
 from aibuddy_cli.vault import Vault, init_vault
@@ -200,7 +201,7 @@ class World:
             answer = op.function(self.changes, **op.from_tool(arguments))
         except AibuddyError:
             return None
-        return answer.to_json()
+        return to_json(answer)
 
 
 def check(world: World, tool: str, args: dict[str, Any], before: Any, after: Any, answer: dict) -> None:

@@ -21,6 +21,7 @@ from helpers import in_vault, ok, run_aibuddy, wait_for
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelError
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.models import worker
 from aibuddy_cli.tasks.consolidation.evidence import stated_part
 from aibuddy_cli.tasks.consolidation.process import PassControl
@@ -57,7 +58,7 @@ def consolidate(vault: Vault, model: ScriptedModel) -> Callable[..., dict]:
     def run(*, environ: dict[str, str] | None = None, **options: Any) -> dict:
         with Session.locate(str(vault.root), "demo", environ={**MODEL, **(environ or {})}) as session:
             result = consolidator(session, model).run("t1", **options)
-        return json.loads(json.dumps(result.to_json()))
+        return json.loads(json.dumps(to_json(result)))
 
     return run
 

@@ -19,6 +19,7 @@ from fake_openai import FakeOpenAI
 from helpers import ok
 
 from aibuddy_cli.app.session import Session
+from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.tasks.consolidation import handlers
 from aibuddy_cli.vault import Vault, init_vault
 
@@ -38,7 +39,7 @@ def consolidate(vault: Vault, model: ScriptedModel) -> Callable[..., dict]:
         with Session.locate(str(vault.root), "demo", environ={**MODEL, **(environ or {})}) as session:
             result = consolidator(session, model).run("t1", **options)
             warnings = list(session.warnings)
-        document = json.loads(json.dumps(result.to_json()))
+        document = json.loads(json.dumps(to_json(result)))
         document["warnings"] = warnings
         return document
 

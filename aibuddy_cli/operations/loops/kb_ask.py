@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import AibuddyError, InvalidInput, ModelError
 from ...knowledge.outline import split_lines
@@ -50,13 +50,6 @@ say so in the answer and list the gap."""
 _MARK = re.compile(r"\s*\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
 
 
-class CitationJson(TypedDict):
-    doc: str
-    title: str
-    anchor: str
-    lines: list[int]  # [first, last]
-
-
 class Citation(NamedTuple):
     """A section the answer rests on, as `kb read` takes it: doc and anchor."""
 
@@ -64,18 +57,6 @@ class Citation(NamedTuple):
     title: str
     anchor: str
     lines: list[int]  # [first, last]
-
-    def to_json(self) -> CitationJson:
-        return {"doc": self.doc, "title": self.title, "anchor": self.anchor, "lines": self.lines}
-
-
-class AnswerJson(TypedDict):
-    method: str  # "model" or "extractive"
-    answer: str
-    citations: list[CitationJson]
-    gaps: list[str]
-    dropped_citations: list[Any]  # what the model cited, as it gave it (any JSON value)
-    unsupported: list[str]  # sentences taken out: their citations named sections never read
 
 
 class Answer(NamedTuple):
@@ -85,16 +66,6 @@ class Answer(NamedTuple):
     gaps: list[str]  # what the documents do not cover
     dropped_citations: list[Any]  # what the model cited without reading it, echoed within bounds
     unsupported: list[str] = []  # sentences taken out because they rested only on those
-
-    def to_json(self) -> AnswerJson:
-        return {
-            "method": self.method,
-            "answer": self.answer,
-            "citations": [c.to_json() for c in self.citations],
-            "gaps": self.gaps,
-            "dropped_citations": self.dropped_citations,
-            "unsupported": self.unsupported,
-        }
 
 
 @dataclass

@@ -33,7 +33,7 @@ from ...errors import AibuddyError, Interrupted, InvalidInput, ModelUnavailable
 from ...models.agent import CHARS_PER_TOKEN, Complete, LoopEvent, agent_loop, litellm_complete
 from ...tables.changes import TableChanges
 from ...tables.documents import Document
-from ...tables.queries import SearchHit, SearchHitJson, TableQueries
+from ...tables.queries import SearchHit, TableQueries
 from ...tables.runs import Conversation, Interrupts, Progress, RunEvent, loop_event
 from ...tables.service import TableService
 from ...tables.undo import SnapshotStore, undone_runs
@@ -93,26 +93,11 @@ def with_instructions(text: str, instructions: str | None) -> str:
     return text + (f"\n\nThe user's instructions for this call: {instructions}" if instructions else "")
 
 
-class TableAnswerJson(TypedDict):
-    question: str
-    method: str  # "model" or "lexical"
-    answer: str
-    hits: list[SearchHitJson]
-
-
 class TableAnswer(NamedTuple):
     question: str
     method: str  # "model" or "lexical"
     answer: str
     hits: list[SearchHit]  # the rows of a lexical answer
-
-    def to_json(self) -> TableAnswerJson:
-        return {
-            "question": self.question,
-            "method": self.method,
-            "answer": self.answer,
-            "hits": [hit.to_json() for hit in self.hits],
-        }
 
 
 class TableRunJson(TypedDict):

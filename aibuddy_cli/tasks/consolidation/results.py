@@ -55,14 +55,6 @@ class Pass(NamedTuple):
         }
 
 
-class ConsolidationJson(TypedDict):
-    task: str
-    dry_run: bool
-    reason: str | None
-    passes: list[PassJson]
-    status: StatusJson
-
-
 class Consolidation(NamedTuple):
     task: str
     dry_run: bool
@@ -70,29 +62,11 @@ class Consolidation(NamedTuple):
     passes: list[Pass]
     status: Status
 
-    def to_json(self) -> ConsolidationJson:
-        return {
-            "task": self.task,
-            "dry_run": self.dry_run,
-            "reason": self.reason,
-            "passes": [p.to_json() for p in self.passes],
-            "status": self.status.to_json(),
-        }
-
-
-class CancelledJson(TypedDict):
-    task: str
-    cancelled: bool
-    reason: str | None
-
 
 class Cancelled(NamedTuple):
     task: str
     cancelled: bool  # the task's running pass, proven to be that process, was sent SIGTERM
     reason: str | None = None  # why nothing was signalled
-
-    def to_json(self) -> CancelledJson:
-        return {"task": self.task, "cancelled": self.cancelled, "reason": self.reason}
 
 
 class TaskShownJson(TaskJson):
