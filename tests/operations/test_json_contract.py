@@ -259,7 +259,7 @@ def test_a_usage_error_is_the_same_error_document(vault, aibuddy_exe: list[str])
 
 
 
-# --- the output schemas (operations/schemas.py, by pydantic) are true of the documents printed ---------------
+# --- the output schemas (operations/schemas.py, by pydantic) are true of the documents printed ---
 
 
 def operation_of(argv: list[str]) -> Operation | None:
