@@ -90,10 +90,8 @@ def json_type(kind: Any) -> Any:
 def _typed_dict(kind: type, hints: Mapping[str, Any], required: set[str]) -> Any:
     import typing_extensions  # pydantic reads only its TypedDict on Python 3.11
 
-    fields = {
-        name: (typing_extensions.Required if name in required else typing_extensions.NotRequired)[json_type(hint)]
-        for name, hint in hints.items()
-    }
+    kept, optional = typing_extensions.Required, typing_extensions.NotRequired
+    fields = {name: (kept if name in required else optional)[json_type(hint)] for name, hint in hints.items()}
     return typing_extensions.TypedDict(kind.__name__, fields)  # type: ignore[operator]
 
 
