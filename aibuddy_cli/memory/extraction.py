@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from ..clock import utc_now
 from ..errors import AibuddyError, InvalidInput, ModelError
+from ..jsonvalues import to_json
 from ..names import validate_record_name
 from ..text import shorten
 from ..transcripts import aibuddy_tool, read_transcript
@@ -75,26 +76,11 @@ class Decision(NamedTuple):
         return data
 
 
-class ExtractionJson(TypedDict):
-    cues: list[str]
-    dry_run: bool
-    written: list[str]
-    decisions: list[DecisionJson]
-
-
 class ExtractionResult(NamedTuple):
     cues: list[str]
-    decisions: list[Decision]
-    written: list[str]  # record names created or updated
     dry_run: bool
-
-    def to_json(self) -> ExtractionJson:
-        return {
-            "cues": self.cues,
-            "dry_run": self.dry_run,
-            "written": self.written,
-            "decisions": [d.to_json() for d in self.decisions],
-        }
+    written: list[str]  # record names created or updated
+    decisions: list[Decision]
 
 
 class Candidate(NamedTuple):
@@ -272,7 +258,7 @@ class Extractor:
         written: list[str] = []
         window = latest_window(messages)
         cues = find_cues(window)
-        result = ExtractionResult(cues, decisions, written, dry_run)
+        result = ExtractionResult(cues, dry_run, written, decisions)
         if not window:
             decisions.append(Decision("window", "skipped", "no user/assistant turns"))
             return self._log(result, source)
@@ -436,7 +422,7 @@ class Extractor:
             return result
         from ..redaction.detect import redacted
 
-        entry = {"at": utc_now(), "user": self.memory.user, "source": source, **result.to_json()}
+        entry = {"at": utc_now(), "user": self.memory.user, "source": source, **to_json(result)}
         line = json.dumps(redacted(entry), ensure_ascii=False) + "\n"
         try:
             self.memory.store.append(EXTRACTION_LOG, line.encode("utf-8"))

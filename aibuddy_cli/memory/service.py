@@ -19,12 +19,11 @@ from .expiry import is_expired, parse_expires
 from .header_edit import mark_recalled_text, updated_text
 from .index import IndexedRecord, Loaded, MemoryIndex, Problem, Ranking
 from .lexical import above_floor
-from .manifest import ManifestLine, ManifestLineJson, build_manifest
+from .manifest import ManifestLine, build_manifest
 from .records import (
     MemoryRecord,
     MergeConflict,
     RecordHeaderJson,
-    RecordJson,
     line_ending,
     parse_record,
     render_record,
@@ -49,10 +48,6 @@ HISTORY_LIMIT = 5  # previous versions kept per record; older ones are dropped
 # --- what the operations answer, each with its one JSON shape (tests/operations/test_json_contract.py) ---
 
 
-def _problems_json(problems: list[Problem]) -> list[Problem]:
-    return [to_json(p) for p in problems]
-
-
 class RecordListJson(TypedDict):
     user: str
     records: list[RecordHeaderJson]
@@ -73,16 +68,8 @@ class RecordList(NamedTuple):
         return {
             "user": self.user,
             "records": [item.record.to_json(body=False) for item in self.records],
-            "problems": _problems_json(self.problems),
+            "problems": to_json(self.problems),
         }
-
-
-class ManifestJson(TypedDict):
-    user: str
-    query: str | None
-    window: int
-    lines: list[ManifestLineJson]
-    problems: list[Problem]
 
 
 class Manifest(NamedTuple):
@@ -94,45 +81,15 @@ class Manifest(NamedTuple):
     lines: list[ManifestLine]
     problems: list[Problem]
 
-    def to_json(self) -> ManifestJson:
-        return {
-            "user": self.user,
-            "query": self.query,
-            "window": self.window,
-            "lines": [line.to_json() for line in self.lines],
-            "problems": _problems_json(self.problems),
-        }
-
-
-class RecallJson(TypedDict):
-    user: str
-    query: str
-    method: str  # "model", "lexical" (the words alone), "words+meaning" or "words+embedding"
-    records: list[RecordJson]
-    dropped: list[str]
-    warnings: list[str]
-    problems: list[Problem]
-
 
 class RecallResult(NamedTuple):
     user: str
     query: str
-    method: str  # as RecallJson's
+    method: str  # "model", "lexical" (the words alone), "words+meaning" or "words+embedding"
     records: list[MemoryRecord]
-    problems: list[Problem]
-    warnings: list[str]  # this recall's, for its JSON; the service's sink has them too
     dropped: list[str]  # model-named files not in the manifest
-
-    def to_json(self) -> RecallJson:
-        return {
-            "user": self.user,
-            "query": self.query,
-            "method": self.method,
-            "records": [record.to_json() for record in self.records],
-            "dropped": self.dropped,
-            "warnings": self.warnings,
-            "problems": _problems_json(self.problems),
-        }
+    warnings: list[str]  # this recall's, for its JSON; the service's sink has them too
+    problems: list[Problem]
 
 
 class UpdateResult(NamedTuple):
@@ -140,45 +97,21 @@ class UpdateResult(NamedTuple):
     changed: bool
 
 
-class RevertedJson(TypedDict):
-    path: str
-    changed: bool
-    version: int  # the version put back, as `memory history` numbers them (1: the latest)
-    record: RecordJson
-
-
 class Reverted(NamedTuple):
     """`memory revert`: the record as it is now."""
 
     path: str
+    changed: bool
+    version: int  # the version put back, as `memory history` numbers them (1: the latest)
     record: MemoryRecord
-    changed: bool
-    version: int
-
-    def to_json(self) -> RevertedJson:
-        return {
-            "path": self.path,
-            "changed": self.changed,
-            "version": self.version,
-            "record": self.record.to_json(),
-        }
-
-
-class RecordWriteJson(TypedDict):
-    path: str
-    changed: bool
-    record: RecordJson
 
 
 class RecordWrite(NamedTuple):
     """`memory save` / `memory update`: the record as it is now, and whether anything changed."""
 
     path: str
-    record: MemoryRecord
     changed: bool
-
-    def to_json(self) -> RecordWriteJson:
-        return {"path": self.path, "changed": self.changed, "record": self.record.to_json()}
+    record: MemoryRecord
 
 
 class RecordDeletedJson(TypedDict):
@@ -571,10 +504,10 @@ class MemoryService:
                 current.body,
                 current.provenance,
             ):
-                return Reverted(self._key(name), current, False, to)
+                return Reverted(self._key(name), False, to, current)
             self._keep_history(current, record.updated or "", by="revert")
             self._write(record, text=updated_text(text, current, record))
-        return Reverted(self._key(name), record, True, to)
+        return Reverted(self._key(name), True, to, record)
 
     # --- history of automatic updates ---------------------------------------------------
     #

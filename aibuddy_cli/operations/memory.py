@@ -86,7 +86,7 @@ def save(
     from ..vault import memory_key
 
     record = memory.save(name, type=type, description=description, body=body, expires=expires)
-    return RecordWrite(memory_key(memory.user, record.name), record, True)
+    return RecordWrite(memory_key(memory.user, record.name), True, record)
 
 
 @operation(
@@ -125,7 +125,7 @@ def update(
     from ..vault import memory_key
 
     result = memory.update(name, type=type, description=description, body=body, expires=expires)
-    return RecordWrite(memory_key(memory.user, name), result.record, result.changed)
+    return RecordWrite(memory_key(memory.user, name), result.changed, result.record)
 
 
 @operation(

@@ -36,13 +36,6 @@ if TYPE_CHECKING:
 Row = dict[str, Any]  # a row's values by column name: the columns are the table's, so any keys
 
 
-class RowSetJson(TypedDict):
-    table: str
-    columns: list[str]
-    total: int
-    rows: list[Row]
-
-
 class GroupJson(TypedDict):
     group: Row  # the grouping columns' values
     values: Row  # the metric of each column
@@ -67,11 +60,8 @@ class SearchHitJson(TypedDict):
 class RowSet(NamedTuple):
     table: str
     columns: list[str]
-    rows: list[Row]
     total: int  # rows that match, before offset and limit
-
-    def to_json(self) -> RowSetJson:
-        return {"table": self.table, "columns": self.columns, "total": self.total, "rows": self.rows}
+    rows: list[Row]
 
 
 class Skipped(NamedTuple):
@@ -249,7 +239,7 @@ class TableQueries:
                 if offset
                 else 0
             )
-        return RowSet(table.ref.qualified, names, [table.decode(r[:-1], names) for r in found], total)
+        return RowSet(table.ref.qualified, names, total, [table.decode(r[:-1], names) for r in found])
 
     @staticmethod
     def _columns(table: IndexedTable, columns: Sequence[str] | None) -> list[str]:

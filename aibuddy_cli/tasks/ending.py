@@ -95,7 +95,7 @@ def extract_latest(
             return _failed(warnings, again), FOREGROUND
     started = Decision("model", BACKGROUND, f"runs in the background; its decisions go to {EXTRACTION_LOG}")
     decisions = [Decision("cue", "found", ", ".join(cues)), started]
-    return ExtractionResult(cues, decisions, [], False), BACKGROUND
+    return ExtractionResult(cues, False, [], decisions), BACKGROUND
 
 
 def extract_ended(tasks: TaskService, memory: MemoryService, task_id: str) -> ExtractionResult:
@@ -144,4 +144,4 @@ def _spawn(tasks: TaskService, memory: MemoryService, args: list[str]) -> Callab
 def _failed(warnings: Any, exc: Exception) -> ExtractionResult:
     detail = describe_failure(exc)
     warnings.append(f"automatic extraction failed ({detail}); the task is closed all the same")
-    return ExtractionResult([], [Decision("extraction", "failed", detail)], [], False)
+    return ExtractionResult([], False, [], [Decision("extraction", "failed", detail)])

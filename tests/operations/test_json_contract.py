@@ -369,7 +369,7 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
     deleted = Change("delete_column", "people", {"column": "city", "type": "str"})
     documents = {
         "memory history": RecordVersions("memory/u/tea.md", True, [commit], [{"body": "b"}]),
-        "memory revert": Reverted("memory/u/tea.md", MemoryRecord("tea", "Tea", "user", "b"), True, 1),
+        "memory revert": Reverted("memory/u/tea.md", True, 1, MemoryRecord("tea", "Tea", "user", "b")),
         "memory review": Review(
             "u",
             180,

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, TypedDict
 
+from ...jsonvalues import to_json
 from ...memory.extraction import Decision, DecisionJson
 from ..service import Task, TaskJson
-
-
-class StatusJson(TypedDict):
-    through: int
-    pending: int
-    running: bool
-    summary: str | None
-    ahead: dict[str, int]
 
 
 class Status(NamedTuple):
@@ -22,15 +15,6 @@ class Status(NamedTuple):
     running: bool  # a pass holds the task's consolidation lock now
     summary: str | None  # the rolling summary
     ahead: dict[str, int] = {}  # categories a pass with --only took further: their last message
-
-    def to_json(self) -> StatusJson:
-        return {
-            "through": self.through,
-            "pending": self.pending,
-            "running": self.running,
-            "summary": self.summary,
-            "ahead": dict(self.ahead),
-        }
 
 
 class PassJson(TypedDict):
@@ -70,7 +54,7 @@ class Cancelled(NamedTuple):
 
 
 class TaskShownJson(TaskJson):
-    consolidation: StatusJson
+    consolidation: Status
 
 
 class TaskShown(NamedTuple):
@@ -80,4 +64,4 @@ class TaskShown(NamedTuple):
     consolidation: Status
 
     def to_json(self) -> TaskShownJson:
-        return {**self.task.to_json(), "consolidation": self.consolidation.to_json()}
+        return {**self.task.to_json(), "consolidation": to_json(self.consolidation)}
