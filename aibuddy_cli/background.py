@@ -10,12 +10,17 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 
-def spawn_aibuddy(vault_root: Path, user: str, args: Sequence[str], environ: Mapping[str, str]) -> None:
-    """Start `aibuddy --vault ROOT --user USER ARGS…` and return at once, without waiting."""
+def spawn_aibuddy(vault_root: Path, user: str, args: Sequence[str], settings: Settings) -> None:
+    """Start `aibuddy --vault ROOT --user USER ARGS…` in the settings' environment (`for_child`)
+    and return at once, without waiting."""
     import subprocess
 
     command = [sys.executable, "-m", "aibuddy_cli", "--vault", str(vault_root), "--user", user, *args]
@@ -24,7 +29,7 @@ def spawn_aibuddy(vault_root: Path, user: str, args: Sequence[str], environ: Map
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, **environ},
+        env=settings.for_child(),
         start_new_session=True,  # a Ctrl-C at the terminal does not cut the summary short
         close_fds=True,
     )

@@ -7,7 +7,6 @@ user names, the vault joins them into paths, records and tasks are named by them
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 from .errors import InvalidInput
 
@@ -43,6 +42,10 @@ def validate_user_name(user: str) -> str:
     return user
 
 
-def default_user_name(environ: Mapping[str, str]) -> str:
-    candidate = (environ.get("AIBUDDY_USER") or environ.get("USER") or "me").lower()
-    return candidate if is_user_name(candidate) else "me"
+def default_user_name(*candidates: str | None) -> str:
+    """The user a new vault is made for: the first candidate (AIBUDDY_USER, the login name) that
+    is a valid user name once lowercased, else "me"."""
+    for candidate in candidates:
+        if candidate and is_user_name(candidate.lower()):
+            return candidate.lower()
+    return "me"

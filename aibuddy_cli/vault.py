@@ -33,6 +33,7 @@ from .names import (  # noqa: F401 - re-exported: the name rules as they were im
     validate_record_name,
     validate_user_name,
 )
+from .settings import Settings
 from .store.files import TEMP_PREFIX, atomic_write
 
 CACHE_DIR = ".aibuddy"
@@ -197,22 +198,22 @@ def find_vault_root(start: Path) -> Path | None:
     return None
 
 
-def locate_vault(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> Vault:
+def locate_vault(explicit: str | None, settings: Settings, cwd: Path) -> Vault:
     """--vault, then AIBUDDY_VAULT, then the nearest aibuddy.toml above the working directory."""
-    chosen = explicit or environ.get("AIBUDDY_VAULT")
+    chosen = explicit or settings.vault
     if chosen:
-        return Vault.open(Path(chosen).expanduser(), environ)
+        return Vault.open(Path(chosen).expanduser(), settings.environ)
     root = find_vault_root(cwd)
     if root is None:
         raise NotFound(
             f"no vault found in {cwd} or above; run 'aibuddy init', pass --vault or set AIBUDDY_VAULT"
         )
-    return Vault.open(root, environ)
+    return Vault.open(root, settings.environ)
 
 
-def resolve_user(explicit: str | None, environ: Mapping[str, str], config: Config) -> str:
+def resolve_user(explicit: str | None, settings: Settings, config: Config) -> str:
     """--user, then AIBUDDY_USER, then default_user from aibuddy.toml."""
-    user = explicit or environ.get("AIBUDDY_USER") or config.default_user
+    user = explicit or settings.user or config.default_user
     if not user:
         raise UsageError(
             "no current user: pass --user, set AIBUDDY_USER or a valid default_user in aibuddy.toml"

@@ -174,20 +174,26 @@ def tools_page() -> str:
 
 
 def environment_page() -> str:
-    from aibuddy_cli.cli.app import ENVIRONMENT
+    from aibuddy_cli.settings import VARIABLES
 
-    listed = ENVIRONMENT.split("\n")[1:]
     lines = [
         "# The environment",
         "",
         HEADER.strip(),
         "",
-        "What aibuddy reads from the environment, as `aibuddy --help` lists it. A flag wins over the "
-        "environment, which wins over [aibuddy.toml](configuration.md).",
+        "What aibuddy reads from the environment (`aibuddy --help` lists it too). A flag wins over the "
+        "environment, which wins over [aibuddy.toml](configuration.md). Each is read once per command "
+        "or server, when its session starts.",
         "",
-        "```",
-        *listed,
-        "```",
+        "| variable | what it sets | over aibuddy.toml's |",
+        "|---|---|---|",
+        *(
+            f"| `{name}` | {help} | {f'`{overrides}`' if overrides else ''} |"
+            for name, help, overrides in VARIABLES
+        ),
+        "",
+        "And litellm's provider variables (`OPENAI_API_KEY`, `OPENAI_API_BASE`, …), which the model "
+        "calls pass on as they are.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -54,7 +54,7 @@ class ScriptedModel:
 
 def consolidator(session: Session, model: ScriptedModel, **options: Any) -> Consolidator:
     return Consolidator(
-        session.tasks, session.memory, lambda: session.tables, session.environ, complete=model, **options
+        session.tasks, session.memory, lambda: session.tables, session.settings, complete=model, **options
     )
 
 

@@ -13,4 +13,4 @@ ENV = {"AIBUDDY_MODEL_TABLES": "openai/tables-test", "AIBUDDY_TIMEOUT": "30"}
 
 def agent(vault: Vault, model: ScriptedModel, environ: dict[str, str] | None = None) -> TableAgent:
     session = Session(Vault.open(vault.root), "demo", environ=ENV if environ is None else environ)
-    return TableAgent(session.tables, session.environ, connect=lambda settings: model)
+    return TableAgent(session.tables, session.settings, connect=lambda settings: model)

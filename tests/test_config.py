@@ -15,6 +15,7 @@ from aibuddy_cli import config, vault
 from aibuddy_cli.config import FLAG, NUMBER, SCHEMA, TABLES, WHOLE, Schema, Setting, Table
 from aibuddy_cli.errors import InvalidInput
 from aibuddy_cli.models import calls as models
+from aibuddy_cli.settings import Settings
 
 SOURCE = "/v/aibuddy.toml"
 
@@ -54,10 +55,11 @@ def test_the_models_table_keys_and_timeout_come_from_the_declarations() -> None:
     declared = {"default", "api_base", "timeout", "keep_worker", *models.ROLES}
     assert set(config.KNOWN_KEYS["models"] or ()) == declared
     timeout = SCHEMA.setting("models", "timeout")
-    assert models.model_settings("recall", {}, {}).timeout == float(timeout.default)
+    assert models.model_settings("recall", {}, Settings.read({})).timeout == float(timeout.default)
     # models.model_settings checks the range the declaration documents.
     for value, usable in ((timeout.high, True), (timeout.high + 1, False), (timeout.low, False)):
-        settings = models.model_settings("recall", {"default": "openai/x", "timeout": value}, {})
+        given = {"default": "openai/x", "timeout": value}
+        settings = models.model_settings("recall", given, Settings.read({}))
         assert (settings.problem is None) is usable, value
         assert usable or f"from {timeout.low} to {timeout.high}, not {value!r}" in (settings.problem or "")
 

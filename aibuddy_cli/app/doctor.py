@@ -44,7 +44,7 @@ def checks(session: Session, vault_from: str, user_from: str) -> list[Check]:
         merge_driver_check(session.vault.root),
         cache_check(session.vault.root),
         *model_checks(session),
-        worker_check(session.environ),
+        worker_check(session.settings.environ),
         watch_check(session),
         *index_checks(session),
         memory_check(session),
@@ -130,7 +130,7 @@ def model_checks(session: Session) -> list[Check]:
     found: list[Check] = []
     asked: dict[tuple[str | None, str | None], Check] = {}
     for role in ROLES:
-        settings = model_settings(role, session.vault.config.models, session.environ)
+        settings = model_settings(role, session.vault.config.models, session.settings)
         name = f"model for {role}"
         if not settings.configured:
             found.append(Check(name, True, "none set: the deterministic path runs"))
@@ -166,14 +166,14 @@ def worker_check(environ: Mapping[str, str]) -> Check:
 def watch_check(session: Session) -> Check:
     """The vault's watch process (store/watch_client.py): off, running, or started by the next walk of a
     big folder."""
-    from ..store.watch_client import mode, status
+    from ..store.watch_client import status
     from ..unix_peer import PeerUnavailable
 
-    chosen = mode(session.environ, session.vault.config.indexes.watch)
+    chosen = session.settings.watch or session.vault.config.indexes.watch
     if chosen == "off":
         return Check("watch process", True, "off ([indexes] watch or AIBUDDY_WATCH)")
     try:
-        found = status(session.environ, session.vault.root)
+        found = status(session.settings.environ, session.vault.root)
     except PeerUnavailable as error:
         return Check("watch process", False, str(error))
     if found.running:

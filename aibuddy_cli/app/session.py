@@ -4,8 +4,8 @@ A `Session` builds each service once, on first use, over one store, and gives th
 sink; it closes the SQLite handles they opened. Every front end holds one: the Typer app
 (`cli/context.AppState`), the fast path, and whatever serves agents or runs in the background.
 Front ends compose; services own the behaviour and never print. This is the one place that
-reads the environment and chooses the store: a service takes its store, environment and sink as
-required arguments and never builds its own.
+reads the environment's settings (`settings.Settings`, once) and chooses the store: a service
+takes its store, settings and sink as required arguments and never builds its own.
 
 The store is the vault's folder, or, in a team vault (`[teams.*]` in aibuddy.toml), that folder
 composed with the user's personal vault (`team.compose`: the user's memory, tasks, personal
@@ -18,13 +18,13 @@ in the knowledge folders) lands in `warnings`, and the front end reports it once
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from ..settings import Settings
 from ..store.files import FileStore, Store, WalkableStore
 from ..vault import Vault, locate_vault, resolve_user, validate_user_name
 
@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from .team import Adopted
 
 
-def database_store(vault: Vault, environ: Mapping[str, str]) -> WalkableStore | None:
+def database_store(vault: Vault, settings: Settings) -> WalkableStore | None:
     """The database that serves the vault's files (AIBUDDY_STORE_URL, else `[store] url`), if any."""
-    url = environ.get("AIBUDDY_STORE_URL") or vault.config.store.url
+    url = settings.store_url or vault.config.store.url
     if not url:
         return None
     from ..store.postgres import shared_store
@@ -50,15 +50,15 @@ def database_store(vault: Vault, environ: Mapping[str, str]) -> WalkableStore | 
     return shared_store(url)
 
 
-def _remote_watch(vault: Vault, environ: Mapping[str, str]) -> Watch | None:
+def _remote_watch(vault: Vault, settings: Settings) -> Watch | None:
     """A one-shot command's watch: the vault's watch process, asked over its socket (store.watch_client),
-    unless `[indexes] watch` / AIBUDDY_WATCH is "off"."""
-    from ..store.watch_client import MIN_FILES, RemoteWatch, mode
+    unless AIBUDDY_WATCH, else `[indexes] watch`, is "off"."""
+    from ..store.watch_client import MIN_FILES, RemoteWatch
 
-    chosen = mode(environ, vault.config.indexes.watch)
+    chosen = settings.watch or vault.config.indexes.watch
     if chosen == "off":
         return None
-    return RemoteWatch(vault.root, environ, 0 if chosen == "on" else MIN_FILES)
+    return RemoteWatch(vault.root, settings, 0 if chosen == "on" else MIN_FILES)
 
 
 class Session:
@@ -68,27 +68,29 @@ class Session:
         user: str,
         *,
         environ: Mapping[str, str] | None = None,
+        settings: Settings | None = None,
         store: Store | None = None,
         warnings: list[str] | None = None,
         watch: Watch | None = None,
     ) -> None:
-        """warnings: the sink to use as it is (else a new one holding the config file's warnings);
+        """settings: the environment's, read (else read here from environ: None, the process's);
+        warnings: the sink to use as it is (else a new one holding the config file's warnings);
         watch: a long-lived process's, so the vault's folders need no scan to tell what changed."""
         self.vault = vault
         self.user = validate_user_name(user)
-        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        self.settings = Settings.read(environ) if settings is None else settings
         # The one sink: appended to by every service, never rebound (they hold on to it).
         self.warnings: list[str] = list(vault.config.warnings) if warnings is None else warnings
         if store is None:
-            store = database_store(vault, self.environ)
+            store = database_store(vault, self.settings)
         if store is None and watch is None:
-            watch = _remote_watch(vault, self.environ)
+            watch = _remote_watch(vault, self.settings)
         # In a team vault: what the composition moved into the personal vault (`team.compose`).
         self.adopted: Adopted | None = None
         if store is None and vault.config.team_vault:
             from .team import compose
 
-            store, self.adopted = compose(vault, self.user, self.environ, self.warnings, watch)
+            store, self.adopted = compose(vault, self.user, self.settings, self.warnings, watch)
         self.store: Store = store or FileStore(vault.root, vault.locks_dir(), watch)
 
     @classmethod
@@ -98,6 +100,7 @@ class Session:
         user: str | None,
         *,
         environ: Mapping[str, str] | None = None,
+        settings: Settings | None = None,
         cwd: Path | None = None,
         warnings: list[str] | None = None,
         watch: Watch | None = None,
@@ -108,17 +111,17 @@ class Session:
         The config file's warnings go first into `warnings` (the sink the session then uses),
         before the user is resolved: a front end that passes its own sink reports them even
         when no user can be found."""
-        environ = os.environ if environ is None else environ
+        settings = Settings.read(environ) if settings is None else settings
         sink: list[str] = [] if warnings is None else warnings
-        found = locate_vault(vault, environ, Path.cwd() if cwd is None else cwd)
+        found = locate_vault(vault, settings, Path.cwd() if cwd is None else cwd)
         sink.extend(found.config.warnings)
         from .merge_driver import setup_hint
 
         hint = setup_hint(found.root)
         if hint is not None:
             sink.append(hint)
-        user = resolve_user(user, environ, found.config)
-        return cls(found, user, environ=environ, warnings=sink, watch=watch)
+        user = resolve_user(user, settings, found.config)
+        return cls(found, user, settings=settings, warnings=sink, watch=watch)
 
     def take_warnings(self) -> list[str]:
         """The warnings so far, once: the sink is emptied."""
@@ -133,7 +136,7 @@ class Session:
         from ..memory.service import MemoryService
 
         return MemoryService(
-            self.vault, self.user, store=self.store, environ=self.environ, warnings=self.warnings
+            self.vault, self.user, store=self.store, settings=self.settings, warnings=self.warnings
         )
 
     @cached_property
@@ -150,7 +153,7 @@ class Session:
             self.vault,
             self.user,
             store=self.store,
-            environ=self.environ,
+            settings=self.settings,
             tasks=self.tasks,
             warnings=self.warnings,
         )
@@ -160,7 +163,7 @@ class Session:
         from ..tables.service import TableService
 
         return TableService(
-            self.vault, self.user, store=self.store, warnings=self.warnings, environ=self.environ
+            self.vault, self.user, store=self.store, warnings=self.warnings, settings=self.settings
         )
 
     @cached_property
@@ -173,7 +176,7 @@ class Session:
     def consolidation(self) -> Consolidator:
         from ..tasks.consolidation import Consolidator
 
-        return Consolidator(self.tasks, self.memory, lambda: self.tables, self.environ)
+        return Consolidator(self.tasks, self.memory, lambda: self.tables, self.settings)
 
     @cached_property
     def context(self) -> ContextAssembler:

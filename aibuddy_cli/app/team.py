@@ -35,7 +35,7 @@ vault, checks each copy byte for byte, and only then removes the original from g
 (`git rm --cached`) and the work tree. History is never rewritten here; the README says how a
 team purges it if it must.
 
-Receives the environment as an argument: only the composition root reads it.
+Receives the environment's settings as an argument: only the composition root reads them.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from typing import Any, NamedTuple
 
 from ..config import CONFIG_FILE
 from ..errors import AibuddyError, Conflict, InvalidInput, NotFound, UsageError
+from ..settings import Settings
 from ..store.composed import PERSONAL_FOLDERS, RoutedStore
 from ..store.files import TEMP_PREFIX, FileStore, Store, atomic_write
 from ..store.folder_watch import Watch
@@ -79,14 +80,14 @@ class PersonalVault(NamedTuple):
         return {"path": str(self.root), "vault_id": self.vault_id, "chosen_by": self.source}
 
 
-def _data_home(environ: Mapping[str, str]) -> Path:
+def _data_home(settings: Settings) -> Path:
     """$XDG_DATA_HOME, else ~/.local/share (a relative XDG_DATA_HOME is ignored: xdg.base_dir)."""
     from ..xdg import base_dir
 
-    base = base_dir(environ, "XDG_DATA_HOME")
+    base = base_dir(settings.environ, "XDG_DATA_HOME")
     if base is not None:
         return base
-    home = environ.get("HOME") or os.path.expanduser("~")
+    home = settings.environ.get("HOME") or os.path.expanduser("~")
     if not os.path.isabs(home):
         raise UsageError(
             f"no home folder for this team vault's personal files: set {PERSONAL_VAULT_ENV} to a folder"
@@ -100,21 +101,21 @@ def clone_id(root: Path) -> str:
     return f"{name}-{hashlib.sha256(os.fsencode(root)).hexdigest()[:16]}"
 
 
-def personal_vaults_home(environ: Mapping[str, str]) -> Path:
-    return (_data_home(environ) / "aibuddy" / "vaults").resolve()
+def personal_vaults_home(settings: Settings) -> Path:
+    return (_data_home(settings) / "aibuddy" / "vaults").resolve()
 
 
-def personal_vault(vault: Vault, environ: Mapping[str, str]) -> PersonalVault:
+def personal_vault(vault: Vault, settings: Settings) -> PersonalVault:
     """Where the current person's files of this team vault live (see the module's docstring)."""
-    explicit = environ.get(PERSONAL_VAULT_ENV)
+    explicit = settings.personal_vault
     if explicit:
         chosen = PersonalVault(Path(explicit).expanduser().resolve(), vault.config.vault_id, "environment")
     elif vault.config.vault_id:
         vault_id = vault.config.vault_id
-        chosen = PersonalVault(personal_vaults_home(environ) / vault_id, vault_id, "vault_id")
+        chosen = PersonalVault(personal_vaults_home(settings) / vault_id, vault_id, "vault_id")
     else:
         vault_id = clone_id(vault.root)
-        chosen = PersonalVault(personal_vaults_home(environ) / vault_id, vault_id, "clone path")
+        chosen = PersonalVault(personal_vaults_home(settings) / vault_id, vault_id, "clone path")
     root, shared = chosen.root, vault.root
     # What the team's remote receives is the repository that holds the vault, all it does not ignore.
     pushed = next((folder for folder in (shared, *shared.parents) if (folder / ".git").exists()), shared)
@@ -169,18 +170,18 @@ def _private_folder(folder: Path) -> None:
 
 
 def compose(
-    vault: Vault, user: str, environ: Mapping[str, str], warnings: list[str], watch: Watch | None = None
+    vault: Vault, user: str, settings: Settings, warnings: list[str], watch: Watch | None = None
 ) -> tuple[RoutedStore, Adopted | None]:
     """The store of user in a team vault (the session asks only for one): its folder composed
     with the user's personal vault; and what it moved there from the folder this clone used
     before the vault had its vault_id (`adopt_folder`), if that folder was still there. What
     needs the user's attention goes to warnings; watch: see FileStore."""
-    chosen = personal_vault(vault, environ)
+    chosen = personal_vault(vault, settings)
     if chosen.source == "clone path":  # made by the first write, if any before `git setup` moves it
         _private_folder(chosen.root.parent)
     else:
         prepare_personal_vault(chosen.root)
-    adopted = _adopt_clone_folder(vault, environ, chosen, warnings)
+    adopted = _adopt_clone_folder(vault, settings, chosen, warnings)
     warnings.extend(_notices(vault, user, chosen))
     shared = FileStore(vault.root, vault.locks_dir(), watch)
     personal = FileStore(chosen.root, chosen.root / CACHE_DIR / "locks", watch)
@@ -370,7 +371,7 @@ class TeamSetup(NamedTuple):
 
 
 def secure_shared_vault(
-    vault: Vault, user: str, environ: Mapping[str, str], adopted: Adopted | None = None
+    vault: Vault, user: str, settings: Settings, adopted: Adopted | None = None
 ) -> TeamSetup | None:
     """In a team vault: give it a vault_id, make its .gitignore list the personal folders, move
     this clone's earlier personal folder into the personal vault, and say whose personal files
@@ -384,10 +385,10 @@ def secure_shared_vault(
         vault_id = assign_vault_id(vault)
         vault = Vault.open(vault.root, vault.environ)
         added = True
-    chosen = personal_vault(vault, environ)
+    chosen = personal_vault(vault, settings)
     prepare_personal_vault(chosen.root)
     done = [adopted] if adopted is not None else []
-    earlier = _clone_folder(vault, environ, chosen)
+    earlier = _clone_folder(vault, settings, chosen)
     if earlier is not None and earlier.is_dir():
         done.append(adopt_folder(earlier, chosen.root))
     moved = next((item.folder for item in done if item.moved), None)
@@ -476,7 +477,7 @@ class Report(NamedTuple):
         return said
 
 
-def doctor(vault: Vault, user: str, environ: Mapping[str, str], *, move: bool, dry_run: bool) -> Report:
+def doctor(vault: Vault, user: str, settings: Settings, *, move: bool, dry_run: bool) -> Report:
     """Report where the team vault's personal files are, and the personal folders of this vault it
     does not use; with move, move the user's own files from the shared tree and everything in
     those folders into the personal vault (after `secure_shared_vault`, so it is the one the
@@ -486,19 +487,20 @@ def doctor(vault: Vault, user: str, environ: Mapping[str, str], *, move: bool, d
     moved: list[str] = []
     skipped: list[Skipped] = []
     if move and not dry_run:
-        secure_shared_vault(vault, user, environ)
+        secure_shared_vault(vault, user, settings)
         vault = Vault.open(vault.root, vault.environ)
-        root = personal_vault(vault, environ).root
+        root = personal_vault(vault, settings).root
         moved, skipped = move_personal_files(vault, user, root)
-        for folder in unused_folders(vault, environ):
+        for folder in unused_folders(vault, settings):
             done = adopt_folder(Path(folder.path), root)
             moved += [f"{done.folder}/{key}" for key in done.moved]
             skipped += [Skipped(f"{done.folder}/{kept.key}", kept.reason) for kept in done.kept]
     elif move:
         moved = personal_files(vault.root, user)
-        moved += [f"{folder.path}/{key}" for folder in unused_folders(vault, environ) for key in folder.files]
+        unused = unused_folders(vault, settings)
+        moved += [f"{folder.path}/{key}" for folder in unused for key in folder.files]
     files = {owner: personal_files(vault.root, owner) for owner in personal_owners(vault.root)}
-    chosen = personal_vault(vault, environ)
+    chosen = personal_vault(vault, settings)
     return Report(
         str(vault.root),
         user,
@@ -510,7 +512,7 @@ def doctor(vault: Vault, user: str, environ: Mapping[str, str], *, move: bool, d
         moved,
         skipped,
         dry_run,
-        unused_folders(vault, environ),
+        unused_folders(vault, settings),
     )
 
 
@@ -664,14 +666,14 @@ class Adopted(NamedTuple):
     kept: list[Skipped]
 
 
-def _clone_folder(vault: Vault, environ: Mapping[str, str], chosen: PersonalVault) -> Path | None:
+def _clone_folder(vault: Vault, settings: Settings, chosen: PersonalVault) -> Path | None:
     """The folder this clone's personal files went to before the vault had a vault_id, when its
     personal vault is another one now. This clone's alone (its path names it), so whatever is in
     it is this person's, from this clone."""
     if chosen.source == "clone path":
         return None
     try:
-        folder = personal_vaults_home(environ) / clone_id(vault.root)
+        folder = personal_vaults_home(settings) / clone_id(vault.root)
     except UsageError:
         return None
     return None if folder == chosen.root else folder
@@ -681,18 +683,18 @@ def _all_personal_files(root: Path) -> list[str]:
     return sorted(key for owner in personal_owners(root) for key in personal_files(root, owner))
 
 
-def unused_folders(vault: Vault, environ: Mapping[str, str]) -> list[UnusedFolder]:
+def unused_folders(vault: Vault, settings: Settings) -> list[UnusedFolder]:
     """The personal folders of this vault on this machine that hold files and are not its personal
     vault now: this clone's from before the vault had a vault_id, and the vault id's while
     AIBUDDY_PERSONAL_VAULT names another."""
-    chosen = personal_vault(vault, environ)
+    chosen = personal_vault(vault, settings)
     candidates: list[tuple[Path, str]] = []
-    earlier = _clone_folder(vault, environ, chosen)
+    earlier = _clone_folder(vault, settings, chosen)
     if earlier is not None:
         candidates.append((earlier, "this clone's, from before the vault had its vault_id"))
     if chosen.source == "environment" and vault.config.vault_id:
         try:
-            by_id = personal_vaults_home(environ) / vault.config.vault_id
+            by_id = personal_vaults_home(settings) / vault.config.vault_id
         except UsageError:
             by_id = chosen.root
         if by_id != chosen.root:
@@ -739,11 +741,11 @@ def _remove_if_spent(folder: Path) -> None:
 
 
 def _adopt_clone_folder(
-    vault: Vault, environ: Mapping[str, str], chosen: PersonalVault, warnings: list[str]
+    vault: Vault, settings: Settings, chosen: PersonalVault, warnings: list[str]
 ) -> Adopted | None:
     """At every command: the files this clone saved before the vault had its vault_id (a
     teammate's `git setup` pulled since) move into the personal vault, so they stay visible."""
-    earlier = _clone_folder(vault, environ, chosen)
+    earlier = _clone_folder(vault, settings, chosen)
     if earlier is None or not earlier.is_dir():
         return None
     try:

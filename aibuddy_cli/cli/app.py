@@ -15,6 +15,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from ..errors import EXPECTED, as_aibuddy_error
+from ..settings import help_lines
 from . import output
 from .context import AppState
 
@@ -85,25 +86,9 @@ def _plain_help(command: Any) -> None:
         _plain_help(sub)
 
 
-# The environment variables aibuddy reads, shown under the root's help (a test checks that every
-# AIBUDDY_ name the package reads is here, and every model role).
+# The environment variables aibuddy reads (settings.VARIABLES), shown under the root's help.
 ENVIRONMENT = "\n".join(
-    (
-        "Environment:",
-        "AIBUDDY_VAULT, AIBUDDY_USER: the vault and user without --vault, --user",
-        "AIBUDDY_PERSONAL_VAULT: a team vault's personal folder",
-        "AIBUDDY_STORE_URL: a postgresql:// URL serving the vault's files (over [store] url)",
-        "AIBUDDY_MODEL: every role's model; AIBUDDY_MODEL_<ROLE>: one role's",
-        "  (RECALL, EXTRACT, SUMMARY, KNOWLEDGE, COMPACT, TABLES, EMBEDDING,",
-        "  CONSOLIDATE)",
-        "AIBUDDY_TIMEOUT: seconds for a model's answer",
-        "AIBUDDY_IMPORT_TIMEOUT: seconds for litellm's import",
-        "AIBUDDY_WORKER=0: no model worker; AIBUDDY_WORKER_IDLE: seconds it stays up",
-        "AIBUDDY_WATCH=auto|on|off: the vault's watch process ([indexes] watch);",
-        "  AIBUDDY_WATCH_IDLE: seconds it stays up without a question (1800)",
-        "AIBUDDY_CONSOLIDATE_<CATEGORY>=0|1: a consolidation category off or on",
-        "and litellm's provider variables: OPENAI_API_KEY, OPENAI_API_BASE, ...",
-    )
+    ("Environment:", *help_lines(), "and litellm's provider variables: OPENAI_API_KEY, OPENAI_API_BASE, ...")
 )
 
 app = typer.Typer(

@@ -6,9 +6,11 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..app.session import Session
+from ..settings import Settings
 from .output import report_warnings
 
 
@@ -24,10 +26,15 @@ class AppState:
     warnings: list[str] = field(default_factory=list, repr=False)
     _session: Session | None = field(default=None, repr=False)
 
+    @cached_property
+    def settings(self) -> Settings:
+        """What the environment sets, read once for the command (the Session gets them)."""
+        return Settings.read(self.environ)
+
     def session(self) -> Session:
         if self._session is None:
             self._session = Session.locate(
-                self.vault_option, self.user_option, environ=self.environ, warnings=self.warnings
+                self.vault_option, self.user_option, settings=self.settings, warnings=self.warnings
             )
             self.report_warnings()  # unknown keys, ignored values: before anything else
         return self._session

@@ -58,18 +58,18 @@ def doctor(
     session = session_reporting_itself(state)
     if move and not dry_run and team.is_team_vault(session.vault):
         pending = team.personal_files(session.vault.root, session.user)
-        unused = team.unused_folders(session.vault, session.environ)
+        unused = team.unused_folders(session.vault, session.settings)
         elsewhere = [key for folder in unused for key in folder.files]
         if (pending or elsewhere) and not yes:
             if not stdin_is_terminal():
                 raise UsageError("refusing to move files without --yes when stdin is not a terminal")
-            where = team.personal_vault(session.vault, session.environ).root
+            where = team.personal_vault(session.vault, session.settings).root
             question = f"Move {len(pending) + len(elsewhere)} personal file(s) to {where}?"
             if pending:
                 question += " Those in the shared folder leave it and git's index, not its history."
             if not typer.confirm(question, default=False, err=True):  # stdout may be JSON
                 raise Aborted("nothing moved")
-    report = team.doctor(session.vault, session.user, session.environ, move=move, dry_run=dry_run)
+    report = team.doctor(session.vault, session.user, session.settings, move=move, dry_run=dry_run)
     found = health.checks(session, _vault_from(state), _user_from(state, session))
     healthy = all(check.ok for check in found)
     text = "\n".join([*(check.line() for check in found), *report.lines()])
@@ -82,7 +82,7 @@ def doctor(
 def _vault_from(state: AppState) -> str:
     if state.vault_option is not None:
         return "from --vault"
-    if state.environ.get("AIBUDDY_VAULT"):
+    if state.settings.vault:
         return "from AIBUDDY_VAULT"
     return f"the nearest {CONFIG_FILE} above {Path.cwd()}"
 
@@ -90,7 +90,7 @@ def _vault_from(state: AppState) -> str:
 def _user_from(state: AppState, session: Session) -> str:
     if state.user_option is not None:
         return "from --user"
-    if state.environ.get("AIBUDDY_USER"):
+    if state.settings.user:
         return "from AIBUDDY_USER"
     return f"default_user in {CONFIG_FILE}"
 
@@ -100,7 +100,7 @@ def team_setup(state: AppState) -> tuple[dict[str, Any], list[str]]:
     from ..app import team
 
     session = session_reporting_itself(state)
-    done = team.secure_shared_vault(session.vault, session.user, session.environ, session.adopted)
+    done = team.secure_shared_vault(session.vault, session.user, session.settings, session.adopted)
     if done is None:
         return {}, []
     return {"team": done.to_json()}, done.lines(session.user)
@@ -116,7 +116,7 @@ def personal_setup(state: AppState) -> tuple[dict[str, Any], str]:
             "--personal is for a team vault ([teams.*] in aibuddy.toml); "
             "this one keeps everything in its one folder"
         )
-    root = team.personal_vault(session.vault, session.environ).root
+    root = team.personal_vault(session.vault, session.settings).root
     repository = team.setup_personal_repository(root)
     text = (
         f"personal vault {repository} is a git repository; push it to a private remote of yours: "

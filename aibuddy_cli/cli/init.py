@@ -21,7 +21,8 @@ def init(
 ) -> None:
     """Create a vault: folders, aibuddy.toml and a .gitignore for the derived .aibuddy/ cache."""
     state = state_of(ctx, json)
-    created = init_vault(path, state.user_option or default_user_name(state.environ))
+    user = state.user_option or default_user_name(state.settings.user, state.environ.get("USER"))
+    created = init_vault(path, user)
     from ..app.merge_driver import register_if_in_git
 
     register_if_in_git(created.root)  # in a git repository already: the merge driver too

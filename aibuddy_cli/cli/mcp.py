@@ -56,13 +56,13 @@ def mcp(
             raise UsageError("--allow-host and --allow-origin go with --http")
         from ..mcp.server import serve
 
-        serve(state.vault_option, state.user_option, task, state.environ, Path.cwd())
+        serve(state.vault_option, state.user_option, task, state.settings, Path.cwd())
         return
     if state.user_option is not None or task is not None:
         raise UsageError("over --http each request's token fixes its user: drop --user and --task")
     from ..mcp.http import parse_address, serve_http
 
-    serve_http(state.vault_option, state.environ, Path.cwd(), parse_address(http), allow_host, allow_origin)
+    serve_http(state.vault_option, state.settings, Path.cwd(), parse_address(http), allow_host, allow_origin)
 
 
 @app.command("config")

@@ -43,15 +43,15 @@ def scan(
     personal: Path | None = None
     store: WalkableStore | None = None
     if path is None:
-        vault = locate_vault(state.vault_option, state.environ, Path.cwd())
+        vault = locate_vault(state.vault_option, state.settings, Path.cwd())
         root = vault.root
         from ..app import team
         from ..app.session import database_store
 
         if team.is_team_vault(vault) and not staged:  # the user's own files live apart: read them too
-            personal = team.personal_vault(vault, state.environ).root
+            personal = team.personal_vault(vault, state.settings).root
         if not staged:  # a database serves the vault's files: read them there
-            store = database_store(vault, state.environ)
+            store = database_store(vault, state.settings)
     else:
         root = path.expanduser().resolve()
     if staged:

@@ -111,7 +111,7 @@ def _target(
     if folder == own or folder.is_relative_to(own):
         raise InvalidInput(f"--to {folder} is this vault's folder or inside it: copy to a folder of its own")
     if (folder / CONFIG_FILE).is_file():
-        vault = Vault.open(folder, session.environ)
+        vault = Vault.open(folder, session.settings.environ)
         if vault.config.store.url:
             raise InvalidInput(f"--to {folder}: that vault keeps its files in a database ([store] url)")
         if vault.config.team_vault:
@@ -123,7 +123,7 @@ def _target(
     settings = settings_for_copy((own / CONFIG_FILE).read_text(encoding="utf-8"))
 
     def prepare() -> None:
-        init_vault(folder, session.user, session.environ)
+        init_vault(folder, session.user, session.settings.environ)
         (folder / CONFIG_FILE).write_text(settings, encoding="utf-8")
 
     # (no lock is taken by a copy: the locks' folder is a placeholder until the folder is a vault)

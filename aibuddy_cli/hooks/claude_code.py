@@ -325,6 +325,7 @@ def run_claude_code(
 ) -> int:
     """`aibuddy hook claude-code`: always 0 (see the module's docstring)."""
     from ..app.session import Session
+    from ..settings import Settings
 
     began = time.monotonic()
     try:
@@ -333,9 +334,10 @@ def run_claude_code(
         stderr.write(f"aibuddy hook: {getattr(error, 'message', error)}\n")  # no vault known yet
         return 0
     # Recall here is lexical: the host waits on this process, and a model may take seconds.
-    quiet = {**environ, "AIBUDDY_MODEL_RECALL": "none"}
+    settings = Settings.read(environ)
     try:
-        session = Session.locate(vault, user, environ=quiet, cwd=event.cwd or Path.cwd())
+        quiet = settings.with_models_off("recall")
+        session = Session.locate(vault, user, settings=quiet, cwd=event.cwd or Path.cwd())
     except Exception as error:  # noqa: BLE001 - no vault, no user: nothing to do, nowhere to log
         stderr.write(f"aibuddy hook: {describe_failure(error)}\n")
         return 0
@@ -345,7 +347,7 @@ def run_claude_code(
         def spawn(args: list[str]) -> None:
             from ..background import spawn_aibuddy
 
-            spawn_aibuddy(session.vault.root, session.user, args, environ)
+            spawn_aibuddy(session.vault.root, session.user, args, settings)
 
         outcome = handle(session, event, spawn)
         if outcome.output is not None:

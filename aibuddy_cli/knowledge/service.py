@@ -2,7 +2,7 @@
 
 `KnowledgeService` is the one entry point (the CLI, the fast path, tasks and the knowledge
 subagent use it); it composes parts that each own one family of operations and share one
-`KnowledgeState` (vault, user, store, environ, warnings, index handle):
+`KnowledgeState` (vault, user, store, settings, warnings, index handle):
 
 - access.py     who may know of, use and review which documents (the visibility rule) and `resolve`
 - sync.py       refresh: sidecars and the search index brought in line with the folders
@@ -14,8 +14,9 @@ subagent use it); it composes parts that each own one family of operations and s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
+from ..settings import Settings
 from ..store.files import Store
 from ..vault import Vault, validate_user_name
 from .access import Access
@@ -38,7 +39,7 @@ class KnowledgeService:
         user: str,
         *,
         store: Store,
-        environ: Mapping[str, str],
+        settings: Settings,
         tasks: TaskDocuments,
         warnings: list[str],
         start_summaries: Callable[[list[str]], None] | None = None,
@@ -47,7 +48,7 @@ class KnowledgeService:
         warnings: the sink (a session's) for what the operations find on the way.
         start_summaries: how summaries of new bodies start without the import waiting for the
         model (default: a background `aibuddy kb summarize`)."""
-        self.state = KnowledgeState(vault, validate_user_name(user), store, environ, warnings)
+        self.state = KnowledgeState(vault, validate_user_name(user), store, settings, warnings)
         self.access = Access(self.state)
         self.sync = Sync(self.state, self.access)
         self.retrieval = Retrieval(self.state, self.access, self.sync, tasks)
@@ -70,8 +71,8 @@ class KnowledgeService:
         return self.state.store
 
     @property
-    def environ(self) -> Mapping[str, str]:
-        return self.state.environ
+    def settings(self) -> Settings:
+        return self.state.settings
 
     @property
     def warnings(self) -> list[str]:

@@ -3,9 +3,9 @@ warnings list and one handle on the search index."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..settings import Settings
 from ..store.files import Store
 from ..vault import Vault
 from .documents import DocRef, Meta
@@ -17,7 +17,7 @@ class KnowledgeState:
     vault: Vault
     user: str  # validated
     store: Store
-    environ: Mapping[str, str]
+    settings: Settings
     # What the operations found on the way (edited documents, new files, model failures, …), for
     # the caller to report. Appended to, never rebound by the parts: callers hold on to it.
     warnings: list[str] = field(default_factory=list)

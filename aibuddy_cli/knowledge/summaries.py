@@ -68,7 +68,7 @@ class Summaries:
         """Summaries through the summary model role. A failure leaves the document as it was."""
         from ..models.calls import ModelCall
 
-        call = ModelCall("summary", self.state.vault.config.models, self.state.environ)
+        call = ModelCall("summary", self.state.vault.config.models, self.state.settings)
         if not call.configured:
             raise ModelUnavailable("no model is configured for the summary role (AIBUDDY_MODEL_SUMMARY)")
         return [self._summarize_one(call, spec) for spec in specs]
@@ -122,7 +122,7 @@ class Summaries:
         from ..models.calls import ModelCall
 
         try:
-            if not ModelCall("summary", self.state.vault.config.models, self.state.environ).configured:
+            if not ModelCall("summary", self.state.vault.config.models, self.state.settings).configured:
                 return
             self.start(docs)
         except (InvalidInput, OSError) as exc:
@@ -132,7 +132,8 @@ class Summaries:
         from ..background import spawn_aibuddy
 
         state = self.state
-        spawn_aibuddy(state.vault.root, state.user, ["kb", "summarize", "--background", *docs], state.environ)
+        args = ["kb", "summarize", "--background", *docs]
+        spawn_aibuddy(state.vault.root, state.user, args, state.settings)
 
     def summarize_in_background(self, specs: Iterable[str]) -> None:
         """`kb summarize --background`: summaries whose outcome goes to .aibuddy/logs/summaries.jsonl,

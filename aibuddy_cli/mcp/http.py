@@ -26,11 +26,12 @@ from __future__ import annotations
 import json
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInput, NotFound, UsageError
+from ..settings import Settings
 from ..store.files import Entry, Store
 from ..tokens import TOKENS_KEY, Token, find_token, parse_tokens
 from .stdio import answer_to, surrogate_at, valid_id
@@ -222,7 +223,7 @@ def listen(address: Address) -> socket.socket:
 
 def serve_http(
     vault: str | None,
-    environ: Mapping[str, str],
+    settings: Settings,
     cwd: Path,
     address: Address,
     hosts: Sequence[str] = (),
@@ -239,12 +240,12 @@ def serve_http(
     from ..vault import Vault
     from .server import WRITE_BEHIND_SECONDS, Server, mcp_app, warm_up
 
-    server = Server(vault, None, None, environ, cwd, http=True, watch=FolderWatch())
-    opened = Vault.open(server.root, environ)
+    server = Server(vault, None, None, settings, cwd, http=True, watch=FolderWatch())
+    opened = Vault.open(server.root, settings.environ)
     sock = listen(address)
     port = sock.getsockname()[1]
     url = f"http://{address.name}:{port}{PATH}"
-    tokens = database_store(opened, environ) or FileStore(opened.root, opened.locks_dir())
+    tokens = database_store(opened, settings) or FileStore(opened.root, opened.locks_dir())
     app = mcp_app(server, VaultTokens(tokens), url)
     security = allow_list(address, port, hosts, origins)
     starlette = app.streamable_http_app(
@@ -255,7 +256,7 @@ def serve_http(
         host=address.host,
     )
     answering(starlette, security)
-    warm_up(environ, opened.config)
+    warm_up(settings, opened.config)
     print(
         f"aibuddy: serving MCP at {url} (streamable HTTP, stateless) for the vault {opened.root}; "
         "each request needs Authorization: Bearer <a token from `aibuddy token create`>",

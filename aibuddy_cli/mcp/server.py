@@ -47,6 +47,7 @@ from .stdio import json_text, wire_json
 
 if TYPE_CHECKING:
     from ..operations.registry import Operation
+    from ..settings import Settings
     from ..store.folder_watch import FolderWatch
 
 INSTRUCTIONS = """aibuddy keeps the user's long-term memory and knowledge. Call memory_recall before
@@ -72,7 +73,7 @@ class Server:
         vault: str | None,
         user: str | None,
         task: str | None,
-        environ: Mapping[str, str],
+        settings: Settings,
         cwd: Path,
         *,
         http: bool = False,
@@ -80,7 +81,7 @@ class Server:
     ) -> None:
         """http: every call's user is its bearer token's (mcp/http.py), never the server's;
         watch: see FolderWatch (a recall then reads no folder listing)."""
-        self.vault, self.user, self.task, self.environ, self.cwd = vault, user, task, environ, cwd
+        self.vault, self.user, self.task, self.settings, self.cwd = vault, user, task, settings, cwd
         self.http, self.watch = http, watch
         self._threads = threading.local()  # each worker thread's sessions, by user
         # Bookkeeping written after the answer (a recall's telemetry), one write at a time.
@@ -93,7 +94,7 @@ class Server:
                 raise UsageError(
                     "--task serves one user's task over stdio; over HTTP each token fixes its user"
                 )
-            self.root = locate_vault(vault, environ, cwd).root
+            self.root = locate_vault(vault, settings, cwd).root
             self.vault = str(self.root)
             return
         with self.session() as session:  # fail at start, not at the first call, on a bad vault/user
@@ -131,7 +132,7 @@ class Server:
                 kept[1].close()
             warnings: list[str] = []
             session = Session.locate(
-                self.vault, user, environ=self.environ, cwd=self.cwd, warnings=warnings, watch=self.watch
+                self.vault, user, settings=self.settings, cwd=self.cwd, warnings=warnings, watch=self.watch
             )
             session.memory.telemetry_later = self.write_behind.submit
             kept = (config, session)
@@ -286,11 +287,11 @@ def tool_annotations(op: Operation) -> Any:
     )
 
 
-def warm_up(environ: Mapping[str, str], config: Any) -> None:
+def warm_up(settings: Settings, config: Any) -> None:
     """What a server's first calls would otherwise wait for, made in the background: litellm
     imported when any role has a model, and the static model's vocabulary read (90 ms, kept: the
     records saved from then on are embedded with it) when recall uses it."""
-    warm_models(environ, config.models)
+    warm_models(settings, config.models)
     if config.recall.semantic:
 
         def read_vocabulary() -> None:
@@ -304,12 +305,12 @@ def warm_up(environ: Mapping[str, str], config: Any) -> None:
         threading.Thread(target=read_vocabulary, name="aibuddy-warm-meaning", daemon=True).start()
 
 
-def warm_models(environ: Mapping[str, str], models: Mapping[str, Any]) -> None:
+def warm_models(settings: Settings, models: Mapping[str, Any]) -> None:
     """Import litellm in the background when any role has a model, so the first call is warm."""
     from ..config import ROLES
     from ..models.calls import model_settings
 
-    if not any(model_settings(role, models, environ).configured for role in ROLES):
+    if not any(model_settings(role, models, settings).configured for role in ROLES):
         return
 
     def warm() -> None:
@@ -394,19 +395,19 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def serve(
-    vault: str | None, user: str | None, task: str | None, environ: Mapping[str, str], cwd: Path
+    vault: str | None, user: str | None, task: str | None, settings: Settings, cwd: Path
 ) -> None:
     """Run the server on stdin/stdout until the client closes it."""
     from ..store.folder_watch import FolderWatch
 
-    server = Server(vault, user, task, environ, cwd, watch=FolderWatch())
+    server = Server(vault, user, task, settings, cwd, watch=FolderWatch())
     import anyio
 
     from ..vault import Vault
     from .stdio import serve_stdio
 
     app = mcp_app(server)
-    warm_up(environ, Vault.open(server.root, environ).config)
+    warm_up(settings, Vault.open(server.root, settings.environ).config)
     try:
         anyio.run(serve_stdio, app)
     finally:

@@ -24,6 +24,7 @@ from ..clock import utc_now
 from ..errors import AibuddyError, InvalidInput, ModelError
 from ..jsonvalues import to_json
 from ..names import validate_record_name
+from ..settings import Settings
 from ..text import shorten
 from ..transcripts import aibuddy_tool, read_transcript
 from .cues import find_cues as cue_kinds
@@ -236,14 +237,14 @@ class Extractor:
     def __init__(
         self,
         memory: MemoryService,
-        environ: Mapping[str, str] | None = None,
+        settings: Settings | None = None,
         *,
         warnings: list[str] | None = None,
     ) -> None:
         """warnings: where a failed model or an unwritten log is reported (a session's sink)."""
         self.memory = memory
-        self.environ = memory.environ if environ is None else environ
-        self.settings = memory.vault.config.extraction
+        self.settings = memory.settings if settings is None else settings
+        self.config = memory.vault.config.extraction
         self.warnings: list[str] = [] if warnings is None else warnings
         # Records this reply created or updated (or would, on a dry run): name -> (type, description).
         self._reply: dict[str, tuple[str, str]] = {}
@@ -271,7 +272,7 @@ class Extractor:
         decisions.append(Decision("cue", "found", ", ".join(cues)))
         from ..models.calls import ModelCall, ModelSettings, complete_json
 
-        extract = ModelCall("extract", self.memory.vault.config.models, self.environ)
+        extract = ModelCall("extract", self.memory.vault.config.models, self.settings)
         if not extract.configured:
             decisions.append(Decision("model", "skipped", "no model for the extract role: nothing written"))
             return self._log(result, source)
@@ -293,7 +294,7 @@ class Extractor:
             decisions.append(Decision("model", "failed", str(extract.failure)))
             return self._log(result, source)
         decisions.append(Decision("model", "answered", f"{len(candidates)} candidate(s)"))
-        max_writes = self.settings.max_writes
+        max_writes = self.config.max_writes
         writes = 0
         for number, candidate in enumerate(candidates):
             if writes == max_writes or number == MAX_CANDIDATES:
@@ -333,7 +334,7 @@ class Extractor:
         except InvalidInput as exc:
             return Decision("candidate", "dropped", bounded(exc.message))
         name, kind = candidate.name, candidate.type
-        if candidate.salience < self.settings.min_salience:
+        if candidate.salience < self.config.min_salience:
             return Decision("candidate", "dropped", f"low salience ({candidate.salience:.2f})", name)
         if not candidate.durable:
             return Decision("candidate", "dropped", "not durable", name)
@@ -371,7 +372,7 @@ class Extractor:
         name, kind = candidate.name, candidate.type
         score = closest.score if closest is not None else 0.0
         if best is not None and best not in records:  # written by this dry run only
-            if score >= self.settings.similarity:
+            if score >= self.config.similarity:
                 return Decision("write", "would-update", f"similar to {best} ({score:.2f})", best)
         elif best is not None:
             existing = self.memory.show(best)
@@ -381,9 +382,9 @@ class Extractor:
             )
             # The same body is the same record, unless the descriptions differ in a key term
             # (two facts can share a body such as "Confirmed.").
-            if equivalent and (score >= self.settings.similarity or not (closest and closest.differing)):
+            if equivalent and (score >= self.config.similarity or not (closest and closest.differing)):
                 return Decision("candidate", "no-op", f"equivalent to {best}", best)
-            if score >= self.settings.similarity:
+            if score >= self.config.similarity:
                 if existing.provenance == "manual":
                     return Decision(
                         "write", "protected", f"similar to {best} ({score:.2f}), written by a person", best

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
@@ -34,9 +34,9 @@ from .records import (
 )
 
 if TYPE_CHECKING:
+    from ..settings import Settings
     from .recall import Selection
     from .semantic import Meaning
-
 
 def today() -> dt.date:
     """The day a question's "yesterday" or "last week" is counted from (UTC, as the headers)."""
@@ -190,7 +190,7 @@ class MemoryService:
         user: str,
         *,
         store: Store,
-        environ: Mapping[str, str],
+        settings: Settings,
         warnings: list[str],
     ) -> None:
         """warnings: the sink (a session's) for what the operations notice on the way: a model
@@ -200,7 +200,7 @@ class MemoryService:
         self.user = user
         self.prefix = memory_prefix(user)  # validates the user name
         self.store = store
-        self.environ = environ
+        self.settings = settings
         self._index: MemoryIndex | None = None
         self._index_thread = 0  # the thread that opened _index (the only one that may use it)
         # A long-lived server's writer (store.locks.WriteBehind.submit: a job, and how long it may
@@ -719,7 +719,7 @@ class MemoryService:
 
         models = self.vault.config.models
         fallback = "used lexical ranking instead"
-        selection = call_role("recall", models, self.environ, select, warnings=warnings, fallback=fallback)
+        selection = call_role("recall", models, self.settings, select, warnings=warnings, fallback=fallback)
         if selection is not None:
             names, dropped, method = selection.names, selection.dropped, "model"
             if selection.dropped_count:
@@ -769,8 +769,8 @@ class MemoryService:
         from .semantic import EmbeddingModel, shared
 
         models = self.vault.config.models
-        if models.get("embedding") is not None or self.environ.get("AIBUDDY_MODEL_EMBEDDING") is not None:
-            settings = model_settings("embedding", models, self.environ)
+        if models.get("embedding") is not None or "embedding" in self.settings.role_models:
+            settings = model_settings("embedding", models, self.settings)
             if settings.configured:
                 return EmbeddingModel(settings)
         return shared() if self.vault.config.recall.semantic else None

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..config import DEFAULT_TIMEOUT, ROLES  # noqa: F401 - re-exported, as models has always named them
 from ..errors import ModelError
+from ..settings import Settings
 from .roles import (  # noqa: F401 - re-exported: the settings as callers import them from here
     DEFAULT_IMPORT_TIMEOUT,
     MAX_IMPORT_TIMEOUT,
@@ -38,8 +39,8 @@ class WarningSink(Protocol):
 class ModelCall:
     """The one place for "resolve the role, check it is configured, call, fall back with a warning".
 
-    `ModelCall(role, models, environ)` resolves the role once ([models] of aibuddy.toml and the
-    environment, as model_settings). Calling it runs `ask(settings)`, which makes the model calls
+    `ModelCall(role, models, settings)` resolves the role once ([models] of aibuddy.toml and the
+    environment's settings, as model_settings). Calling it runs `ask(settings)`, which makes the model calls
     and checks the reply, raising ModelError for anything unusable. The result is what `ask`
     returned, or None when the role has no model (silently) or any ModelError was raised: then
     the warning `"{error}; {fallback}"` (or `fallback(error)`, by default the error's text) goes
@@ -47,8 +48,8 @@ class ModelCall:
     (`warnings=None`). Other exceptions are bugs and propagate.
     """
 
-    def __init__(self, role: str, models: Mapping[str, Any], environ: Mapping[str, str]) -> None:
-        self.settings = model_settings(role, models, environ)
+    def __init__(self, role: str, models: Mapping[str, Any], settings: Settings) -> None:
+        self.settings = model_settings(role, models, settings)
         self.failure: ModelError | None = None  # of the latest call
 
     @property
@@ -77,14 +78,14 @@ class ModelCall:
 def call_role(
     role: str,
     models: Mapping[str, Any],
-    environ: Mapping[str, str],
+    settings: Settings,
     ask: Callable[[ModelSettings], T],
     *,
     warnings: WarningSink | None,
     fallback: str | Callable[[ModelError], str],
 ) -> T | None:
-    """One model call with its fallback: `ModelCall(role, models, environ)(ask, …)`."""
-    return ModelCall(role, models, environ)(ask, warnings=warnings, fallback=fallback)
+    """One model call with its fallback: `ModelCall(role, models, settings)(ask, …)`."""
+    return ModelCall(role, models, settings)(ask, warnings=warnings, fallback=fallback)
 
 
 _litellm_module: Any = None
@@ -132,7 +133,7 @@ def _warm_up(litellm: Any) -> None:
 
 def complete(settings: ModelSettings, messages: Sequence[Mapping[str, Any]], **options: Any) -> Any:
     """One chat completion; returns the response message (content, tool_calls). Raises ModelError
-    on any failure. When the settings name a worker environment (`roles.worker_environment`:
+    on any failure. When the settings name a worker environment (`Settings.worker`:
     the `aibuddy` command's) it asks the warm model worker first (worker_client.py); without one,
     the call runs here."""
     if settings.worker is not None and settings.problem is None and settings.model is not None:

@@ -1,17 +1,17 @@
 """Which model each role uses: `ModelSettings`, resolved from [models] of aibuddy.toml and the
-environment, with the bounds of a call (timeout, litellm's import) and whether it goes through
-the model worker. No model is called here (calls.py calls them, worker_client.py sends them to
-the worker), so both import it.
+environment's settings (`settings.Settings`), with the bounds of a call (timeout, litellm's
+import) and whether it goes through the model worker. No model is called here (calls.py calls
+them, worker_client.py sends them to the worker), so both import it.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 # declared with the other [models] keys
 from ..config import CONFIG_FILE, DEFAULT_TIMEOUT, MAX_KEEP_WORKER, ROLES
+from ..settings import Settings
 
 _DISABLED = {"", "none", "off", "false", "0"}
 # litellm's one-time import (seconds; far more on a busy machine) has its own bound: a start-up
@@ -49,7 +49,7 @@ class ModelSettings(NamedTuple):
     problem: str | None = None
     # Seconds litellm's import may take before the first call of a process (AIBUDDY_IMPORT_TIMEOUT).
     import_timeout: float = DEFAULT_IMPORT_TIMEOUT
-    # The environment a model worker serves this call in (see `worker_environment`); None: the
+    # The environment a model worker serves this call in (`Settings.worker` says whether); None: the
     # call runs in this process. Not sent to the worker, which calls in its own process.
     worker: Environment | None = None
     # Seconds the model worker serving this call stays up unused ([models] keep_worker); None: as
@@ -61,7 +61,7 @@ class ModelSettings(NamedTuple):
         return self.model is not None or self.problem is not None
 
 
-def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, str]) -> ModelSettings:
+def model_settings(role: str, models: Mapping[str, Any], settings: Settings) -> ModelSettings:
     """AIBUDDY_MODEL_<ROLE> > AIBUDDY_MODEL > [models].<role> > [models].default; "none" disables.
 
     Never raises for a bad value: it becomes `problem`, naming the variable or the aibuddy.toml key.
@@ -71,8 +71,8 @@ def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, s
     problem: str | None = None  # a model setting that cannot be used
     model: Any = None
     for source, candidate in (
-        (f"AIBUDDY_MODEL_{role.upper()}", environ.get(f"AIBUDDY_MODEL_{role.upper()}")),
-        ("AIBUDDY_MODEL", environ.get("AIBUDDY_MODEL")),
+        (f"AIBUDDY_MODEL_{role.upper()}", settings.role_models.get(role)),
+        ("AIBUDDY_MODEL", settings.model),
         (f"{CONFIG_FILE}: [models] {role}", models.get(role)),
         (f"{CONFIG_FILE}: [models] default", models.get("default")),
     ):
@@ -83,8 +83,8 @@ def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, s
             elif model.strip().lower() in _DISABLED:
                 model = None
             break
-    if "AIBUDDY_TIMEOUT" in environ:
-        timeout_source, raw_timeout = "AIBUDDY_TIMEOUT", environ["AIBUDDY_TIMEOUT"]
+    if settings.timeout is not None:
+        timeout_source, raw_timeout = "AIBUDDY_TIMEOUT", settings.timeout
     else:
         timeout_source = f"{CONFIG_FILE}: [models] timeout"
         raw_timeout = models.get("timeout", DEFAULT_TIMEOUT)
@@ -97,7 +97,7 @@ def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, s
         if model is not None:  # a broken timeout matters only to a role that has a model
             problem = f"{timeout_source} must be a number of seconds from 0 to 600, not {raw_timeout!r}"
     try:
-        import_bound = import_timeout(environ)
+        import_bound = import_timeout(settings)
     except ValueError as exc:
         import_bound = DEFAULT_IMPORT_TIMEOUT
         if model is not None:
@@ -127,15 +127,15 @@ def model_settings(role: str, models: Mapping[str, Any], environ: Mapping[str, s
         timeout=timeout,
         problem=problem,
         import_timeout=import_bound,
-        worker=worker_environment(environ),
+        worker=Environment(settings.environ) if settings.worker else None,
         keep_worker=keep_worker,
     )
 
 
-def import_timeout(environ: Mapping[str, str]) -> float:
+def import_timeout(settings: Settings) -> float:
     """AIBUDDY_IMPORT_TIMEOUT: the seconds litellm's one-time import may take (default 120).
     ValueError, naming the variable, for a value that is not a number from 0 to 3600."""
-    raw = environ.get("AIBUDDY_IMPORT_TIMEOUT")
+    raw = settings.import_timeout
     if raw is None:
         return DEFAULT_IMPORT_TIMEOUT
     try:
@@ -146,14 +146,3 @@ def import_timeout(environ: Mapping[str, str]) -> float:
         expected = f"a number of seconds from 0 to {MAX_IMPORT_TIMEOUT:g}"
         raise ValueError(f"AIBUDDY_IMPORT_TIMEOUT must be {expected}, not {raw!r}") from None
     return value
-
-
-def worker_environment(environ: Mapping[str, str]) -> Environment | None:
-    """Whether a call goes through the model worker, and in which environment: AIBUDDY_WORKER "0"
-    never, any other value always. Unset, the process's own environment (what the `aibuddy`
-    command passes) does and a mapping a library caller or test builds does not: a worker
-    serves the environment it is started with, and litellm, in this process, reads the process's."""
-    flag = environ.get("AIBUDDY_WORKER")
-    if flag == "0" or (flag is None and environ is not os.environ):
-        return None
-    return Environment(environ)

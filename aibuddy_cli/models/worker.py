@@ -110,6 +110,7 @@ def serve(environ: Mapping[str, str], lock_fd: int | None = None, spawned_at: fl
     one; spawned_at: when it spawned this one (time.time()), else now: the start of its start cost."""
     begun = spawned_at if spawned_at is not None and spawned_at <= time.time() else time.time()
     from ..errors import ModelError
+    from ..settings import Settings
     from . import calls as models
 
     digest = fingerprint(environ)  # before litellm's import can change the environment
@@ -120,7 +121,7 @@ def serve(environ: Mapping[str, str], lock_fd: int | None = None, spawned_at: fl
             if not free:
                 return  # another worker serves this environment, or is starting
             try:
-                bound = models.import_timeout(environ)
+                bound = models.import_timeout(Settings.read(environ))
             except ValueError:
                 bound = models.DEFAULT_IMPORT_TIMEOUT
             try:

@@ -112,12 +112,11 @@ def socket_path(environ: Mapping[str, str], digest: str | None = None) -> Path:
 
 
 def asked_idle(environ: Mapping[str, str]) -> float | None:
-    """The seconds AIBUDDY_WORKER_IDLE asks an unused worker to stay up (0: start none); None when
-    unset or not a number: the worker derives its limit from its own start (`derived_idle`)."""
-    try:
-        return max(float(environ["AIBUDDY_WORKER_IDLE"]), 0.0)
-    except (KeyError, ValueError):
-        return None
+    """The seconds AIBUDDY_WORKER_IDLE asks an unused worker of environ to stay up (0: start none);
+    None when unset or not a number: the worker derives its limit from its start (`derived_idle`)."""
+    from ..settings import Settings
+
+    return Settings.read(environ).worker_idle
 
 
 def derived_idle(start_seconds: float) -> float:

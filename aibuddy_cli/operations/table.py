@@ -803,7 +803,7 @@ def ask(
     """Answer from your tables through read-only tools (matching rows without a model)."""
     from .loops.tables import TableAgent
 
-    return TableAgent(tables, tables.state.environ).ask(
+    return TableAgent(tables, tables.state.settings).ask(
         question, instructions=instructions, max_steps=max_steps, progress=progress
     )
 
@@ -854,7 +854,7 @@ def update(
 
     if isinstance(document, str):  # a tool's text
         document = document_text(document)
-    return TableAgent(tables, tables.state.environ).change(
+    return TableAgent(tables, tables.state.settings).change(
         "update",
         request,
         dry_run=dry_run,
@@ -888,7 +888,7 @@ def refactor(
     """Restructure tables and columns (a model with table tools; journaled)."""
     from .loops.tables import TableAgent
 
-    return TableAgent(tables, tables.state.environ).change(
+    return TableAgent(tables, tables.state.settings).change(
         "refactor",
         request,
         dry_run=dry_run,

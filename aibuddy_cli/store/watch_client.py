@@ -25,19 +25,13 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..settings import Settings
 from .folder_watch import UNKNOWN, Changes
 
 MIN_FILES = 2000  # the walk of 2,000 files costs about what starting a watch process costs
 ANSWER_TIMEOUT = 2.0
 PEER = "the watch process"  # as its failures name it
 MODES = ("auto", "on", "off")
-
-
-def mode(environ: Mapping[str, str], configured: str) -> str:
-    """The mode in force: AIBUDDY_WATCH (also 0/1), else the vault's `[indexes] watch`."""
-    given = environ.get("AIBUDDY_WATCH", "").strip().lower()
-    given = {"0": "off", "1": "on", "false": "off", "true": "on"}.get(given, given)
-    return given if given in MODES else configured
 
 
 def socket_name(root: Path) -> str:
@@ -69,8 +63,9 @@ def surely_absent(environ: Mapping[str, str], root: Path) -> bool:
 class RemoteWatch:
     """A FolderWatch that asks the vault's watch process (see the module's docstring)."""
 
-    def __init__(self, root: Path, environ: Mapping[str, str], min_files: int = MIN_FILES) -> None:
-        self.root, self.environ, self.min_files = root, environ, min_files
+    def __init__(self, root: Path, settings: Settings, min_files: int = MIN_FILES) -> None:
+        self.root, self.environ, self.min_files = root, settings.environ, min_files
+        self.idle = settings.watch_idle
         self._absent = False  # no process answered in this command: do not ask again
 
     def changes(self, folder: Path, since: Collection[str]) -> Changes:
@@ -92,7 +87,7 @@ class RemoteWatch:
         """A walk of folder listed count files: start a watch process if none answered and it pays."""
         if self._absent and count >= self.min_files:
             self._absent = False  # started once per command
-            start(self.environ, self.root)
+            start(self.environ, self.root, self.idle)
 
 
 def _changes(reply: dict[str, Any]) -> Changes:
@@ -107,9 +102,10 @@ def _changes(reply: dict[str, Any]) -> Changes:
     return Changes(cursor, frozenset(names))
 
 
-def start(environ: Mapping[str, str], root: Path) -> None:
+def start(environ: Mapping[str, str], root: Path, idle: str | None = None) -> None:
     """Start the vault's watch process in the background, unless one is starting or serving. The
-    starter takes its lock and hands it down (as worker_client.start does for a model worker)."""
+    starter takes its lock and hands it down (as worker_client.start does for a model worker).
+    idle: the seconds it stays up without a question (AIBUDDY_WATCH_IDLE; None: its default)."""
     from ..unix_peer import PeerUnavailable, open_lock, spawn_holding
 
     try:
@@ -118,7 +114,6 @@ def start(environ: Mapping[str, str], root: Path) -> None:
     except (OSError, PeerUnavailable):
         return
     argv = [sys.executable, "-m", "aibuddy_cli.store.watchd", str(path), "--lock-fd", str(fd)]
-    idle = environ.get("AIBUDDY_WATCH_IDLE")
     if idle:
         argv += ["--idle", idle]
     spawn_holding(fd, argv, environ, cwd="/")

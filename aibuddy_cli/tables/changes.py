@@ -576,7 +576,7 @@ class TableChanges:
         from ..models.calls import ModelCall
         from . import vectors
 
-        call = ModelCall("embedding", self.state.vault.config.models, self.state.environ)
+        call = ModelCall("embedding", self.state.vault.config.models, self.state.settings)
         if not call.configured:
             raise ModelUnavailable(
                 "vectorizing needs an embedding model: set [models] embedding (AIBUDDY_MODEL_EMBEDDING)"

@@ -361,7 +361,7 @@ class TableQueries:
         if semantic:
             from ..models.calls import ModelCall
 
-            found = ModelCall("embedding", self.state.vault.config.models, self.state.environ)(
+            found = ModelCall("embedding", self.state.vault.config.models, self.state.settings)(
                 lambda settings: self._semantic(settings, references, semantic, limit),
                 warnings=self.state.warnings,
                 fallback="searched their words instead",

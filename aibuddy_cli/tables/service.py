@@ -8,7 +8,6 @@ that refuses every write, for the `table ask` loop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -18,8 +17,8 @@ from .queries import TableQueries
 from .state import TablesState
 
 if TYPE_CHECKING:
+    from ..settings import Settings
     from .changes import TableChanges
-
 
 class TableService:
     def __init__(
@@ -28,10 +27,10 @@ class TableService:
         user: str,
         *,
         store: Store,
-        environ: Mapping[str, str],
+        settings: Settings,
         warnings: list[str],
     ) -> None:
-        self.state = TablesState(vault, validate_user_name(user), store, warnings, environ)
+        self.state = TablesState(vault, validate_user_name(user), store, warnings, settings)
         self.queries = TableQueries(self.state)
 
     @cached_property
@@ -48,7 +47,7 @@ class TableService:
         """The queries over a store that refuses writes (its own index handle, the same sink)."""
         state = self.state
         read_only = ReadOnlyStore(state.store)
-        return TableQueries(TablesState(state.vault, state.user, read_only, state.warnings, state.environ))
+        return TableQueries(TablesState(state.vault, state.user, read_only, state.warnings, state.settings))
 
     def close(self) -> None:
         self.state.close()

@@ -18,6 +18,7 @@ from .index import IndexedTable, TableIndex
 from .schema import ColumnSpecJson, TableSchema
 
 if TYPE_CHECKING:
+    from ..settings import Settings
     from .csvfile import Span
 
 JOURNAL = ".aibuddy/logs/tables.jsonl"
@@ -58,7 +59,7 @@ class TablesState:
         user: str,
         store: Store,
         warnings: list[str],
-        environ: Mapping[str, str],
+        settings: Settings,
         *,
         index: TableIndex | None = None,
         run: str | None = None,
@@ -70,7 +71,7 @@ class TablesState:
         self.user = user
         self.store = store
         self.warnings = warnings
-        self.environ = environ  # for the embedding role
+        self.settings = settings  # for the embedding role
         self.access = TableAccess(user, vault.config.teams)
         self.index = TableIndex(vault.tables_index_path()) if index is None else index
         self.run = run
@@ -81,7 +82,7 @@ class TablesState:
         store, its journal lines naming the run and the source, with the same sink, environment
         and index handle (closed with this state, not that one)."""
         return TablesState(
-            self.vault, self.user, store, self.warnings, self.environ,
+            self.vault, self.user, store, self.warnings, self.settings,
             index=self.index, run=run, source=source,
         )
 

@@ -336,7 +336,7 @@ class ContextAssembler:
         self.tasks = tasks
         self.memory = memory
         self.knowledge = knowledge
-        self.environ = memory.environ
+        self.settings = memory.settings
         self.warnings = tasks.warnings
 
     def assemble(self, task_id: str, query: str | None = None) -> TaskContext:
@@ -375,7 +375,7 @@ class ContextAssembler:
     def _summary(self, task_id: str, older: list[TaskMessage]) -> HistorySummary:
         from ..models.calls import ModelCall
 
-        if not ModelCall("compact", self.vault.config.models, self.environ).configured:
+        if not ModelCall("compact", self.vault.config.models, self.settings).configured:
             # No model, no cache: the digest is cheap to make, so the older messages are not hashed.
             return HistorySummary(self._digest(older), "digest", [older[0].n, older[-1].n])
         covered = hashlib.sha256(
@@ -405,7 +405,7 @@ class ContextAssembler:
 
         fallback = "used a deterministic digest of the older messages"
         models, warnings = self.vault.config.models, self.warnings
-        text = call_role("compact", models, self.environ, summarize, warnings=warnings, fallback=fallback)
+        text = call_role("compact", models, self.settings, summarize, warnings=warnings, fallback=fallback)
         if text is not None:
             from ..redaction.detect import screen
 

@@ -129,14 +129,14 @@ def _needs_model(memory: MemoryService, messages: list[Message]) -> bool:
     window = latest_window(messages)
     if not window or latest_exchange_wrote_memory(messages) or not find_cues(window):
         return False
-    return ModelCall("extract", memory.vault.config.models, memory.environ).configured
+    return ModelCall("extract", memory.vault.config.models, memory.settings).configured
 
 
 def _spawn(tasks: TaskService, memory: MemoryService, args: list[str]) -> Callable[[str], None]:
     def start(task_id: str) -> None:
         from ..background import spawn_aibuddy
 
-        spawn_aibuddy(tasks.vault.root, tasks.user, args, memory.environ)
+        spawn_aibuddy(tasks.vault.root, tasks.user, args, memory.settings)
 
     return start
 

@@ -14,6 +14,7 @@ import pytest
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import InvalidInput
 from aibuddy_cli.redaction.scan import scan_staged
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.vault import Vault, init_vault
 
 GIT_USER = ["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "core.hooksPath=/dev/null"]
@@ -138,7 +139,7 @@ def test_doctor_move_of_a_file_with_staged_changes_leaves_no_copy_on_both_sides(
     personal = tmp_path / "personal"
     environ = {"AIBUDDY_PERSONAL_VAULT": str(personal)}
     try:
-        doctor(Vault.open(root), "alice", environ, move=True, dry_run=False)
+        doctor(Vault.open(root), "alice", Settings.read(environ), move=True, dry_run=False)
     except AibuddyError as failed:
         assert "git rm --cached failed" in str(failed)
     both = record.exists() and (personal / "memory" / "alice" / "tea.md").exists()

@@ -17,6 +17,7 @@ from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.knowledge.service import KnowledgeService
 from aibuddy_cli.knowledge.summaries import SummaryOutcome
 from aibuddy_cli.models import worker
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.vault import Vault
 
 GUIDE = "# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback`.\n"
@@ -30,7 +31,7 @@ def starting_summaries(vault: Vault, environ: dict[str, str], started: list[list
     """A session's knowledge service, but summaries are started by appending to started."""
     session = Session(vault, "demo", environ=environ)
     return KnowledgeService(
-        vault, "demo", store=session.store, environ=environ, tasks=session.tasks,
+        vault, "demo", store=session.store, settings=Settings.read(environ), tasks=session.tasks,
         warnings=session.warnings, start_summaries=started.append,
     )
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from helpers import FIXTURE_DOCS, environment, in_vault, ok, run_in_process, wai
 from aibuddy_cli.operations.registry import offered as offered_to
 from aibuddy_cli.operations.registry import operations
 from aibuddy_cli.operations.schemas import output_schema
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.vault import Vault
 
 mcp = pytest.importorskip("mcp")
@@ -51,7 +51,7 @@ def run_in_memory(env: dict[str, str], body: Callable[[Any], Awaitable[Any]], ta
     from aibuddy_cli.mcp.server import Server, mcp_app
 
     async def main() -> Any:
-        async with Client(mcp_app(Server(None, None, task, os.environ, Path.cwd()))) as client:
+        async with Client(mcp_app(Server(None, None, task, Settings.read(), Path.cwd()))) as client:
             return await body(client)
 
     with environment(env):
@@ -419,7 +419,7 @@ def test_a_tool_that_crashes_is_a_tool_error_without_a_traceback(
         raise KeyError("selected")
 
     monkeypatch.setattr(MemoryService, "recall", broken)
-    app = mcp_app(Server(str(vault.root), "demo", None, {}, Path.cwd()))
+    app = mcp_app(Server(str(vault.root), "demo", None, Settings.read({}), Path.cwd()))
 
     async def body() -> tuple[Any, Any, Any]:
         async with Client(app) as client:

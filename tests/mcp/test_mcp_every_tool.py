@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from fake_openai import FakeOpenAI
 from helpers import FIXTURE_DOCS, environment, ok
 
 from aibuddy_cli.operations.registry import offered
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.vault import Vault
 
 pytest.importorskip("mcp")
@@ -191,7 +191,7 @@ def test_every_tool_answers_its_happy_path_and_refuses_with_a_readable_error(
     failures: list[str] = []
 
     async def main() -> None:
-        async with Client(mcp_app(Server(None, None, None, os.environ, Path.cwd()))) as client:
+        async with Client(mcp_app(Server(None, None, None, Settings.read(), Path.cwd()))) as client:
             for tool, arguments, refused in CASES:
                 if tool == "table_update" and not refused:
                     script_models(fake_openai)
@@ -241,7 +241,7 @@ def test_an_argument_of_the_wrong_kind_is_the_tool_error_document_for_every_tool
 
     async def main() -> int:
         calls = 0
-        async with Client(mcp_app(Server(None, None, None, os.environ, Path.cwd()))) as client:
+        async with Client(mcp_app(Server(None, None, None, Settings.read(), Path.cwd()))) as client:
             for listed in (await client.list_tools()).tools:
                 schema, base = listed.input_schema, happy.get(listed.name, {})
                 unknown = ({**base, "user": "bob"}, "unknown argument 'user'")

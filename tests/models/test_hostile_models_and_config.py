@@ -17,6 +17,7 @@ from aibuddy_cli.jsonvalues import to_json
 from aibuddy_cli.memory.extraction import Extractor, Message
 from aibuddy_cli.models import calls as models
 from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.vault import Vault
 
 CUE = [Message("user", "From now on, always answer in French."), Message("assistant", "D'accord.")]
@@ -227,9 +228,9 @@ def test_a_bad_model_setting_falls_back_with_a_warning(
 
 
 def test_model_settings_never_raise_for_bad_values() -> None:
-    role = models.model_settings("recall", {"default": 5, "timeout": "abc"}, {})
+    role = models.model_settings("recall", {"default": 5, "timeout": "abc"}, Settings.read({}))
     assert role.configured and role.model is None and "[models] default" in (role.problem or "")
-    unused = models.model_settings("recall", {"timeout": "abc"}, {})
+    unused = models.model_settings("recall", {"timeout": "abc"}, Settings.read({}))
     assert not unused.configured and unused.problem is None  # no model: nothing to warn about
     with pytest.raises(ModelError, match=r"\[models\] default must be a litellm model string"):
         models.complete(role, [])

@@ -18,6 +18,7 @@ from aibuddy_cli.errors import ModelError
 from aibuddy_cli.models import calls as models
 from aibuddy_cli.models import threads as model_workers
 from aibuddy_cli.models.calls import ModelCall, ModelSettings, call_role
+from aibuddy_cli.settings import Settings
 
 CONFIGURED = {"default": "openai/test-model"}
 HELLO = [{"role": "user", "content": "hi"}]
@@ -37,16 +38,18 @@ def model_threads() -> list[threading.Thread]:
 def test_without_a_model_the_helper_does_not_call_and_does_not_warn() -> None:
     warnings: list[str] = []
     called: list[ModelSettings] = []
-    assert call_role("recall", {}, {}, called.append, warnings=warnings, fallback="used lexical") is None
+    nothing = Settings.read({})
+    assert call_role("recall", {}, nothing, called.append, warnings=warnings, fallback="used lexical") is None
     assert called == [] and warnings == []
-    disabled = ModelCall("recall", CONFIGURED, {"AIBUDDY_MODEL_RECALL": "none"})
+    disabled = ModelCall("recall", CONFIGURED, Settings.read({"AIBUDDY_MODEL_RECALL": "none"}))
     assert not disabled.configured
 
 
 def test_an_answer_is_returned_with_the_roles_settings() -> None:
     warnings: list[str] = []
     environ = {"AIBUDDY_MODEL_COMPACT": "openai/small", "AIBUDDY_TIMEOUT": "3"}
-    settings = call_role("compact", CONFIGURED, environ, lambda s: s, warnings=warnings, fallback="x")
+    given = Settings.read(environ)
+    settings = call_role("compact", CONFIGURED, given, lambda s: s, warnings=warnings, fallback="x")
     assert settings == ModelSettings("compact", "openai/small", None, 3.0) and warnings == []
 
 
@@ -56,14 +59,15 @@ def test_a_failure_falls_back_with_the_callers_warning() -> None:
 
     warnings: list[str] = []
     fallback = "used lexical ranking instead"
-    assert call_role("recall", CONFIGURED, {}, fail, warnings=warnings, fallback=fallback) is None
+    nothing = Settings.read({})
+    assert call_role("recall", CONFIGURED, nothing, fail, warnings=warnings, fallback=fallback) is None
     assert warnings == ["recall model timed out after 20s; used lexical ranking instead"]
-    summary = ModelCall("summary", CONFIGURED, {})
+    summary = ModelCall("summary", CONFIGURED, Settings.read({}))
     assert summary(fail, warnings=warnings, fallback=lambda exc: f"guide: {exc}; left as it was") is None
     assert warnings[-1] == "guide: summary model timed out after 20s; left as it was"
     assert str(summary.failure) == "summary model timed out after 20s"
     # No sink: the failure is only kept (the extraction log records it as a decision).
-    extract = ModelCall("extract", CONFIGURED, {})
+    extract = ModelCall("extract", CONFIGURED, Settings.read({}))
     assert extract(fail, warnings=None) is None and len(warnings) == 2
     assert str(extract.failure) == "extract model timed out after 20s"
 
@@ -73,7 +77,7 @@ def test_a_bad_setting_is_a_failure_with_its_warning() -> None:
     answer = call_role(
         "recall",
         {"default": 5},
-        {},
+        Settings.read({}),
         lambda s: models.complete_text(s, HELLO),
         warnings=warnings,
         fallback="used lexical ranking instead",
@@ -90,7 +94,7 @@ def test_only_model_errors_fall_back() -> None:
         raise KeyError("a bug")
 
     with pytest.raises(KeyError):
-        call_role("recall", CONFIGURED, {}, broken, warnings=[], fallback="x")
+        call_role("recall", CONFIGURED, Settings.read({}), broken, warnings=[], fallback="x")
 
 
 # --- stdout -----------------------------------------------------------------------------------
@@ -211,7 +215,7 @@ def test_the_import_bound_is_its_own_setting(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(models, "_litellm_module", None)  # as in a process that never imported it
     monkeypatch.setattr(models, "_import", None)
     monkeypatch.setattr(models, "_litellm", slow_import)
-    settings = models.model_settings("recall", CONFIGURED, {"AIBUDDY_IMPORT_TIMEOUT": "0.2"})
+    settings = models.model_settings("recall", CONFIGURED, Settings.read({"AIBUDDY_IMPORT_TIMEOUT": "0.2"}))
     assert settings.import_timeout == 0.2 and settings.timeout == 20
     try:
         with pytest.raises(ModelError, match=r"not called: litellm's import took longer than 0\.2s"):
@@ -219,9 +223,10 @@ def test_the_import_bound_is_its_own_setting(monkeypatch: pytest.MonkeyPatch) ->
     finally:
         release.set()
     assert models.complete_text(settings, HELLO) == "ok"  # the import went on, for the next call
-    bad = models.model_settings("recall", CONFIGURED, {"AIBUDDY_IMPORT_TIMEOUT": "soon"})
+    bad = models.model_settings("recall", CONFIGURED, Settings.read({"AIBUDDY_IMPORT_TIMEOUT": "soon"}))
     assert bad.problem == "AIBUDDY_IMPORT_TIMEOUT must be a number of seconds from 0 to 3600, not 'soon'"
-    assert models.model_settings("recall", {}, {"AIBUDDY_IMPORT_TIMEOUT": "soon"}).problem is None
+    soon = Settings.read({"AIBUDDY_IMPORT_TIMEOUT": "soon"})
+    assert models.model_settings("recall", {}, soon).problem is None
 
 
 def test_an_import_slower_than_the_model_timeout_does_not_count_against_it(
@@ -241,7 +246,7 @@ def test_an_import_slower_than_the_model_timeout_does_not_count_against_it(
     monkeypatch.setattr(models, "_import", None)
     monkeypatch.setattr(models, "_litellm", slow_import)
     settings = models.model_settings(
-        "recall", CONFIGURED, {"AIBUDDY_TIMEOUT": "0.2", "AIBUDDY_IMPORT_TIMEOUT": "600"}
+        "recall", CONFIGURED, Settings.read({"AIBUDDY_TIMEOUT": "0.2", "AIBUDDY_IMPORT_TIMEOUT": "600"})
     )
     assert (settings.timeout, settings.import_timeout) == (0.2, 600)
     assert models.complete_text(settings, HELLO) == "ok"

@@ -22,6 +22,7 @@ from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import NotAllowed
 from aibuddy_cli.models import calls as models
 from aibuddy_cli.models import worker, worker_client
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.vault import Vault
 
 
@@ -160,7 +161,7 @@ def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
     path = worker_client.socket_path(env, digest)
     server = serve_in_thread(path, digest, 0.05, None)  # derived limit: MIN_IDLE
     try:
-        kept = models.model_settings("recall", {"recall": "openai/x", "keep_worker": 600}, env)
+        kept = models.model_settings("recall", {"recall": "openai/x", "keep_worker": 600}, Settings.read(env))
         assert kept.keep_worker == 600 and kept.problem is None
         answer = worker_client.complete(kept, [{"role": "user", "content": "hi"}], {}, env)
         assert answer.content == "ok"
@@ -177,7 +178,8 @@ def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
 
 
 def test_a_keep_worker_that_is_not_seconds_is_said_by_every_call() -> None:
-    settings = models.model_settings("recall", {"recall": "openai/x", "keep_worker": "long"}, {})
+    long = {"recall": "openai/x", "keep_worker": "long"}
+    settings = models.model_settings("recall", long, Settings.read({}))
     assert settings.keep_worker is None
     assert settings.problem == (
         "aibuddy.toml: [models] keep_worker must be a number of seconds from 0 to 86400, not 'long'"
@@ -286,7 +288,8 @@ def test_the_client_uses_only_a_worker_of_its_own_user_and_environment(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     fake_openai.default.content = "in-process"
-    settings = models.model_settings("recall", {}, os.environ)  # the command's: through the worker
+    # the command's environment: through the worker
+    settings = models.model_settings("recall", {}, Settings.read(os.environ))
     assert settings.worker is not None and settings.model == "openai/recall-test"
     hello = [{"role": "user", "content": "hi"}]
     # Right socket, another environment (a digest that only starts the same): refused.

@@ -73,7 +73,7 @@ def test_a_model_that_runs_out_of_steps_falls_back_to_rows_with_a_warning(cli, s
     model.call(("tables_overview", {}))
     model.call(("tables_overview", {}))
     session = Session(Vault.open(stocked.root), "demo", environ=ENV)
-    answer = TableAgent(session.tables, session.environ, connect=lambda s: model).ask("Acme")
+    answer = TableAgent(session.tables, session.settings, connect=lambda s: model).ask("Acme")
     assert answer.method == "lexical" and answer.hits[0].row["name"] == "Acme"
     assert any("all 2 steps" in w and "matching rows" in w for w in session.take_warnings())
 
@@ -120,7 +120,7 @@ def test_a_run_works_on_a_state_of_its_own_and_leaves_the_services_as_it_was(sto
         seen.append((service.state.run, service.state.source, service.state.store))
         return model(messages, tools)
 
-    agent = TableAgent(service, session.environ, connect=lambda settings: watching)
+    agent = TableAgent(service, session.settings, connect=lambda settings: watching)
     run = agent.change("update", "Add Umbrella")
     assert seen and all(held == (None, "cli", store) for held in seen)
     assert (service.state.run, service.state.source, service.state.store) == (None, "cli", store)

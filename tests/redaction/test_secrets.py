@@ -228,7 +228,7 @@ def test_a_table_update_run_redacts_the_rows_the_model_writes(cli, vault: Vault)
     model.call(("create_table", {"name": "keys", "description": f"Keys such as {KEY}"}))
     model.answer("Added Acme.")
     session = Session(Vault.open(vault.root), "demo", environ={"AIBUDDY_MODEL_TABLES": "openai/t"})
-    TableAgent(session.tables, session.environ, connect=lambda settings: model).change("update", "Add Acme")
+    TableAgent(session.tables, session.settings, connect=lambda settings: model).change("update", "Add Acme")
     rows = ok(cli("table", "filter", "vendors", "--json"))["tables"][0]["rows"]
     assert rows[0]["note"] == "token [redacted: token]"
     assert session.warnings == [

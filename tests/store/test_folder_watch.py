@@ -19,6 +19,7 @@ from helpers import environment
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.records import MemoryRecord, render_record
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.store.folder_watch import FolderWatch, further_on
 from aibuddy_cli.vault import Vault
@@ -119,7 +120,7 @@ def test_every_change_reaches_the_next_recall_without_a_scan(
         (folder / f"filler-{i}.md").write_text(record_text(f"filler-{i}", f"Filler note {i}"))
     scans = CountedScans(monkeypatch)
     with environment(env):
-        server = Server(str(vault.root), "demo", None, os.environ, vault.root, watch=watch)
+        server = Server(str(vault.root), "demo", None, Settings.read(), vault.root, watch=watch)
         recall = server.tool(find("memory recall"))
 
         def names(query: str) -> list[str]:

@@ -23,6 +23,7 @@ from aibuddy_cli.mcp.server import Server
 from aibuddy_cli.memory import service as memory_service
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.operations.registry import Operation
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.store.locks import WriteBehind
 from aibuddy_cli.vault import Vault
@@ -146,7 +147,7 @@ def tea_and_a_server(vault: Vault) -> tuple[MemoryService, Server, Operation]:
     """demo's memory holding one record, a server on the vault, and its memory_recall tool."""
     memory = Session(vault, "demo", environ={}).memory
     memory.save("tea", type="user", description="Drinks green tea", body="tea")
-    server = Server(str(vault.root), "demo", None, {}, vault.root)
+    server = Server(str(vault.root), "demo", None, Settings.read({}), vault.root)
     (recall,) = [op for op in server.operations() if op.tools["mcp"] == "memory_recall"]
     return memory, server, recall
 

@@ -9,6 +9,7 @@ import pytest
 
 from aibuddy_cli.errors import Busy, Conflict, InvalidInput, NotFound, UsageError
 from aibuddy_cli.memory.service import MemoryService
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.store.files import TEMP_PREFIX, FileStore
 from aibuddy_cli.vault import (
     Vault,
@@ -41,18 +42,19 @@ def test_vault_is_found_by_walking_up_and_overridden_by_env(tmp_path: Path) -> N
     vault = init_vault(tmp_path / "v", "alice")
     deep = vault.root / "memory" / "x" / "y"
     deep.mkdir(parents=True)
-    assert locate_vault(None, {}, deep).root == vault.root
+    assert locate_vault(None, Settings.read({}), deep).root == vault.root
     other = init_vault(tmp_path / "other", "bob")
-    assert locate_vault(None, {"AIBUDDY_VAULT": str(other.root)}, deep).root == other.root
-    assert locate_vault(str(vault.root), {"AIBUDDY_VAULT": str(other.root)}, deep).root == vault.root
+    assert locate_vault(None, Settings.read({"AIBUDDY_VAULT": str(other.root)}), deep).root == other.root
+    elsewhere = Settings.read({"AIBUDDY_VAULT": str(other.root)})
+    assert locate_vault(str(vault.root), elsewhere, deep).root == vault.root
     with pytest.raises(NotFound):
-        locate_vault(None, {}, tmp_path)
+        locate_vault(None, Settings.read({}), tmp_path)
 
 
 def test_the_per_user_cache_folder_comes_from_the_environment_given(tmp_path: Path) -> None:
     vault = init_vault(tmp_path / "v", "alice")
     environ = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path / "home")}
-    located = locate_vault(str(vault.root), environ, tmp_path)
+    located = locate_vault(str(vault.root), Settings.read(environ), tmp_path)
     assert located.environ is environ and "XDG_CACHE_HOME" not in repr(located)
     folder = user_cache_dir(vault.root, environ)
     assert folder is not None and folder.parent == tmp_path / "cache" / "aibuddy"
@@ -62,11 +64,11 @@ def test_the_per_user_cache_folder_comes_from_the_environment_given(tmp_path: Pa
 
 def test_user_comes_from_option_then_env_then_config(tmp_path: Path) -> None:
     config = init_vault(tmp_path / "v", "alice").config
-    assert resolve_user("carol", {"AIBUDDY_USER": "bob"}, config) == "carol"
-    assert resolve_user(None, {"AIBUDDY_USER": "bob"}, config) == "bob"
-    assert resolve_user(None, {}, config) == "alice"
+    assert resolve_user("carol", Settings.read({"AIBUDDY_USER": "bob"}), config) == "carol"
+    assert resolve_user(None, Settings.read({"AIBUDDY_USER": "bob"}), config) == "bob"
+    assert resolve_user(None, Settings.read({}), config) == "alice"
     with pytest.raises(UsageError):
-        resolve_user(None, {}, Vault.open(tmp_path / "v").config.__class__())
+        resolve_user(None, Settings.read({}), Vault.open(tmp_path / "v").config.__class__())
 
 
 @pytest.mark.parametrize("name", ["a/b", "..", "../x", "Upper", "has space", "x" * 65, "", "-lead", "é"])

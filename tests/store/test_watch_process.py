@@ -17,6 +17,7 @@ from helpers import run_aibuddy, wait_for
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.config import CONFIG_FILE as CONFIG
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.store import watch_client, watchd
 from aibuddy_cli.store.files import FileStore
 from aibuddy_cli.store.folder_watch import FolderWatch
@@ -168,7 +169,7 @@ def test_off_starts_no_watch_process(
 def test_auto_starts_one_only_for_a_big_folder(vault: Vault, runtime_dir: Path) -> None:
     """In-process: a walk of fewer than MIN_FILES files starts nothing."""
     env = {"XDG_RUNTIME_DIR": str(runtime_dir)}
-    remote = watch_client.RemoteWatch(vault.root, env)
+    remote = watch_client.RemoteWatch(vault.root, Settings.read(env))
     folder = vault.root / "memory" / "demo"
     assert remote.changes(folder, []) == (None, None)
     remote.scanned(folder, watch_client.MIN_FILES - 1)

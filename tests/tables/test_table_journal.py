@@ -127,7 +127,7 @@ def test_a_model_run_journals_its_arguments_redacted_and_stays_undoable(
     )
     model.answer("Added Acme.")
     session = Session(Vault.open(vault.root), "demo", environ=ENV)
-    run = TableAgent(session.tables, session.environ, connect=lambda settings: model).change(
+    run = TableAgent(session.tables, session.settings, connect=lambda settings: model).change(
         "update", "Add Acme"
     )
     lines = [line for line in journal(vault) if line["run"] == run.run]

@@ -190,7 +190,7 @@ class World:
             model.answer("two tables")
             model.call((tool, arguments))
             model.answer("done")
-            agent = TableAgent(self.session.tables, self.session.environ, connect=lambda settings: model)
+            agent = TableAgent(self.session.tables, self.session.settings, connect=lambda settings: model)
             agent.change("refactor", "reshape")
             result = model.tool_results()[-1]
             return None if "error" in result else result

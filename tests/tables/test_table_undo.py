@@ -37,7 +37,7 @@ def stocked(cli, vault: Vault) -> Vault:
 
 def agent(vault: Vault, model: ScriptedModel, user: str = "demo") -> TableAgent:
     session = Session(Vault.open(vault.root), user, environ=ENV)
-    return TableAgent(session.tables, session.environ, connect=lambda settings: model)
+    return TableAgent(session.tables, session.settings, connect=lambda settings: model)
 
 
 def rate_acme(vault: Vault, rating: int, table: str = "vendors", user: str = "demo") -> None:

@@ -138,7 +138,7 @@ def test_a_model_transform_is_refused_whole_and_lossy_only_when_it_asks(cli, vau
     model.call(("transform_column", {"table": "items", "column": "price", "type": "int", "lossy": "drop"}))
     model.answer("Prices are whole numbers now.")
     session = Session(Vault.open(vault.root), "demo", environ=ENV)
-    run = TableAgent(session.tables, session.environ, connect=lambda s: model).change(
+    run = TableAgent(session.tables, session.settings, connect=lambda s: model).change(
         "refactor", "int prices"
     )
     refused, dropped = model.tool_results()[-2:]
@@ -391,7 +391,7 @@ def test_a_model_tool_call_with_nan_is_a_tool_error_and_writes_nothing(gear: Pat
     )
     model.answer("Done.")
     session = Session(Vault.open(vault.root), "demo", environ=ENV)
-    run = TableAgent(session.tables, session.environ, connect=lambda settings: model).change("update", "x")
+    run = TableAgent(session.tables, session.settings, connect=lambda settings: model).change("update", "x")
     _, nan, infinity, dumped = model.tool_results()  # after ask's answer
     assert "NaN is not a JSON number" in nan["error"] and "Infinity is not a JSON number" in infinity["error"]
     assert "Infinity is not a JSON number" in dumped["error"]  # json.dumps wrote it, the parse refuses it

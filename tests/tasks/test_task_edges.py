@@ -18,6 +18,7 @@ from helpers import ok, run_aibuddy
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.errors import ModelError
 from aibuddy_cli.jsonvalues import to_json
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.tasks.consolidation import Consolidator
 from aibuddy_cli.vault import Vault
 
@@ -148,7 +149,8 @@ def test_consolidation_never_loops_on_a_chunk_holding_a_duplicated_message_numbe
 
     environ = {"AIBUDDY_MODEL_CONSOLIDATE": "openai/x", "AIBUDDY_TIMEOUT": "5"}
     session = Session(Vault.open(vault.root), "demo", environ=environ)
-    result = Consolidator(session.tasks, session.memory, lambda: session.tables, environ, complete=complete)
+    settings = Settings.read(environ)
+    result = Consolidator(session.tasks, session.memory, lambda: session.tables, settings, complete=complete)
     done = to_json(result.run(task.id))
     # One model call: the watermark of a 4-line chunk numbered 1-3 is recognised (it was capped at
     # 3 lines: never, so the chunk was asked again and again), and status says through 3.

@@ -17,6 +17,7 @@ from aibuddy_cli.app.session import Session
 from aibuddy_cli.memory.service import MemoryService
 from aibuddy_cli.models import worker
 from aibuddy_cli.operations.loops.kb_ask import KnowledgeAgent
+from aibuddy_cli.settings import Settings
 from aibuddy_cli.tasks.context import pointers
 from aibuddy_cli.tasks.service import TaskService
 from aibuddy_cli.vault import Vault
@@ -275,7 +276,7 @@ def test_kb_ask_uses_the_documents_of_the_latest_message(vault: Vault, docs: lis
     tasks.set_attached("t1", {deploy: True})
     tasks.add_message("t1", "user", "How do I roll back?")
     tasks.set_attached("t1", {hiring: True, deploy: False})
-    agent = KnowledgeAgent(Session(vault, "demo", environ={}).knowledge, "t1", environ={})
+    agent = KnowledgeAgent(Session(vault, "demo", environ={}).knowledge, "t1", settings=Settings.read({}))
     answer = agent.ask("How do I roll back?")
     assert [c.doc for c in answer.citations] == [deploy]
 

@@ -30,6 +30,7 @@ from ...text import shorten
 
 if TYPE_CHECKING:
     from ...models.calls import ModelSettings
+    from ...settings import Settings
 
 EXCERPT_CHARS = 700
 MAX_ANSWER_CHARS = 20_000  # of a model's answer
@@ -112,14 +113,14 @@ class KnowledgeAgent:
         knowledge: KnowledgeService,
         task: str,
         *,
-        environ: Mapping[str, str] | None = None,
+        settings: Settings | None = None,
         connect: Callable[[ModelSettings], Complete] = litellm_complete,
     ) -> None:
-        """environ: the model settings' (default: the knowledge service's). connect: the model for
+        """settings: the model settings' (default: the knowledge service's). connect: the model for
         the `knowledge` role's settings (litellm; a scripted one in tests), as for TableAgent."""
         self.knowledge = knowledge
         self.task = task
-        self.environ = knowledge.environ if environ is None else environ
+        self.settings = knowledge.settings if settings is None else settings
         self.connect = connect
         self.warnings = knowledge.warnings  # the knowledge service's sink (a session's)
         self.reading = Reading(knowledge, task)
@@ -138,7 +139,7 @@ class KnowledgeAgent:
 
         models, fallback = self.knowledge.vault.config.models, "answered with excerpts instead"
         answer = call_role(
-            "knowledge", models, self.environ, answer_with_tools, warnings=self.warnings, fallback=fallback
+            "knowledge", models, self.settings, answer_with_tools, warnings=self.warnings, fallback=fallback
         )
         if answer is None:
             return self.extractive(question)

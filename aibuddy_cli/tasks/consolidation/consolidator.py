@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import AibuddyError, Busy, InvalidInput
@@ -19,8 +19,10 @@ from .shield import Shield
 from .watermark import PASS_CATEGORIES, Watermark, chunk_digest, keep_watermark, watermark
 
 if TYPE_CHECKING:
+    from ...config import ConsolidationSettings
     from ...memory.service import MemoryService
     from ...models.calls import ModelCall, ModelSettings
+    from ...settings import Settings
     from ...tables.service import TableService
 
 CATEGORIES = (
@@ -41,14 +43,11 @@ def model_complete(settings: ModelSettings, messages: list[dict[str, str]]) -> s
     return complete_text(settings, messages)
 
 
-def categories(settings: Any, environ: Mapping[str, str]) -> dict[str, bool]:
+def categories(config: ConsolidationSettings, settings: Settings) -> dict[str, bool]:
     """The enabled categories: [consolidation] flags, then AIBUDDY_CONSOLIDATE_<CATEGORY>=0|1;
     bios and response policies only with contacts."""
-    flags = {name: bool(getattr(settings, name)) for name in CATEGORIES}
-    for name in CATEGORIES:
-        value = environ.get(f"AIBUDDY_CONSOLIDATE_{name.upper()}")
-        if value in ("0", "1"):
-            flags[name] = value == "1"
+    flags = {name: bool(getattr(config, name)) for name in CATEGORIES}
+    flags.update(settings.consolidate)
     if not flags["contacts"]:
         flags.update(dict.fromkeys(CONTACT_PARTS, False))
     return flags
@@ -85,7 +84,7 @@ class Consolidator:
         tasks: TaskService,
         memory: MemoryService,
         tables: Callable[[], TableService],
-        environ: Mapping[str, str],
+        settings: Settings,
         *,
         start: Callable[[str], None] | None = None,
         complete: Complete = model_complete,
@@ -96,13 +95,13 @@ class Consolidator:
         self.tasks = tasks
         self.memory = memory
         self._tables = tables
-        self.environ = environ
-        self.settings = tasks.vault.config.consolidation
-        self.start = start or (lambda task_id: spawn_pass(tasks, environ, task_id))
+        self.settings = settings
+        self.config = tasks.vault.config.consolidation
+        self.start = start or (lambda task_id: spawn_pass(tasks, settings, task_id))
         self.complete = complete
         self.control = PassControl(tasks)
         # The memory items of one pass are one reply: none merges into another unless the same fact.
-        self._reconciler = Extractor(memory, environ)
+        self._reconciler = Extractor(memory, settings)
 
     # --- status, the trigger, cancel ----------------------------------------------------------
 
@@ -125,9 +124,9 @@ class Consolidator:
         try:
             # Unchecked against the log (read whole otherwise, on every message): a watermark a
             # git merge made stale is found by the pass this starts, or by the one after.
-            if message.n - watermark(self.tasks, task_id, checked=False).last < self.settings.every:
+            if message.n - watermark(self.tasks, task_id, checked=False).last < self.config.every:
                 return False
-            if not any(categories(self.settings, self.environ).values()) or not self._model().configured:
+            if not any(categories(self.config, self.settings).values()) or not self._model().configured:
                 return False
             self.start(task_id)
             return True
@@ -142,7 +141,7 @@ class Consolidator:
     def _model(self) -> ModelCall:
         from ...models.calls import ModelCall
 
-        return ModelCall("consolidate", self.tasks.vault.config.models, self.environ)
+        return ModelCall("consolidate", self.tasks.vault.config.models, self.settings)
 
     def run(
         self,
@@ -159,7 +158,7 @@ class Consolidator:
         The others are neither asked of the model nor written, and keep their own watermark: the
         messages stay pending for them (see watermark.py)."""
         self.tasks.get(task_id)
-        flags = categories(self.settings, self.environ)
+        flags = categories(self.config, self.settings)
         enabled = tuple(category for category in PASS_CATEGORIES if flags[category])
         named = only_categories(only or ())
         chosen = tuple(category for category in named if flags[category]) if named else enabled
@@ -203,7 +202,7 @@ class Consolidator:
         A chunk starts after the position of the run's categories that are furthest behind, and
         is asked of them only; it never runs past another of the run's categories' position (a
         chunk cut there counts as whole), so no category is given a message twice."""
-        task_id, every = run.task_id, self.settings.every
+        task_id, every = run.task_id, self.config.every
         with self.control.lock(task_id), self.control.recorded(task_id):
             mark = watermark(self.tasks, task_id)
             where = {category: mark.position(category) for category in run.chosen}
@@ -234,7 +233,7 @@ class Consolidator:
     def _chunk_waiting(self, run: _Run, background: bool) -> bool:
         mark = watermark(self.tasks, run.task_id)
         pending = self._pending(run.task_id, min(mark.position(category) for category in run.chosen))
-        return pending >= (self.settings.every if background else 1)
+        return pending >= (self.config.every if background else 1)
 
     def _pass(self, run: _Run, chunk: list[TaskMessage], mark: Watermark, asked: tuple[str, ...]) -> Pass:
         first, last = chunk[0].n, chunk[-1].n

@@ -4,10 +4,11 @@ it holds the lock (a pid file, for `--cancel`), started in the background by `ta
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from ...errors import AibuddyError, Busy, NotFound
+from ...settings import Settings
 from ..service import TaskService
 from .results import Cancelled
 
@@ -79,8 +80,8 @@ class PassControl:
         return Cancelled(task_id, True)
 
 
-def spawn_pass(tasks: TaskService, environ: Mapping[str, str], task_id: str) -> None:
+def spawn_pass(tasks: TaskService, settings: Settings, task_id: str) -> None:
     """A detached `aibuddy task consolidate T --background`: the caller never waits for it."""
     from ...background import spawn_aibuddy
 
-    spawn_aibuddy(tasks.vault.root, tasks.user, ["task", "consolidate", task_id, "--background"], environ)
+    spawn_aibuddy(tasks.vault.root, tasks.user, ["task", "consolidate", task_id, "--background"], settings)
