@@ -17,7 +17,7 @@ def imported_text(imported: Any) -> str:
     return head + "\n" + memory_output.decisions_text(imported.decisions)
 
 
-RENDERS = {
+RENDERS: dict[str, Render[Any]] = {
     "import claude-code-memory": Render(imported_text),
     "import mem0": Render(imported_text),
     "import jsonl": Render(imported_text),

@@ -150,7 +150,7 @@ def _body_change(result: Any) -> str:
     return f"{name} re-ingested: pending review" if result.changed else f"{name} unchanged"
 
 
-RENDERS = {
+RENDERS: dict[str, Render[Any]] = {
     "kb import": Render(
         lambda r: import_text(r.outcomes), exit_code=_import_failures, during=_import_progress
     ),

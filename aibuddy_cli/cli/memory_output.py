@@ -225,7 +225,7 @@ def _show_conflict(error: Any, json_mode: bool) -> int | None:
     return show_conflict(error, json_mode) if isinstance(error, MergeConflict) else None
 
 
-RENDERS = {
+RENDERS: dict[str, Render[Any]] = {
     "memory save": Render(lambda r: f"saved {r.path}"),
     "memory update": Render(lambda r: f"updated {r.path}" if r.changed else f"{r.path} unchanged"),
     "memory delete": Render(lambda r: f"deleted {r.path}"),

@@ -264,7 +264,7 @@ def _pairs(result: Any) -> None:
 
 _CHANGES = Render(changes_text)
 
-RENDERS = {
+RENDERS: dict[str, Render[Any]] = {
     "table list": Render(lambda r: tables_text(r.tables)),
     "table show": Render(info_text),
     "table create": Render(lambda r: f"created table {r.ref.qualified}"),

@@ -102,7 +102,7 @@ def imported_text(imported: Any) -> str:
 
 _TASK = Render(task_text)
 
-RENDERS = {
+RENDERS: dict[str, Render[Any]] = {
     "task new": _TASK,
     "task list": Render(lambda r: "\n".join(task_text(task) for task in r.tasks)),
     "task show": Render(shown_text),

@@ -18,7 +18,7 @@ def _shown_once(created: Any, service: Any, stream: TextIO | None) -> None:
     )
 
 
-RENDERS = {
+RENDERS: dict[str, Render[Any]] = {
     "token create": Render(lambda r: r.secret, notes=_shown_once),
     "token list": Render(lambda r: "\n".join(f"{t.name}\t{t.user}\t{t.created}" for t in r.tokens)),
     "token revoke": Render(lambda r: f"revoked token {r.token.name} of user {r.token.user}"),
