@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..operations.loops.tables import TableAnswer, TableRun
     from ..tables.changes import Change, Changes
     from ..tables.queries import FilterResult, JoinResult, Reduction, SearchResult
+    from ..tables.runs import RunEvent
     from ..tables.state import TableInfo, TableList
     from ..tables.undo import Undone
 
@@ -194,7 +195,7 @@ def _run_exit(run: TableRun, json_mode: bool) -> int:
 # --- a natural-language run's steps as they happen ----------------------------------------------
 
 
-def step_line(event: Mapping[str, Any]) -> str | None:
+def step_line(event: RunEvent) -> str | None:
     """One line of a run's progress for a person (None: nothing to say)."""
     from ..tables.schema import json_text
 
@@ -236,14 +237,14 @@ def _steps(json_mode: bool) -> dict[str, Any]:
     err = sys.stderr
     if json_mode:
 
-        def as_json(event: Mapping[str, Any]) -> None:
+        def as_json(event: RunEvent) -> None:
             err.write(json.dumps(event, ensure_ascii=True, allow_nan=False, default=str) + "\n")
             err.flush()
 
         return {"progress": as_json}
     if err.isatty():
 
-        def as_line(event: Mapping[str, Any]) -> None:
+        def as_line(event: RunEvent) -> None:
             line = step_line(event)
             if line is not None:
                 err.write(line + "\n")
