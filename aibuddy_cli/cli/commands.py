@@ -81,7 +81,7 @@ def confirm_first(op: Operation, service: Any, values: Mapping[str, Any], yes: b
         raise Aborted(f"nothing {op.confirm.done}")
 
 
-def show(state: context.AppState, render: Render, result: Any, service: Any) -> None:
+def show(state: context.AppState, render: Render[Any], result: Any, service: Any) -> None:
     """The result on stdout as JSON, Rich or plain text; what it has to say on stderr first. An
     operation that has nothing to show (a background start) returns None."""
     if result is None:
@@ -97,7 +97,7 @@ def show(state: context.AppState, render: Render, result: Any, service: Any) -> 
 
 
 def run(
-    ctx: typer.Context, op: Operation, render: Render, given: dict[str, Any], json: bool, yes: bool
+    ctx: typer.Context, op: Operation, render: Render[Any], given: dict[str, Any], json: bool, yes: bool
 ) -> None:
     """Run op with the command line's values: from here on an error is a JSON document with --json."""
     state = state_of(ctx, json)
@@ -117,7 +117,7 @@ def run(
     show(state, render, result, service)
 
 
-def command(op: Operation, render: Render) -> Callable[..., None]:
+def command(op: Operation, render: Render[Any]) -> Callable[..., None]:
     """The Typer command function of op: a signature Typer reads, over `run`."""
     parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
     for argument in op.arguments:
@@ -154,7 +154,7 @@ def command(op: Operation, render: Render) -> Callable[..., None]:
 def add_commands(
     app: typer.Typer,
     words: tuple[str, ...],
-    renders: Mapping[str, Render],
+    renders: Mapping[str, Render[Any]],
     settings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """A command on app for each operation under words (("table", "column")); settings: further

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import memory_output
 from .rendering import Render
 
+if TYPE_CHECKING:
+    from ..memory.transfer import Imported
 
-def imported_text(imported: Any) -> str:
+
+def imported_text(imported: Imported) -> str:
     if imported.dry_run:
         count = sum(d.outcome.startswith("would-") for d in imported.decisions)
         head = f"{imported.format} {imported.source}: would write {count} record(s)"
@@ -17,8 +20,10 @@ def imported_text(imported: Any) -> str:
     return head + "\n" + memory_output.decisions_text(imported.decisions)
 
 
-RENDERS = {
-    "import claude-code-memory": Render(imported_text),
-    "import mem0": Render(imported_text),
-    "import jsonl": Render(imported_text),
+_IMPORTED = Render["Imported"](imported_text)
+
+RENDERS: dict[str, Render[Any]] = {
+    "import claude-code-memory": _IMPORTED,
+    "import mem0": _IMPORTED,
+    "import jsonl": _IMPORTED,
 }

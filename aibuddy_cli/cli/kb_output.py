@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..knowledge.documents import DocRef, Meta
 from ..knowledge.index import IndexedDoc
@@ -18,6 +18,20 @@ from ..knowledge.results import ImportReport
 from ..knowledge.service import ImportOutcome, MapEntry, SearchHit, SectionPage
 from .output import one_line
 from .rendering import Render
+
+if TYPE_CHECKING:
+    from ..knowledge.results import (
+        BodyChange,
+        DocumentInfo,
+        DocumentList,
+        DocumentOutline,
+        Reviewed,
+        SearchResults,
+        SummaryReport,
+        TaskMap,
+    )
+    from ..knowledge.retrieval import UnavailableJson
+    from ..operations.loops.kb_ask import Answer
 
 
 def docs_text(docs: list[IndexedDoc]) -> str:
@@ -73,7 +87,7 @@ def page_text(section_page: SectionPage) -> str:
     return section_page.text + "\n".join(footer)
 
 
-def map_text(entries: list[MapEntry], unavailable: list[dict[str, str]]) -> str:
+def map_text(entries: list[MapEntry], unavailable: list[UnavailableJson]) -> str:
     lines = [
         f"{one_line(e.ref.qualified)}\t{e.ref.scope}\t{e.section_count} sections\t{one_line(e.title)}"
         + (f"\n    {one_line(e.summary)}" if e.summary else "")
@@ -83,9 +97,7 @@ def map_text(entries: list[MapEntry], unavailable: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-
-
-def ask_text(result: Any) -> str:
+def ask_text(result: Answer) -> str:
     lines = [result.answer, ""]
     lines += [f"[{c.doc}#{c.anchor}] {c.title} (lines {c.lines[0]}-{c.lines[1]})" for c in result.citations]
     lines += [f"gap: {gap}" for gap in result.gaps]
@@ -93,7 +105,7 @@ def ask_text(result: Any) -> str:
     return "\n".join(lines)
 
 
-def summaries_text(report: Any) -> str:
+def summaries_text(report: SummaryReport) -> str:
     return "\n".join(
         f"{r.doc}: {r.summary}" if r.summarized else f"{r.doc}: not summarized ({r.reason})"
         for r in report.results
@@ -135,34 +147,35 @@ def _import_progress(values: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         yield {"progress": progress}
 
 
-def _show_docs(result: Any) -> None:
+def _show_docs(result: DocumentList) -> None:
     from . import rich_output
 
     rich_output.show_docs(result.documents)
 
 
-def _reviewed(result: Any) -> str:
+def _reviewed(result: Reviewed) -> str:
     return "\n".join(f"{result.action} {name}" for name in result.names)
 
 
-def _body_change(result: Any) -> str:
+def _body_change(result: BodyChange) -> str:
     name = result.ref.qualified
     return f"{name} re-ingested: pending review" if result.changed else f"{name} unchanged"
 
 
-RENDERS = {
-    "kb import": Render(
+RENDERS: dict[str, Render[Any]] = {
+    "kb import": Render["ImportReport"](
         lambda r: import_text(r.outcomes), exit_code=_import_failures, during=_import_progress
     ),
-    "kb list": Render(lambda r: docs_text(r.documents), rich=_show_docs),
-    "kb show": Render(lambda r: outline_text(r.ref, r.meta)),
-    "kb outline": Render(lambda r: outline_text(r.ref, r.meta)),
-    "kb publish": Render(_reviewed),
-    "kb reject": Render(_reviewed),
-    "kb reingest": Render(_body_change),
-    "kb summarize": Render(summaries_text),
-    "kb map": Render(lambda r: map_text(r.documents, r.unavailable)),
-    "kb search": Render(lambda r: hits_text(r.hits)),
-    "kb read": Render(page_text),
-    "kb ask": Render(ask_text),
+    "kb list": Render["DocumentList"](lambda r: docs_text(r.documents), rich=_show_docs),
+    "kb show": Render["DocumentInfo"](lambda r: outline_text(r.ref, r.meta)),
+    "kb outline": Render["DocumentOutline"](lambda r: outline_text(r.ref, r.meta)),
+    "kb publish": Render["Reviewed"](_reviewed),
+    "kb reject": Render["Reviewed"](_reviewed),
+    "kb reingest": Render["BodyChange"](_body_change),
+    # `kb summarize --background` answers None, which no renderer sees (`commands.show`)
+    "kb summarize": Render["SummaryReport"](summaries_text),
+    "kb map": Render["TaskMap"](lambda r: map_text(r.documents, r.unavailable)),
+    "kb search": Render["SearchResults"](lambda r: hits_text(r.hits)),
+    "kb read": Render["SectionPage"](page_text),
+    "kb ask": Render["Answer"](ask_text),
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..memory.index import Problem
 from ..memory.records import MemoryRecord, MergeConflict
@@ -12,6 +12,15 @@ from ..memory.service import Manifest, RecallResult, RecordList
 from . import output
 from .output import one_line, warn
 from .rendering import Render
+
+if TYPE_CHECKING:
+    from ..errors import AibuddyError
+    from ..memory.extraction import Decision, ExtractionResult
+    from ..memory.review import Review
+    from ..memory.service import Cleared, MemoryService, RecordDeleted, RecordWrite, Reverted
+    from ..memory.transfer import Exported
+    from ..memory.versions import RecordVersions
+    from ..operations.memory import RecordShown
 
 
 def report_problems(problems: Iterable[Problem], prefix: str, err: TextIO | None = None) -> None:
@@ -69,7 +78,7 @@ def list_text(result: RecordList) -> str:
     return "\n".join(rows)
 
 
-def _list_notes(result: RecordList, memory: Any, err: TextIO | None) -> None:
+def _list_notes(result: RecordList, memory: MemoryService, err: TextIO | None) -> None:
     report_problems(result.problems, memory.prefix, err)
     if result.more:
         (err or sys.stderr).write(
@@ -108,13 +117,13 @@ def recall_text(result: RecallResult) -> str:
     return "\n".join(parts)
 
 
-def decisions_text(decisions: Iterable[Any]) -> str:
+def decisions_text(decisions: Iterable[Decision]) -> str:
     """Extraction decisions, one tab-separated line each: step, outcome, record, detail."""
     rows = ((d.step, d.outcome, d.name or "-", d.detail) for d in decisions)
     return "\n".join("\t".join(one_line(field) for field in row) for row in rows)
 
 
-def exported_text(exported: Any) -> str:
+def exported_text(exported: Exported) -> str:
     """`memory export`: the export itself on stdout, or where it went."""
     if exported.output == "-":
         return str(exported.text)
@@ -125,7 +134,7 @@ def _indented(body: str) -> list[str]:
     return [f"    {line}" for line in body.rstrip("\n").split("\n")]
 
 
-def history_text(versions: Any) -> str:
+def history_text(versions: RecordVersions) -> str:
     """`memory history`: one line a commit (date, commit, description) with the body the record
     had then indented (or a line saying it is the older version's, when only the header changed),
     then the versions automatic memory (or a revert) replaced, numbered as `memory revert --to N`
@@ -168,7 +177,7 @@ def history_text(versions: Any) -> str:
     return "\n".join(lines)
 
 
-def review_text(review: Any) -> str:
+def review_text(review: Review) -> str:
     """`memory review`: what was applied (outcome, id, detail), then one line a proposal: id,
     kind, action, records (the one kept first), reason."""
     lines = ["\t".join(one_line(v) for v in (a.outcome, a.id, a.detail)) for a in review.applied]
@@ -179,7 +188,7 @@ def review_text(review: Any) -> str:
     return "\n".join(lines)
 
 
-def _review_notes(review: Any, memory: Any, err: TextIO | None) -> None:
+def _review_notes(review: Review, memory: MemoryService, err: TextIO | None) -> None:
     report_problems(review.problems, memory.prefix, err)
     if review.proposals and not review.applied:
         (err or sys.stderr).write(
@@ -188,7 +197,7 @@ def _review_notes(review: Any, memory: Any, err: TextIO | None) -> None:
         )
 
 
-def reverted_text(result: Any) -> str:
+def reverted_text(result: Reverted) -> str:
     if not result.changed:
         return f"{result.path} unchanged: version {result.version} says what it says now"
     return (
@@ -199,52 +208,67 @@ def reverted_text(result: Any) -> str:
 # --- one Render per memory operation (cli/commands.py and the fast path use them) ---------------
 
 
-def _problems(result: Any, memory: Any, err: TextIO | None) -> None:
+def _problems(result: Manifest | RecallResult, memory: MemoryService, err: TextIO | None) -> None:
     report_problems(result.problems, memory.prefix, err)
 
 
-def _rich(name: str) -> Any:
-    def show(result: Any) -> None:
-        from . import rich_output
-
-        getattr(rich_output, name)(result)
-
-    return show
+# Rich is imported only when a person at a terminal reads the answer.
 
 
-def _memory_rich(name: str) -> Any:
-    def show(result: Any) -> None:
-        from . import memory_rich
+def _show_record(shown: RecordShown) -> None:
+    from . import memory_rich
 
-        getattr(memory_rich, name)(result)
-
-    return show
+    memory_rich.show_record(shown.record)
 
 
-def _show_conflict(error: Any, json_mode: bool) -> int | None:
+def _show_list(result: RecordList) -> None:
+    from . import memory_rich
+
+    memory_rich.show_list(result)
+
+
+def _show_review(review: Review) -> None:
+    from . import memory_rich
+
+    memory_rich.show_review(review)
+
+
+def _show_manifest(manifest: Manifest) -> None:
+    from . import rich_output
+
+    rich_output.show_manifest(manifest)
+
+
+def _show_recall(result: RecallResult) -> None:
+    from . import rich_output
+
+    rich_output.show_recall(result)
+
+
+def _show_conflict(error: AibuddyError, json_mode: bool) -> int | None:
     return show_conflict(error, json_mode) if isinstance(error, MergeConflict) else None
 
 
-RENDERS = {
-    "memory save": Render(lambda r: f"saved {r.path}"),
-    "memory update": Render(lambda r: f"updated {r.path}" if r.changed else f"{r.path} unchanged"),
-    "memory delete": Render(lambda r: f"deleted {r.path}"),
-    "memory show": Render(
-        lambda r: record_text(r.record, len(r.history)),
-        rich=lambda r: _memory_rich("show_record")(r.record),
-        failed=_show_conflict,
+RENDERS: dict[str, Render[Any]] = {
+    "memory save": Render["RecordWrite"](lambda r: f"saved {r.path}"),
+    "memory update": Render["RecordWrite"](
+        lambda r: f"updated {r.path}" if r.changed else f"{r.path} unchanged"
     ),
-    "memory history": Render(history_text),
-    "memory list": Render(
-        list_text, rich=_memory_rich("show_list"), notes=_list_notes, terminal={"page": TERMINAL_PAGE}
+    "memory delete": Render["RecordDeleted"](lambda r: f"deleted {r.path}"),
+    "memory show": Render["RecordShown"](
+        lambda r: record_text(r.record, len(r.history)), rich=_show_record, failed=_show_conflict
     ),
-    "memory revert": Render(reverted_text),
-    "memory review": Render(review_text, rich=_memory_rich("show_review"), notes=_review_notes),
-    "memory manifest": Render(manifest_text, rich=_rich("show_manifest"), notes=_problems),
-    "memory recall": Render(recall_text, rich=_rich("show_recall"), notes=_problems),
-    "memory export": Render(exported_text),
-    "memory clear": Render(lambda r: f"removed {len(r.removed)} record(s) of user {r.user}"),
-    "memory extract": Render(
+    "memory history": Render["RecordVersions"](history_text),
+    "memory list": Render["RecordList"](
+        list_text, rich=_show_list, notes=_list_notes, terminal={"page": TERMINAL_PAGE}
+    ),
+    "memory revert": Render["Reverted"](reverted_text),
+    "memory review": Render["Review"](review_text, rich=_show_review, notes=_review_notes),
+    "memory manifest": Render["Manifest"](manifest_text, rich=_show_manifest, notes=_problems),
+    "memory recall": Render["RecallResult"](recall_text, rich=_show_recall, notes=_problems),
+    "memory export": Render["Exported"](exported_text),
+    "memory clear": Render["Cleared"](lambda r: f"removed {len(r.removed)} record(s) of user {r.user}"),
+    "memory extract": Render["ExtractionResult"](
         lambda r: decisions_text(r.decisions) + ("\n(dry run: nothing written)" if r.dry_run else "")
     ),
 }

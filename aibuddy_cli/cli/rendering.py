@@ -5,23 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TextIO, TypeVar
 
 if TYPE_CHECKING:
     from ..errors import AibuddyError
 
+R = TypeVar("R")  # the result the operation returns (`Render["RecordWrite"]`: a string works too)
 
-class Render(NamedTuple):
-    text: Callable[[Any], str]  # the result as plain text (stdout is a pipe or a file)
-    rich: Callable[[Any], None] | None = None  # for a person at a terminal (else the plain text)
+
+class Render(NamedTuple, Generic[R]):
+    text: Callable[[R], str]  # the result as plain text (stdout is a pipe or a file)
+    rich: Callable[[R], None] | None = None  # for a person at a terminal (else the plain text)
     # What the result has to say on stderr first (the records skipped as malformed …), given the
     # service the operation used and the stream.
-    notes: Callable[[Any, Any, TextIO | None], None] | None = None
+    notes: Callable[[R, Any, TextIO | None], None] | None = None
     # An error this command shows its own way (`memory show` of a conflicted record): the exit
     # code after showing it, or None to report it as any other error.
     failed: Callable[[AibuddyError, bool], int | None] | None = None
     # The exit code after the answer is shown (`kb import`: 6 when a file was not imported).
-    exit_code: Callable[[Any, bool], int] | None = None
+    exit_code: Callable[[R, bool], int] | None = None
     # What a person at a terminal sees while the operation runs (a progress bar), given its
     # arguments: a context that yields the hooks to pass the function (`progress`).
     during: Callable[[Mapping[str, Any]], AbstractContextManager[dict[str, Any]]] | None = None

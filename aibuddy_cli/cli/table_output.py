@@ -6,19 +6,22 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .output import one_line
 from .rendering import Render
 
 if TYPE_CHECKING:
-    from ..tables.changes import Change
+    from ..operations.loops.tables import TableAnswer, TableRun
+    from ..tables.changes import Change, Changes
     from ..tables.queries import FilterResult, JoinResult, Reduction, SearchResult
-    from ..tables.state import TableInfo
+    from ..tables.runs import RunEvent
+    from ..tables.state import TableInfo, TableList
+    from ..tables.undo import Undone
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -132,19 +135,19 @@ def working(message: str, long: bool) -> Iterator[dict[str, Any]]:
         yield {}
 
 
-def _adding(values: Mapping[str, Any]) -> Any:
+def _adding(values: Mapping[str, Any]) -> AbstractContextManager[dict[str, Any]]:
     rows = values.get("rows") or []
     return working(f"adding {len(rows)} rows to {values.get('table')}", len(rows) >= 1000)
 
 
-def changes_text(result: Any) -> str:
+def changes_text(result: Change | Changes) -> str:
     """A Change, or several (Changes), one line each."""
     from ..tables.changes import Changes
 
     return "\n".join(change_text(c) for c in (result.changes if isinstance(result, Changes) else [result]))
 
 
-def answer_text(answer: Any) -> str:
+def answer_text(answer: TableAnswer) -> str:
     text: str = answer.answer
     if answer.hits:
         from ..tables.queries import SearchResult
@@ -153,7 +156,7 @@ def answer_text(answer: Any) -> str:
     return text
 
 
-def run_text(run: Any) -> str:
+def run_text(run: TableRun) -> str:
     from ..tables.schema import json_text
 
     lines = [run.summary, ""]
@@ -179,7 +182,7 @@ def run_text(run: Any) -> str:
     return "\n".join(lines).strip()
 
 
-def _run_exit(run: Any, json_mode: bool) -> int:
+def _run_exit(run: TableRun, json_mode: bool) -> int:
     """Once a run has said what it applied: 130 when Ctrl-C stopped it, 8 when changes the model
     called were refused and never made good (its answer may claim them), else 0."""
     from ..errors import ExitCode
@@ -192,7 +195,7 @@ def _run_exit(run: Any, json_mode: bool) -> int:
 # --- a natural-language run's steps as they happen ----------------------------------------------
 
 
-def step_line(event: Mapping[str, Any]) -> str | None:
+def step_line(event: RunEvent) -> str | None:
     """One line of a run's progress for a person (None: nothing to say)."""
     from ..tables.schema import json_text
 
@@ -234,14 +237,14 @@ def _steps(json_mode: bool) -> dict[str, Any]:
     err = sys.stderr
     if json_mode:
 
-        def as_json(event: Mapping[str, Any]) -> None:
+        def as_json(event: RunEvent) -> None:
             err.write(json.dumps(event, ensure_ascii=True, allow_nan=False, default=str) + "\n")
             err.flush()
 
         return {"progress": as_json}
     if err.isatty():
 
-        def as_line(event: Mapping[str, Any]) -> None:
+        def as_line(event: RunEvent) -> None:
             line = step_line(event)
             if line is not None:
                 err.write(line + "\n")
@@ -251,33 +254,33 @@ def _steps(json_mode: bool) -> dict[str, Any]:
     return {}
 
 
-def _rowsets(result: Any) -> None:
+def _rowsets(result: FilterResult) -> None:
     for rowset in result.tables:
         show_rows(f"{rowset.table}: {len(rowset.rows)} of {rowset.total} row(s)", rowset.columns, rowset.rows)
 
 
-def _pairs(result: Any) -> None:
+def _pairs(result: JoinResult) -> None:
     show_rows(f"{result.left} ⋈ {result.right}: {result.total} pair(s)", result.columns, result.rows)
 
 
 # --- one Render per table operation (cli/commands.py and the fast path use them) ---------------
 
-_CHANGES = Render(changes_text)
+_CHANGES = Render["Change | Changes"](changes_text)  # a Change, or several (Changes): one line each
 
-RENDERS = {
-    "table list": Render(lambda r: tables_text(r.tables)),
-    "table show": Render(info_text),
-    "table create": Render(lambda r: f"created table {r.ref.qualified}"),
-    "table add": Render(changes_text, during=_adding),
+RENDERS: dict[str, Render[Any]] = {
+    "table list": Render["TableList"](lambda r: tables_text(r.tables)),
+    "table show": Render["TableInfo"](info_text),
+    "table create": Render["TableInfo"](lambda r: f"created table {r.ref.qualified}"),
+    "table add": Render["Change"](changes_text, during=_adding),
     "table update-rows": _CHANGES,
     "table delete-rows": _CHANGES,
     "table rename": _CHANGES,
     "table delete": _CHANGES,
-    "table filter": Render(filter_text, rich=_rowsets),
-    "table reduce": Render(reduction_text),
-    "table search": Render(search_text),
-    "table join": Render(join_text, rich=_pairs),
-    "table search-join": Render(join_text, rich=_pairs),
+    "table filter": Render["FilterResult"](filter_text, rich=_rowsets),
+    "table reduce": Render["Reduction"](reduction_text),
+    "table search": Render["SearchResult"](search_text),
+    "table join": Render["JoinResult"](join_text, rich=_pairs),
+    "table search-join": Render["JoinResult"](join_text, rich=_pairs),
     "table column add": _CHANGES,
     "table column derive": _CHANGES,
     "table column delete": _CHANGES,
@@ -286,8 +289,8 @@ RENDERS = {
     "table column move": _CHANGES,
     "table column transform": _CHANGES,
     "table column vectorize": _CHANGES,
-    "table ask": Render(answer_text, steps=_steps),
-    "table update": Render(run_text, exit_code=_run_exit, steps=_steps),
-    "table refactor": Render(run_text, exit_code=_run_exit, steps=_steps),
-    "table undo": Render(lambda r: f"undid run {r.run}: " + ", ".join(r.files)),
+    "table ask": Render["TableAnswer"](answer_text, steps=_steps),
+    "table update": Render["TableRun"](run_text, exit_code=_run_exit, steps=_steps),
+    "table refactor": Render["TableRun"](run_text, exit_code=_run_exit, steps=_steps),
+    "table undo": Render["Undone"](lambda r: f"undid run {r.run}: " + ", ".join(r.files)),
 }

@@ -8,8 +8,11 @@ from . import memory_output
 from .rendering import Render
 
 if TYPE_CHECKING:
+    from ..operations.task import Imported, MessageAdded
+    from ..tasks.consolidation.results import Cancelled, Consolidation, Status, TaskShown
     from ..tasks.context import TaskContext
-    from ..tasks.service import Task
+    from ..tasks.ending import TaskEnd
+    from ..tasks.service import Task, TaskList
 
 
 def task_text(task: Task) -> str:
@@ -17,7 +20,7 @@ def task_text(task: Task) -> str:
     return f"{task.id}\t{task.status}\t{task.created}\t{task.goal}\t[{attached}]"
 
 
-def status_text(status: Any) -> str:
+def status_text(status: Status) -> str:
     """How far consolidation has come: `consolidated through message 4 (contacts through 8), 2 pending`."""
     ahead = ", ".join(f"{category} through {last}" for category, last in status.ahead.items())
     return (
@@ -33,7 +36,7 @@ def planned_text(task: Task) -> str:
     return task_text(task) + (f"\nplan:\n{task.plan}" if task.plan else "\n(no plan)")
 
 
-def shown_text(shown: Any) -> str:
+def shown_text(shown: TaskShown) -> str:
     return planned_text(shown.task) + "\n" + status_text(shown.consolidation)
 
 
@@ -70,8 +73,10 @@ def context_text(context: TaskContext) -> str:
     return "\n\n".join(parts)
 
 
-def consolidation_text(result: Any) -> str:
-    if hasattr(result, "cancelled"):  # --cancel
+def consolidation_text(result: Consolidation | Cancelled) -> str:
+    from ..tasks.consolidation.results import Cancelled
+
+    if isinstance(result, Cancelled):  # --cancel
         return "stopped the running pass" if result.cancelled else str(result.reason)
     lines = [result.reason] if result.reason else []
     for done in result.passes:
@@ -83,14 +88,14 @@ def consolidation_text(result: Any) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def end_text(ended: Any) -> str:
+def end_text(ended: TaskEnd) -> str:
     from ..tasks.ending import BACKGROUND
 
     later = " (extraction runs in the background)" if ended.extraction_mode == BACKGROUND else ""
     return f"closed {ended.task.id}{later}\n" + memory_output.decisions_text(ended.extraction.decisions)
 
 
-def imported_text(imported: Any) -> str:
+def imported_text(imported: Imported) -> str:
     document = imported.to_json()
     return (
         f"{imported.task}: {document['added']} message(s) added, {document['already']} already there "
@@ -100,19 +105,21 @@ def imported_text(imported: Any) -> str:
 
 # --- one Render per task operation (cli/commands.py uses them) ----------------------------------
 
-_TASK = Render(task_text)
+_TASK = Render["Task"](task_text)
 
-RENDERS = {
+RENDERS: dict[str, Render[Any]] = {
     "task new": _TASK,
-    "task list": Render(lambda r: "\n".join(task_text(task) for task in r.tasks)),
-    "task show": Render(shown_text),
-    "task plan": Render(planned_text),
+    "task list": Render["TaskList"](lambda r: "\n".join(task_text(task) for task in r.tasks)),
+    "task show": Render["TaskShown"](shown_text),
+    "task plan": Render["Task"](planned_text),
     "task status": _TASK,
     "task attach": _TASK,
     "task detach": _TASK,
-    "task add-message": Render(lambda r: f"{r.task} message {r.message.n} ({r.message.role})"),
-    "task import": Render(imported_text),
-    "task context": Render(context_text),
-    "task consolidate": Render(consolidation_text),
-    "task end": Render(end_text),
+    "task add-message": Render["MessageAdded"](
+        lambda r: f"{r.task} message {r.message.n} ({r.message.role})"
+    ),
+    "task import": Render["Imported"](imported_text),
+    "task context": Render["TaskContext"](context_text),
+    "task consolidate": Render["Consolidation | Cancelled"](consolidation_text),
+    "task end": Render["TaskEnd"](end_text),
 }

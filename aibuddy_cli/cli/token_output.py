@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .rendering import Render
 
+if TYPE_CHECKING:
+    from ..tokens import Created, Revoked, TokenList, TokenService
 
-def _shown_once(created: Any, service: Any, stream: TextIO | None) -> None:
+
+def _shown_once(created: Created, service: TokenService, stream: TextIO | None) -> None:
     """On stderr, so that `TOKEN=$(aibuddy token create)` holds the token alone."""
     token = created.token
     print(
@@ -18,8 +21,10 @@ def _shown_once(created: Any, service: Any, stream: TextIO | None) -> None:
     )
 
 
-RENDERS = {
-    "token create": Render(lambda r: r.secret, notes=_shown_once),
-    "token list": Render(lambda r: "\n".join(f"{t.name}\t{t.user}\t{t.created}" for t in r.tokens)),
-    "token revoke": Render(lambda r: f"revoked token {r.token.name} of user {r.token.user}"),
+RENDERS: dict[str, Render[Any]] = {
+    "token create": Render["Created"](lambda r: r.secret, notes=_shown_once),
+    "token list": Render["TokenList"](
+        lambda r: "\n".join(f"{t.name}\t{t.user}\t{t.created}" for t in r.tokens)
+    ),
+    "token revoke": Render["Revoked"](lambda r: f"revoked token {r.token.name} of user {r.token.user}"),
 }
