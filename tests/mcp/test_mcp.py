@@ -162,7 +162,7 @@ def test_knowledge_ask_answers_from_the_task_the_call_names_or_the_servers(
     assert anywhere["named"]["method"] == "extractive" and anywhere["named"]["citations"]
     assert anywhere["other"]["citations"] == []  # t2 has no documents: nothing to consult
     unnamed = json.loads(error(anywhere["unnamed"]))["error"]["message"]
-    assert unnamed == "task must be a string (it is required)"
+    assert unnamed == "'task' is a required property"
     served = run_in_memory(env, ask, "t2")
     assert served["schema"]["required"] == ["question"]
     assert served["schema"]["properties"]["task"]["default"] == "t2"
@@ -340,9 +340,9 @@ def test_an_argument_of_the_wrong_kind_is_a_tool_error_and_text_stays_text(
 
     try:
         limit = refusal(call(2, "memory_recall", {"query": "tea", "limit": True}))
-        assert limit == {"code": "invalid_input", "message": "limit must be a whole number, not true/false"}
+        assert limit == {"code": "invalid_input", "message": "limit: True is not of type 'integer'"}
         text = refusal(call(3, "memory_save", {"name": "tea", "type": "user", "description": 5}))
-        assert text == {"code": "invalid_input", "message": "description must be a string, not 5"}
+        assert text == {"code": "invalid_input", "message": "description: 5 is not of type 'string'"}
         assert not (vault.root / "memory/demo/tea.md").exists()
         for number, body in [(4, "[1, 2]"), (5, "null")]:
             save = {"name": f"json-{number}", "type": "user", "description": "JSON", "body": body}

@@ -247,10 +247,11 @@ def test_an_argument_of_the_wrong_kind_is_the_tool_error_document_for_every_tool
                 unknown = ({**base, "user": "bob"}, "unknown argument 'user'")
                 sent: list[tuple[dict[str, Any], str]] = [unknown]
                 for name, declared in schema.get("properties", {}).items():
-                    sent.append(({**base, name: wrong_kind(declared)}, f"{name} must be "))
+                    wrong = wrong_kind(declared)
+                    sent.append(({**base, name: wrong}, f"{name}: {wrong!r} is not of type "))
                 for name in schema.get("required", []):
                     left_out = {key: value for key, value in base.items() if key != name}
-                    sent.append((left_out, f"{name} must be "))
+                    sent.append((left_out, f"'{name}' is a required property"))
                 for arguments, expected in sent:
                     calls += 1
                     result = await client.call_tool(listed.name, arguments)

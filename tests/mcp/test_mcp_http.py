@@ -230,8 +230,9 @@ def test_every_request_is_answered_as_json_rpc_says(
     if era == "2026-07-28":
         headers["mcp-name"] = "memory_recall"
     limit = tool_error({"query": "tea", "limit": True})
-    assert limit == {"code": "invalid_input", "message": "limit must be a whole number, not true/false"}
-    assert tool_error({"query": 5}) == {"code": "invalid_input", "message": "query must be a string, not 5"}
+    assert limit == {"code": "invalid_input", "message": "limit: True is not of type 'integer'"}
+    query = tool_error({"query": 5})
+    assert query == {"code": "invalid_input", "message": "query: 5 is not of type 'string'"}
     assert "argument 'query' is not valid Unicode text" in tool_error({"query": "\ud800"})["message"]
 
 

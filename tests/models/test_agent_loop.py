@@ -80,8 +80,8 @@ def test_an_unknown_tool_is_an_error_result_and_the_loop_goes_on() -> None:
     [
         ("not json", "bad arguments for read_note: Expecting value"),
         ("[1, 2]", "bad arguments for read_note: arguments must be an object"),
-        ('{"name": 42}', "bad arguments for read_note: name must be a string"),
-        ("{}", "bad arguments for read_note: name must be a string"),
+        ('{"name": 42}', "bad arguments for read_note: name: 42 is not of type 'string'"),
+        ("{}", "bad arguments for read_note: 'name' is a required property"),
     ],
 )
 def test_bad_arguments_go_back_to_the_model(arguments: str, message: str) -> None:

@@ -182,7 +182,7 @@ def test_a_new_operation_is_a_command_a_route_and_a_tool(greet_operation: Any, m
         "required": ["name"],
     }
     assert tool.run(Session(), check_arguments(tool.parameters, {"name": "Cy"})) == {"greeting": "hello Cy"}
-    with pytest.raises(ValueError, match="times must be"):
+    with pytest.raises(ValueError, match=r"^times: 'two' is not of type 'integer'$"):
         check_arguments(tool.parameters, {"name": "Cy", "times": "two"})
 
 

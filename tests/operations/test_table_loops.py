@@ -247,17 +247,23 @@ def test_instructions_reach_the_model_and_a_run_needs_ask_before_any_change(stoc
 # --- every tool argument is checked against what the tool declares ------------------------------
 
 ODD_READS = [
-    (("filter", {"tables": ["vendors"], "filter": 5}), "filter must be a string, not 5"),
-    (("filter", {"filter": ["city == 'Paris'"]}), "filter must be a string, not a list"),
-    (("filter", {"filter": {"city": "Paris"}}), "filter must be a string, not an object"),
-    (("filter", {"tables": [1]}), "tables[0] must be a string, not 1"),
-    (("filter", {"limit": "ten"}), "limit must be a whole number, not a string"),
+    (("filter", {"tables": ["vendors"], "filter": 5}), "filter: 5 is not of type 'string'"),
+    (("filter", {"filter": ["city == 'Paris'"]}), """filter: ["city == 'Paris'"] is not of type 'string'"""),
+    (("filter", {"filter": {"city": "Paris"}}), "filter: {'city': 'Paris'} is not of type 'string'"),
+    (("filter", {"tables": [1]}), "tables[0]: 1 is not of type 'string'"),
+    (("filter", {"limit": "ten"}), "limit: 'ten' is not of type 'integer'"),
     (("filter", {"where": "rating > 3"}), "unknown argument 'where' (the arguments are: tables, filter,"),
-    (("search", {"query": 3}), "query must be a string or a list of strings, not 3"),
-    (("search", {}), "query must be a string or a list of strings (it is required)"),
-    (("reduce", {"table": "vendors", "metric": "avg", "keys": "rating"}), "metric must be one of 'count',"),
-    (("reduce", {"table": "vendors", "metric": "sum", "keys": "rating", "filter": True}), "filter must be"),
-    (("filter_join", {"left": "vendors", "right": "vendors", "on": 1}), "on must be a string, not 1"),
+    (("search", {"query": 3}), "query: 3 is not of type 'string' or 'array'"),
+    (("search", {}), "'query' is a required property"),
+    (
+        ("reduce", {"table": "vendors", "metric": "avg", "keys": "rating"}),
+        "metric: 'avg' is not one of ['count', 'sum', 'mean', 'median', 'min', 'max', 'var', 'std', 'mode']",
+    ),
+    (
+        ("reduce", {"table": "vendors", "metric": "sum", "keys": "rating", "filter": True}),
+        "filter: True is not of type 'string'",
+    ),
+    (("filter_join", {"left": "vendors", "right": "vendors", "on": 1}), "on: 1 is not of type 'string'"),
     (("filter", '{"filter": NaN}'), "NaN is not a JSON number"),
 ]
 
@@ -283,15 +289,36 @@ def test_update_refuses_mutating_tool_arguments_of_the_wrong_kind_and_applies_no
     model.call(("ask", {"question": "What vendors are there?"}))
     model.answer("Acme, Globex, Initech.")
     odd = [
-        (("update_rows", {"table": "vendors", "filter": 5, "values": {"city": "Lyon"}}), "filter must be"),
-        (("update_rows", {"table": "vendors", "filter": ["x"], "values": {}}), "filter must be a string"),
-        (("delete_rows", {"table": "vendors", "filter": {"name": "Globex"}}), "filter must be a string"),
-        (("delete_rows", {"table": ["vendors"], "filter": "True"}), "table must be a string, not a list"),
-        (("add_rows", {"table": "vendors", "rows": {"name": "Evil"}}), "rows must be a list of objects"),
-        (("add_rows", {"table": "vendors", "rows": ["Evil"]}), "rows[0] must be an object, not a string"),
-        (("create_empty_column", {"table": "vendors", "column": 7, "type": "str"}), "column must be"),
-        (("transform_column", {"table": "vendors", "column": "rating", "lossy": "yes"}), "lossy must be one"),
-        (("delete_tables", {}), "tables must be a string or a list of strings (it is required)"),
+        (
+            ("update_rows", {"table": "vendors", "filter": 5, "values": {"city": "Lyon"}}),
+            "filter: 5 is not of type 'string'",
+        ),
+        (
+            ("update_rows", {"table": "vendors", "filter": ["x"], "values": {}}),
+            "filter: ['x'] is not of type 'string'",
+        ),
+        (
+            ("delete_rows", {"table": "vendors", "filter": {"name": "Globex"}}),
+            "filter: {'name': 'Globex'} is not of type 'string'",
+        ),
+        (
+            ("delete_rows", {"table": ["vendors"], "filter": "True"}),
+            "table: ['vendors'] is not of type 'string'",
+        ),
+        (
+            ("add_rows", {"table": "vendors", "rows": {"name": "Evil"}}),
+            "rows: {'name': 'Evil'} is not of type 'array'",
+        ),
+        (("add_rows", {"table": "vendors", "rows": ["Evil"]}), "rows[0]: 'Evil' is not of type 'object'"),
+        (
+            ("create_empty_column", {"table": "vendors", "column": 7, "type": "str"}),
+            "column: 7 is not of type 'string'",
+        ),
+        (
+            ("transform_column", {"table": "vendors", "column": "rating", "lossy": "yes"}),
+            "lossy: 'yes' is not one of ['round', 'drop']",
+        ),
+        (("delete_tables", {}), "'tables' is a required property"),
     ]
     model.call(*(call for call, _ in odd))
     model.answer("Could not change anything.")
