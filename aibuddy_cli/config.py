@@ -1,12 +1,13 @@
 """aibuddy.toml: every key declared once, and everything derived from the declarations.
 
-`TABLES` is the one place a setting is declared: its table, name, kind, default, allowed range
-and a one-line description. From it come validation, unknown-key warnings, the template
+A key is declared once, as a field of its table's settings class (`RecallSettings.window`): its
+name, type and default are the field's, and its kind, description, range and template line a `Key`
+beside its type (`Annotated[int, Key(WHOLE, "…", low=…, high=200)] = 200`). mypy checks every read
+of a setting through the class; `TABLES` is read from the classes (with [models], which is kept
+raw, declared as its keys), and from it come validation, unknown-key warnings, the template
 `aibuddy init` writes and the documentation's key reference (docs/reference/configuration.md,
-which docs/gen_reference.py writes). The settings objects (`Config`, one named tuple per table)
-are declared as classes too, so that mypy checks every settings read; `Schema` refuses a class
-that does not match its table (fields, order, types, defaults), so the two cannot drift apart. A
-schema given no classes (an extended one, in tests) builds its named tuples from the declarations.
+which docs/gen_reference.py writes). A schema given tables without classes (an extended one, in
+tests) builds its named tuples from the declarations; one given a class checks it matches.
 
 Kept cheap to import, as it is on every command's path: named tuples, no tomllib, no dataclasses.
 """
@@ -16,7 +17,7 @@ Kept cheap to import, as it is on every command's path: named tuples, no tomllib
 import collections
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple, get_args, get_origin
 
 from .errors import InvalidInput
 from .names import is_user_name
@@ -58,6 +59,17 @@ class Table(NamedTuple):
     # A table of named entries, such as [teams.<team>]: each entry is checked by this function,
     # (name, value, source, warnings) -> the value to keep, or None to leave the entry out.
     entries: Check | None = None
+
+
+class Key(NamedTuple):
+    """A setting's facts beside its type and default, on its settings class's field:
+    `window: Annotated[int, Key(WHOLE, "manifest lines …", low=…, high=200)] = 200`."""
+
+    kind: Kind
+    description: str  # one line, for the reference
+    low: Bound = None
+    high: Bound = None
+    template: str = "{key} = {default}"  # as Setting's
 
 
 # --- kinds ---------------------------------------------------------------------------------------
@@ -179,163 +191,127 @@ MODEL_ROLES = {
 }
 ROLES = tuple(MODEL_ROLES)
 
-TABLES: tuple[Table, ...] = (
-    Table("", (
-        Setting("default_user", USER_NAME, None, template='{key} = "{user}"',
-                description="the current user when neither --user nor AIBUDDY_USER is given"),
-        Setting("admins", USER_NAMES, (), template='{key} = ["{user}"]',
-                description="users who may publish and reject system documents"),
-        Setting("vault_id", VAULT_ID, None, template="",
-                description="a team vault's id, the same in every clone: names each member's personal "
-                            "vault folder (`aibuddy git setup` writes it)"),
-    )),
-    Table("models", (
-        Setting("default", MODEL, None, template='# {key} = "openai/gpt-4o-mini"',
-                description="the model of every role not set on its own; unset: no model"),
-        *(Setting(role, MODEL, None, template='# {key} = "ollama/llama3.2"' if role == "recall" else "",
-                  description=f"the model that {does}; unset: `default`")
-          for role, does in MODEL_ROLES.items()),
-        Setting("api_base", URL, None, template='# {key} = "http://127.0.0.1:11434"',
-                description="the server every role calls, e.g. a local Ollama or vLLM"),
-        Setting("timeout", SECONDS, 20, low=0, high=600,
-                description="seconds the wait for a model's answer may take (more than 0); litellm's "
-                            "one-time import has its own bound, AIBUDDY_IMPORT_TIMEOUT (120)"),
-        Setting("keep_worker", SECONDS, None, low=0, high=86_400, template="",
-                description="seconds an unused model worker stays up (AIBUDDY_WORKER_IDLE overrides); "
-                            "unset: as long as its own start took, so no idle worker outlives its cost"),
-    ), note="litellm model strings per role, or `default` for all. The roles:\n"
-            f"{', '.join(ROLES)}.\n"
-            'Unset means "no model": the deterministic paths run.', raw=True),
-    Table("recall", (
-        Setting("window", WHOLE, 200, low="max_bodies", high=200,
-                description="manifest lines a recall chooses from"),
-        Setting("max_bodies", WHOLE, 5, low=1, high=5,
-                description="record bodies a recall reads"),
-        Setting("lexical_share", WHOLE, 50, low=0, high="window", template="",
-                description="manifest lines kept for the best lexical matches over all the user's records"),
-        Setting("semantic", FLAG, True, template="",
-                description="fuse the static meaning vectors (WordLlama, offline) with the words; "
-                            "`[models] embedding`, when set, replaces them"),
-    )),
-    Table("knowledge", (
-        Setting("page_chars", WHOLE, 4000, low=200, high=100_000,
-                description="characters in one page of `kb read`"),
-        Setting("max_steps", WHOLE, 8, low=1, high=50,
-                description="model turns `kb ask` may take"),
-        Setting("tool_budget_tokens", WHOLE, 15_000, low=500, high=1_000_000, template="",
-                description="estimated tokens all of `kb ask`'s tool results may add up to"),
-    )),
-    Table("extraction", (
-        Setting("similarity", NUMBER, 0.6, low=0, high=1,
-                description="same-type fact similarity at which automatic memory updates a record"),
-        Setting("min_salience", NUMBER, 0.5, low=0, high=1, template="",
-                description="candidates below this salience are dropped"),
-        Setting("max_writes", WHOLE, 5, low=1, high=100,
-                description="records one model reply may create or update; the rest are dropped"),
-    )),
-    Table("context", (
-        Setting("compact_at_tokens", WHOLE, 6000, low=100, high=10_000_000,
-                description="estimated history size above which older messages are summarised"),
-        Setting("recent_messages", WHOLE, 6, low=1, high=1000, template="",
-                description="messages always kept verbatim"),
-    )),
-    Table("tables", (
-        Setting("max_steps", WHOLE, 12, low=1, high=100,
-                description="model turns `table ask`, `table update` or `table refactor` may take"),
-        Setting("tool_budget_tokens", WHOLE, 20_000, low=500, high=1_000_000, template="",
-                description="estimated tokens all of one table loop's tool results may add up to"),
-        Setting("max_rows", WHOLE, 1000, low=1, high=100_000, template="",
-                description="rows one filter, search or join returns at most"),
-    )),
-    Table("consolidation", (
-        Setting("every", WHOLE, 50, low=1, high=10_000,
-                description="messages of a task between two background consolidation passes"),
-        Setting("memory", FLAG, True,
-                description="distil user memory records (as automatic extraction does)"),
-        Setting("contacts", FLAG, True,
-                description="keep the people a chunk mentions in the personal `contacts` table"),
-        Setting("bios", FLAG, True, template="", description="with contacts: a short bio of each"),
-        Setting("response_policies", FLAG, True, template="",
-                description="with contacts: how the user wants each one answered"),
-        Setting("contact_summaries", FLAG, True, template="",
-                description="with contacts: a rolling summary of what the conversations say about each"),
-        Setting("summaries", FLAG, True, description="keep a rolling summary of each task"),
-        Setting("knowledge", FLAG, False, template="",
-                description="add the facts a chunk states as rows of existing knowledge tables"),
-        Setting("tasks", FLAG, False, template="", description="update the task's plan and status"),
-    )),
-    Table("store", (
-        Setting("url", STORE_URL, None, template="",
-                description="a PostgreSQL database serving this vault to many hosts (no password here)"),
-    )),
-    Table("indexes", (
-        Setting("watch", WATCH_MODE, "auto", template="",
-                description='"auto": a vault folder of 2,000 files or more gets a small background process '
-                            'that tells each command what changed in it (inotify), so no command stats every '
-                            'file; "on": any folder; "off": none (also AIBUDDY_WATCH=off)'),
-    )),
-    Table("teams", (), raw=True, entries=_team,
-          note="[teams.<team>] members = [\"alice\", \"bob\"]: who shares tables/team/<team>/"),
-)  # fmt: skip
-
-
-# --- the settings objects, typed: each matches its table above (Schema checks it) -----------------
+# The settings objects are the declarations: each field is a key of aibuddy.toml, its type and
+# default the field's, and its facts (kind, description, range, template line) a `Key` beside its
+# type. The tables, and so the parser, the template and the reference, are read from them.
 
 
 class RecallSettings(NamedTuple):
-    window: int = 200
-    max_bodies: int = 5
-    lexical_share: int = 50
-    semantic: bool = True
+    window: Annotated[
+        int, Key(WHOLE, "manifest lines a recall chooses from", low="max_bodies", high=200)
+    ] = 200
+    max_bodies: Annotated[int, Key(WHOLE, "record bodies a recall reads", low=1, high=5)] = 5
+    lexical_share: Annotated[
+        int, Key(WHOLE, "manifest lines kept for the best lexical matches over all the user's records",
+                 low=0, high="window", template="")
+    ] = 50
+    semantic: Annotated[
+        bool, Key(FLAG, "fuse the static meaning vectors (WordLlama, offline) with the words; "
+                        "`[models] embedding`, when set, replaces them", template="")
+    ] = True
 
 
 class KnowledgeSettings(NamedTuple):
-    page_chars: int = 4000
-    max_steps: int = 8
-    tool_budget_tokens: int = 15_000
+    page_chars: Annotated[
+        int, Key(WHOLE, "characters in one page of `kb read`", low=200, high=100_000)
+    ] = 4000
+    max_steps: Annotated[int, Key(WHOLE, "model turns `kb ask` may take", low=1, high=50)] = 8
+    tool_budget_tokens: Annotated[
+        int, Key(WHOLE, "estimated tokens all of `kb ask`'s tool results may add up to",
+                 low=500, high=1_000_000, template="")
+    ] = 15_000
 
 
 class ExtractionSettings(NamedTuple):
-    similarity: float = 0.6
-    min_salience: float = 0.5
-    max_writes: int = 5
+    similarity: Annotated[
+        float, Key(NUMBER, "same-type fact similarity at which automatic memory updates a record",
+                   low=0, high=1)
+    ] = 0.6
+    min_salience: Annotated[
+        float, Key(NUMBER, "candidates below this salience are dropped", low=0, high=1, template="")
+    ] = 0.5
+    max_writes: Annotated[
+        int, Key(WHOLE, "records one model reply may create or update; the rest are dropped", low=1, high=100)
+    ] = 5
 
 
 class ContextSettings(NamedTuple):
-    compact_at_tokens: int = 6000
-    recent_messages: int = 6
+    compact_at_tokens: Annotated[
+        int, Key(WHOLE, "estimated history size above which older messages are summarised",
+                 low=100, high=10_000_000)
+    ] = 6000
+    recent_messages: Annotated[
+        int, Key(WHOLE, "messages always kept verbatim", low=1, high=1000, template="")
+    ] = 6
 
 
 class TablesSettings(NamedTuple):
-    max_steps: int = 12
-    tool_budget_tokens: int = 20_000
-    max_rows: int = 1000
+    max_steps: Annotated[
+        int, Key(WHOLE, "model turns `table ask`, `table update` or `table refactor` may take",
+                 low=1, high=100)
+    ] = 12
+    tool_budget_tokens: Annotated[
+        int, Key(WHOLE, "estimated tokens all of one table loop's tool results may add up to",
+                 low=500, high=1_000_000, template="")
+    ] = 20_000
+    max_rows: Annotated[
+        int, Key(WHOLE, "rows one filter, search or join returns at most", low=1, high=100_000, template="")
+    ] = 1000
 
 
 class ConsolidationSettings(NamedTuple):
-    every: int = 50
-    memory: bool = True
-    contacts: bool = True
-    bios: bool = True
-    response_policies: bool = True
-    contact_summaries: bool = True
-    summaries: bool = True
-    knowledge: bool = False
-    tasks: bool = False
+    every: Annotated[
+        int, Key(WHOLE, "messages of a task between two background consolidation passes", low=1, high=10_000)
+    ] = 50
+    memory: Annotated[bool, Key(FLAG, "distil user memory records (as automatic extraction does)")] = True
+    contacts: Annotated[
+        bool, Key(FLAG, "keep the people a chunk mentions in the personal `contacts` table")
+    ] = True
+    bios: Annotated[bool, Key(FLAG, "with contacts: a short bio of each", template="")] = True
+    response_policies: Annotated[
+        bool, Key(FLAG, "with contacts: how the user wants each one answered", template="")
+    ] = True
+    contact_summaries: Annotated[
+        bool, Key(FLAG, "with contacts: a rolling summary of what the conversations say about each",
+                  template="")
+    ] = True
+    summaries: Annotated[bool, Key(FLAG, "keep a rolling summary of each task")] = True
+    knowledge: Annotated[
+        bool, Key(FLAG, "add the facts a chunk states as rows of existing knowledge tables", template="")
+    ] = False
+    tasks: Annotated[bool, Key(FLAG, "update the task's plan and status", template="")] = False
 
 
 class StoreSettings(NamedTuple):
-    url: str | None = None
+    url: Annotated[
+        str | None,
+        Key(STORE_URL, "a PostgreSQL database serving this vault to many hosts (no password here)",
+            template=""),
+    ] = None
 
 
 class IndexSettings(NamedTuple):
-    watch: str = "auto"
+    watch: Annotated[
+        str,
+        Key(WATCH_MODE, '"auto": a vault folder of 2,000 files or more gets a small background process that '
+                        "tells each command what changed in it (inotify), so no command stats every file; "
+                        '"on": any folder; "off": none (also AIBUDDY_WATCH=off)', template=""),
+    ] = "auto"
 
 
 class Config(NamedTuple):
-    default_user: str | None = None
-    admins: tuple[str, ...] = ()
-    vault_id: str | None = None
+    default_user: Annotated[
+        str | None, Key(USER_NAME, "the current user when neither --user nor AIBUDDY_USER is given",
+                        template='{key} = "{user}"')
+    ] = None
+    admins: Annotated[
+        tuple[str, ...], Key(USER_NAMES, "users who may publish and reject system documents",
+                             template='{key} = ["{user}"]')
+    ] = ()
+    vault_id: Annotated[
+        str | None, Key(VAULT_ID, "a team vault's id, the same in every clone: names each member's personal "
+                                  "vault folder (`aibuddy git setup` writes it)", template="")
+    ] = None
     models: Mapping[str, Any] = MappingProxyType({})  # the file's [models], checked when a role is called
     recall: RecallSettings = RecallSettings()
     knowledge: KnowledgeSettings = KnowledgeSettings()
@@ -363,6 +339,46 @@ SETTINGS_TYPES: dict[str, type] = {
     "store": StoreSettings,
     "indexes": IndexSettings,
 }
+
+
+def declared_settings(cls: type) -> tuple[Setting, ...]:
+    """The settings a class declares: each field annotated `Annotated[type, Key(…)]`, with its default."""
+    found = []
+    for name, annotation in cls.__annotations__.items():
+        key = next((part for part in getattr(annotation, "__metadata__", ()) if isinstance(part, Key)), None)
+        if key is not None:
+            default = cls._field_defaults[name]  # type: ignore[attr-defined]
+            found.append(Setting(name, key.kind, default, key.description, key.low, key.high, key.template))
+    return tuple(found)
+
+
+# [models] is kept raw (checked where a role is resolved), so no class declares it: its keys are
+# declared here, one per role and the bounds of a call.
+MODELS = Table("models", (
+    Setting("default", MODEL, None, template='# {key} = "openai/gpt-4o-mini"',
+            description="the model of every role not set on its own; unset: no model"),
+    *(Setting(role, MODEL, None, template='# {key} = "ollama/llama3.2"' if role == "recall" else "",
+              description=f"the model that {does}; unset: `default`")
+      for role, does in MODEL_ROLES.items()),
+    Setting("api_base", URL, None, template='# {key} = "http://127.0.0.1:11434"',
+            description="the server every role calls, e.g. a local Ollama or vLLM"),
+    Setting("timeout", SECONDS, 20, low=0, high=600,
+            description="seconds the wait for a model's answer may take (more than 0); litellm's "
+                        "one-time import has its own bound, AIBUDDY_IMPORT_TIMEOUT (120)"),
+    Setting("keep_worker", SECONDS, None, low=0, high=86_400, template="",
+            description="seconds an unused model worker stays up (AIBUDDY_WORKER_IDLE overrides); "
+                        "unset: as long as its own start took, so no idle worker outlives its cost"),
+), note="litellm model strings per role, or `default` for all. The roles:\n"
+        f"{', '.join(ROLES)}.\n"
+        'Unset means "no model": the deterministic paths run.', raw=True)  # fmt: skip
+
+TABLES: tuple[Table, ...] = (
+    Table("", declared_settings(Config)),
+    MODELS,
+    *(Table(name, declared_settings(cls)) for name, cls in SETTINGS_TYPES.items()),
+    Table("teams", (), raw=True, entries=_team,
+          note="[teams.<team>] members = [\"alice\", \"bob\"]: who shares tables/team/<team>/"),
+)  # fmt: skip
 
 
 # --- what is derived from them -------------------------------------------------------------------
@@ -547,7 +563,11 @@ def _settings_type(name: str, fields: list[tuple[str, Any, Any]], declared: type
     if declared is None:
         return _named_tuple(name, fields)
     names = getattr(declared, "_fields", ())
-    annotations = getattr(declared, "__annotations__", {})
+    # (the type a field's `Annotated[type, Key(…)]` declares)
+    annotations = {
+        key: get_args(hint)[0] if get_origin(hint) is Annotated else hint
+        for key, hint in declared.__annotations__.items()
+    }
     defaults = getattr(declared, "_field_defaults", {})
     if len(names) != len(fields) or not all(
         field == key

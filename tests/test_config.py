@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tomllib
+import typing
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,8 @@ def test_the_settings_objects_are_typed_named_tuples() -> None:
     declared = next(table for table in TABLES if table.name == "recall")
     assert recall._fields == tuple(setting.name for setting in declared.settings)
     fields = {"window": int, "max_bodies": int, "lexical_share": int, "semantic": bool}
-    assert recall.__annotations__ == fields
-    assert config.ExtractionSettings.__annotations__["similarity"] is float
+    assert typing.get_type_hints(recall) == fields  # each key's type, its facts beside it (Annotated)
+    assert typing.get_type_hints(config.ExtractionSettings)["similarity"] is float
     assert config.Config._fields == ("default_user", "admins", "vault_id", "models", "recall", "knowledge",
                                      "extraction", "context", "tables", "consolidation", "store", "indexes",
                                      "teams", "warnings", "team_vault")
