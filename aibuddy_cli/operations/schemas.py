@@ -9,6 +9,7 @@ the MCP server or the documentation needs schemas, never by the fast path.
 from __future__ import annotations
 
 import functools
+import operator
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -79,7 +80,7 @@ def json_type(kind: Any) -> Any:
     if origin is typing.Literal or not parts:
         return kind
     if origin in (typing.Union, types.UnionType):
-        return functools.reduce(lambda left, right: left | right, [json_type(part) for part in parts])
+        return functools.reduce(operator.or_, [json_type(part) for part in parts])  # a | b | …
     if origin is Sequence:
         origin = list
     elif origin is Mapping:

@@ -31,7 +31,6 @@ from .folder_watch import UNKNOWN, Changes
 MIN_FILES = 2000  # the walk of 2,000 files costs about what starting a watch process costs
 ANSWER_TIMEOUT = 2.0
 PEER = "the watch process"  # as its failures name it
-MODES = ("auto", "on", "off")
 
 
 def socket_name(root: Path) -> str:
