@@ -65,10 +65,8 @@ def _generator() -> Any:
 def json_type(kind: Any) -> Any:
     """What the JSON of a value of type kind is, as a type pydantic reads: a result (a NamedTuple,
     or a type with `to_json`) becomes the TypedDict of its JSON, inside lists, unions and the rest."""
-    if isinstance(kind, type) and hasattr(kind, "to_json"):
-        return json_type(_to_json_type(kind))
-    if isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields"):
-        return _typed_dict(kind, _hints(kind), set(kind._fields))
+    if isinstance(kind, type) and (hasattr(kind, "to_json") or hasattr(kind, "_fields")):
+        return _result_type(kind)
     origin, parts = typing.get_origin(kind), typing.get_args(kind)
     if typing.is_typeddict(kind) or typing.is_typeddict(origin):  # (origin: a generic one, given its types)
         declared = origin if origin is not None else kind
@@ -86,6 +84,15 @@ def json_type(kind: Any) -> Any:
     elif origin is Mapping:
         origin = dict
     return origin[tuple(json_type(part) if part is not Ellipsis else part for part in parts)]
+
+
+@functools.cache
+def _result_type(kind: type) -> Any:
+    """A result's JSON as a TypedDict, made once per result type (pydantic then reuses its schema
+    wherever the type appears: a record inside a recall, a save, a revert)."""
+    if hasattr(kind, "to_json"):
+        return json_type(_to_json_type(kind))
+    return _typed_dict(kind, _hints(kind), set(kind._fields))  # type: ignore[attr-defined]
 
 
 def _typed_dict(kind: type, hints: Mapping[str, Any], required: set[str]) -> Any:
