@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-deps
 RUN_DIR := $(shell mktemp -u /tmp/aibuddy-run.XXXXXX)
 
-.PHONY: install run test test-quick lint docs docs-serve reference bench clean
+.PHONY: install run test test-quick lint docs docs-serve reference screenshots bench clean
 
 # Dependencies are installed once per pyproject change; the package itself is reinstalled
 # (not editable, as a user installs it) on every run so tests see the current source.
@@ -48,6 +48,11 @@ $(DOCS_STAMP): $(STAMP)
 
 reference: $(STAMP)
 	$(PY) docs/gen_reference.py
+
+# The documentation's pictures of `aibuddy ui`, taken by its browser tests (Debian's Chromium).
+screenshots: install
+	mkdir -p docs/images/ui
+	AIBUDDY_UI_SCREENSHOTS=$(CURDIR)/docs/images/ui $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR)) $(PY) -m pytest -q tests/ui/test_ui_browser.py
 
 docs: $(DOCS_STAMP)
 	$(PY) docs/gen_reference.py --check

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aibuddy_cli"
 
 # Top first: each floor's folders; the last floor also holds the modules at the package's top.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("front ends", ("cli", "mcp", "hooks")),
+    ("front ends", ("cli", "mcp", "hooks", "ui")),
     # The registry of operations, from which the front ends are derived, and the model loops
     # whose tools are operations (each loop offers operations of the registry as its tools).
     ("operations", ("operations",)),

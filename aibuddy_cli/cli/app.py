@@ -26,7 +26,7 @@ from .context import AppState
 # that runs many commands (the tests) does not rebuild sixty of them each time.
 COMMANDS = (
     "scan", "doctor", "init", "mcp", "token", "hook", "import", "memory", "kb", "task", "table", "worker",
-    "git", "store", "watch",
+    "git", "store", "watch", "ui",
 )  # fmt: skip
 MODULES = {"import": "imports"}  # a command whose name is a Python keyword
 

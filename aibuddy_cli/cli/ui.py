@@ -1,0 +1,26 @@
+"""`aibuddy ui`: the vault in a local web page (aibuddy_cli/ui)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .context import state_of
+
+app = typer.Typer()
+
+
+@app.command("ui")
+def ui(
+    ctx: typer.Context,
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="The port on 127.0.0.1 (0: any free one)."),
+    no_browser: bool = typer.Option(False, "--no-browser", help="Print the link; do not open a browser."),
+) -> None:
+    """See and steer the vault in a local web page: memory (search, each record with its versions,
+    edit, revert, delete), served on 127.0.0.1 until Ctrl-C. It prints a link that works once, in
+    one browser; every change goes through the same operations as these commands."""
+    from ..ui.server import serve_ui
+
+    state = state_of(ctx)
+    serve_ui(state.vault_option, state.user_option, state.settings, Path.cwd(), port, not no_browser)

@@ -1,0 +1,212 @@
+"""The pages: each a thin view over the registry's operations, so a change made here follows the
+same rules, journals and refusals as on the command line (nothing is possible only here).
+
+Each request gets its own Session for the page's user (the person who started `aibuddy ui`, as
+on the command line), closed after the answer. A change is a POST whose form carries the session's
+CSRF token (guard.form_of); it answers with a redirect (303) to the page that shows its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import quote, urlencode
+
+from ..errors import EXPECTED, AibuddyError, as_aibuddy_error
+from ..memory.records import TYPES
+from .charts import use_by_week, use_svg
+from .guard import Refusal, form_of
+from .views import diff_lines, markdown_html, render
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from ..app.session import Session
+    from ..vault import Vault
+
+
+class Place(NamedTuple):
+    """What every page is served for: the vault, its user, and how a session is made for them."""
+
+    vault: Vault
+    user: str
+    session: Callable[[], Session]
+
+
+def _status(error: AibuddyError) -> int:
+    """The HTTP status of an operation's refusal, by its exit code's meaning."""
+    from ..errors import Conflict, InvalidInput, NotAllowed, NotFound
+
+    for kind, status in ((NotFound, 404), (NotAllowed, 403), (Conflict, 409), (InvalidInput, 400)):
+        if isinstance(error, kind):
+            return status
+    return 400
+
+
+class Pages:
+    def __init__(self, place: Place) -> None:
+        self.place = place
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        session = self.place.session()
+        try:
+            yield session
+        finally:
+            session.close()
+
+    def page(self, request: Request, template: str, status: int = 200, **values: Any) -> Response:
+        from starlette.responses import HTMLResponse
+
+        ui = request.scope["state"]["ui"]
+        shown = {
+            "user": self.place.user,
+            "vault": str(self.place.vault.root),
+            "csrf": ui["csrf"],
+            "notice": request.query_params.get("done"),
+            "problem": None,
+            "section": "memory",
+            **values,
+        }
+        return HTMLResponse(render(template, shown), status_code=status)
+
+    def failed(self, request: Request, error: BaseException) -> Response:
+        """An operation's refusal (or a bug) as a page: its one-line message, never a traceback."""
+        if isinstance(error, Refusal):
+            return self.page(request, "error.html", error.status, title="Refused", heading="Refused",
+                             problem=error.message)  # fmt: skip
+        if not isinstance(error, EXPECTED):
+            raise error
+        known = as_aibuddy_error(error)
+        return self.page(request, "error.html", _status(known), title="Refused", heading="Refused",
+                         problem=known.message)  # fmt: skip
+
+    @staticmethod
+    def redirect(path: str, done: str | None = None) -> Response:
+        from starlette.responses import RedirectResponse
+
+        return RedirectResponse(path + (f"?{urlencode({'done': done})}" if done else ""), status_code=303)
+
+    async def form(self, request: Request) -> Mapping[str, str]:
+        fields = {key: str(value) for key, value in (await request.form()).items()}
+        return form_of(fields, request.scope["state"]["ui"])
+
+    @staticmethod
+    def run(session: Session, operation: str, **arguments: Any) -> Any:
+        from ..operations.registry import find
+
+        return find(operation)(session, **arguments)
+
+    # --- memory ------------------------------------------------------------------------------
+
+    def memory(self, request: Request) -> Response:
+        query = request.query_params.get("q", "").strip()
+        try:
+            with self.session() as session:
+                if query:
+                    recalled = self.run(session, "memory recall", query=query)
+                    return self.page(request, "memory.html", title="Recall", query=query,
+                                     method=recalled.method, recalled=recalled.records,
+                                     warnings=recalled.warnings)  # fmt: skip
+                listed = self.run(session, "memory list", every=True)
+        except Exception as error:  # noqa: BLE001 - shown as the page's refusal (failed re-raises bugs)
+            return self.failed(request, error)
+        records = [item.record for item in listed.records]
+        use = use_by_week(records, datetime.now(UTC).date())
+        return self.page(request, "memory.html", title="Memory", query=None, records=records,
+                         problems=listed.problems, use=use, chart=use_svg(use))  # fmt: skip
+
+    def record(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
+            with self.session() as session:
+                shown = self.run(session, "memory show", name=name)
+                versions = self.run(session, "memory history", name=name)
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        record = shown.record
+        return self.page(request, "record.html", title=record.name, record=record,
+                         body=markdown_html(record.body), git=versions.git,
+                         versions=_versions(record.body, versions))  # fmt: skip
+
+    def edit_form(self, request: Request) -> Response:
+        try:
+            with self.session() as session:
+                record = self.run(session, "memory show", name=request.path_params["name"]).record
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        return self.page(request, "edit.html", title=f"Edit {record.name}", record=record, types=TYPES)
+
+    async def edit(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
+            fields = await self.form(request)
+            with self.session() as session:
+                written = self.run(session, "memory update", name=name, type=fields.get("type"),
+                                   description=fields.get("description"),
+                                   body=_newlines(fields.get("body")))  # fmt: skip
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        done = f"saved {name}" if written.changed else f"{name} unchanged"
+        return self.redirect(f"/memory/{quote(name)}", done)
+
+    def delete_form(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        return self.page(request, "confirm.html", title=f"Delete {name}", question=f"Delete {name}?",
+                         detail="The record's file is removed (git keeps its history in a git vault).",
+                         action=f"/memory/{quote(name)}/delete", verb="Delete",
+                         back=f"/memory/{quote(name)}")  # fmt: skip
+
+    async def delete(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
+            await self.form(request)
+            with self.session() as session:
+                self.run(session, "memory delete", name=name)
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        return self.redirect("/memory", f"deleted {name}")
+
+    async def revert(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
+            fields = await self.form(request)
+            to = int(fields.get("to", "1")) if fields.get("to", "1").isdigit() else 0
+            with self.session() as session:
+                reverted = self.run(session, "memory revert", name=name, to=to)
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        done = f"reverted {name} to version {reverted.version}" if reverted.changed else f"{name} unchanged"
+        return self.redirect(f"/memory/{quote(name)}", done)
+
+
+def _newlines(text: str | None) -> str | None:
+    """A textarea's text with the browser's CRLF line ends as the file's LF."""
+    return None if text is None else text.replace("\r\n", "\n")
+
+
+def _versions(current: str, versions: Any) -> list[dict[str, Any]]:
+    """The record's earlier versions, newest first, each as a diff from it to the text after it:
+    what automatic memory (or a revert) replaced, numbered as `memory revert --to N` takes them,
+    then the git commits."""
+    shown: list[dict[str, Any]] = []
+    after = current
+    for number, replaced in enumerate(versions.replaced, 1):
+        before = str(replaced.get("body") or "")
+        label = f"replaced {replaced.get('replaced') or ''} (it said, before the change below)"
+        shown.append({"label": label, "diff": diff_lines(before, after), "revert": number})
+        after = before
+    after = current
+    for commit in versions.commits:
+        before = commit.get("body")
+        if before is None:
+            continue
+        label = f"{commit['date']} {commit['commit'][:10]} {commit['subject']}"
+        shown.append({"label": label, "diff": diff_lines(before, after), "revert": None})
+        after = before
+    return shown

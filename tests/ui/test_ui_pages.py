@@ -1,0 +1,178 @@
+"""`aibuddy ui` in-process (Starlette's test client): who gets in, what a change must carry, and
+that the memory pages show and change what the command line shows and changes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from aibuddy_cli.app.session import Session
+from aibuddy_cli.settings import Settings
+from aibuddy_cli.ui.pages import Place
+from aibuddy_cli.ui.server import build_app
+from aibuddy_cli.vault import Vault
+
+PORT = 48123  # nothing listens: the test client calls the app itself, with this port in its Host
+KEY = "the-one-time-key"
+ORIGIN = f"http://127.0.0.1:{PORT}"
+
+
+def place(vault: Vault) -> Place:
+    return Place(vault, "demo", lambda: Session(Vault.open(vault.root), "demo", settings=Settings.read({})))
+
+
+@pytest.fixture
+def stocked(vault: Vault) -> Vault:
+    memory = Session(vault, "demo", environ={}).memory
+    memory.create_auto("tea", type="user", description="Drinks green tea", body="Sencha in the **morning**.")
+    memory.save("editor", type="feedback", description="Prefers vim", body="Use vim keys.")
+    hostile = '<script>alert(1)</script> [x](javascript:alert(2))'
+    memory.save("trick", type="reference", description="A hostile body", body=hostile)
+    return vault
+
+
+@pytest.fixture
+def browser(stocked: Vault) -> Iterator[TestClient]:
+    """A client that opened the one-time link: it holds the session's cookie."""
+    with TestClient(build_app(place(stocked), PORT, KEY), base_url=ORIGIN) as client:
+        opened = client.get(f"/login?key={KEY}", follow_redirects=False)
+        assert opened.status_code == 303 and opened.headers["location"] == "/memory"
+        yield client
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found, page[:500]
+    return found.group(1)
+
+
+def record_file(vault: Vault, name: str) -> Path:
+    return vault.root / "memory" / "demo" / f"{name}.md"
+
+
+# --- who gets in -------------------------------------------------------------------------------
+
+
+def test_nothing_is_shown_without_the_links_cookie_and_the_link_works_once(stocked: Vault) -> None:
+    with TestClient(build_app(place(stocked), PORT, KEY), base_url=ORIGIN) as client:
+        refused = client.get("/memory")
+        assert refused.status_code == 401 and "tea" not in refused.text
+        assert client.get("/login?key=guess").status_code == 401
+        assert client.get(f"/login?key={KEY}").status_code == 200  # followed to /memory
+        assert "tea" in client.get("/memory").text
+    with TestClient(build_app(place(stocked), PORT, KEY), base_url=ORIGIN) as other:
+        other.get(f"/login?key={KEY}")  # (another app: its own key, not yet spent)
+        assert other.get(f"/login?key={KEY}").status_code == 401  # spent: a second browser gets nothing
+        assert "used already" in other.get(f"/login?key={KEY}").text
+
+
+def test_a_request_naming_another_host_is_refused(browser: TestClient) -> None:
+    answer = browser.get("/memory", headers={"host": f"attacker.example:{PORT}"})
+    assert answer.status_code == 421 and "tea" not in answer.text
+
+
+def test_every_answer_forbids_scripts_frames_and_sniffing(browser: TestClient) -> None:
+    answer = browser.get("/memory")
+    policy = answer.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy and "script" not in policy
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["x-frame-options"] == "DENY"
+    assert browser.get("/login?key=x").headers["x-frame-options"] == "DENY"  # refusals too
+
+
+# --- what a change must carry ------------------------------------------------------------------
+
+
+def test_a_change_without_the_pages_token_or_from_another_origin_changes_nothing(
+    browser: TestClient, stocked: Vault
+) -> None:
+    token = csrf_of(browser.get("/memory/tea/delete").text)
+    without = browser.post("/memory/tea/delete", data={}, headers={"origin": ORIGIN})
+    assert without.status_code == 403 and "token" in without.text
+    cross_site = browser.post("/memory/tea/delete", data={"csrf": token}, headers={"origin": "https://evil.example"})
+    assert cross_site.status_code == 403 and "another site" in cross_site.text
+    no_origin = browser.post("/memory/tea/delete", data={"csrf": token})  # neither Origin nor Referer
+    assert no_origin.status_code == 403
+    assert record_file(stocked, "tea").exists()
+    referer = {"referer": f"{ORIGIN}/memory"}
+    by_referer = browser.post("/memory/tea/delete", data={"csrf": token}, headers=referer)
+    assert by_referer.status_code == 200 and not record_file(stocked, "tea").exists()
+
+
+def test_every_change_of_the_app_checks_the_token(browser: TestClient, stocked: Vault) -> None:
+    routes = browser.app.app.routes  # type: ignore[attr-defined] - the Starlette app behind the guard
+    posts = [route.path.replace("{name}", "tea") for route in routes if "POST" in (route.methods or ())]
+    assert posts  # edit, delete, revert
+    for path in posts:
+        forged = {"csrf": "forged", "to": "1", "body": "x"}
+        answer = browser.post(path, data=forged, headers={"origin": ORIGIN})
+        assert answer.status_code == 403, path
+    assert "Sencha" in record_file(stocked, "tea").read_text()
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+
+def test_the_list_shows_each_records_type_provenance_and_use(browser: TestClient) -> None:
+    page = browser.get("/memory").text
+    assert re.search(r'<a href="/memory/tea">tea</a>.*?user</td><td>auto</td>', page, re.S)
+    assert re.search(r'<a href="/memory/editor">editor</a>.*?feedback</td><td>manual</td>', page, re.S)
+    assert "never recalled" in page and "<svg" in page and "Records (3)" in page
+
+
+def test_recall_is_the_command_lines_and_counts_as_a_recall(browser: TestClient, stocked: Vault) -> None:
+    page = browser.get("/memory", params={"q": "what do I like to drink"}).text
+    assert 'href="/memory/tea"' in page.split('id="recalled"')[1]
+    assert "recallCount: 1" in record_file(stocked, "tea").read_text()
+
+
+@pytest.mark.process  # a record's page asks git for its versions
+def test_a_body_is_rendered_markdown_and_never_markup_or_script(browser: TestClient) -> None:
+    assert "<strong>morning</strong>" in browser.get("/memory/tea").text
+    page = browser.get("/memory/trick").text
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert 'href="javascript:' not in page
+
+
+@pytest.mark.process  # a record's page asks git for its versions
+def test_an_edit_writes_the_record_through_memory_update(browser: TestClient, stocked: Vault) -> None:
+    token = csrf_of(browser.get("/memory/editor/edit").text)
+    body = "Use helix keys.\r\n"  # a textarea's line ends
+    fields = {"csrf": token, "type": "feedback", "description": "Prefers helix", "body": body}
+    answer = browser.post("/memory/editor/edit", data=fields, headers={"origin": ORIGIN})
+    assert answer.status_code == 200 and "saved editor" in answer.text
+    text = record_file(stocked, "editor").read_text()
+    assert "description: Prefers helix" in text and text.endswith("Use helix keys.\n")
+
+
+@pytest.mark.process  # a record's page asks git for its versions
+def test_a_refused_change_says_why_in_one_line_and_keeps_the_record(
+    browser: TestClient, stocked: Vault
+) -> None:
+    token = csrf_of(browser.get("/memory/editor/edit").text)
+    fields = {"csrf": token, "type": "opinion", "description": "x", "body": "y"}
+    answer = browser.post("/memory/editor/edit", data=fields, headers={"origin": ORIGIN})
+    assert answer.status_code == 400 and "Traceback" not in answer.text and "type" in answer.text
+    assert "Prefers vim" in record_file(stocked, "editor").read_text()
+    missing = browser.get("/memory/nobody")
+    assert missing.status_code == 404 and "nobody" in missing.text
+
+
+@pytest.mark.process  # a record's page asks git for its versions
+def test_a_version_automatic_memory_replaced_is_shown_as_a_diff_and_reverted(
+    browser: TestClient, stocked: Vault
+) -> None:
+    memory = Session(stocked, "demo", environ={}).memory
+    memory.update_auto("tea", description="Drinks green tea", body="Oolong in the afternoon.")
+    page = browser.get("/memory/tea").text
+    assert '<span class="del">-Oolong in the afternoon.</span>' not in page  # the diff goes old -> new
+    assert '<span class="del">-Sencha in the **morning**.</span>' in page
+    assert '<span class="add">+Oolong in the afternoon.</span>' in page
+    fields = {"csrf": csrf_of(page), "to": "1"}
+    answer = browser.post("/memory/tea/revert", data=fields, headers={"origin": ORIGIN})
+    assert answer.status_code == 200 and "reverted tea to version 1" in answer.text
+    assert "Sencha in the **morning**." in record_file(stocked, "tea").read_text()
