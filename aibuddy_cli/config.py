@@ -233,6 +233,10 @@ class ExtractionSettings(NamedTuple):
     max_writes: Annotated[
         int, Key(WHOLE, "records one model reply may create or update; the rest are dropped", low=1, high=100)
     ] = 5
+    review: Annotated[
+        bool, Key(FLAG, "automatic extraction and consolidation propose their memory changes for a person to "
+                        "accept or reject (`aibuddy memory pending`, `aibuddy ui`) instead of writing them")
+    ] = False
 
 
 class ContextSettings(NamedTuple):

@@ -16,6 +16,7 @@ from .rendering import Render
 if TYPE_CHECKING:
     from ..errors import AibuddyError
     from ..memory.extraction import Decision, ExtractionResult
+    from ..memory.pending import Accepted, PendingList, Rejected
     from ..memory.review import Review
     from ..memory.service import Cleared, MemoryService, RecordDeleted, RecordWrite, Reverted
     from ..memory.transfer import Exported
@@ -205,6 +206,18 @@ def reverted_text(result: Reverted) -> str:
     )
 
 
+def pending_text(listed: PendingList) -> str:
+    """One line a proposal: id, action, record, proposed, why; then its description and body."""
+    if not listed.proposals:
+        return "no change waits for you"
+    lines = []
+    for proposal in listed.proposals:
+        fields = (proposal.id, proposal.action, proposal.name, proposal.proposed, proposal.reason)
+        lines.append("\t".join(one_line(field) for field in fields))
+        lines += [f"    {one_line(proposal.description)}", *_indented(proposal.body)]
+    return "\n".join(lines)
+
+
 # --- one Render per memory operation (cli/commands.py and the fast path use them) ---------------
 
 
@@ -271,4 +284,10 @@ RENDERS: dict[str, Render[Any]] = {
     "memory extract": Render["ExtractionResult"](
         lambda r: decisions_text(r.decisions) + ("\n(dry run: nothing written)" if r.dry_run else "")
     ),
+    "memory pending": Render["PendingList"](pending_text),
+    "memory accept": Render["Accepted"](
+        lambda r: f"{'created' if r.action == 'create' else 'updated'} {r.record.name} "
+        f"({'yours: manual' if r.edited else 'automatic'})"
+    ),
+    "memory reject": Render["Rejected"](lambda r: f"rejected {r.id} ({r.name} unchanged)"),
 }

@@ -29,6 +29,7 @@ from ..text import shorten
 from ..transcripts import aibuddy_tool, read_transcript
 from .cues import find_cues as cue_kinds
 from .facts import Comparison, compare
+from .pending import Action, Pending
 from .records import TYPES, MemoryRecord, validate_body, validate_description
 from .service import MemoryService
 
@@ -49,6 +50,9 @@ Reply with JSON only:
   "description": "one line", "body": "markdown", "salience": 0.0-1.0, "durable": true|false,
   "recoverable": true|false}]}
 Reply {"candidates": []} when nothing qualifies."""
+
+# The outcomes that count as one of a reply's writes: made, proposed for a person, or a dry run's.
+WRITES = ("created", "updated", "proposed", "would-create", "would-update")
 
 
 class Message(NamedTuple):
@@ -319,7 +323,7 @@ class Extractor:
             except AibuddyError as exc:  # one bad candidate never stops the others
                 decision = Decision("candidate", "failed", bounded(exc.message))
             decisions.append(decision)
-            if decision.outcome in ("created", "updated", "would-create", "would-update"):
+            if decision.outcome in WRITES:
                 writes += 1
                 if decision.outcome in ("created", "updated") and decision.name:
                     written.append(decision.name)
@@ -356,7 +360,7 @@ class Extractor:
             if closest is None or found.score > closest.score:
                 best, closest = other, found
         decision = self._weigh(candidate, best, closest, records, dry_run)
-        if decision.outcome in ("created", "updated", "would-create", "would-update") and decision.name:
+        if decision.outcome in WRITES and decision.name:
             self._reply[decision.name] = (kind, candidate.description)
         return decision
 
@@ -392,6 +396,9 @@ class Extractor:
                 detail = f"similar to {best} ({score:.2f})"
                 if dry_run:
                     return Decision("write", "would-update", detail, best)
+                if self.config.review:  # a person accepts it first (memory/pending.py)
+                    self._propose("update", best, existing.type, candidate, detail)
+                    return Decision("write", "proposed", detail, best)
                 self.memory.update_auto(best, description=candidate.description, body=candidate.body)
                 return Decision("write", "updated", detail, best)
         detail = f"new {kind} record"
@@ -401,10 +408,18 @@ class Extractor:
         if dry_run:
             return Decision("write", "would-create", detail, name)
         try:
+            if self.config.review:  # a person accepts it first (memory/pending.py)
+                self._propose("create", name, kind, candidate, detail)
+                return Decision("write", "proposed", detail, name)
             self.memory.create_auto(name, type=kind, description=candidate.description, body=candidate.body)
         except AibuddyError as exc:
             return Decision("write", "failed", exc.message, name)
         return Decision("write", "created", detail, name)
+
+    def _propose(self, action: Action, name: str, kind: str, candidate: Candidate, reason: str) -> None:
+        Pending(self.memory).propose(
+            action, name, type=kind, description=candidate.description, body=candidate.body, reason=reason
+        )
 
     def _free_name(self, name: str) -> str:
         listed = self.memory.list_records()

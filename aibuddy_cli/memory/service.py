@@ -468,6 +468,25 @@ class MemoryService:
             self._write(record, text=updated_text(text, current, record))
         return record
 
+    def take_over(self, name: str, *, type: str, description: str, body: str) -> MemoryRecord:
+        """A person's version of a record automatic memory wrote (an update they edited before
+        accepting it): it becomes `manual`, so extraction leaves it alone from now on, and the
+        version it replaces joins the history (by "person"), as a revert's does."""
+        validate_record_name(name)
+        with self._lock():
+            text, current = self._read_text(name, fast=False)
+            record = current._replace(
+                type=validate_type(type),
+                description=validate_description(description),
+                body=with_line_ending(validate_body(body), line_ending(text)),
+                provenance="manual",
+                updated=utc_now(),
+            )
+            self._keep_history(current, record.updated or "", by="person")
+            self._write(record, text=updated_text(text, current, record))
+        self._warn_explicit("memory accept", name, description, body)
+        return record
+
     def revert(self, name: str, to: int = 1) -> Reverted:
         """Put back version `to` of the record's history (1: the one just before the current,
         as `memory history` numbers them). A person's act, never a model's: the record becomes
@@ -550,7 +569,8 @@ class MemoryService:
 
     def _keep_history(self, previous: MemoryRecord, replaced: str, *, by: str) -> None:
         """Add previous to the record's history; by: what replaced it ("auto": extraction or
-        consolidation, "revert": a person's `memory revert`)."""
+        consolidation, "revert": a person's `memory revert`, "person": a proposal a person edited
+        before accepting it)."""
         import json
 
         version = {

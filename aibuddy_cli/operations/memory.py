@@ -10,6 +10,7 @@ from .shared import TranscriptFile
 
 if TYPE_CHECKING:
     from ..memory.extraction import ExtractionResult
+    from ..memory.pending import Accepted, PendingList, Rejected
     from ..memory.records import MemoryRecord, RecordJson
     from ..memory.review import Review
     from ..memory.service import (
@@ -267,6 +268,44 @@ def revert(
     consolidation leave it alone from then on; the version it replaces joins the history, so a
     revert can be reverted too. Never offered to a model."""
     return memory.revert(name, to)
+
+
+# --- changes that wait for a person ([extraction] review = true; memory/pending.py) ---------------
+
+
+@operation("memory", "pending", uses="memory", effect=Effect.READ, idempotent=True, model=False)
+def pending(memory: MemoryService) -> PendingList:
+    """The changes automatic memory proposes and a person has not yet accepted or rejected
+    (with `[extraction] review = true`), oldest first: each new record or update with its id."""
+    from ..memory.pending import Pending, PendingList
+
+    return PendingList(memory.user, Pending(memory).proposals())
+
+
+@operation("memory", "accept", uses="memory", effect=Effect.WRITE, model=False)
+def accept(
+    memory: MemoryService,
+    id: Annotated[str, Arg("The proposal's id (`aibuddy memory pending`).")],
+    type: Annotated[str | None, Opt("--type", "-t", help="Accept it with this type instead.")] = None,
+    description: Annotated[
+        str | None, Opt("--description", "-d", help="Accept it with this description instead.")
+    ] = None,
+    body: Annotated[str | None, Opt("--body", "-b", help="Accept it with this body instead.")] = None,
+) -> Accepted:
+    """Apply a proposal: the record is created or updated as automatic memory would have. Given
+    your own type, description or body, it is yours instead: the record becomes manual. An update
+    of a record that changed since it was proposed is refused. Never offered to a model."""
+    from ..memory.pending import Pending
+
+    return Pending(memory).accept(id, type=type, description=description, body=body)
+
+
+@operation("memory", "reject", uses="memory", effect=Effect.DESTRUCTIVE, idempotent=True, model=False)
+def reject(memory: MemoryService, id: Annotated[str, Arg("The proposal's id.")]) -> Rejected:
+    """Drop a proposal; the record stays as it is. Never offered to a model."""
+    from ..memory.pending import Pending
+
+    return Pending(memory).reject(id)
 
 
 def proposal_ids(values: list[str]) -> list[str]:

@@ -185,6 +185,45 @@ class Pages:
         return self.redirect(f"/memory/{quote(name)}", done)
 
 
+    # --- changes that wait for a person (memory/pending.py) -----------------------------------
+
+    def pending(self, request: Request) -> Response:
+        try:
+            with self.session() as session:
+                listed = self.run(session, "memory pending")
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        proposals = [
+            {**proposal._asdict(), "diff": diff_lines(proposal.base_body or "", proposal.body)}
+            for proposal in listed.proposals
+        ]
+        return self.page(request, "pending.html", title="Waiting for you", section="pending",
+                         proposals=proposals)  # fmt: skip
+
+    async def accept(self, request: Request) -> Response:
+        proposal = request.path_params["id"]
+        try:
+            fields = await self.form(request)
+            edited = [key for key in ("type", "description", "body") if key in fields]
+            edits = {key: _newlines(fields.get(key)) for key in edited}
+            with self.session() as session:
+                done = self.run(session, "memory accept", id=proposal, **edits)
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        verb = "created" if done.action == "create" else "updated"
+        return self.redirect("/pending", f"{verb} {done.record.name}{' (yours now)' if done.edited else ''}")
+
+    async def reject(self, request: Request) -> Response:
+        proposal = request.path_params["id"]
+        try:
+            await self.form(request)
+            with self.session() as session:
+                done = self.run(session, "memory reject", id=proposal)
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        return self.redirect("/pending", f"rejected the change to {done.name}")
+
+
 def _newlines(text: str | None) -> str | None:
     """A textarea's text with the browser's CRLF line ends as the file's LF."""
     return None if text is None else text.replace("\r\n", "\n")

@@ -39,6 +39,9 @@ def build_app(place: Place, port: int, login_key: str) -> Guard:
         Route("/memory/{name}/delete", pages.delete_form, methods=["GET"]),
         Route("/memory/{name}/delete", pages.delete, methods=["POST"]),
         Route("/memory/{name}/revert", pages.revert, methods=["POST"]),
+        Route("/pending", pages.pending),
+        Route("/pending/{id}/accept", pages.accept, methods=["POST"]),
+        Route("/pending/{id}/reject", pages.reject, methods=["POST"]),
     ]
     return Guard(Starlette(routes=routes), port=port, login_key=login_key)
 

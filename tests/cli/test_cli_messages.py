@@ -286,5 +286,5 @@ def test_shell_completion_completes_groups_and_commands() -> None:
         return result.stdout.decode().split()
 
     assert complete("aibuddy mem") == ["memory"]
-    assert complete("aibuddy memory re") == ["recall", "revert", "review"]
+    assert complete("aibuddy memory re") == ["recall", "revert", "reject", "review"]
     assert "add-rows" not in complete("aibuddy table ") and "update-rows" in complete("aibuddy table ")

@@ -332,6 +332,9 @@ def test_every_operation_has_a_described_output_schema() -> None:
 # The operations no case runs (they need a model loop, git, or a second table), with results of
 # their own types built here instead: their documents are checked against their schemas too.
 NOT_RUN = {
+    "memory pending",  # proposals come from automatic memory with `[extraction] review = true`
+    "memory accept",
+    "memory reject",
     "memory history",
     "memory revert",
     "table column copy",
@@ -349,6 +352,7 @@ def test_the_cases_run_every_operation_but_those_not_run() -> None:
 
 
 def test_the_results_no_case_runs_match_their_schemas() -> None:
+    from aibuddy_cli.memory import pending
     from aibuddy_cli.memory.records import MemoryRecord
     from aibuddy_cli.memory.review import Applied, Proposal, Review
     from aibuddy_cli.memory.service import Reverted
@@ -393,6 +397,16 @@ def test_the_results_no_case_runs_match_their_schemas() -> None:
             ],
         ),
         "table undo": Undone("r1", ["tables/u/people.csv"]),
+        "memory pending": pending.PendingList(
+            "u",
+            [
+                pending.Proposal("a1", "create", "tea", "user", "Tea", "b", "2026-01-01T00:00:00Z"),
+                pending.Proposal("a2", "update", "vim", "feedback", "Vim", "c", "2026-01-01T00:00:00Z",
+                                 "similar to vim (0.80)", "2025-12-01T00:00:00Z", "Vim", "b"),  # fmt: skip
+            ],
+        ),
+        "memory accept": pending.Accepted("a1", "create", False, MemoryRecord("tea", "Tea", "user", "b")),
+        "memory reject": pending.Rejected("a2", "vim"),
     }
     for name, result in documents.items():
         problems = schema_problems(to_json(result), output_schema(REGISTRY[name]))

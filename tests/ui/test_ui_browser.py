@@ -20,6 +20,7 @@ import pytest
 from helpers import child_env, wait_for
 
 from aibuddy_cli.app.session import Session
+from aibuddy_cli.memory.pending import Pending
 from aibuddy_cli.vault import Vault
 
 CHROMIUM = os.environ.get("AIBUDDY_CHROMIUM") or shutil.which("chromium") or ""
@@ -41,6 +42,7 @@ def served(vault: Vault, aibuddy_exe: list[str]) -> Iterator[str]:
     memory = Session(vault, "demo", environ={}).memory
     memory.create_auto("tea", type="user", description="Drinks green tea", body="Sencha in the morning.")
     memory.save("editor", type="feedback", description="Prefers vim", body="Use vim keys.")
+    Pending(memory).propose("update", "tea", type="user", description="Drinks oolong", body="Oolong at four.")
     process = subprocess.Popen(
         [*aibuddy_exe, "ui", "--no-browser"], env=child_env(vault.root), stderr=subprocess.PIPE, text=True
     )
@@ -131,3 +133,18 @@ def test_another_browser_another_site_and_a_spent_link_get_nothing(
     finally:
         evil.shutdown()
     assert (vault.root / "memory" / "demo" / "tea.md").exists()
+
+
+def test_a_person_accepts_a_pending_automatic_update_and_the_record_changes_on_disk(
+    served: str, chromium: Any, vault: Vault
+) -> None:
+    page = chromium.new_page()
+    page.goto(served)
+    page.click("text=Waiting for you")
+    proposal = page.locator("section.proposal")
+    assert proposal.locator(".add").inner_text() == "+Oolong at four."
+    shot(page, "pending")
+    proposal.get_by_role("button", name="Accept", exact=True).click()
+    assert page.get_by_role("status").inner_text() == "updated tea"
+    assert "Oolong at four." in (vault.root / "memory" / "demo" / "tea.md").read_text()
+    assert page.locator("#none").is_visible()

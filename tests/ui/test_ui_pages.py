@@ -176,3 +176,42 @@ def test_a_version_automatic_memory_replaced_is_shown_as_a_diff_and_reverted(
     answer = browser.post("/memory/tea/revert", data=fields, headers={"origin": ORIGIN})
     assert answer.status_code == 200 and "reverted tea to version 1" in answer.text
     assert "Sencha in the **morning**." in record_file(stocked, "tea").read_text()
+
+
+# --- changes that wait for a person --------------------------------------------------------------
+
+
+def test_a_proposed_update_is_shown_as_a_diff_and_accepting_it_writes_the_record(
+    browser: TestClient, stocked: Vault
+) -> None:
+    from aibuddy_cli.memory.pending import Pending
+
+    memory = Session(stocked, "demo", environ={}).memory
+    proposal = Pending(memory).propose("update", "tea", type="user", description="Drinks oolong",
+                                       body="Oolong in the afternoon.")  # fmt: skip
+    page = browser.get("/pending").text
+    assert '<span class="del">-Sencha in the **morning**.</span>' in page
+    assert '<span class="add">+Oolong in the afternoon.</span>' in page
+    fields = {"csrf": csrf_of(page)}
+    answer = browser.post(f"/pending/{proposal.id}/accept", data=fields, headers={"origin": ORIGIN})
+    assert answer.status_code == 200 and "updated tea" in answer.text and "No change waits" in answer.text
+    text = record_file(stocked, "tea").read_text()
+    assert "Oolong in the afternoon." in text and "provenance: auto" in text
+
+
+def test_a_proposal_edited_then_accepted_is_the_persons_and_a_rejected_one_changes_nothing(
+    browser: TestClient, stocked: Vault
+) -> None:
+    from aibuddy_cli.memory.pending import Pending
+
+    pending = Pending(Session(stocked, "demo", environ={}).memory)
+    new = pending.propose("create", "bike", type="user", description="Cycles to work", body="Every day.")
+    other = pending.propose("create", "cat", type="user", description="Has a cat", body="Named Tom.")
+    token = csrf_of(browser.get("/pending").text)
+    edited = {"csrf": token, "description": "Cycles to work", "body": "Most days.\r\n"}
+    answer = browser.post(f"/pending/{new.id}/accept", data=edited, headers={"origin": ORIGIN})
+    assert "created bike (yours now)" in answer.text
+    assert "provenance: manual" in record_file(stocked, "bike").read_text()
+    answer = browser.post(f"/pending/{other.id}/reject", data={"csrf": token}, headers={"origin": ORIGIN})
+    assert "rejected the change to cat" in answer.text and not record_file(stocked, "cat").exists()
+    assert pending.proposals() == []
