@@ -102,7 +102,10 @@ class Imports:
         return ImportOutcome(source, "imported", ref.qualified)
 
     def replace_body(self, spec: str, data: bytes, *, source: str | None = None) -> tuple[DocRef, bool]:
-        """A new body (re-ingest or edit): outline rebuilt, summary cleared, back to pending.
+        """A new body (re-ingest or edit): outline rebuilt, summary cleared, a pending version for
+        review. A published document stays published as it was until its new version is
+        (`kb publish` replaces it; `kb reject` drops the new version and keeps it): agents keep
+        the reviewed text meanwhile, and the reviewer sees what publishing changes (`aibuddy ui`).
 
         Returns the document and whether anything changed (identical content changes nothing).
         """
@@ -120,9 +123,6 @@ class Imports:
             meta = derive_meta(pending, text, digest, old, importer=self.state.user, source=source)
             store.write(pending.sidecar_key, meta.encode())
             store.write(pending.body_key, data)
-            if ref.status == "ready":
-                store.delete(ref.body_key)
-                store.delete(ref.sidecar_key)
         self.sync.refresh()
         self.summaries.summarize_later([pending.qualified])
         return pending, True

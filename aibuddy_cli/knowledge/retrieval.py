@@ -205,7 +205,7 @@ class Retrieval:
         if status not in ("ready", "pending"):
             raise InvalidInput(f"invalid status {status!r}: use ready or pending")
         index = self.sync.index()  # (refreshed)
-        ref = self.access.resolve(spec)
+        ref = self.access.resolve(spec, prefer=status)  # (both may exist: a published one's new version)
         self.access.check(ref, self._usable(task, status))
         if not index.holds(ref.body_key):  # the refresh left it out (see its warning)
             raise NotAllowed(

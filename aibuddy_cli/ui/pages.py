@@ -90,7 +90,9 @@ class Pages:
     def redirect(path: str, done: str | None = None) -> Response:
         from starlette.responses import RedirectResponse
 
-        return RedirectResponse(path + (f"?{urlencode({'done': done})}" if done else ""), status_code=303)
+        if done:
+            path += ("&" if "?" in path else "?") + urlencode({"done": done})
+        return RedirectResponse(path, status_code=303)
 
     async def form(self, request: Request) -> Mapping[str, str]:
         fields = {key: str(value) for key, value in (await request.form()).items()}
@@ -222,6 +224,108 @@ class Pages:
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
         return self.redirect("/pending", f"rejected the change to {done.name}")
+
+
+    # --- knowledge ---------------------------------------------------------------------------
+
+    def knowledge(self, request: Request) -> Response:
+        query = request.query_params.get("q", "").strip()
+        try:
+            with self.session() as session:
+                if query:
+                    found = self.run(session, "kb search", query=query)
+                    hits = [_hit(hit) for hit in found.hits]
+                    return self.page(request, "knowledge.html", title="Search", section="knowledge",
+                                     query=query, hits=hits)  # fmt: skip
+                listed = self.run(session, "kb list", status="all")
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        scopes: dict[str, list[dict[str, Any]]] = {"system": [], "personal": []}
+        for document in listed.documents:
+            link = urlencode({"d": document.ref.qualified, "status": document.ref.status})
+            scopes[document.ref.scope].append({**document.to_json(), "link": link})
+        return self.page(request, "knowledge.html", title="Knowledge", section="knowledge", query=None,
+                         scopes=list(scopes.items()))  # fmt: skip
+
+    def document(self, request: Request) -> Response:
+        spec, status = request.query_params.get("d", ""), request.query_params.get("status", "ready")
+        try:
+            with self.session() as session:
+                shown = self.run(session, "kb outline", doc=spec, status=status)
+                ref, knowledge = shown.ref, session.knowledge
+                diff, ready, may_review = [], False, False
+                if ref.status == "pending":
+                    published = knowledge.resolve(ref.qualified, prefer="ready")
+                    ready = published.status == "ready"
+                    before = knowledge.store.read(published.body_key)[0].decode() if ready else ""
+                    diff = diff_lines(before, knowledge.store.read(ref.body_key)[0].decode())
+                    may_review = knowledge.may_review(ref)
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        meta = shown.meta
+        outline = [
+            {"title": section.title or "(before the first heading)", "anchor": section.anchor,
+             "level": section.level, "link": urlencode({"d": ref.qualified, "anchor": section.anchor,
+                                                         "status": ref.status})}
+            for section in meta.outline
+        ]  # fmt: skip
+        rule = (
+            "Only an admin (admins in aibuddy.toml) publishes or rejects a system document."
+            if ref.scope == "system"
+            else "Only its owner publishes or rejects a personal document."
+        )
+        return self.page(request, "document.html", title=meta.title, section="knowledge",
+                         doc=ref.qualified, doc_status=ref.status, reviewed_by=meta.reviewed_by,
+                         reviewed_at=meta.reviewed_at,
+                         ready=ready, diff=diff, may_review=may_review, review_rule=rule,
+                         outline=outline)  # fmt: skip
+
+    def section_page(self, request: Request) -> Response:
+        params = request.query_params
+        spec, status = params.get("d", ""), params.get("status", "ready")
+        try:
+            with self.session() as session:
+                page = self.run(session, "kb read", doc=spec, anchor=params.get("anchor") or None,
+                                cursor=params.get("cursor") or None, status=status)  # fmt: skip
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        doc = page.ref.qualified
+        link = {"d": doc, "status": page.ref.status}
+        children = [{"title": child.title, "link": urlencode({**link, "anchor": child.anchor})}
+                    for child in page.children]  # fmt: skip
+        more = {**link, "anchor": page.section.anchor, "cursor": page.next_cursor}
+        after = urlencode(more) if page.next_cursor else None
+        return self.page(request, "section.html", title=page.section.title or page.title,
+                         section="knowledge",
+                         back=urlencode(link), path=page.path, citation=f"{doc}#{page.section.anchor}",
+                         lines=[page.section.start, page.section.end], text=markdown_html(page.text),
+                         next=after, children=children)  # fmt: skip
+
+    async def publish(self, request: Request) -> Response:
+        return await self._review(request, "publish")
+
+    async def reject_document(self, request: Request) -> Response:
+        return await self._review(request, "reject")
+
+    async def _review(self, request: Request, verb: str) -> Response:
+        try:
+            fields = await self.form(request)
+            with self.session() as session:
+                done = self.run(session, f"kb {verb}", docs=[fields.get("doc", "")])
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        names = ", ".join(done.names)
+        if verb == "publish":
+            shown = urlencode({"d": names, "status": "ready"})
+            return self.redirect(f"/kb/doc?{shown}", f"published {names}")
+        return self.redirect("/kb", f"rejected {names}")
+
+
+def _hit(hit: Any) -> dict[str, Any]:
+    found = hit.hit
+    link = urlencode({"d": found.ref.qualified, "anchor": found.anchor, "status": "ready"})
+    return {"section": found.section_title or found.title, "title": found.title, "snippet": hit.snippet,
+            "citation": f"{found.ref.qualified}#{found.anchor}", "link": link}  # fmt: skip
 
 
 def _newlines(text: str | None) -> str | None:

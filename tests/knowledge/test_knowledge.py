@@ -293,8 +293,14 @@ def test_reingest_and_replace_body(kvault: Vault, tmp_path: Path) -> None:
     ref, changed = alice.reingest(doc)
     assert changed and ref.status == "pending"
     assert [s.anchor for s in alice.show(doc)[1].outline] == ["guide", "new-part"]
-    with pytest.raises(NotFound):  # a pending system document bob did not propose
+    # The published version stays published, as it was, until the new one is published.
+    ready = alice.resolve(doc, prefer="ready")
+    assert ready.status == "ready" and [s.anchor for s in alice.outline(doc)[1].outline] == ["guide"]
+    assert "first version" in alice.read(doc, "guide").text
+    with pytest.raises(NotAllowed):  # bob sees the published guide, and may not change it
         kb(kvault, "bob").reingest(doc)
+    alice.publish(doc)
+    assert "second version" in alice.read(doc, "new-part").text and alice.resolve(doc).status == "ready"
 
 
 def test_the_index_is_a_disposable_cache(kvault: Vault) -> None:

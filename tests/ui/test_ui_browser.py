@@ -6,6 +6,7 @@ AIBUDDY_UI_SCREENSHOTS=DIR keeps a screenshot of each page the tests visit (the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -36,16 +37,12 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def served(vault: Vault, aibuddy_exe: list[str]) -> Iterator[str]:
-    """`aibuddy ui --no-browser` on the test vault: the one-time link it prints."""
-    memory = Session(vault, "demo", environ={}).memory
-    memory.create_auto("tea", type="user", description="Drinks green tea", body="Sencha in the morning.")
-    memory.save("editor", type="feedback", description="Prefers vim", body="Use vim keys.")
-    Pending(memory).propose("update", "tea", type="user", description="Drinks oolong", body="Oolong at four.")
-    process = subprocess.Popen(
-        [*aibuddy_exe, "ui", "--no-browser"], env=child_env(vault.root), stderr=subprocess.PIPE, text=True
-    )
+@contextlib.contextmanager
+def ui(vault: Vault, aibuddy_exe: list[str], user: str = "demo") -> Iterator[str]:
+    """`aibuddy ui --no-browser` on the vault as user: the one-time link it prints."""
+    env = {**child_env(vault.root), "AIBUDDY_USER": user}
+    command = [*aibuddy_exe, "ui", "--no-browser"]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(process.stderr.readline, "")), daemon=True)  # type: ignore[union-attr]
     reader.start()
@@ -55,6 +52,17 @@ def served(vault: Vault, aibuddy_exe: list[str]) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture
+def served(vault: Vault, aibuddy_exe: list[str]) -> Iterator[str]:
+    """The page of the test vault for demo (an admin), with two records and a waiting update."""
+    memory = Session(vault, "demo", environ={}).memory
+    memory.create_auto("tea", type="user", description="Drinks green tea", body="Sencha in the morning.")
+    memory.save("editor", type="feedback", description="Prefers vim", body="Use vim keys.")
+    Pending(memory).propose("update", "tea", type="user", description="Drinks oolong", body="Oolong at four.")
+    with ui(vault, aibuddy_exe) as link:
+        yield link
 
 
 @pytest.fixture
@@ -148,3 +156,35 @@ def test_a_person_accepts_a_pending_automatic_update_and_the_record_changes_on_d
     assert page.get_by_role("status").inner_text() == "updated tea"
     assert "Oolong at four." in (vault.root / "memory" / "demo" / "tea.md").read_text()
     assert page.locator("#none").is_visible()
+
+
+def test_an_admin_publishes_a_documents_new_version_after_its_diff_and_another_user_cannot(
+    served: str, chromium: Any, vault: Vault, aibuddy_exe: list[str], tmp_path: Path
+) -> None:
+    knowledge = Session(vault, "demo", environ={}).knowledge
+    guide = tmp_path / "guide.md"
+    guide.write_text("# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback`.\n")
+    knowledge.import_paths([str(guide)], scope="system")
+    knowledge.publish("guide")
+    guide.write_text("# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback --to previous`.\n")
+    knowledge.reingest("system/guide", str(guide))
+    ready = vault.root / "knowledge" / "system" / "ready" / "guide.md"
+
+    with ui(vault, aibuddy_exe, user="bob") as bobs_link:
+        bob = chromium.new_page()
+        bob.goto(bobs_link)
+        origin = bobs_link.split("/login")[0]
+        bob.goto(f"{origin}/kb/doc?d=system/guide&status=pending")
+        assert bob.locator("form[action='/kb/publish']").count() == 0  # not his to publish
+    assert "--to previous" not in ready.read_text()
+
+    admin = chromium.new_page()
+    admin.goto(served)
+    admin.click("text=Knowledge")
+    admin.locator("#system").get_by_role("link", name="system/guide").first.click()
+    admin.goto(admin.url.replace("status=ready", "status=pending"))
+    assert admin.locator("#diff .add").inner_text() == "+Run `deployctl rollback --to previous`."
+    shot(admin, "document")
+    admin.click("form[action='/kb/publish'] button")
+    assert admin.get_by_role("status").inner_text() == "published system/guide"
+    assert "--to previous" in ready.read_text()

@@ -215,3 +215,72 @@ def test_a_proposal_edited_then_accepted_is_the_persons_and_a_rejected_one_chang
     answer = browser.post(f"/pending/{other.id}/reject", data={"csrf": token}, headers={"origin": ORIGIN})
     assert "rejected the change to cat" in answer.text and not record_file(stocked, "cat").exists()
     assert pending.proposals() == []
+
+
+# --- knowledge ---------------------------------------------------------------------------------
+
+GUIDE_V1 = "# Deploy guide\n\n## Rollback\n\nRun `deployctl rollback`.\n"
+GUIDE_V2 = GUIDE_V1.replace("rollback`", "rollback --to previous`") + "\n## Canary\n\nOne pod first.\n"
+
+
+@pytest.fixture
+def documented(stocked: Vault, tmp_path: Path) -> Vault:
+    """A published system guide with a newer version waiting for review."""
+    knowledge = Session(stocked, "demo", environ={}).knowledge
+    guide = tmp_path / "guide.md"
+    guide.write_text(GUIDE_V1)
+    knowledge.import_paths([str(guide)], scope="system")
+    knowledge.publish("guide")
+    guide.write_text(GUIDE_V2)
+    knowledge.reingest("system/guide", str(guide))
+    return stocked
+
+
+def opened(vault: Vault, user: str) -> TestClient:
+    """A browser that opened the link of `aibuddy ui` run by user."""
+    place = Place(vault, user, lambda: Session(Vault.open(vault.root), user, settings=Settings.read({})))
+    client = TestClient(build_app(place, PORT, KEY), base_url=ORIGIN)
+    assert client.get(f"/login?key={KEY}", follow_redirects=False).status_code == 303
+    return client
+
+
+def test_an_admin_sees_the_pending_versions_diff_and_publishes_it(documented: Vault) -> None:
+    with opened(documented, "demo") as admin:
+        listing = admin.get("/kb").text
+        assert "system/guide" in listing and "pending" in listing and "ready" in listing
+        page = admin.get("/kb/doc", params={"d": "system/guide", "status": "pending"}).text
+        assert '<span class="add">+Run `deployctl rollback --to previous`.</span>' in page
+        assert '<span class="del">-Run `deployctl rollback`.</span>' in page
+        fields = {"csrf": csrf_of(page), "doc": "system/guide"}
+        answer = admin.post("/kb/publish", data=fields, headers={"origin": ORIGIN})
+        assert answer.status_code == 200 and "published system/guide" in answer.text
+    ready = documented.root / "knowledge" / "system" / "ready" / "guide.md"
+    assert ready.read_text() == GUIDE_V2
+
+
+def test_another_user_cannot_publish_a_system_document(documented: Vault) -> None:
+    with opened(documented, "bob") as bob:
+        page = bob.get("/kb/doc", params={"d": "system/guide", "status": "pending"})
+        assert 'action="/kb/publish"' not in page.text
+        fields = {"csrf": token_of(bob), "doc": "system/guide"}  # a form as the page would give it
+        answer = bob.post("/kb/publish", data=fields, headers={"origin": ORIGIN})
+        assert answer.status_code in (403, 404) and "Traceback" not in answer.text
+    ready = documented.root / "knowledge" / "system" / "ready" / "guide.md"
+    assert ready.read_text() == GUIDE_V1
+
+
+def token_of(client: TestClient) -> str:
+    """The CSRF token the page gives this client's session (for a form no page of its shows)."""
+    from aibuddy_cli.ui.guard import COOKIE
+
+    return client.app.csrf_token(client.cookies[COOKIE])  # type: ignore[attr-defined]
+
+
+def test_a_section_reads_with_its_citation(documented: Vault) -> None:
+    with opened(documented, "demo") as admin:
+        found = admin.get("/kb", params={"q": "roll back a deploy"}).text
+        assert "system/guide#rollback" in found
+        where = {"d": "system/guide", "anchor": "rollback", "status": "ready"}
+        page = admin.get("/kb/read", params=where).text
+        assert '<code id="citation">system/guide#rollback</code>' in page
+        assert "<code>deployctl rollback</code>" in page
