@@ -403,9 +403,13 @@ def filter_(
     offset: Annotated[
         int, Opt("--offset", help="Skip this many rows first.", minimum=0, maximum=INT_RANGE[1])
     ] = 0,
+    sort: Annotated[
+        str | None,
+        Opt("--sort", metavar="COLUMN", help="Order by this column (-COLUMN: descending), then by key."),
+    ] = None,
 ) -> FilterResult:
-    """Rows where a filter holds, ordered by key."""
-    return queries.filter(tables or [], where, columns or None, limit, offset)
+    """Rows where a filter holds, ordered by key (or by --sort's column, then by key)."""
+    return queries.filter(tables or [], where, columns or None, limit, offset, sort)
 
 
 @operation(

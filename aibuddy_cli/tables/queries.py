@@ -179,9 +179,11 @@ class TableQueries:
         columns: Sequence[str] | None = None,
         limit: int | None = None,
         offset: int = 0,
+        sort: str | None = None,
     ) -> FilterResult:
         """Rows matching where (every row without it) of each table named (all visible ones
-        when none is), ordered by key, the key column first.
+        when none is), ordered by key (or by the column `sort` names, descending with a leading
+        "-", then by key), the key column first.
 
         A filter or column list that does not fit a table (a column it lacks, a type it cannot
         compare) is an error naming that table. Over every table (none named) such a table is
@@ -202,6 +204,8 @@ class TableQueries:
             try:
                 names = self._columns(table, columns)
                 clause, params = table.where(where)
+                if sort:
+                    table.schema.column(sort.removeprefix("-"))  # InvalidInput: no such column
             except InvalidInput as exc:
                 if tables:
                     raise _naming(exc, table) from None
@@ -218,16 +222,25 @@ class TableQueries:
             raise _like(refusals[0], f"no table fits the filter and columns given ({listed})")
         for table_name, reason in skipped:
             self.state.warnings.append(f"table filter: {table_name} skipped: {reason}")
-        rowsets = [self._filter_one(*found, limit, offset) for found in prepared]
+        rowsets = [self._filter_one(*found, limit, offset, sort) for found in prepared]
         return FilterResult(where, offset, limit, rowsets, skipped)
 
     def _filter_one(
-        self, table: IndexedTable, names: list[str], clause: str, params: list[Any], limit: int, offset: int
+        self,
+        table: IndexedTable,
+        names: list[str],
+        clause: str,
+        params: list[Any],
+        limit: int,
+        offset: int,
+        sort: str | None = None,
     ) -> RowSet:
         key = table.schema.key
         selected = ", ".join(f'"{n}"' for n in names)
         # One scan: the count of all matches rides on each row returned (a window function).
-        order = f'ORDER BY "{key}" LIMIT ? OFFSET ?'
+        # (A column name is the schema's, checked above: quoted, it is no SQL of a person's.)
+        by = f'"{sort.removeprefix("-")}" {"DESC" if sort.startswith("-") else "ASC"}, ' if sort else ""
+        order = f'ORDER BY {by}"{key}" LIMIT ? OFFSET ?'
         found = self.state.index.query(
             f"SELECT {selected}, count(*) OVER () FROM {table.rows}{clause} {order}", [*params, limit, offset]
         )

@@ -321,6 +321,76 @@ class Pages:
         return self.redirect("/kb", f"rejected {names}")
 
 
+    # --- tables ------------------------------------------------------------------------------
+
+    def tables(self, request: Request) -> Response:
+        try:
+            with self.session() as session:
+                listed = self.run(session, "table list")
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        tables = [
+            {"name": info.ref.qualified, "description": info.schema.description, "rows": info.rows,
+             "columns": ", ".join(f"{c.name}: {c.type}" for c in info.schema.columns),
+             "link": urlencode({"t": info.ref.qualified})}
+            for info in listed.tables
+        ]  # fmt: skip
+        return self.page(request, "tables.html", title="Tables", section="tables", tables=tables)
+
+    def table(self, request: Request) -> Response:
+        """A table's rows, a page at a time, filtered and sorted as `table filter` does; a filter
+        that does not hold is said on the page (the rows are then not shown)."""
+        params = request.query_params
+        name, where, sort = params.get("t", ""), params.get("where", "").strip(), params.get("sort") or None
+        page = int(params["page"]) if params.get("page", "").isdigit() else 1
+        refused, rows = None, None
+        try:
+            with self.session() as session:
+                info = self.run(session, "table show", table=name)
+                try:
+                    rows = self.run(session, "table filter", tables=[name], where=where or None, sort=sort,
+                                    limit=ROWS_A_PAGE, offset=(page - 1) * ROWS_A_PAGE).tables[0]  # fmt: skip
+                except Exception as error:  # noqa: BLE001 - a filter that does not hold: said, not raised
+                    if not isinstance(error, EXPECTED):
+                        raise
+                    refused = as_aibuddy_error(error).message
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        table = info.ref.qualified
+        state = {"t": table, **({"where": where} if where else {})}
+        types = {column.name: column.type for column in info.schema.columns}
+        names = rows.columns if rows is not None else list(types)
+        columns = [
+            {"name": column, "type": types.get(column, ""), "sorted": _sorted(sort, column),
+             "link": urlencode({**state, "sort": column if sort != column else f"-{column}"})}
+            for column in names
+        ]  # fmt: skip
+        shown: dict[str, Any] = {"shown": rows is not None}
+        if rows is not None:
+            base = {**state, **({"sort": sort} if sort else {})}
+            more = page * ROWS_A_PAGE < rows.total
+            shown |= {
+                "rows": [[row.get(column) for column in names] for row in rows.rows],
+                "total": rows.total,
+                "first": (page - 1) * ROWS_A_PAGE + (1 if rows.rows else 0),
+                "last": (page - 1) * ROWS_A_PAGE + len(rows.rows),
+                "previous": urlencode({**base, "page": page - 1}) if page > 1 else None,
+                "next": urlencode({**base, "page": page + 1}) if more else None,
+            }
+        return self.page(request, "table.html", title=table, section="tables", name=table,
+                         description=info.schema.description, where=where, sort=sort, columns=columns,
+                         refused=refused, **shown)  # fmt: skip
+
+
+ROWS_A_PAGE = 50
+
+
+def _sorted(sort: str | None, column: str) -> str | None:
+    if sort == column:
+        return "asc"
+    return "desc" if sort == f"-{column}" else None
+
+
 def _hit(hit: Any) -> dict[str, Any]:
     found = hit.hit
     link = urlencode({"d": found.ref.qualified, "anchor": found.anchor, "status": "ready"})

@@ -44,6 +44,8 @@ def build_app(place: Place, port: int, login_key: str) -> Guard:
         Route("/kb/read", pages.section_page),
         Route("/kb/publish", pages.publish, methods=["POST"]),
         Route("/kb/reject", pages.reject_document, methods=["POST"]),
+        Route("/tables", pages.tables),
+        Route("/tables/view", pages.table),
         Route("/pending", pages.pending),
         Route("/pending/{id}/accept", pages.accept, methods=["POST"]),
         Route("/pending/{id}/reject", pages.reject, methods=["POST"]),

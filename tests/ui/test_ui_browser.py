@@ -188,3 +188,26 @@ def test_an_admin_publishes_a_documents_new_version_after_its_diff_and_another_u
     admin.click("form[action='/kb/publish'] button")
     assert admin.get_by_role("status").inner_text() == "published system/guide"
     assert "--to previous" in ready.read_text()
+
+
+def test_a_person_filters_a_table_and_a_bad_filter_is_said_on_the_page(
+    served: str, chromium: Any, vault: Vault, aibuddy_exe: list[str]
+) -> None:
+    rows = ['{"name": "Ada", "age": 36}', '{"name": "Alan", "age": 41}', '{"name": "Grace", "age": 29}']
+    for command in (
+        ["table", "create", "people", "-d", "People we know", "-c", "name:str", "-c", "age:int"],
+        ["table", "add", "people", *[part for row in rows for part in ("--row", row)]],
+    ):
+        subprocess.run([*aibuddy_exe, *command], env=child_env(vault.root), check=True, capture_output=True)
+    page = chromium.new_page()
+    page.goto(served)
+    page.click("text=Tables")
+    page.click("#tables >> text=people")
+    page.fill("#where", "age > 30")
+    page.click("form[role=search] button")
+    assert page.locator("#count").inner_text().startswith("rows 1–2 of 2")
+    assert page.locator("#rows td", has_text="Grace").count() == 0
+    shot(page, "table")
+    page.fill("#where", "height > 2")
+    page.click("form[role=search] button")
+    assert "height" in page.locator("#refused").inner_text()

@@ -284,3 +284,43 @@ def test_a_section_reads_with_its_citation(documented: Vault) -> None:
         page = admin.get("/kb/read", params=where).text
         assert '<code id="citation">system/guide#rollback</code>' in page
         assert "<code>deployctl rollback</code>" in page
+
+
+# --- tables ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tabled(stocked: Vault, cli) -> Vault:  # noqa: ANN001 - the CliRunner fixture
+    created = cli("table", "create", "people", "-d", "People we know", "-c", "name:str", "-c", "age:int")
+    assert created.exit_code == 0
+    rows = ['{"name": "Ada", "age": 36}', '{"name": "Alan", "age": 41}', '{"name": "Grace", "age": 29}']
+    assert cli("table", "add", "people", *[a for row in rows for a in ("--row", row)]).exit_code == 0
+    return stocked
+
+
+def cells(page: str) -> list[str]:
+    table = page.split('id="rows"')[1].split("</table>")[0]
+    return re.findall(r"<td>([^<]*)</td>", table)
+
+
+def test_a_table_shows_its_typed_columns_and_filters_with_the_filter_language(
+    browser: TestClient, tabled: Vault
+) -> None:
+    listing = browser.get("/tables").text
+    assert "people" in listing and "name: str, age: int" in listing
+    page = browser.get("/tables/view", params={"t": "people"}).text
+    assert "int" in page.split('id="rows"')[1] and cells(page)[:3] == ["1", "Ada", "36"]
+    older = browser.get("/tables/view", params={"t": "people", "where": "age > 30"}).text
+    assert [cell for cell in cells(older) if cell.isalpha()] == ["Ada", "Alan"] and "of 2" in older
+    by_age = browser.get("/tables/view", params={"t": "people", "sort": "-age"}).text
+    assert [cell for cell in cells(by_age) if cell.isalpha()] == ["Alan", "Ada", "Grace"]
+
+
+def test_a_filter_that_does_not_hold_is_said_on_the_page_never_as_a_traceback(
+    browser: TestClient, tabled: Vault
+) -> None:
+    answer = browser.get("/tables/view", params={"t": "people", "where": "height > 2"})
+    assert answer.status_code == 200 and 'id="refused"' in answer.text and "height" in answer.text
+    assert "Traceback" not in answer.text and 'id="rows"' not in answer.text
+    missing = browser.get("/tables/view", params={"t": "nobody"})
+    assert missing.status_code == 404 and "nobody" in missing.text
