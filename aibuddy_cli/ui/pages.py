@@ -382,7 +382,38 @@ class Pages:
                          refused=refused, **shown)  # fmt: skip
 
 
+    # --- tasks -------------------------------------------------------------------------------
+
+    def tasks(self, request: Request) -> Response:
+        try:
+            with self.session() as session:
+                listed = self.run(session, "task list")
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        return self.page(request, "tasks.html", title="Tasks", section="tasks", tasks=listed.tasks)
+
+    def task(self, request: Request) -> Response:
+        """A task: its goal, plan and status, attached documents, how far consolidation has come
+        with the rolling summary, and its latest messages (reading them changes nothing)."""
+        from itertools import islice
+
+        name = request.query_params.get("t", "")
+        try:
+            with self.session() as session:
+                shown = self.run(session, "task show", task=name)
+                latest = list(islice(session.tasks.messages_from_end(shown.task.id), MESSAGES_SHOWN))
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        task, consolidation = shown.task, shown.consolidation
+        total = task.messages if task.messages is not None else len(latest)
+        return self.page(request, "task.html", title=f"{task.id}: {task.goal}", section="tasks", task=task,
+                         plan=markdown_html(task.plan or ""), consolidation=consolidation,
+                         summary=markdown_html(consolidation.summary or ""), messages=list(reversed(latest)),
+                         earlier=max(total - len(latest), 0))  # fmt: skip
+
+
 ROWS_A_PAGE = 50
+MESSAGES_SHOWN = 100
 
 
 def _sorted(sort: str | None, column: str) -> str | None:

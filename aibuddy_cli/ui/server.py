@@ -46,6 +46,8 @@ def build_app(place: Place, port: int, login_key: str) -> Guard:
         Route("/kb/reject", pages.reject_document, methods=["POST"]),
         Route("/tables", pages.tables),
         Route("/tables/view", pages.table),
+        Route("/tasks", pages.tasks),
+        Route("/tasks/view", pages.task),
         Route("/pending", pages.pending),
         Route("/pending/{id}/accept", pages.accept, methods=["POST"]),
         Route("/pending/{id}/reject", pages.reject, methods=["POST"]),

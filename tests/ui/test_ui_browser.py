@@ -190,13 +190,16 @@ def test_an_admin_publishes_a_documents_new_version_after_its_diff_and_another_u
     assert "--to previous" in ready.read_text()
 
 
-def test_a_person_filters_a_table_and_a_bad_filter_is_said_on_the_page(
+def test_a_person_filters_a_table_and_reads_a_task(
     served: str, chromium: Any, vault: Vault, aibuddy_exe: list[str]
 ) -> None:
     rows = ['{"name": "Ada", "age": 36}', '{"name": "Alan", "age": 41}', '{"name": "Grace", "age": 29}']
     for command in (
         ["table", "create", "people", "-d", "People we know", "-c", "name:str", "-c", "age:int"],
         ["table", "add", "people", *[part for row in rows for part in ("--row", row)]],
+        ["task", "new", "Plan the offsite", "--plan", "Book a room, then invite **everyone**."],
+        ["task", "add-message", "t1", "Where should we meet?", "--role", "user"],
+        ["task", "add-message", "t1", "Lisbon has rooms free in May.", "--role", "assistant"],
     ):
         subprocess.run([*aibuddy_exe, *command], env=child_env(vault.root), check=True, capture_output=True)
     page = chromium.new_page()
@@ -211,3 +214,7 @@ def test_a_person_filters_a_table_and_a_bad_filter_is_said_on_the_page(
     page.fill("#where", "height > 2")
     page.click("form[role=search] button")
     assert "height" in page.locator("#refused").inner_text()
+    page.click("text=Tasks")
+    page.click("#tasks >> text=t1")
+    assert page.locator(".message.assistant .body").inner_text() == "Lisbon has rooms free in May."
+    shot(page, "task")

@@ -324,3 +324,23 @@ def test_a_filter_that_does_not_hold_is_said_on_the_page_never_as_a_traceback(
     assert "Traceback" not in answer.text and 'id="rows"' not in answer.text
     missing = browser.get("/tables/view", params={"t": "nobody"})
     assert missing.status_code == 404 and "nobody" in missing.text
+
+
+# --- tasks -------------------------------------------------------------------------------------
+
+
+def test_a_task_shows_its_messages_documents_and_consolidation(
+    browser: TestClient, documented: Vault
+) -> None:
+    tasks = Session(documented, "demo", environ={}).tasks
+    task = tasks.new("Roll back the deploy", plan="1. Find the **runbook**")
+    tasks.set_attached(task.id, {"system/guide": True})
+    tasks.add_message(task.id, "user", "How do I roll back? <script>alert(1)</script>")
+    tasks.add_message(task.id, "assistant", "Run deployctl rollback.")
+    assert "Roll back the deploy" in browser.get("/tasks").text
+    page = browser.get("/tasks/view", params={"t": task.id}).text
+    assert "<strong>runbook</strong>" in page and 'href="/kb/doc?d=system/guide' in page
+    assert "0 message(s) consolidated, 2 waiting" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
+    assert page.index("How do I roll back?") < page.index("Run deployctl rollback.")  # oldest first
+    assert browser.get("/tasks/view", params={"t": "t99"}).status_code == 404
