@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..tables.queries import FilterResult, JoinResult, Reduction, SearchResult
     from ..tables.runs import RunEvent
     from ..tables.state import TableInfo, TableList
-    from ..tables.undo import Undone
+    from ..tables.undo import RunList, Undone
 
 
 def cell(value: object) -> str:
@@ -182,6 +182,18 @@ def run_text(run: TableRun) -> str:
     return "\n".join(lines).strip()
 
 
+def runs_text(listed: RunList) -> str:
+    """One line a run: id, kind, started, changes, its state, the tables it changed."""
+    if not listed.runs:
+        return "no table update or refactor of yours yet"
+    lines = []
+    for run in listed.runs:
+        state = "undone" if run.undone else "undoable" if run.undoable else "kept"
+        fields = (run.run, run.kind, run.started, f"{run.changes} change(s)", state, ", ".join(run.tables))
+        lines.append("\t".join(fields))
+    return "\n".join(lines)
+
+
 def _run_exit(run: TableRun, json_mode: bool) -> int:
     """Once a run has said what it applied: 130 when Ctrl-C stopped it, 8 when changes the model
     called were refused and never made good (its answer may claim them), else 0."""
@@ -293,4 +305,5 @@ RENDERS: dict[str, Render[Any]] = {
     "table update": Render["TableRun"](run_text, exit_code=_run_exit, steps=_steps),
     "table refactor": Render["TableRun"](run_text, exit_code=_run_exit, steps=_steps),
     "table undo": Render["Undone"](lambda r: f"undid run {r.run}: " + ", ".join(r.files)),
+    "table runs": Render["RunList"](runs_text),
 }

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..tables.queries import FilterResult, JoinResult, Reduction, SearchResult, TableQueries
     from ..tables.service import TableService
     from ..tables.state import TableInfo, TableList
-    from ..tables.undo import Undone
+    from ..tables.undo import RunList, Undone
     from .loops.tables import TableAnswer, TableRun
 
 FILE_LIMIT = 256 * 1024 * 1024  # the largest file `table add --file` reads
@@ -901,6 +901,15 @@ def refactor(
         max_steps=max_steps,
         progress=progress,
     )
+
+
+@operation("table", "runs", uses="tables", effect=Effect.READ, idempotent=True, model=False)
+def runs(tables: TableService) -> RunList:
+    """Your table update and refactor runs, newest first: the tables each changed, how many
+    changes it journaled, and whether `table undo RUN` can still put its files back."""
+    from ..tables.undo import runs as journal_runs
+
+    return journal_runs(tables.state)
 
 
 @operation(

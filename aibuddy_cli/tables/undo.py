@@ -143,6 +143,47 @@ class Undone(NamedTuple):
     files: list[str]
 
 
+class Run(NamedTuple):
+    """A natural-language run as the journal tells it."""
+
+    run: str
+    kind: str  # "update" or "refactor"
+    started: str  # its first journal line's time (UTC)
+    tables: list[str]  # the tables it changed, in the order it first changed them
+    changes: int  # the operations it journaled
+    undone: bool
+    undoable: bool  # it changed a file and is not undone: `table undo RUN` puts the files back
+
+
+class RunList(NamedTuple):
+    """`table runs`: the user's natural-language runs, newest first."""
+
+    user: str
+    runs: list[Run]
+
+
+def runs(state: TablesState) -> RunList:
+    """The user's table update and refactor runs from the journal, newest first."""
+    entries = _entries(state)
+    undone = _undone(entries)
+    found: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        if not _natural(entry) or entry.get("op") == "failed":
+            continue
+        run = found.setdefault(entry["run"], {"kind": entry["source"], "started": str(entry.get("at") or ""),
+                                              "tables": [], "changes": 0})  # fmt: skip
+        table = entry.get("table")
+        if isinstance(table, str) and table not in run["tables"]:
+            run["tables"].append(table)
+        run["changes"] += 1
+    listed = [
+        Run(name, run["kind"], run["started"], run["tables"], run["changes"], name in undone,
+            name not in undone and state.store.exists(f"{UNDO_FOLDER}/{name}.json"))  # fmt: skip
+        for name, run in found.items()
+    ]
+    return RunList(state.user, sorted(listed, key=lambda run: run.started, reverse=True))
+
+
 def undo_last(state: TablesState, run: str | None = None) -> Undone:
     """Restore the files of the user's last natural-language run that is not undone yet, or of
     the run named (the same checks: a file changed since it is never overwritten)."""

@@ -327,6 +327,7 @@ class Pages:
         try:
             with self.session() as session:
                 listed = self.run(session, "table list")
+                runs = self.run(session, "table runs").runs
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
         tables = [
@@ -335,7 +336,16 @@ class Pages:
              "link": urlencode({"t": info.ref.qualified})}
             for info in listed.tables
         ]  # fmt: skip
-        return self.page(request, "tables.html", title="Tables", section="tables", tables=tables)
+        return self.page(request, "tables.html", title="Tables", section="tables", tables=tables, runs=runs)
+
+    async def undo(self, request: Request) -> Response:
+        try:
+            fields = await self.form(request)
+            with self.session() as session:
+                done = self.run(session, "table undo", run=fields.get("run") or None)
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        return self.redirect("/tables", f"undid run {done.run}: {', '.join(done.files)}")
 
     def table(self, request: Request) -> Response:
         """A table's rows, a page at a time, filtered and sorted as `table filter` does; a filter

@@ -46,6 +46,7 @@ def build_app(place: Place, port: int, login_key: str) -> Guard:
         Route("/kb/reject", pages.reject_document, methods=["POST"]),
         Route("/tables", pages.tables),
         Route("/tables/view", pages.table),
+        Route("/tables/undo", pages.undo, methods=["POST"]),
         Route("/tasks", pages.tasks),
         Route("/tasks/view", pages.task),
         Route("/pending", pages.pending),

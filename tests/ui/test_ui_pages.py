@@ -344,3 +344,26 @@ def test_a_task_shows_its_messages_documents_and_consolidation(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
     assert page.index("How do I roll back?") < page.index("Run deployctl rollback.")  # oldest first
     assert browser.get("/tasks/view", params={"t": "t99"}).status_code == 404
+
+
+def test_a_natural_language_run_is_listed_and_undone_from_the_page(
+    browser: TestClient, tabled: Vault
+) -> None:
+    from scripted_model import ScriptedModel
+    from table_loop_support import agent
+
+    model = ScriptedModel()
+    model.call(("ask", {"question": "How old is Ada?"}))  # (an update looks before it changes)
+    model.answer("Ada is 36.")
+    model.call(("update_rows", {"table": "people", "filter": 'name == "Ada"', "values": {"age": 37}}))
+    model.answer("Ada is 37 now.")
+    run = agent(tabled, model).change("update", "Ada had her birthday").run
+    people = tabled.root / "tables" / "personal" / "demo" / "people.csv"
+    assert "Ada,37" in people.read_text()
+    page = browser.get("/tables").text
+    assert f"<code>{run}</code>" in page and 'action="/tables/undo"' in page
+    fields = {"csrf": csrf_of(page), "run": run}
+    answer = browser.post("/tables/undo", data=fields, headers={"origin": ORIGIN})
+    assert answer.status_code == 200 and f"undid run {run}" in answer.text
+    assert "Ada,36" in people.read_text()
+    assert 'action="/tables/undo"' not in answer.text and "undone" in answer.text
