@@ -193,14 +193,26 @@ class Pages:
         try:
             with self.session() as session:
                 listed = self.run(session, "memory pending")
+                review = self.run(session, "memory review")
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
+        suggestions = [{"id": p.id, "summary": p.summary(), "reason": p.reason} for p in review.proposals]
         proposals = [
             {**proposal._asdict(), "diff": diff_lines(proposal.base_body or "", proposal.body)}
             for proposal in listed.proposals
         ]
         return self.page(request, "pending.html", title="Waiting for you", section="pending",
-                         proposals=proposals)  # fmt: skip
+                         proposals=proposals, suggestions=suggestions)  # fmt: skip
+
+    async def apply_review(self, request: Request) -> Response:
+        try:
+            fields = await self.form(request)
+            with self.session() as session:
+                done = self.run(session, "memory review", apply=[fields.get("id", "")])
+        except Exception as error:  # noqa: BLE001
+            return self.failed(request, error)
+        said = "; ".join(f"{applied.outcome}: {applied.detail}" for applied in done.applied)
+        return self.redirect("/pending", said or "nothing applied")
 
     async def accept(self, request: Request) -> Response:
         proposal = request.path_params["id"]

@@ -52,6 +52,7 @@ def build_app(place: Place, port: int, login_key: str) -> Guard:
         Route("/pending", pages.pending),
         Route("/pending/{id}/accept", pages.accept, methods=["POST"]),
         Route("/pending/{id}/reject", pages.reject, methods=["POST"]),
+        Route("/review/apply", pages.apply_review, methods=["POST"]),
     ]
     return Guard(Starlette(routes=routes), port=port, login_key=login_key)
 

@@ -367,3 +367,20 @@ def test_a_natural_language_run_is_listed_and_undone_from_the_page(
     assert answer.status_code == 200 and f"undid run {run}" in answer.text
     assert "Ada,36" in people.read_text()
     assert 'action="/tables/undo"' not in answer.text and "undone" in answer.text
+
+
+def test_memory_reviews_suggestions_wait_on_the_same_page_and_apply_from_it(
+    browser: TestClient, stocked: Vault
+) -> None:
+    Session(stocked, "demo", environ={}).memory.save(
+        "trip", type="project", description="Trip to Rome", body="In May.", expires="2020-01-01"
+    )
+    page = browser.get("/pending").text
+    suggestions = page.split('id="suggestions"')[1]
+    assert "trip" in suggestions and 'action="/review/apply"' in suggestions
+    found = re.search(r'name="id" value="([^"]+)"', suggestions)
+    assert found
+    fields = {"csrf": csrf_of(page), "id": found.group(1)}
+    answer = browser.post("/review/apply", data=fields, headers={"origin": ORIGIN})
+    assert answer.status_code == 200 and "trip" in answer.text and 'id="no-suggestions"' in answer.text
+    assert not record_file(stocked, "trip").exists()
