@@ -16,6 +16,15 @@ def ui(
     ctx: typer.Context,
     port: int = typer.Option(0, "--port", min=0, max=65535, help="The port on 127.0.0.1 (0: any free one)."),
     no_browser: bool = typer.Option(False, "--no-browser", help="Print the link; do not open a browser."),
+    host: str = typer.Option(
+        "127.0.0.1",
+        "--host",
+        help="Bind elsewhere than loopback (0.0.0.0: every address): then each person signs in with a "
+        "token from `aibuddy token create`, which fixes their user. Plain HTTP: put TLS in front.",
+    ),
+    allow_host: list[str] = typer.Option(
+        [], "--allow-host", metavar="NAME[:PORT]", help="A name clients may use besides loopback and --host."
+    ),
 ) -> None:
     """See and steer the vault in a local web page: memory (search, each record with its versions,
     edit, revert, delete), served on 127.0.0.1 until Ctrl-C. It prints a link that works once, in
@@ -23,4 +32,5 @@ def ui(
     from ..ui.server import serve_ui
 
     state = state_of(ctx)
-    serve_ui(state.vault_option, state.user_option, state.settings, Path.cwd(), port, not no_browser)
+    serve_ui(state.vault_option, state.user_option, state.settings, Path.cwd(), port, not no_browser,
+             host, allow_host)  # fmt: skip

@@ -4,9 +4,13 @@
   `localhost:PORT`, `[::1]:PORT`): a page elsewhere cannot reach it through a name it controls
   (DNS rebinding). Anything else is 421.
 - **The one-time link**: `aibuddy ui` prints `http://127.0.0.1:PORT/login?key=KEY`. Opening it
-  once gives the browser a session cookie (HttpOnly, SameSite=Strict, the path `/`) and sends it
-  on; the key is then spent, so a link copied from a terminal's scroll-back opens nothing. Every
-  other request without a session's cookie is 401 and reads nothing.
+  once gives the browser a session cookie (HttpOnly, SameSite=Strict, the path `/`) for the user
+  who started it and sends it on; the key is then spent, so a link copied from a terminal's
+  scroll-back opens nothing. Every other request without a session's cookie is 401 and reads
+  nothing.
+- **A bearer token, for a remote bind** (`--host`): no link is printed; `/login` asks for a
+  token from `aibuddy token create`, which fixes the session's user (as `mcp --http`). The token
+  is looked at again on every request, so a revoked one ends its sessions at once.
 - **Changes**: every request that is not GET or HEAD must come from the page itself: its Origin
   (or, without one, its Referer) is the server's, and its form carries the session's CSRF token
   (`form_of`). A cross-site form post fails both; one without the token fails the second.
@@ -17,11 +21,15 @@
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http.cookies import SimpleCookie
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
+
+if TYPE_CHECKING:
+    from ..tokens import Token
 
 COOKIE = "aibuddy_ui"
 LOGIN_PATH = "/login"
@@ -45,18 +53,37 @@ class Refusal(Exception):
         self.status, self.message = status, message
 
 
-class Guard:
-    """The ASGI middleware in front of every page (see the module's docstring)."""
+class Signed(NamedTuple):
+    """Whom a session is for: its user, and the token it signed in with (None: the link)."""
 
-    def __init__(self, app: Any, *, port: int, login_key: str, hosts: Iterable[str] = ()) -> None:
+    user: str
+    token: str | None = None  # the token's sha256, looked for again at each request
+
+
+class Guard:
+    """The ASGI middleware in front of every page (see the module's docstring). user and
+    login_key: the one-time link's; tokens: the vault's tokens, for a sign-in by token."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        port: int,
+        user: str | None = None,
+        login_key: str | None = None,
+        tokens: Callable[[], list[Token]] | None = None,
+        hosts: Iterable[str] = (),
+    ) -> None:
         self.app = app
         self.port = port
-        self.origin = f"http://127.0.0.1:{port}"
-        self.hosts = frozenset(f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]", *hosts))
+        self.user = user
+        names = ("127.0.0.1", "localhost", "[::1]", *hosts)  # each at the port, unless it names one
+        self.hosts = frozenset(name if re.search(r":\d+$", name) else f"{name}:{port}" for name in names)
         self.origins = frozenset(f"http://{host}" for host in self.hosts)
-        self._login_key: str | None = login_key
+        self._login_key = login_key
+        self._tokens = tokens
         self._secret = secrets.token_bytes(32)  # signs each session's CSRF token
-        self._sessions: set[str] = set()
+        self._sessions: dict[str, Signed] = {}
 
     def csrf_token(self, session: str) -> str:
         return hmac.new(self._secret, session.encode(), "sha256").hexdigest()
@@ -68,16 +95,17 @@ class Guard:
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
         try:
             self._check_host(headers)
-            if scope["path"] == LOGIN_PATH:
-                await self._login(scope, send)
-                return
-            session = self._session_of(headers)
             if scope["method"] not in ("GET", "HEAD"):
                 self._check_origin(headers)
+            if scope["path"] == LOGIN_PATH:
+                await self._login(scope, receive, send)
+                return
+            session, signed = self._session_of(headers)
         except Refusal as refused:
             await _answer(send, refused.status, refusal_page(refused.message))
             return
-        scope.setdefault("state", {})["ui"] = {"session": session, "csrf": self.csrf_token(session)}
+        ui = {"session": session, "csrf": self.csrf_token(session), "user": signed.user}
+        scope.setdefault("state", {})["ui"] = ui
 
         async def with_headers(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -98,28 +126,67 @@ class Guard:
         if origin not in self.origins:
             raise Refusal(403, "A change must come from this page itself (another site sent this one).")
 
-    def _session_of(self, headers: Mapping[str, str]) -> str:
+    def _session_of(self, headers: Mapping[str, str]) -> tuple[str, Signed]:
         cookie = SimpleCookie()
         try:
             cookie.load(headers.get("cookie", ""))
         except Exception:  # noqa: BLE001 - a malformed cookie header is no session
             cookie = SimpleCookie()
         value = cookie[COOKIE].value if COOKIE in cookie else ""
-        if not any(hmac.compare_digest(value, known) for known in self._sessions):
-            raise Refusal(401, "Open the link `aibuddy ui` printed when it started (it works once).")
-        return value
+        found = next((known for known in self._sessions if hmac.compare_digest(value, known)), None)
+        if found is None:
+            how = "sign in with a token at /login" if self._tokens else "open the link `aibuddy ui` printed"
+            raise Refusal(401, f"This page needs a session: {how}.")
+        signed = self._sessions[found]
+        if signed.token is not None and not any(t.sha256 == signed.token for t in self._known_tokens()):
+            del self._sessions[found]  # its token was revoked: the session ends with it
+            raise Refusal(401, "The token this session signed in with was revoked.")
+        return found, signed
 
-    async def _login(self, scope: dict[str, Any], send: Any) -> None:
+    def _known_tokens(self) -> list[Token]:
+        try:
+            return self._tokens() if self._tokens else []
+        except Exception:  # noqa: BLE001 - a tokens file that cannot be read signs no one in
+            return []
+
+    async def _login(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["method"] == "POST" and self._tokens is not None:
+            signed = await self._token_login(receive)
+        elif self._tokens is not None:
+            await _answer(send, 200, token_form())
+            return
+        else:
+            signed = self._link_login(scope)
+        session = secrets.token_urlsafe(32)
+        self._sessions[session] = signed
+        cookie = f"{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
+        await _answer(send, 303, b"", [("location", "/memory"), ("set-cookie", cookie)])
+
+    def _link_login(self, scope: dict[str, Any]) -> Signed:
         given = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("key") or [""])[0]
         key = self._login_key
-        if key is None or not hmac.compare_digest(given.encode(), key.encode()):
+        if key is None or self.user is None or not hmac.compare_digest(given.encode(), key.encode()):
             spent = "This link was used already" if key is None else "This link is not the one printed"
             raise Refusal(401, f"{spent}: start `aibuddy ui` again for a new one.")
         self._login_key = None
-        session = secrets.token_urlsafe(32)
-        self._sessions.add(session)
-        cookie = f"{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
-        await _answer(send, 303, b"", [("location", "/memory"), ("set-cookie", cookie)])
+        return Signed(self.user)
+
+    async def _token_login(self, receive: Any) -> Signed:
+        from ..tokens import find_token
+
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if len(body) > 4096:
+                raise Refusal(413, "That is no token.")
+            if not message.get("more_body"):
+                break
+        secret = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip()
+        found = find_token(self._known_tokens(), secret) if secret else None
+        if found is None:
+            raise Refusal(401, "That token is not one of this vault's (`aibuddy token create` makes one).")
+        return Signed(found.user, found.sha256)
 
 
 def form_of(fields: Mapping[str, str], ui: Mapping[str, str]) -> Mapping[str, str]:
@@ -127,6 +194,16 @@ def form_of(fields: Mapping[str, str], ui: Mapping[str, str]) -> Mapping[str, st
     if not hmac.compare_digest(str(fields.get("csrf", "")), ui["csrf"]):
         raise Refusal(403, "This form is not one this page gave (its token is missing or stale): reload it.")
     return fields
+
+
+def token_form() -> bytes:
+    return (
+        b"<!doctype html><meta charset=utf-8><title>aibuddy</title><h1>aibuddy</h1>"
+        b'<form method="post" action="/login"><label for="token">A token from '
+        b"<code>aibuddy token create</code></label> "
+        b'<input type="password" id="token" name="token" autocomplete="off"> '
+        b'<button type="submit">Sign in</button></form>'
+    )
 
 
 def refusal_page(message: str) -> bytes:

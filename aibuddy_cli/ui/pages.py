@@ -1,9 +1,10 @@
 """The pages: each a thin view over the registry's operations, so a change made here follows the
 same rules, journals and refusals as on the command line (nothing is possible only here).
 
-Each request gets its own Session for the page's user (the person who started `aibuddy ui`, as
-on the command line), closed after the answer. A change is a POST whose form carries the session's
-CSRF token (guard.form_of); it answers with a redirect (303) to the page that shows its result.
+Each request gets its own Session for its session's user (the person who started `aibuddy ui`,
+or the user of the token it signed in with: guard.py), closed after the answer. A change is a
+POST whose form carries the session's CSRF token (guard.form_of); it answers with a redirect
+(303) to the page that shows its result.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ if TYPE_CHECKING:
 
 
 class Place(NamedTuple):
-    """What every page is served for: the vault, its user, and how a session is made for them."""
+    """What every page is served for: the vault, and how a session is made for a user."""
 
     vault: Vault
-    user: str
-    session: Callable[[], Session]
+    session: Callable[[str], Session]
 
 
 def _status(error: AibuddyError) -> int:
@@ -53,8 +53,8 @@ class Pages:
     # --- plumbing ----------------------------------------------------------------------------
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        session = self.place.session()
+    def session(self, request: Request) -> Iterator[Session]:
+        session = self.place.session(request.scope["state"]["ui"]["user"])
         try:
             yield session
         finally:
@@ -65,7 +65,7 @@ class Pages:
 
         ui = request.scope["state"]["ui"]
         shown = {
-            "user": self.place.user,
+            "user": ui["user"],
             "vault": str(self.place.vault.root),
             "csrf": ui["csrf"],
             "notice": request.query_params.get("done"),
@@ -109,7 +109,7 @@ class Pages:
     def memory(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 if query:
                     recalled = self.run(session, "memory recall", query=query)
                     return self.page(request, "memory.html", title="Recall", query=query,
@@ -126,7 +126,7 @@ class Pages:
     def record(self, request: Request) -> Response:
         name = request.path_params["name"]
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 shown = self.run(session, "memory show", name=name)
                 versions = self.run(session, "memory history", name=name)
         except Exception as error:  # noqa: BLE001
@@ -138,7 +138,7 @@ class Pages:
 
     def edit_form(self, request: Request) -> Response:
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 record = self.run(session, "memory show", name=request.path_params["name"]).record
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
@@ -148,7 +148,7 @@ class Pages:
         name = request.path_params["name"]
         try:
             fields = await self.form(request)
-            with self.session() as session:
+            with self.session(request) as session:
                 written = self.run(session, "memory update", name=name, type=fields.get("type"),
                                    description=fields.get("description"),
                                    body=_newlines(fields.get("body")))  # fmt: skip
@@ -168,7 +168,7 @@ class Pages:
         name = request.path_params["name"]
         try:
             await self.form(request)
-            with self.session() as session:
+            with self.session(request) as session:
                 self.run(session, "memory delete", name=name)
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
@@ -179,7 +179,7 @@ class Pages:
         try:
             fields = await self.form(request)
             to = int(fields.get("to", "1")) if fields.get("to", "1").isdigit() else 0
-            with self.session() as session:
+            with self.session(request) as session:
                 reverted = self.run(session, "memory revert", name=name, to=to)
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
@@ -191,7 +191,7 @@ class Pages:
 
     def pending(self, request: Request) -> Response:
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 listed = self.run(session, "memory pending")
                 review = self.run(session, "memory review")
         except Exception as error:  # noqa: BLE001
@@ -207,7 +207,7 @@ class Pages:
     async def apply_review(self, request: Request) -> Response:
         try:
             fields = await self.form(request)
-            with self.session() as session:
+            with self.session(request) as session:
                 done = self.run(session, "memory review", apply=[fields.get("id", "")])
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
@@ -220,7 +220,7 @@ class Pages:
             fields = await self.form(request)
             edited = [key for key in ("type", "description", "body") if key in fields]
             edits = {key: _newlines(fields.get(key)) for key in edited}
-            with self.session() as session:
+            with self.session(request) as session:
                 done = self.run(session, "memory accept", id=proposal, **edits)
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
@@ -231,7 +231,7 @@ class Pages:
         proposal = request.path_params["id"]
         try:
             await self.form(request)
-            with self.session() as session:
+            with self.session(request) as session:
                 done = self.run(session, "memory reject", id=proposal)
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
@@ -243,7 +243,7 @@ class Pages:
     def knowledge(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 if query:
                     found = self.run(session, "kb search", query=query)
                     hits = [_hit(hit) for hit in found.hits]
@@ -262,7 +262,7 @@ class Pages:
     def document(self, request: Request) -> Response:
         spec, status = request.query_params.get("d", ""), request.query_params.get("status", "ready")
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 shown = self.run(session, "kb outline", doc=spec, status=status)
                 ref, knowledge = shown.ref, session.knowledge
                 diff, ready, may_review = [], False, False
@@ -296,7 +296,7 @@ class Pages:
         params = request.query_params
         spec, status = params.get("d", ""), params.get("status", "ready")
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 page = self.run(session, "kb read", doc=spec, anchor=params.get("anchor") or None,
                                 cursor=params.get("cursor") or None, status=status)  # fmt: skip
         except Exception as error:  # noqa: BLE001
@@ -322,7 +322,7 @@ class Pages:
     async def _review(self, request: Request, verb: str) -> Response:
         try:
             fields = await self.form(request)
-            with self.session() as session:
+            with self.session(request) as session:
                 done = self.run(session, f"kb {verb}", docs=[fields.get("doc", "")])
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
@@ -337,7 +337,7 @@ class Pages:
 
     def tables(self, request: Request) -> Response:
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 listed = self.run(session, "table list")
                 runs = self.run(session, "table runs").runs
         except Exception as error:  # noqa: BLE001
@@ -353,7 +353,7 @@ class Pages:
     async def undo(self, request: Request) -> Response:
         try:
             fields = await self.form(request)
-            with self.session() as session:
+            with self.session(request) as session:
                 done = self.run(session, "table undo", run=fields.get("run") or None)
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
@@ -367,7 +367,7 @@ class Pages:
         page = int(params["page"]) if params.get("page", "").isdigit() else 1
         refused, rows = None, None
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 info = self.run(session, "table show", table=name)
                 try:
                     rows = self.run(session, "table filter", tables=[name], where=where or None, sort=sort,
@@ -408,7 +408,7 @@ class Pages:
 
     def tasks(self, request: Request) -> Response:
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 listed = self.run(session, "task list")
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
@@ -421,7 +421,7 @@ class Pages:
 
         name = request.query_params.get("t", "")
         try:
-            with self.session() as session:
+            with self.session(request) as session:
                 shown = self.run(session, "task show", task=name)
                 latest = list(islice(session.tasks.messages_from_end(shown.task.id), MESSAGES_SHOWN))
         except Exception as error:  # noqa: BLE001

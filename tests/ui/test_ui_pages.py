@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 
 from aibuddy_cli.app.session import Session
 from aibuddy_cli.settings import Settings
+from aibuddy_cli.ui.guard import Guard
 from aibuddy_cli.ui.pages import Place
 from aibuddy_cli.ui.server import build_app
 from aibuddy_cli.vault import Vault
@@ -22,7 +23,12 @@ ORIGIN = f"http://127.0.0.1:{PORT}"
 
 
 def place(vault: Vault) -> Place:
-    return Place(vault, "demo", lambda: Session(Vault.open(vault.root), "demo", settings=Settings.read({})))
+    return Place(vault, lambda user: Session(Vault.open(vault.root), user, settings=Settings.read({})))
+
+
+def app_for(vault: Vault, user: str = "demo") -> Guard:
+    """The page as `aibuddy ui` run by user serves it: behind the one-time link."""
+    return build_app(place(vault), PORT, user=user, login_key=KEY)
 
 
 @pytest.fixture
@@ -38,7 +44,7 @@ def stocked(vault: Vault) -> Vault:
 @pytest.fixture
 def browser(stocked: Vault) -> Iterator[TestClient]:
     """A client that opened the one-time link: it holds the session's cookie."""
-    with TestClient(build_app(place(stocked), PORT, KEY), base_url=ORIGIN) as client:
+    with TestClient(app_for(stocked), base_url=ORIGIN) as client:
         opened = client.get(f"/login?key={KEY}", follow_redirects=False)
         assert opened.status_code == 303 and opened.headers["location"] == "/memory"
         yield client
@@ -58,13 +64,13 @@ def record_file(vault: Vault, name: str) -> Path:
 
 
 def test_nothing_is_shown_without_the_links_cookie_and_the_link_works_once(stocked: Vault) -> None:
-    with TestClient(build_app(place(stocked), PORT, KEY), base_url=ORIGIN) as client:
+    with TestClient(app_for(stocked), base_url=ORIGIN) as client:
         refused = client.get("/memory")
         assert refused.status_code == 401 and "tea" not in refused.text
         assert client.get("/login?key=guess").status_code == 401
         assert client.get(f"/login?key={KEY}").status_code == 200  # followed to /memory
         assert "tea" in client.get("/memory").text
-    with TestClient(build_app(place(stocked), PORT, KEY), base_url=ORIGIN) as other:
+    with TestClient(app_for(stocked), base_url=ORIGIN) as other:
         other.get(f"/login?key={KEY}")  # (another app: its own key, not yet spent)
         assert other.get(f"/login?key={KEY}").status_code == 401  # spent: a second browser gets nothing
         assert "used already" in other.get(f"/login?key={KEY}").text
@@ -238,8 +244,7 @@ def documented(stocked: Vault, tmp_path: Path) -> Vault:
 
 def opened(vault: Vault, user: str) -> TestClient:
     """A browser that opened the link of `aibuddy ui` run by user."""
-    place = Place(vault, user, lambda: Session(Vault.open(vault.root), user, settings=Settings.read({})))
-    client = TestClient(build_app(place, PORT, KEY), base_url=ORIGIN)
+    client = TestClient(app_for(vault, user), base_url=ORIGIN)
     assert client.get(f"/login?key={KEY}", follow_redirects=False).status_code == 303
     return client
 
@@ -384,3 +389,31 @@ def test_memory_reviews_suggestions_wait_on_the_same_page_and_apply_from_it(
     answer = browser.post("/review/apply", data=fields, headers={"origin": ORIGIN})
     assert answer.status_code == 200 and "trip" in answer.text and 'id="no-suggestions"' in answer.text
     assert not record_file(stocked, "trip").exists()
+
+
+# --- a remote bind: a sign-in by token ---------------------------------------------------------
+
+
+def test_a_remote_page_signs_each_person_in_by_token_and_shows_only_their_memory(stocked: Vault) -> None:
+    from aibuddy_cli.mcp.http import VaultTokens
+    from aibuddy_cli.tokens import TokenService
+
+    session = Session(stocked, "bob", environ={})
+    session.memory.save("bike", type="user", description="Cycles to work", body="Every day.")
+    tokens = TokenService(stocked, "bob", session.store)
+    secret = tokens.create(name="laptop").secret
+    app = build_app(place(stocked), PORT, tokens=VaultTokens(session.store).tokens, hosts=["aibuddy.lan"])
+    remote = f"http://aibuddy.lan:{PORT}"
+    with TestClient(app, base_url=remote) as browser:
+        assert browser.get("/memory").status_code == 401
+        assert 'name="token"' in browser.get("/login").text
+        assert browser.get(f"/login?key={KEY}").status_code == 200  # (no link here: the form)
+        wrong = browser.post("/login", data={"token": "aibuddy_guess"}, headers={"origin": remote})
+        assert wrong.status_code == 401
+        cross = browser.post("/login", data={"token": secret}, headers={"origin": "https://evil.example"})
+        assert cross.status_code == 403
+        signed = browser.post("/login", data={"token": secret}, headers={"origin": remote})
+        assert signed.status_code == 200 and "bob" in signed.text
+        assert "bike" in signed.text and ">tea<" not in signed.text  # bob's memory, never demo's
+        tokens.revoke("laptop")
+        assert browser.get("/memory").status_code == 401  # a revoked token ends its sessions
