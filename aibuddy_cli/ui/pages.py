@@ -120,8 +120,10 @@ class Pages:
             return self.failed(request, error)
         records = [item.record for item in listed.records]
         use = use_by_week(records, datetime.now(UTC).date())
-        return self.page(request, "memory.html", title="Memory", query=None, records=records,
-                         problems=listed.problems, use=use, chart=use_svg(use))  # fmt: skip
+        shown = records if request.query_params.get("all") else records[:RECORDS_SHOWN]
+        return self.page(request, "memory.html", title="Memory", query=None, records=shown,
+                         total=len(records), problems=listed.problems, use=use,
+                         chart=use_svg(use))  # fmt: skip
 
     def record(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -436,6 +438,7 @@ class Pages:
 
 ROWS_A_PAGE = 50
 MESSAGES_SHOWN = 100
+RECORDS_SHOWN = 200  # the newest; a link shows them all
 
 
 def _sorted(sort: str | None, column: str) -> str | None:
