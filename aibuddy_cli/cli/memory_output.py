@@ -206,6 +206,13 @@ def reverted_text(result: Reverted) -> str:
     )
 
 
+def accepted_text(done: Accepted) -> str:
+    if done.record is None:  # a contact
+        return f"contact {(done.contact or {}).get('name', '')} written"
+    verb = "created" if done.action == "create" else "updated"
+    return f"{verb} {done.record.name} ({'yours: manual' if done.edited else 'automatic'})"
+
+
 def pending_text(listed: PendingList) -> str:
     """One line a proposal: id, action, record, proposed, why; then its description and body."""
     if not listed.proposals:
@@ -214,7 +221,10 @@ def pending_text(listed: PendingList) -> str:
     for proposal in listed.proposals:
         fields = (proposal.id, proposal.action, proposal.name, proposal.proposed, proposal.reason)
         lines.append("\t".join(one_line(field) for field in fields))
-        lines += [f"    {one_line(proposal.description)}", *_indented(proposal.body)]
+        if proposal.values is not None:  # a contact: each column it sets
+            lines += [f"    {column}: {one_line(str(value))}" for column, value in proposal.values.items()]
+        else:
+            lines += [f"    {one_line(proposal.description)}", *_indented(proposal.body)]
     return "\n".join(lines)
 
 
@@ -285,9 +295,6 @@ RENDERS: dict[str, Render[Any]] = {
         lambda r: decisions_text(r.decisions) + ("\n(dry run: nothing written)" if r.dry_run else "")
     ),
     "memory pending": Render["PendingList"](pending_text),
-    "memory accept": Render["Accepted"](
-        lambda r: f"{'created' if r.action == 'create' else 'updated'} {r.record.name} "
-        f"({'yours: manual' if r.edited else 'automatic'})"
-    ),
+    "memory accept": Render["Accepted"](accepted_text),
     "memory reject": Render["Rejected"](lambda r: f"rejected {r.id} ({r.name} unchanged)"),
 }

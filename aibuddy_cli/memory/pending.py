@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..clock import utc_now
 from ..errors import Conflict, InvalidInput, NotFound
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .service import MemoryService
 
 PENDING_FOLDER = ".pending"
-Action = Literal["create", "update"]
+Action = Literal["create", "update", "contact"]
 
 
 class Proposal(NamedTuple):
@@ -48,6 +48,10 @@ class Proposal(NamedTuple):
     base: str | None = None  # the record's `updated` when proposed (an update; None: a new record)
     base_description: str | None = None
     base_body: str | None = None
+    # A contact (consolidation's, for the personal `contacts` table): the columns it sets, and
+    # what they held when proposed (None: a new contact). `name` is then the contact's name.
+    values: dict[str, str] | None = None
+    base_values: dict[str, Any] | None = None
 
 
 class PendingList(NamedTuple):
@@ -58,12 +62,13 @@ class PendingList(NamedTuple):
 
 
 class Accepted(NamedTuple):
-    """`memory accept`: the proposal applied, and the record as it is now."""
+    """`memory accept`: the proposal applied, and the record (or the contact's row) as it is now."""
 
     id: str
     action: Action
     edited: bool  # the person changed it before accepting: the record is theirs (manual)
-    record: MemoryRecord
+    record: MemoryRecord | None
+    contact: dict[str, Any] | None = None
 
 
 class Rejected(NamedTuple):
@@ -107,13 +112,43 @@ class Pending:
             base_description=redact(current.description)[0] if current else None,
             base_body=redact(current.body)[0] if current else None,
         )
+        self._keep(proposal)
+        return proposal
+
+    def propose_contact(
+        self, name: str, values: dict[str, str], base: dict[str, Any] | None, *, reason: str = ""
+    ) -> Proposal:
+        """Keep a contact's new or changed columns (redacted) instead of writing them; one waits
+        per contact."""
+        from ..redaction.detect import redacted
+
+        proposal = Proposal(
+            id=secrets.token_hex(6),
+            action="contact",
+            name=name,
+            type="contact",
+            description=name,
+            body="",
+            proposed=utc_now(),
+            reason=reason,
+            values=redacted(values),
+            base_values=None if base is None else redacted(base),
+        )
+        self._keep(proposal)
+        return proposal
+
+    def _keep(self, proposal: Proposal) -> None:
         with self.memory._lock():
+            contact = proposal.action == "contact"
             for older in self.proposals():
-                if older.name == name:
+                if (older.action == "contact") == contact and older.name == proposal.name:
                     self.memory.store.delete(self._key(older.id))
             text = json.dumps(proposal._asdict(), ensure_ascii=False, indent=2) + "\n"
             self.memory.store.write(self._key(proposal.id), text.encode("utf-8"), create=True)
-        return proposal
+
+    def drop(self, proposal_id: str) -> None:
+        """The proposal removed (applied elsewhere: a contact, by the operation that holds the tables)."""
+        self.memory.store.delete(self._key(self.get(proposal_id).id))
 
     def proposals(self) -> list[Proposal]:
         """The proposals waiting, oldest first (a file that is not one is left out)."""
@@ -147,6 +182,8 @@ class Pending:
     ) -> Accepted:
         """Apply the proposal, as it is or with the person's changes (then the record is theirs)."""
         proposal = self.get(proposal_id)
+        if proposal.action == "contact":
+            raise InvalidInput("a contact's proposal is accepted with its table (`aibuddy memory accept`)")
         chosen = proposal._replace(
             type=proposal.type if type is None else type,
             description=proposal.description if description is None else description,

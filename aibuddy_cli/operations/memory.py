@@ -9,6 +9,7 @@ from .registry import Arg, Confirm, Effect, Opt, operation
 from .shared import TranscriptFile
 
 if TYPE_CHECKING:
+    from ..app.session import Session
     from ..memory.extraction import ExtractionResult
     from ..memory.pending import Accepted, PendingList, Rejected
     from ..memory.records import MemoryRecord, RecordJson
@@ -282,9 +283,9 @@ def pending(memory: MemoryService) -> PendingList:
     return PendingList(memory.user, Pending(memory).proposals())
 
 
-@operation("memory", "accept", uses="memory", effect=Effect.WRITE, model=False)
+@operation("memory", "accept", uses="", effect=Effect.WRITE, model=False)
 def accept(
-    memory: MemoryService,
+    session: Session,
     id: Annotated[str, Arg("The proposal's id (`aibuddy memory pending`).")],
     type: Annotated[str | None, Opt("--type", "-t", help="Accept it with this type instead.")] = None,
     description: Annotated[
@@ -292,12 +293,31 @@ def accept(
     ] = None,
     body: Annotated[str | None, Opt("--body", "-b", help="Accept it with this body instead.")] = None,
 ) -> Accepted:
-    """Apply a proposal: the record is created or updated as automatic memory would have. Given
-    your own type, description or body, it is yours instead: the record becomes manual. An update
-    of a record that changed since it was proposed is refused. Never offered to a model."""
-    from ..memory.pending import Pending
+    """Apply a proposal: the record is created or updated as automatic memory would have (a
+    contact: its row in your `contacts` table). Given your own type, description or body, it is
+    yours instead: the record becomes manual. A change to a record or contact that changed since
+    it was proposed is refused. Never offered to a model."""
+    from ..memory.pending import Accepted, Pending
 
-    return Pending(memory).accept(id, type=type, description=description, body=body)
+    pending = Pending(session.memory)
+    proposal = pending.get(id)
+    if proposal.action != "contact":
+        return pending.accept(id, type=type, description=description, body=body)
+    from ..errors import Conflict, UsageError
+    from ..tasks.consolidation.handlers import Tables, contact_row, write_contact
+
+    if (type, description, body) != (None, None, None):
+        raise UsageError("a contact is accepted as proposed (or rejected); edit its row with `aibuddy table`")
+    tables = Tables(session.tables.queries, session.tables.changes)
+    row = contact_row(tables, proposal.name)
+    now = None if row is None else {column: row.get(column) for column in proposal.values or {}}
+    if now != proposal.base_values:
+        raise Conflict(
+            f"contact {proposal.name!r} changed since this was proposed: reject it, or edit the row yourself"
+        )
+    write_contact(tables, proposal.name, proposal.values or {})
+    pending.drop(id)
+    return Accepted(id, "contact", False, None, contact_row(tables, proposal.name))
 
 
 @operation("memory", "reject", uses="memory", effect=Effect.DESTRUCTIVE, idempotent=True, model=False)

@@ -199,10 +199,7 @@ class Pages:
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
         suggestions = [{"id": p.id, "summary": p.summary(), "reason": p.reason} for p in review.proposals]
-        proposals = [
-            {**proposal._asdict(), "diff": diff_lines(proposal.base_body or "", proposal.body)}
-            for proposal in listed.proposals
-        ]
+        proposals = [_proposal(proposal) for proposal in listed.proposals]
         return self.page(request, "pending.html", title="Waiting for you", section="pending",
                          proposals=proposals, suggestions=suggestions)  # fmt: skip
 
@@ -226,6 +223,8 @@ class Pages:
                 done = self.run(session, "memory accept", id=proposal, **edits)
         except Exception as error:  # noqa: BLE001
             return self.failed(request, error)
+        if done.record is None:  # a contact
+            return self.redirect("/pending", f"contact {(done.contact or {}).get('name', '')} written")
         verb = "created" if done.action == "create" else "updated"
         return self.redirect("/pending", f"{verb} {done.record.name}{' (yours now)' if done.edited else ''}")
 
@@ -445,6 +444,16 @@ def _sorted(sort: str | None, column: str) -> str | None:
     if sort == column:
         return "asc"
     return "desc" if sort == f"-{column}" else None
+
+
+def _proposal(proposal: Any) -> dict[str, Any]:
+    """A proposal for the page, with its diff: a record's body, or a contact's columns."""
+    if proposal.values is None:
+        return {**proposal._asdict(), "diff": diff_lines(proposal.base_body or "", proposal.body)}
+    before = (proposal.base_values or {}).items()
+    shown_before = "\n".join(f"{column}: {value}" for column, value in before if value is not None)
+    shown_after = "\n".join(f"{column}: {value}" for column, value in proposal.values.items())
+    return {**proposal._asdict(), "diff": diff_lines(shown_before, shown_after)}
 
 
 def _hit(hit: Any) -> dict[str, Any]:

@@ -417,3 +417,19 @@ def test_a_remote_page_signs_each_person_in_by_token_and_shows_only_their_memory
         assert "bike" in signed.text and ">tea<" not in signed.text  # bob's memory, never demo's
         tokens.revoke("laptop")
         assert browser.get("/memory").status_code == 401  # a revoked token ends its sessions
+
+
+def test_a_proposed_contact_shows_its_columns_and_accepting_writes_its_row(
+    browser: TestClient, stocked: Vault
+) -> None:
+    from aibuddy_cli.memory.pending import Pending
+
+    pending = Pending(Session(stocked, "demo", environ={}).memory)
+    proposal = pending.propose_contact("Ada", {"bio": "Engineer"}, None)
+    page = browser.get("/pending").text
+    assert "Contact Ada" in page and '<span class="add">+bio: Engineer</span>' in page
+    assert "Edit, then accept" not in page.split(f'id="proposal-{proposal.id}"')[1].split("</section>")[0]
+    fields = {"csrf": csrf_of(page)}
+    answer = browser.post(f"/pending/{proposal.id}/accept", data=fields, headers={"origin": ORIGIN})
+    assert answer.status_code == 200 and "contact Ada written" in answer.text
+    assert "Ada,Engineer" in (stocked.root / "tables" / "personal" / "demo" / "contacts.csv").read_text()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import AibuddyError, Busy, DiskFull, NotFound, ReadOnly
 from ...memory.extraction import Decision, Extractor, bounded
+from ...memory.pending import Pending
 from ...redaction.detect import redacted_noted
 from ..service import Task, TaskService
 from .reply import ContactItem, KnowledgeItem, MemoryItem, Rejected, SummaryItem, TaskItem
@@ -147,17 +148,14 @@ class Handlers:
             if self.flags[flag] and given[field] is not None
         }
         values, note = redacted_noted(values)  # before the cut, which could hide a key's shape
-        changes = self.tables.changes
         try:
             columns = set(self.tables.queries.show(CONTACTS).schema.types)
         except NotFound:
             if dry_run:
                 made = "new contact (and the contacts table)"
                 return Decision("contacts", "would-create", made + note, name)
-            changes.create(CONTACTS, "People the user's conversations mention", columns=_contact_columns())
-            columns = set(COLUMN_HELP)
-        found = self.tables.queries.filter([CONTACTS], _named(name), limit=1).tables[0]
-        row = found.rows[0] if found.total else None
+            columns = set(COLUMN_HELP)  # (write_contact makes the table: a proposal makes nothing)
+        row = contact_row(self.tables, name)
         previous = row.get("summary") if row is not None else None
         # A summary the model was not shown (or that a person changed since) is kept, the new after it.
         unseen = name not in self.known or previous != self.known[name]
@@ -167,17 +165,15 @@ class Handlers:
             return Decision("contacts", "no-op", "nothing new", name)
         added = [column for column in new if column not in columns]
         grown = f" (new column: {', '.join(added)})" if added else ""
+        said = ("new contact" if row is None else ", ".join(new)) + grown + note
         if dry_run:
-            if row is None:
-                return Decision("contacts", "would-create", "new contact" + grown + note, name)
-            return Decision("contacts", "would-update", ", ".join(new) + grown + note, name)
-        for column in added:
-            changes.add_column(CONTACTS, column, "str", COLUMN_HELP.get(column, ""))
-        if row is None:
-            changes.add_rows(CONTACTS, [{"name": name, **values}])
-            return Decision("contacts", "created", "new contact" + grown + note, name)
-        changes.update_rows(CONTACTS, _named(name), new)
-        return Decision("contacts", "updated", ", ".join(new) + grown + note, name)
+            return Decision("contacts", "would-create" if row is None else "would-update", said, name)
+        if self.reconciler.config.review:  # a person accepts it first (memory/pending.py)
+            base = None if row is None else {column: row.get(column) for column in new}
+            Pending(self.reconciler.memory).propose_contact(name, dict(new), base, reason=said)
+            return Decision("contacts", "proposed", said, name)
+        outcome = write_contact(self.tables, name, new)
+        return Decision("contacts", outcome, said, name)
 
     def knowledge(self, fields: dict[str, Any]) -> Decision:
         item = KnowledgeItem.from_reply(fields)
@@ -235,6 +231,35 @@ def bounded_summary(text: str) -> str:
     from ...text import shorten
 
     return shorten(" ".join(text.split()), MAX_SUMMARY)
+
+
+def write_contact(tables: Tables, name: str, values: Mapping[str, Any]) -> str:
+    """The contact's row written: added ("created") or its columns set ("updated"); the personal
+    `contacts` table made, and a column it lacks added, first. (A pass, and a person accepting a
+    pass's proposal, write a contact the same way.)"""
+    changes = tables.changes
+    try:
+        columns = set(tables.queries.show(CONTACTS).schema.types)
+    except NotFound:
+        changes.create(CONTACTS, "People the user's conversations mention", columns=_contact_columns())
+        columns = set(COLUMN_HELP)
+    for column in values:
+        if column not in columns:
+            changes.add_column(CONTACTS, column, "str", COLUMN_HELP.get(column, ""))
+    if not tables.queries.filter([CONTACTS], _named(name), limit=1).tables[0].total:
+        changes.add_rows(CONTACTS, [{"name": name, **values}])
+        return "created"
+    changes.update_rows(CONTACTS, _named(name), dict(values))
+    return "updated"
+
+
+def contact_row(tables: Tables, name: str) -> dict[str, Any] | None:
+    """The contact's row as it is now (None: no such contact, or no contacts table)."""
+    try:
+        found = tables.queries.filter([CONTACTS], _named(name), limit=1).tables[0]
+    except NotFound:
+        return None
+    return found.rows[0] if found.total else None
 
 
 def _named(name: str) -> str:
