@@ -170,17 +170,26 @@ def test_an_admin_publishes_a_documents_new_version_after_its_diff_and_another_u
     knowledge.reingest("system/guide", str(guide))
     ready = vault.root / "knowledge" / "system" / "ready" / "guide.md"
 
+    Session(vault, "bob", environ={}).memory.save("bike", type="user", description="Cycles", body="Daily.")
     with ui(vault, aibuddy_exe, user="bob") as bobs_link:
-        bob = chromium.new_page()
+        bobs = chromium.new_context()
+        bob = bobs.new_page()
         bob.goto(bobs_link)
         origin = bobs_link.split("/login")[0]
         bob.goto(f"{origin}/kb/doc?d=system/guide&status=pending")
         assert bob.locator("form[action='/kb/publish']").count() == 0  # not his to publish
+        bob.goto(f"{origin}/memory/bike/delete")  # a page of his, for his session's token
+        token = bob.locator("input[name=csrf]").get_attribute("value")
+        sent = bobs.request.post(  # the publish he may not do, sent anyway from his own browser
+            f"{origin}/kb/publish", form={"csrf": token, "doc": "system/guide"}, headers={"Origin": origin}
+        )
+        assert sent.status in (403, 404) and "Traceback" not in sent.text()
     assert "--to previous" not in ready.read_text()
 
     admin = chromium.new_page()
     admin.goto(served)
     admin.click("text=Knowledge")
+    shot(admin, "knowledge")
     admin.locator("#system").get_by_role("link", name="system/guide").first.click()
     admin.goto(admin.url.replace("status=ready", "status=pending"))
     assert admin.locator("#diff .add").inner_text() == "+Run `deployctl rollback --to previous`."
@@ -205,6 +214,7 @@ def test_a_person_filters_a_table_and_reads_a_task(
     page = chromium.new_page()
     page.goto(served)
     page.click("text=Tables")
+    shot(page, "tables")
     page.click("#tables >> text=people")
     page.fill("#where", "age > 30")
     page.click("form[role=search] button")
