@@ -14,7 +14,7 @@ app = typer.Typer()
 @app.command("ui")
 def ui(
     ctx: typer.Context,
-    port: int = typer.Option(0, "--port", min=0, max=65535, help="The port on 127.0.0.1 (0: any free one)."),
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="The port to listen on (0: any free one)."),
     no_browser: bool = typer.Option(False, "--no-browser", help="Print the link; do not open a browser."),
     host: str = typer.Option(
         "127.0.0.1",
@@ -26,9 +26,11 @@ def ui(
         [], "--allow-host", metavar="NAME[:PORT]", help="A name clients may use besides loopback and --host."
     ),
 ) -> None:
-    """See and steer the vault in a local web page: memory (search, each record with its versions,
-    edit, revert, delete), served on 127.0.0.1 until Ctrl-C. It prints a link that works once, in
-    one browser; every change goes through the same operations as these commands."""
+    """See and steer the vault in a local web page, served on 127.0.0.1 until Ctrl-C: memory
+    (recall, each record with its versions, edit, revert, delete), the changes waiting for you,
+    knowledge (review with a diff), tables (filter, sort, undo a run) and tasks. It prints a link
+    that works once, in one browser; every change goes through the same operations as these
+    commands."""
     from ..ui.server import serve_ui
 
     state = state_of(ctx)
