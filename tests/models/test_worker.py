@@ -69,6 +69,11 @@ def status(aibuddy_exe: list[str], env: dict[str, str]) -> dict:
     return json.loads(run_aibuddy(aibuddy_exe, "worker", "status", "--json", env=env).stdout)
 
 
+# A start measured at half a second derives a limit of half a second once the floor (MIN_IDLE, a
+# second) is lowered: the loops run in-process below wait a few idle limits, not a few seconds.
+QUICK_START = 0.5
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("idle", [0.5, None], ids=["AIBUDDY_WORKER_IDLE", "derived from its start"])
 def test_a_call_in_flight_outlives_the_idle_bound(
@@ -77,6 +82,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     """The worker's loop (in-process) counts idle time from its last call's end, not its start: a
     model slower than its idle limit (asked, or derived from its start) is answered, and a stop
     lets the call finish."""
+    monkeypatch.setattr(worker_client, "MIN_IDLE", 0.05)
     release, asked = threading.Event(), threading.Event()
 
     def slow_answer(request: dict, state: dict) -> dict:
@@ -90,7 +96,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     worker_answer = worker._answer
     monkeypatch.setattr(worker, "_answer", slow_answer)
     path = runtime_dir / "w.sock"
-    server = threading.Thread(target=worker._serve_on, args=(path, "digest", 0.1, idle), daemon=True)
+    server = threading.Thread(target=worker._serve_on, args=(path, "digest", QUICK_START, idle), daemon=True)
     server.start()
     deadline = time.monotonic() + 60
     while not path.exists() and time.monotonic() < deadline:
@@ -103,7 +109,8 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     client.start()
     assert asked.wait(60)
     held = time.monotonic()
-    limit = idle if idle is not None else worker_client.derived_idle(0.1)
+    limit = idle if idle is not None else worker_client.derived_idle(QUICK_START)
+    assert limit == 0.5
     while time.monotonic() - held < 4 * limit:  # the event: four times the idle bound has gone by
         time.sleep(0.05)
     assert server.is_alive()  # still serving the call in flight
@@ -156,10 +163,11 @@ def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
     """`[models] keep_worker` travels with each call: the worker serving it stays up unused for
     that long, not just for its start's cost (the loop in-process; the model call is stubbed)."""
     monkeypatch.setattr(models, "call_in_process", lambda settings, messages, **options: {"content": "ok"})
+    monkeypatch.setattr(worker_client, "MIN_IDLE", 0.05)
     env = {"XDG_RUNTIME_DIR": str(runtime_dir), "PATH": os.environ.get("PATH", "")}
     digest = worker_client.fingerprint(env)
     path = worker_client.socket_path(env, digest)
-    server = serve_in_thread(path, digest, 0.05, None)  # derived limit: MIN_IDLE
+    server = serve_in_thread(path, digest, QUICK_START, None)  # derived limit: its start's
     try:
         kept = models.model_settings("recall", {"recall": "openai/x", "keep_worker": 600}, Settings.read(env))
         assert kept.keep_worker == 600 and kept.problem is None
@@ -167,7 +175,8 @@ def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
         assert answer.content == "ok"
         used = time.monotonic()
         assert worker.status(env).idle_seconds == 600
-        derived = worker_client.derived_idle(0.05)
+        derived = worker_client.derived_idle(QUICK_START)
+        assert derived == QUICK_START
         while time.monotonic() - used < 3 * derived:  # the event: three times the derived limit
             time.sleep(0.05)
         assert server.is_alive() and worker.status(env).running
