@@ -136,13 +136,20 @@ def serve_in_thread(path: Path, digest: str, start_seconds: float, asked: float 
 @pytest.mark.process
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads processes from /proc")
 def test_an_unused_worker_exits_once_idle_for_as_long_as_its_start_took(
-    worker_env: dict[str, str]
+    worker_env: dict[str, str], tmp_path: Path
 ) -> None:
     """Nobody asked to keep it (no AIBUDDY_WORKER_IDLE, no keep_worker): the worker started for an
     environment measures its own start (spawn to ready), says so, and exits once unused for that
     long, so a machine that used several provider environments keeps no idle worker per
-    environment for minutes."""
+    environment for minutes. Its litellm is an empty stand-in (first on its PYTHONPATH): no call
+    reaches it, and the start it measures, then waits for unused, is its process's (under a
+    second) instead of litellm's import (seconds, twice over); the real import's start is
+    test_the_first_model_calls_start_one_worker_however_many_at_once_that_serves_the_next's."""
+    stand_in = tmp_path / "stand-in"
+    (stand_in / "litellm").mkdir(parents=True)
+    (stand_in / "litellm/__init__.py").write_text('"""litellm\'s stand-in: imported, never called."""\n')
     env = {name: value for name, value in worker_env.items() if name != "AIBUDDY_WORKER_IDLE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(stand_in), env["PYTHONPATH"]])
     started = time.time()
     worker_client.start(env)  # as the first model call that finds no worker does
     wait_for_worker(env)
