@@ -171,9 +171,10 @@ def warm_worker() -> tuple[FakeOpenAI, dict[str, str]]:
     return server, dict(settings)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def aibuddy_exe() -> list[str]:
-    """The installed console script when present (as users run it), else the module."""
+    """The installed console script when present (as users run it), else the module. Made once a
+    pytest process, so that a module's fixture (a server its tests share) can start it too."""
     script = Path(sys.executable).parent / "aibuddy"
     return [str(script)] if script.exists() else [sys.executable, "-m", "aibuddy_cli"]
 
