@@ -360,24 +360,20 @@ def test_an_argument_of_the_wrong_kind_is_a_tool_error_and_text_stays_text(
 
 @pytest.mark.process
 def test_requests_under_way_when_the_input_ends_are_all_answered(
-    aibuddy_exe: list[str], vault: Vault, env: dict[str, str], fake_openai: FakeOpenAI, cli
+    aibuddy_exe: list[str], vault: Vault, warm_worker: tuple[FakeOpenAI, dict[str, str]], cli
 ) -> None:
     """A client that writes its requests and closes its input (a script piping into `aibuddy mcp`,
     a client shutting down) gets an answer to each: also to a recall still waiting on its model
-    when the input ended, and to the saves queued behind it."""
+    when the input ended, and to the saves queued behind it. The server asks this pytest process's
+    warm model worker (its own cold import of litellm, seconds, is not the subject)."""
     import threading
 
+    fake_openai, settings = warm_worker
     ok(cli("memory", "save", "tea", "-t", "user", "-d", "Drinks green tea", "--json"))
     held = threading.Event()
     fake_openai.enqueue(content='{"selected": ["tea"]}', hold=held)
-    model_env = {
-        **env,
-        "AIBUDDY_MODEL_RECALL": "openai/recall-test",
-        "AIBUDDY_TIMEOUT": "60",
-        "OPENAI_API_KEY": "sk-test",
-        "OPENAI_API_BASE": fake_openai.url,
-    }
-    server = RawServer(aibuddy_exe, model_env)
+    models = {"AIBUDDY_MODEL_RECALL": "openai/recall-test", "AIBUDDY_TIMEOUT": "60"}
+    server = RawServer(aibuddy_exe, in_vault(settings, vault.root, **models))
     recall = {"name": "memory_recall", "arguments": {"query": "tea"}}
     server.send_line(json.dumps({"jsonrpc": "2.0", "id": "recall", "method": "tools/call", "params": recall}))
     saves = range(100, 140)

@@ -1,43 +1,100 @@
 """`aibuddy mcp --http`: a real server process on loopback, reached with the SDK's own client in
 both protocol eras (the 2026-07-28 per-request form and the older initialize handshake), behind
 bearer tokens that fix each request's user, with the Host/Origin allow-list; and many clients at
-once losing no write."""
+once losing no write.
+
+One server (and its vault) serves the tests of this module that run in a pytest process: a start
+costs a second and a half of imports, which ten starts paid. Each test has its users of its own on
+it (alice-<n> and bob-<n>, with a token each), so what one test writes, revokes or asks never meets
+another's."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
-from helpers import FIXTURE_DOCS, run_in_process, wait_for
+from helpers import FIXTURE_DOCS, child_env, run_in_process, wait_for
 from mcp_http_client import HttpServer, answer, client_session, with_client
 
 from aibuddy_cli.operations.registry import operations
-from aibuddy_cli.vault import Vault
+from aibuddy_cli.vault import Vault, init_vault
 
 pytest.importorskip("mcp")
 
 
-@pytest.fixture
-def users(vault: Vault, env: dict[str, str]) -> dict[str, str]:
-    """A token each for alice and bob (the vault's admin, demo, makes them)."""
+def make_tokens(env: dict[str, str], *names: str) -> dict[str, str]:
+    """A token for each user named (the vault's admin, demo, makes them), by user."""
     tokens = {}
-    for user in ("alice", "bob"):
+    for user in names:
         done = run_in_process("token", "create", "--user", user, env=env)
         assert done.returncode == 0, done.stderr
         tokens[user] = done.stdout.decode().strip()
     return tokens
 
 
-@pytest.fixture
-def server(aibuddy_exe: list[str], env: dict[str, str], users: dict[str, str]) -> Iterator[HttpServer]:
-    served = HttpServer(aibuddy_exe, env)
+class Served(NamedTuple):
+    """The module's server, its vault and the environment of a command run on that vault as demo."""
+
+    http: HttpServer
+    vault: Vault
+    env: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        return self.http.url
+
+
+@pytest.fixture(scope="module")
+def server(aibuddy_exe: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`aibuddy mcp --http` on a vault of its own, for the module's tests in this pytest process; made
+    in the environment isolated_env gives a test (which, per test, comes after a module's fixtures).
+    Stopped at the end: it exits cleanly, logging no traceback for anything the tests sent it."""
+    top = tmp_path_factory.mktemp("http")
+    (top / "home").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith(("AIBUDDY_", "OPENAI_", "LITELLM_", "ANTHROPIC_")):
+                patch.delenv(name)
+        patch.delenv("XDG_DATA_HOME", raising=False)
+        patch.setenv("HOME", str(top / "home"))
+        patch.chdir(top)
+        vault = init_vault(top / "vault", "demo")
+        env = child_env(vault.root)
+    served = Served(HttpServer(aibuddy_exe, env), vault, env)
     yield served
-    served.stop()
+    log = served.http.stop()
+    assert wait_for(lambda: served.http.process.poll() is not None)
+    assert "Traceback" not in log, log
+
+
+NUMBERS = itertools.count(1)
+
+
+class Users(NamedTuple):
+    """This test's own two users on the module's server, and a token for each by role."""
+
+    alice: str
+    bob: str
+    tokens: dict[str, str]  # "alice" and "bob": each one's token
+
+
+@pytest.fixture
+def users(server: Served) -> Users:
+    number = next(NUMBERS)
+    alice, bob = f"alice-{number}", f"bob-{number}"
+    made = make_tokens(server.env, alice, bob)
+    return Users(alice, bob, {"alice": made[alice], "bob": made[bob]})
+
+
+def intruders(vault: Vault) -> set[Path]:
+    return set(vault.root.glob("memory/*/intruder.md"))
 
 
 def post(url: str, body: Any, **headers: str) -> tuple[int, str]:
@@ -61,7 +118,7 @@ SAVE = {
 @pytest.mark.process
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_both_protocol_eras_reach_every_tool_as_the_tokens_user(
-    server: HttpServer, users: dict[str, str], vault: Vault, mode: str
+    server: Served, users: Users, mode: str
 ) -> None:
     async def body(client: Any) -> dict[str, Any]:
         tools = {tool.name for tool in (await client.list_tools()).tools}
@@ -71,16 +128,16 @@ def test_both_protocol_eras_reach_every_tool_as_the_tokens_user(
         recalled = answer(await client.call_tool("memory_recall", {"query": "green tea"}))
         return {"tools": tools, "saved": saved, "recalled": recalled}
 
-    found = with_client(server.url, users["alice"], body, mode)
+    found = with_client(server.url, users.tokens["alice"], body, mode)
     offered = {op.tools["mcp"] for op in operations() if op.model and "mcp" in op.tools}
     assert found["tools"] == offered
-    assert found["saved"]["path"] == f"memory/alice/tea-{mode}.md"
+    assert found["saved"]["path"] == f"memory/{users.alice}/tea-{mode}.md"
     assert [r["name"] for r in found["recalled"]["records"]] == [f"tea-{mode}"]
-    assert (vault.root / f"memory/alice/tea-{mode}.md").is_file()
+    assert (server.vault.root / f"memory/{users.alice}/tea-{mode}.md").is_file()
 
 
 @pytest.mark.process
-def test_a_token_for_bob_never_reads_alices_memory(server: HttpServer, users: dict[str, str]) -> None:
+def test_a_token_for_bob_never_reads_alices_memory(server: Served, users: Users) -> None:
     async def alice(client: Any) -> None:
         answer(await client.call_tool("memory_save", {
             "name": "salary", "type": "user", "description": "Alice's salary", "body": "Secret figure",
@@ -93,19 +150,18 @@ def test_a_token_for_bob_never_reads_alices_memory(server: HttpServer, users: di
         manifest = await client.read_resource("aibuddy://memory/manifest")
         return {"listed": listed, "recalled": recalled, "shown": shown, "manifest": manifest}
 
-    with_client(server.url, users["alice"], alice)
-    seen = with_client(server.url, users["bob"], bob)
-    assert seen["listed"]["user"] == "bob" and seen["listed"]["records"] == []
+    with_client(server.url, users.tokens["alice"], alice)
+    seen = with_client(server.url, users.tokens["bob"], bob)
+    assert seen["listed"]["user"] == users.bob and seen["listed"]["records"] == []
     assert seen["recalled"]["records"] == []
-    assert (
-        seen["shown"].is_error and "no memory record 'salary' for user bob" in seen["shown"].content[0].text
-    )
+    shown = seen["shown"]
+    assert shown.is_error and f"no memory record 'salary' for user {users.bob}" in shown.content[0].text
     assert "salary" not in seen["manifest"].contents[0].text
 
 
 @pytest.mark.process
 def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
-    server: HttpServer, users: dict[str, str], env: dict[str, str], tmp_path: Path
+    server: Served, users: Users, tmp_path: Path
 ) -> None:
     """Over HTTP knowledge_ask takes the task in the call. alice gets an answer from the documents
     attached to her task (a system one and her personal one); bob naming her task gets what a task
@@ -113,7 +169,7 @@ def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
     through his own task of the same id."""
     note = tmp_path / "salary.md"
     note.write_text("# Salary\n\nAlice's salary review: the secret figure is 123,456.\n")
-    alice_env = {**env, "AIBUDDY_USER": "alice"}
+    env, alice_env = server.env, {**server.env, "AIBUDDY_USER": users.alice}
     for args, as_user in [
         (("kb", "import", str(FIXTURE_DOCS / "body.md"), "--scope", "system"), env),
         (("kb", "publish", "body"), env),
@@ -126,17 +182,18 @@ def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
 
     async def alice(client: Any) -> tuple[str, Any, dict[str, Any]]:
         task = answer(await client.call_tool("task_new", {"goal": "Review salaries"}))["id"]
-        attach = {"task": task, "docs": ["body", "personal/alice/salary"]}
+        attach = {"task": task, "docs": ["body", f"personal/{users.alice}/salary"]}
         answer(await client.call_tool("task_attach", attach))
         (tool,) = [tool for tool in (await client.list_tools()).tools if tool.name == "knowledge_ask"]
         asked = answer(await client.call_tool("knowledge_ask", {"question": question, "task": task}))
         return task, tool, asked
 
-    task, tool, asked = with_client(server.url, users["alice"], alice)
+    task, tool, asked = with_client(server.url, users.tokens["alice"], alice)
     assert tool.input_schema["required"] == ["question", "task"]
     assert "the task the call names; the task is one of the user's own" in tool.description
     assert tool.title == "Answer a question from the reviewed documents attached to the task the call names"
-    assert "personal/alice/salary" in [c["doc"] for c in asked["citations"]] and "123,456" in asked["answer"]
+    cited = [c["doc"] for c in asked["citations"]]
+    assert f"personal/{users.alice}/salary" in cited and "123,456" in asked["answer"]
 
     async def bob(client: Any) -> dict[str, Any]:
         found = {
@@ -146,14 +203,14 @@ def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
         }
         mine = {"question": question, "task": found["own"]}
         found["mine"] = answer(await client.call_tool("knowledge_ask", mine))
-        attach = {"task": found["own"], "docs": ["personal/alice/salary"]}
+        attach = {"task": found["own"], "docs": [f"personal/{users.alice}/salary"]}
         found["attach"] = await client.call_tool("task_attach", attach)
         return found
 
-    seen = with_client(server.url, users["bob"], bob)
+    seen = with_client(server.url, users.tokens["bob"], bob)
     theirs, nowhere = (json.loads(seen[key].content[0].text)["error"] for key in ("theirs", "nowhere"))
-    assert theirs == {"code": "not_found", "message": f"no task {task!r} for user bob"}
-    assert nowhere == {"code": "not_found", "message": "no task 't9' for user bob"}
+    assert theirs == {"code": "not_found", "message": f"no task {task!r} for user {users.bob}"}
+    assert nowhere == {"code": "not_found", "message": f"no task 't9' for user {users.bob}"}
     assert seen["own"] == task and seen["mine"]["citations"] == []  # his own t1: nothing attached
     assert json.loads(seen["attach"].content[0].text)["error"]["code"] == "not_found"
     assert "123,456" not in json.dumps(seen, default=str)
@@ -161,33 +218,32 @@ def test_knowledge_ask_answers_from_the_tokens_users_own_tasks_only(
 
 @pytest.mark.process
 def test_no_token_a_wrong_one_or_a_revoked_one_is_401_and_writes_nothing(
-    server: HttpServer, users: dict[str, str], vault: Vault, env: dict[str, str]
+    server: Served, users: Users
 ) -> None:
+    before = intruders(server.vault)  # another test's bob-<n> may have one
     assert post(server.url, SAVE)[0] == 401
     assert post(server.url, SAVE, authorization="Bearer aibuddy_not-a-token")[0] == 401
-    assert post(server.url, SAVE, authorization=users["alice"])[0] == 401  # not a Bearer header
-    assert run_in_process("token", "revoke", "alice-1", env=env).returncode == 0
-    status, text = post(server.url, SAVE, authorization=f"Bearer {users['alice']}")
+    assert post(server.url, SAVE, authorization=users.tokens["alice"])[0] == 401  # not a Bearer header
+    assert run_in_process("token", "revoke", f"{users.alice}-1", env=server.env).returncode == 0
+    status, text = post(server.url, SAVE, authorization=f"Bearer {users.tokens['alice']}")
     assert status == 401 and "invalid_token" in text
-    assert not list(vault.root.glob("memory/*/intruder.md"))
+    assert intruders(server.vault) == before
     # The other token still works: a revocation is of one token.
-    status, text = post(
-        server.url, SAVE, authorization=f"Bearer {users['bob']}", **{"mcp-protocol-version": "2025-06-18"}
-    )
+    bob = {"authorization": f"Bearer {users.tokens['bob']}", "mcp-protocol-version": "2025-06-18"}
+    status, text = post(server.url, SAVE, **bob)
     assert status == 200 and '"isError":true' not in text.replace(" ", "")
-    assert (vault.root / "memory/bob/intruder.md").is_file()
+    assert intruders(server.vault) == {*before, server.vault.root / f"memory/{users.bob}/intruder.md"}
 
 
 @pytest.mark.process
 @pytest.mark.parametrize("era", [None, "2025-06-18", "2026-07-28"])
-def test_every_request_is_answered_as_json_rpc_says(
-    server: HttpServer, users: dict[str, str], vault: Vault, era: str | None
-) -> None:
+def test_every_request_is_answered_as_json_rpc_says(server: Served, users: Users, era: str | None) -> None:
     """A request whose id is no string or integer is an invalid request answered with id null (the
     SDK took `"id": {}` for a notification: an empty 202); a body that is no request is one too,
     in words, not pydantic's; wrong-kinded or unreadable tool arguments are the tool error
     document, as on stdio. Without a token it is still 401, and nothing is written."""
-    headers = {"authorization": f"Bearer {users['alice']}"}
+    before = intruders(server.vault)  # another test's bob-<n> may have one
+    headers = {"authorization": f"Bearer {users.tokens['alice']}"}
     if era is not None:
         headers["mcp-protocol-version"] = era
     if era == "2026-07-28":  # a request of this revision carries its own envelope
@@ -218,7 +274,7 @@ def test_every_request_is_answered_as_json_rpc_says(
     assert status == 400 and json.loads(text)["error"]["code"] == -32600 and "pydantic" not in text
     status, text = post(server.url, [call(4, "memory_save", intruder)], **headers)
     assert status == 400 and json.loads(text)["id"] is None and json.loads(text)["error"]["code"] == -32600
-    assert not list(vault.root.glob("memory/*/intruder.md"))
+    assert intruders(server.vault) == before
 
     def tool_error(arguments: dict[str, Any], name: str = "memory_recall") -> dict[str, Any]:
         status, text = post(server.url, call(5, name, arguments), **headers)
@@ -238,13 +294,14 @@ def test_every_request_is_answered_as_json_rpc_says(
 
 @pytest.mark.process
 def test_host_and_origin_are_checked_against_the_allow_list(
-    aibuddy_exe: list[str], env: dict[str, str], users: dict[str, str]
+    aibuddy_exe: list[str], server: Served, users: Users
 ) -> None:
+    """A server of its own (its allow-list is its command line's), on the module's vault."""
     served = HttpServer(
-        aibuddy_exe, env, "--allow-host", "buddy.internal", "--allow-origin", "https://app.example"
+        aibuddy_exe, server.env, "--allow-host", "buddy.internal", "--allow-origin", "https://app.example"
     )
     try:
-        bearer = {"authorization": f"Bearer {users['alice']}", "mcp-protocol-version": "2025-06-18"}
+        bearer = {"authorization": f"Bearer {users.tokens['alice']}", "mcp-protocol-version": "2025-06-18"}
         listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
         port = served.url.rsplit(":", 1)[1].split("/")[0]
         assert post(served.url, listing, **bearer)[0] == 200
@@ -258,7 +315,7 @@ def test_host_and_origin_are_checked_against_the_allow_list(
 
 
 @pytest.mark.process
-def test_many_clients_at_once_lose_no_write(server: HttpServer, users: dict[str, str], vault: Vault) -> None:
+def test_many_clients_at_once_lose_no_write(server: Served, users: Users) -> None:
     """20 clients x 10 calls mixing recall, save, table add and filter (`make bench` runs 50 x 20
     and times them): no error, every save and row there afterwards, no row key given twice."""
     clients, calls = 20, 10
@@ -284,7 +341,7 @@ def test_many_clients_at_once_lose_no_write(server: HttpServer, users: dict[str,
                     results.append(await client.call_tool("table_filter", {"tables": ["load"], "limit": 5}))
             return results
 
-        return await client_session(server.url, users["alice"], body)
+        return await client_session(server.url, users.tokens["alice"], body)
 
     async def main() -> list[list[Any]]:
         async def create(client: Any) -> Any:
@@ -292,15 +349,15 @@ def test_many_clients_at_once_lose_no_write(server: HttpServer, users: dict[str,
                 "table_create", {"name": "load", "columns": {"client": "int", "call": "int"}}
             )
 
-        answer(await client_session(server.url, users["alice"], create))
+        answer(await client_session(server.url, users.tokens["alice"], create))
         return await asyncio.gather(*(one(index) for index in range(clients)))
 
     everything = asyncio.run(main())
     errors = [result.content[0].text for results in everything for result in results if result.is_error]
     assert errors == []
-    saved = {path.stem for path in (vault.root / "memory/alice").glob("n-*.md")}
+    saved = {path.stem for path in (server.vault.root / f"memory/{users.alice}").glob("n-*.md")}
     assert saved == {f"n-{i}-{c}" for i in range(clients) for c in range(calls) if c % 4 == 0}
-    lines = (vault.root / "tables/personal/alice/load.csv").read_text().splitlines()
+    lines = (server.vault.root / f"tables/personal/{users.alice}/load.csv").read_text().splitlines()
     keys = [line.split(",")[0] for line in lines[1:]]
     assert len(keys) == len(set(keys)) == clients * len([c for c in range(calls) if c % 4 == 2])
 
@@ -317,18 +374,11 @@ def test_the_command_line_refuses_what_http_cannot_mean(env: dict[str, str]) -> 
 
 
 @pytest.mark.process
-def test_a_stopped_server_exits_cleanly(server: HttpServer) -> None:
-    log = server.stop()
-    assert wait_for(lambda: server.process.poll() is not None)
-    assert "Traceback" not in log, log
-
-
-@pytest.mark.process
-def test_tokens_are_kept_only_as_hashes_outside_git(
-    vault: Vault, env: dict[str, str], users: dict[str, str]
-) -> None:
+def test_tokens_are_kept_only_as_hashes_outside_git(vault: Vault, env: dict[str, str]) -> None:
+    """On a vault of its own (a git repository: not the server's)."""
+    tokens = make_tokens(env, "alice", "bob")
     stored = (vault.root / ".aibuddy/tokens.json").read_text()
-    assert users["alice"] not in stored and users["bob"] not in stored
+    assert tokens["alice"] not in stored and tokens["bob"] not in stored
     subprocess.run(["git", "init", "-q"], cwd=vault.root, check=True)
     ignored = subprocess.run(
         ["git", "check-ignore", "-q", ".aibuddy/tokens.json"], cwd=vault.root, check=False

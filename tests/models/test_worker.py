@@ -69,6 +69,11 @@ def status(aibuddy_exe: list[str], env: dict[str, str]) -> dict:
     return json.loads(run_aibuddy(aibuddy_exe, "worker", "status", "--json", env=env).stdout)
 
 
+# A start measured at half a second derives a limit of half a second once the floor (MIN_IDLE, a
+# second) is lowered: the loops run in-process below wait a few idle limits, not a few seconds.
+QUICK_START = 0.5
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("idle", [0.5, None], ids=["AIBUDDY_WORKER_IDLE", "derived from its start"])
 def test_a_call_in_flight_outlives_the_idle_bound(
@@ -77,6 +82,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     """The worker's loop (in-process) counts idle time from its last call's end, not its start: a
     model slower than its idle limit (asked, or derived from its start) is answered, and a stop
     lets the call finish."""
+    monkeypatch.setattr(worker_client, "MIN_IDLE", 0.05)
     release, asked = threading.Event(), threading.Event()
 
     def slow_answer(request: dict, state: dict) -> dict:
@@ -90,7 +96,7 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     worker_answer = worker._answer
     monkeypatch.setattr(worker, "_answer", slow_answer)
     path = runtime_dir / "w.sock"
-    server = threading.Thread(target=worker._serve_on, args=(path, "digest", 0.1, idle), daemon=True)
+    server = threading.Thread(target=worker._serve_on, args=(path, "digest", QUICK_START, idle), daemon=True)
     server.start()
     deadline = time.monotonic() + 60
     while not path.exists() and time.monotonic() < deadline:
@@ -103,7 +109,8 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     client.start()
     assert asked.wait(60)
     held = time.monotonic()
-    limit = idle if idle is not None else worker_client.derived_idle(0.1)
+    limit = idle if idle is not None else worker_client.derived_idle(QUICK_START)
+    assert limit == 0.5
     while time.monotonic() - held < 4 * limit:  # the event: four times the idle bound has gone by
         time.sleep(0.05)
     assert server.is_alive()  # still serving the call in flight
@@ -129,17 +136,27 @@ def serve_in_thread(path: Path, digest: str, start_seconds: float, asked: float 
 @pytest.mark.process
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads processes from /proc")
 def test_an_unused_worker_exits_once_idle_for_as_long_as_its_start_took(
-    worker_env: dict[str, str]
+    worker_env: dict[str, str], tmp_path: Path
 ) -> None:
     """Nobody asked to keep it (no AIBUDDY_WORKER_IDLE, no keep_worker): the worker started for an
     environment measures its own start (spawn to ready), says so, and exits once unused for that
     long, so a machine that used several provider environments keeps no idle worker per
-    environment for minutes."""
+    environment for minutes. Its litellm is an empty stand-in (first on its PYTHONPATH): no call
+    reaches it, and the start it measures, then waits for unused, is its process's (under a
+    second) instead of litellm's import (seconds, twice over); the real import's start is
+    test_the_first_model_calls_start_one_worker_however_many_at_once_that_serves_the_next's."""
+    stand_in = tmp_path / "stand-in"
+    (stand_in / "litellm").mkdir(parents=True)
+    (stand_in / "litellm/__init__.py").write_text('"""litellm\'s stand-in: imported, never called."""\n')
     env = {name: value for name, value in worker_env.items() if name != "AIBUDDY_WORKER_IDLE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(stand_in), env["PYTHONPATH"]])
     started = time.time()
     worker_client.start(env)  # as the first model call that finds no worker does
-    wait_for_worker(env)
+    deadline = time.monotonic() + 120  # generous: an event, not a timing
     found = worker.status(env)
+    while not found.running and time.monotonic() < deadline:  # its answer is the status: unused
+        time.sleep(0.1)  # for a second, this worker exits (asked once, nothing left to miss)
+        found = worker.status(env)
     assert found.start_seconds is not None and 0 < found.start_seconds <= time.time() - started
     assert found.idle_seconds == worker_client.derived_idle(found.start_seconds)
     deadline = time.monotonic() + 120  # generous: the event is the worker's own exit
@@ -156,10 +173,11 @@ def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
     """`[models] keep_worker` travels with each call: the worker serving it stays up unused for
     that long, not just for its start's cost (the loop in-process; the model call is stubbed)."""
     monkeypatch.setattr(models, "call_in_process", lambda settings, messages, **options: {"content": "ok"})
+    monkeypatch.setattr(worker_client, "MIN_IDLE", 0.05)
     env = {"XDG_RUNTIME_DIR": str(runtime_dir), "PATH": os.environ.get("PATH", "")}
     digest = worker_client.fingerprint(env)
     path = worker_client.socket_path(env, digest)
-    server = serve_in_thread(path, digest, 0.05, None)  # derived limit: MIN_IDLE
+    server = serve_in_thread(path, digest, QUICK_START, None)  # derived limit: its start's
     try:
         kept = models.model_settings("recall", {"recall": "openai/x", "keep_worker": 600}, Settings.read(env))
         assert kept.keep_worker == 600 and kept.problem is None
@@ -167,7 +185,8 @@ def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
         assert answer.content == "ok"
         used = time.monotonic()
         assert worker.status(env).idle_seconds == 600
-        derived = worker_client.derived_idle(0.05)
+        derived = worker_client.derived_idle(QUICK_START)
+        assert derived == QUICK_START
         while time.monotonic() - used < 3 * derived:  # the event: three times the derived limit
             time.sleep(0.05)
         assert server.is_alive() and worker.status(env).running
@@ -359,11 +378,11 @@ def test_a_stopped_worker_costs_the_call_its_timeout_not_more(
     fake_openai.default.content = '{"selected": ["tea"]}'
     os.kill(found.pid, signal.SIGSTOP)  # it still accepts connections (the kernel does), never answers
     try:
-        quick = {**env, "AIBUDDY_TIMEOUT": "3"}  # AIBUDDY_* is not part of the worker's key
+        quick = {**env, "AIBUDDY_TIMEOUT": "1"}  # AIBUDDY_* is not part of the worker's key
         result = run_aibuddy(aibuddy_exe, "memory", "recall", "tea", "--json", env=quick)
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["method"] == "words+meaning"  # the call's own fallback
-        assert b"timed out after 3s" in result.stderr
+        assert b"timed out after 1s" in result.stderr
         # The wait through the worker was the whole timeout: no second, in-process attempt after it.
         assert fake_openai.requests == []
     finally:

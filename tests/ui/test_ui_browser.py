@@ -65,8 +65,10 @@ def served(vault: Vault, aibuddy_exe: list[str]) -> Iterator[str]:
         yield link
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
+    """One Chromium for the module (a launch costs about half a second); each test opens contexts
+    of its own (new_page makes one), which share no cookie or storage."""
     playwright = pytest.importorskip("playwright.sync_api", reason="no playwright (the test extra)")
     with playwright.sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
