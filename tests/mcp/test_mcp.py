@@ -286,46 +286,18 @@ def tool_call(name: str, arguments: str) -> str:
 
 
 @pytest.mark.process
-def test_a_line_the_server_cannot_read_is_answered_and_the_next_one_works(
+def test_a_line_or_an_argument_the_server_cannot_use_is_answered_and_the_next_one_works(
     aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
 ) -> None:
-    server = RawServer(aibuddy_exe, env)
-    try:
-        server.send_line("this is not JSON")
-        parse_error = server.reply()
-        assert parse_error["id"] is None and parse_error["error"]["code"] == -32700
-        # A lone surrogate (valid JSON, not valid Unicode) in a tool's argument: a tool error the
-        # model can act on, for that request, naming the argument; nothing is written.
-        lone = r'{"name": "tea", "type": "user", "description": "\ud800"}'
-        server.send_line(tool_call("memory_save", lone))
-        refused = server.reply()
-        assert refused["id"] == 7 and refused["result"]["isError"] is True
-        document = json.loads(refused["result"]["content"][0]["text"])["error"]
-        assert document["code"] == "invalid_input" and "argument 'description'" in document["message"]
-        # Elsewhere in a request: invalid params, to its id.
-        server.send_line(r'{"jsonrpc": "2.0", "id": 8, "method": "ping", "params": {"x": "\udc00"}}')
-        invalid = server.reply()
-        assert invalid["id"] == 8 and invalid["error"]["code"] == -32602
-        # A notification is never answered: the next reply is the next request's.
-        server.send_line(r'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\ud800"}}')
-        server.send_line(tool_call("memory_save", '{"name": "tea", "type": "user", "description": "Tea"}'))
-        saved = server.reply()
-        assert saved["id"] == 7 and saved["result"]["isError"] is False
-        assert json.loads(saved["result"]["content"][0]["text"])["record"]["description"] == "Tea"
-    finally:
-        stderr = server.close()
-    assert "Traceback" not in stderr
-    assert [p.name for p in (vault.root / "memory/demo").glob("*.md")] == ["tea.md"]
+    """Over stdio, a real server (one for both halves: a start costs a second and a half).
 
+    An argument of the wrong kind: `limit: true` is no number, `description: 5` no text, each a
+    tool error whose text is the error document naming the argument, and nothing is written. A
+    body that looks like JSON is text as sent (the SDK's validation read "[1, 2]" as a list and
+    refused it, and "null" as no body); a list sent as its JSON text where only a list is taken is
+    read.
 
-@pytest.mark.process
-def test_an_argument_of_the_wrong_kind_is_a_tool_error_and_text_stays_text(
-    aibuddy_exe: list[str], vault: Vault, env: dict[str, str]
-) -> None:
-    """Over stdio, a real server: `limit: true` is no number, `description: 5` no text, each a tool
-    error whose text is the error document naming the argument, and nothing is written. A body
-    that looks like JSON is text as sent (the SDK's validation read "[1, 2]" as a list and refused
-    it, and "null" as no body); a list sent as its JSON text where only a list is taken is read."""
+    A line the server cannot read is answered, and the next one works."""
     server = RawServer(aibuddy_exe, env)
 
     def call(number: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -339,6 +311,7 @@ def test_an_argument_of_the_wrong_kind_is_a_tool_error_and_text_stays_text(
         return json.loads(result["content"][0]["text"])["error"]
 
     try:
+        # --- an argument of the wrong kind
         limit = refusal(call(2, "memory_recall", {"query": "tea", "limit": True}))
         assert limit == {"code": "invalid_input", "message": "limit: True is not of type 'integer'"}
         text = refusal(call(3, "memory_save", {"name": "tea", "type": "user", "description": 5}))
@@ -353,9 +326,34 @@ def test_an_argument_of_the_wrong_kind_is_a_tool_error_and_text_stays_text(
         only = {"task": "t1", "only": '["memory"]', "dry_run": True}
         consolidated = call(7, "task_consolidate", only)
         assert consolidated["isError"] is False, consolidated
+        # --- a line the server cannot read
+        server.send_line("this is not JSON")
+        parse_error = server.reply()
+        assert parse_error["id"] is None and parse_error["error"]["code"] == -32700
+        # A lone surrogate (valid JSON, not valid Unicode) in a tool's argument: a tool error the
+        # model can act on, for that request, naming the argument; nothing is written.
+        lone = r'{"name": "tea", "type": "user", "description": "\ud800"}'
+        server.send_line(tool_call("memory_save", lone))
+        refused = server.reply()
+        assert refused["id"] == 7 and refused["result"]["isError"] is True
+        document = json.loads(refused["result"]["content"][0]["text"])["error"]
+        assert document["code"] == "invalid_input" and "argument 'description'" in document["message"]
+        assert not (vault.root / "memory/demo/tea.md").exists()
+        # Elsewhere in a request: invalid params, to its id.
+        server.send_line(r'{"jsonrpc": "2.0", "id": 8, "method": "ping", "params": {"x": "\udc00"}}')
+        invalid = server.reply()
+        assert invalid["id"] == 8 and invalid["error"]["code"] == -32602
+        # A notification is never answered: the next reply is the next request's.
+        server.send_line(r'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\ud800"}}')
+        server.send_line(tool_call("memory_save", '{"name": "tea", "type": "user", "description": "Tea"}'))
+        saved = server.reply()
+        assert saved["id"] == 7 and saved["result"]["isError"] is False
+        assert json.loads(saved["result"]["content"][0]["text"])["record"]["description"] == "Tea"
     finally:
         stderr = server.close()
     assert "Traceback" not in stderr
+    records = sorted(p.name for p in (vault.root / "memory/demo").glob("*.md"))
+    assert records == ["json-4.md", "json-5.md", "tea.md"]
 
 
 @pytest.mark.process
