@@ -74,6 +74,33 @@ def status(aibuddy_exe: list[str], env: dict[str, str]) -> dict:
 QUICK_START = 0.5
 
 
+def serve_holding(
+    path: Path, digest: str, start_seconds: float, asked: float | None, monkeypatch: pytest.MonkeyPatch
+) -> tuple[threading.Thread, socket.socket]:
+    """The worker's loop in this process on path, and a connection to it made as it binds, before it
+    first reads its idle clock: the loop takes that connection at once, and its handler keeps the
+    loop busy until the connection sends its request or closes. So the loop cannot go idle before
+    the test's first call, however long this process waits for a CPU (a limit of half a second,
+    raced by a connection made once the socket showed, was lost on a loaded machine)."""
+    held, queued = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), threading.Event()
+    held.settimeout(60)
+    bind = worker.bind_private
+
+    def bind_and_connect(at: Path) -> socket.socket | None:
+        server = bind(at)
+        if server is not None:
+            server.listen(16)  # the loop's own listen() only sets the same queue's length again
+            held.connect(str(at))
+            queued.set()
+        return server
+
+    monkeypatch.setattr(worker, "bind_private", bind_and_connect)
+    server = threading.Thread(target=worker._serve_on, args=(path, digest, start_seconds, asked), daemon=True)
+    server.start()
+    assert queued.wait(60)
+    return server, held
+
+
 @pytest.mark.process
 @pytest.mark.parametrize("idle", [0.5, None], ids=["AIBUDDY_WORKER_IDLE", "derived from its start"])
 def test_a_call_in_flight_outlives_the_idle_bound(
@@ -96,16 +123,14 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     worker_answer = worker._answer
     monkeypatch.setattr(worker, "_answer", slow_answer)
     path = runtime_dir / "w.sock"
-    server = threading.Thread(target=worker._serve_on, args=(path, "digest", QUICK_START, idle), daemon=True)
-    server.start()
-    deadline = time.monotonic() + 60
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    server, call = serve_holding(path, "digest", QUICK_START, idle, monkeypatch)
     replies: list[dict] = []
-    client = threading.Thread(
-        target=lambda: replies.append(unix_peer.send(path, {"op": "complete", "env": "digest"}, 60)),
-        daemon=True,
-    )
+
+    def ask() -> None:  # the call, on the connection the loop took first
+        call.sendall(json.dumps({"op": "complete", "env": "digest"}).encode() + b"\n")
+        replies.append(json.loads(call.makefile("rb").readline()))
+
+    client = threading.Thread(target=ask, daemon=True)
     client.start()
     assert asked.wait(60)
     held = time.monotonic()
@@ -117,20 +142,10 @@ def test_a_call_in_flight_outlives_the_idle_bound(
     unix_peer.send(path, {"op": "stop"}, 10)  # a stop, too, lets the call finish
     release.set()
     client.join(60)
+    call.close()
     server.join(60)
     assert replies == [{"ok": True, "message": {"content": "late", "tool_calls": None}}]
     assert not server.is_alive() and not path.exists()
-
-
-def serve_in_thread(path: Path, digest: str, start_seconds: float, asked: float | None) -> threading.Thread:
-    """The worker's loop in this process, on path; returned once it listens."""
-    server = threading.Thread(target=worker._serve_on, args=(path, digest, start_seconds, asked), daemon=True)
-    server.start()
-    deadline = time.monotonic() + 60
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert path.exists()
-    return server
 
 
 @pytest.mark.process
@@ -177,12 +192,13 @@ def test_keep_worker_keeps_an_unused_worker_up_past_its_derived_limit(
     env = {"XDG_RUNTIME_DIR": str(runtime_dir), "PATH": os.environ.get("PATH", "")}
     digest = worker_client.fingerprint(env)
     path = worker_client.socket_path(env, digest)
-    server = serve_in_thread(path, digest, QUICK_START, None)  # derived limit: its start's
+    server, holding = serve_holding(path, digest, QUICK_START, None, monkeypatch)  # derived: its start's
     try:
         kept = models.model_settings("recall", {"recall": "openai/x", "keep_worker": 600}, Settings.read(env))
         assert kept.keep_worker == 600 and kept.problem is None
         answer = worker_client.complete(kept, [{"role": "user", "content": "hi"}], {}, env)
         assert answer.content == "ok"
+        holding.close()  # the loop's first connection ends without a request: unused from here on
         used = time.monotonic()
         assert worker.status(env).idle_seconds == 600
         derived = worker_client.derived_idle(QUICK_START)
